@@ -1,0 +1,25 @@
+import { parse } from "../lib/cli"
+import type { Ctx } from "../lib/context"
+import { usage } from "../lib/errors"
+import { findProject } from "../lib/project"
+import { mutateTasks } from "../lib/tasks"
+import { requireTask } from "../lib/task-lookup"
+
+export const meta = {
+  usage: "flow note <task_id> <text>",
+  description: "Appends <text> to the task's ai_notes. Several words are joined with spaces.",
+  options: {},
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<void> {
+  const { positionals } = parse(meta, args)
+  const [id, ...words] = positionals
+  if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
+  const text = words.join(" ").trim()
+  if (!text) throw usage("missing <text>: the note is empty", `usage: ${meta.usage}`)
+  await mutateTasks(findProject(ctx), `flow note ${id}`, (editor) => {
+    requireTask(editor.tasks, id)
+    editor.append({ taskId: id }, "ai_notes", text)
+  })
+  ctx.stdout(`Added a note to ${id}\n`)
+}

@@ -1,0 +1,48 @@
+import { readFileSync } from "node:fs"
+import { relative } from "node:path"
+import { parse } from "../lib/cli"
+import type { Ctx } from "../lib/context"
+import { Exit, FlowError, usage } from "../lib/errors"
+import { formatFinding, plural, summarize } from "../lib/findings"
+import type { ValidateReport } from "../lib/json-shapes"
+import { findProject } from "../lib/project"
+import { rememberValid } from "../lib/valid-cache"
+import { validateText } from "../lib/validate"
+
+export const meta = {
+  usage: "flow validate [--json]",
+  description: `Checks tasks.yaml and prints every finding in file order, each with its line, then a summary.
+Errors: YAML syntax, a missing 'tasks' list, missing required fields (id, title, status, instructions),
+duplicate task or step ids, ids that are not kebab-case, wrong types, statuses outside their lists,
+dependencies on missing tasks or on the task itself, circular dependencies, a validation_task_id that
+names no task. Warnings: fields flow does not know (they are kept), a dependency listed twice.
+Exit 0 when there are no errors (warnings allowed), 1 when there are.`,
+  options: {
+    json: { type: "boolean", help: "print the findings as JSON" },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<number> {
+  const { values, positionals } = parse(meta, args)
+  if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
+  const project = findProject(ctx)
+  let text: string
+  try {
+    text = readFileSync(project.tasksFile, "utf8")
+  } catch (e) {
+    throw new FlowError(`${project.tasksFile} does not exist`, Exit.invalid, "run 'flow generate' to make it from plan.md")
+  }
+  const { findings, taskCount } = validateText(text)
+  const errors = findings.filter((f) => f.severity === "error").length
+  if (errors === 0) rememberValid(project.stateDir, text)
+  if (values.json) {
+    const report: ValidateReport = { file: project.tasksFile, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings }
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+  } else {
+    const shown = relative(ctx.cwd, project.tasksFile) || project.tasksFile
+    for (const f of findings) ctx.stdout(formatFinding(f, shown, text))
+    if (findings.length > 0) ctx.stdout("\n")
+    ctx.stdout(`${shown}: ${plural(taskCount, "task")} checked\n${summarize(findings)}\n`)
+  }
+  return errors === 0 ? Exit.ok : Exit.failure
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bun
+// The entry: argv → command → exit code. The only file that reads process.argv or sets the exit code.
+// Command modules load lazily: agents call flow many times a minute, and start-up must not pay for
+// libraries (arktype alone costs about 0.25 s) that a command does not use.
+import { resolve } from "node:path"
+import { statSync } from "node:fs"
+import { commandHelp, type Command } from "./lib/cli"
+import { ctxFromProcess, type Ctx } from "./lib/context"
+import { Exit, FlowError, usage } from "./lib/errors"
+import { closest } from "./lib/suggest"
+import { VERSION } from "./lib/version"
+
+type Entry = { group: string; summary: string; load: () => Promise<Command> }
+
+/** Every command, grouped by lifecycle step; the order is the order of `flow --help`. */
+export const COMMANDS: Record<string, Entry> = {
+  create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
+  validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },
+  schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
+  note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
+}
+
+const GLOBAL_HELP_FOOTER = `Global options:
+  -C <dir>        run as if flow was started in <dir>
+  -h, --help      show help (also: flow <command> --help)
+  -V, --version   print flow's version
+
+The project is the nearest folder (from the working directory up) holding tasks.yaml or PRD.md;
+FLOW_PROJECT overrides it. Exit codes: 0 ok, 1 failure (or validate found errors), 2 usage,
+3 tasks.yaml or config missing or invalid, 4 a run finished with failed tasks, 130 cancelled.
+`
+
+function globalHelp(): string {
+  const groups = new Map<string, [string, Entry][]>()
+  for (const [name, entry] of Object.entries(COMMANDS)) groups.set(entry.group, [...(groups.get(entry.group) ?? []), [name, entry]])
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length))
+  const out = ["flow: from a requirements document to merged code, with coding agents working a task graph", "", "Usage: flow [-C <dir>] <command> [arguments]", ""]
+  for (const [group, entries] of groups) {
+    out.push(`${group}:`)
+    for (const [name, entry] of entries) out.push(`  ${name.padEnd(width)}  ${entry.summary}`)
+    out.push("")
+  }
+  return `${out.join("\n")}\n${GLOBAL_HELP_FOOTER}`
+}
+
+/** Runs one command line; returns the exit code. Tests call this in-process with their own ctx. */
+export async function main(ctx: Ctx, argv: string[]): Promise<number> {
+  const json = argv.includes("--json")
+  try {
+    let args = [...argv]
+    while (args[0] === "-C") {
+      const dir = args[1]
+      if (!dir) throw usage("-C needs a folder", "usage: flow -C <dir> <command> ...")
+      const target = resolve(ctx.cwd, dir)
+      if (!isDir(target)) throw usage(`-C ${dir}: no such folder`)
+      ctx = { ...ctx, cwd: target }
+      args = args.slice(2)
+    }
+    const [name, ...rest] = args
+    if (name === undefined || name === "-h" || name === "--help" || name === "help") {
+      if (name === "help" && rest[0]) return main(ctx, [rest[0], "--help"])
+      // Bare `flow` is a usage error: the help goes to stderr so a script piping stdout sees nothing odd.
+      if (name === undefined) ctx.stderr(globalHelp())
+      else ctx.stdout(globalHelp())
+      return name === undefined ? Exit.usage : Exit.ok
+    }
+    if (name === "-V" || name === "--version" || name === "version") {
+      ctx.stdout(`flow ${VERSION}\n`)
+      return Exit.ok
+    }
+    const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
+    if (!entry) {
+      const near = closest(name, Object.keys(COMMANDS))
+      throw usage(`unknown command '${name}'`, `${near ? `did you mean 'flow ${near}'? ` : ""}run 'flow --help' for the list of commands`)
+    }
+    const command = await entry.load()
+    if (rest.includes("--help") || rest.includes("-h")) {
+      ctx.stdout(commandHelp(entry.summary, command.meta))
+      return Exit.ok
+    }
+    return (await command.run(ctx, rest)) ?? Exit.ok
+  } catch (e) {
+    if (!(e instanceof FlowError)) throw e
+    if (json) ctx.stderr(`${JSON.stringify({ error: e.message, hint: e.hint, exit: e.exit })}\n`)
+    else ctx.stderr(`error: ${e.message}\n${e.hint ? `hint: ${e.hint}\n` : ""}`)
+    return e.exit
+  }
+}
+
+function isDir(path: string): boolean {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+if (import.meta.main) {
+  const code = await main(ctxFromProcess(), process.argv.slice(2))
+  process.exitCode = code
+}

@@ -1,0 +1,25 @@
+/** Everything a command may touch of the outside world; tests build their own. */
+export type Ctx = {
+  cwd: string
+  env: Record<string, string | undefined>
+  stdout: (text: string) => void
+  stderr: (text: string) => void
+  /** stdin and stdout are a terminal and CI is not set: prompts may be shown. */
+  interactive: boolean
+  /** colour codes may be written (a TTY and no NO_COLOR). */
+  color: boolean
+}
+
+/** The context of the real process. */
+export function ctxFromProcess(): Ctx {
+  const env = process.env
+  const tty = Boolean(process.stdout.isTTY)
+  return {
+    cwd: process.cwd(),
+    env,
+    stdout: (text) => void process.stdout.write(text),
+    stderr: (text) => void process.stderr.write(text),
+    interactive: tty && Boolean(process.stdin.isTTY) && !env.CI,
+    color: tty && !("NO_COLOR" in env) && env.TERM !== "dumb",
+  }
+}

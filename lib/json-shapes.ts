@@ -1,0 +1,26 @@
+// Shapes of every --json output, as arktype types. Commands import only the inferred TS types
+// (`import type`), so printing JSON never loads arktype; tests check real output against these values.
+import { type } from "arktype"
+
+export const Finding = type({
+  severity: "'error' | 'warning'",
+  message: "string",
+  "line?": "number",
+  "column?": "number",
+  "hint?": "string",
+  "task_id?": "string",
+})
+export type Finding = typeof Finding.infer
+
+export const ValidateReport = type({
+  file: "string",
+  valid: "boolean",
+  tasks: "number",
+  errors: "number",
+  warnings: "number",
+  findings: Finding.array(),
+})
+export type ValidateReport = typeof ValidateReport.infer
+
+export const ErrorReport = type({ error: "string", "hint?": "string", exit: "number" })
+export type ErrorReport = typeof ErrorReport.infer

@@ -1,0 +1,200 @@
+// `flow validate`'s checks (SPEC section 7 and more), as data: a list of findings in file order.
+import { type } from "arktype"
+import type { Finding, Path, RawFinding } from "./findings"
+import { findCycles } from "./graph"
+import { STEP_STATUSES, TASK_STATUSES } from "./statuses"
+import { STEP_KEYS, TASK_KEYS, TaskFile } from "./schema"
+import { closest, toKebab } from "./suggest"
+import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
+
+export type Validation = { findings: Finding[]; taskCount: number }
+
+type Rec = Record<string, unknown>
+type Visited = { node: Rec; path: Path; label: string; ancestors: string[] }
+
+const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** All findings for the text of a tasks file, errors and warnings, sorted by line. */
+export function validateText(text: string): Validation {
+  let data: unknown
+  try {
+    data = Bun.YAML.parse(text)
+  } catch (cause) {
+    return { findings: syntaxFindings(text, cause), taskCount: 0 }
+  }
+  const { raw, taskCount } = checkData(data)
+  if (raw.length === 0) return { findings: [], taskCount }
+  const parsed = parseForPositions(text)
+  // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
+  const found: Finding[] = syntaxErrors(parsed).map((e) => ({
+    severity: "error",
+    message: `YAML: ${e.message}`,
+    ...e.position,
+  }))
+  for (const { path, atKey, ...f } of raw) found.push({ ...f, ...positionOf(parsed, path, atKey) })
+  return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0)), taskCount }
+}
+
+function syntaxFindings(text: string, cause: unknown): Finding[] {
+  const errors = syntaxErrors(parseForPositions(text))
+  const hint = "fix the YAML syntax at that position (indentation, a missing colon, or quotes around text with ': ')"
+  if (errors.length === 0) return [{ severity: "error", message: `YAML: ${(cause as Error).message}`, hint }]
+  return errors.map((e) => ({ severity: "error", message: `YAML: ${e.message}`, hint, ...e.position }))
+}
+
+/** The checks that need only the data; each finding carries the path whose position it reports. */
+export function checkData(data: unknown): { raw: RawFinding[]; taskCount: number } {
+  const raw: RawFinding[] = []
+  if (!isRec(data) || !Array.isArray(data.tasks)) {
+    raw.push({
+      severity: "error",
+      message: "The file has no top-level 'tasks' list",
+      hint: "start the file with 'tasks:' followed by a list of tasks (run 'flow generate' to make one from plan.md)",
+      path: isRec(data) && "tasks" in data ? ["tasks"] : [],
+    })
+    return { raw, taskCount: 0 }
+  }
+  for (const key of Object.keys(data)) {
+    if (key !== "tasks") raw.push({ severity: "warning", message: `Unknown top-level key '${key}' (kept as is)`, path: [key], atKey: true })
+  }
+
+  const visited = walk(data.tasks)
+  const byId = new Map<string, Visited>()
+  const out = TaskFile(data)
+  if (out instanceof type.errors) {
+    const labelAt = new Map<string, string>(visited.map((v) => [v.path.join("."), v.label]))
+    for (const e of out) raw.push(schemaFinding(e.code, e.path.map((k) => (typeof k === "number" ? k : String(k))), e.problem, labelAt, e.data))
+  }
+
+  const stepIds = new Set<string>()
+  for (const v of visited) {
+    const { node, path, label } = v
+    const id = typeof node.id === "string" ? node.id : undefined
+    if (id !== undefined) {
+      if (byId.has(id)) {
+        raw.push({ severity: "error", message: `Duplicate task id '${id}'`, task_id: id, path: [...path, "id"],
+          hint: "ids must be unique across the whole file, subtasks included: rename one of them" })
+      } else byId.set(id, v)
+    }
+    const steps = Array.isArray(node.steps) ? node.steps : []
+    if (node.instructions === undefined && steps.length === 0) {
+      raw.push({ severity: "error", message: `${label} is missing required field 'instructions'`, task_id: id, path,
+        hint: "add 'instructions:' with what to do, or give the task 'steps'" })
+    }
+    for (const key of Object.keys(node)) if (!TASK_KEYS.has(key)) raw.push(unknownKey(label, key, TASK_KEYS, [...path, key], id))
+    steps.forEach((step, i) => {
+      if (!isRec(step)) return
+      const stepPath = [...path, "steps", i]
+      if (typeof step.id === "string") {
+        if (stepIds.has(step.id)) {
+          raw.push({ severity: "error", message: `Duplicate step id '${step.id}'`, task_id: id, path: [...stepPath, "id"],
+            hint: "step ids must be unique across the file: use '<task_id>.<n>'" })
+        }
+        stepIds.add(step.id)
+      }
+      const stepLabel = `Step ${typeof step.id === "string" ? `'${step.id}'` : `#${i + 1}`} of ${label.toLowerCase()}`
+      for (const key of Object.keys(step)) if (!STEP_KEYS.has(key)) raw.push(unknownKey(stepLabel, key, STEP_KEYS, [...stepPath, key], id))
+    })
+  }
+
+  const deps = new Map<string, string[]>()
+  for (const [id, v] of byId) {
+    const list = Array.isArray(v.node.depends_on) ? v.node.depends_on : []
+    const seen = new Set<string>()
+    const edges: string[] = []
+    list.forEach((dep, i) => {
+      if (typeof dep !== "string") return
+      const at = [...v.path, "depends_on", i]
+      if (seen.has(dep)) raw.push({ severity: "warning", message: `Task '${id}' lists '${dep}' twice in depends_on`, task_id: id, path: at })
+      seen.add(dep)
+      if (dep === id) raw.push({ severity: "error", message: `Task '${id}' depends on itself`, task_id: id, path: at, hint: `remove '${id}' from its depends_on` })
+      else if (!byId.has(dep)) {
+        const near = closest(dep, byId.keys())
+        raw.push({ severity: "error", message: `Task '${id}' depends on '${dep}' which doesn't exist`, task_id: id, path: at,
+          hint: near ? `did you mean '${near}'? Otherwise add the missing task or remove the dependency` : "add the missing task or correct/remove the dependency" })
+      } else if (v.ancestors.includes(dep)) {
+        raw.push({ severity: "error", message: `Task '${id}' depends on its parent '${dep}', which cannot be done before its subtasks`, task_id: id, path: at,
+          hint: `remove '${dep}' from depends_on; list what '${dep}' itself depends on instead` })
+      } else edges.push(dep)
+    })
+    deps.set(id, edges)
+    const vt = v.node.validation_task_id
+    if (typeof vt === "string") {
+      const at = [...v.path, "validation_task_id"]
+      if (vt === id) raw.push({ severity: "error", message: `Task '${id}' names itself as its validation task`, task_id: id, path: at })
+      else if (!byId.has(vt)) raw.push({ severity: "error", message: `Task '${id}' has validation_task_id '${vt}' which doesn't exist`, task_id: id, path: at,
+        hint: "add the validating task or correct/remove validation_task_id" })
+    }
+  }
+  for (const cycle of findCycles([...byId.keys()], deps)) {
+    const [from, to] = cycle.slice(-2)
+    const v = byId.get(from)!
+    const i = (v.node.depends_on as unknown[]).indexOf(to)
+    raw.push({ severity: "error", message: `Circular dependency detected: ${cycle.join(" → ")}`, task_id: cycle[0],
+      path: [...v.path, "depends_on", i], hint: "correct or remove one of these dependencies" })
+  }
+  return { raw, taskCount: visited.length }
+}
+
+/** Every task record, subtasks included, in file order. */
+function walk(tasks: unknown[]): Visited[] {
+  const out: Visited[] = []
+  const stack: { list: unknown[]; i: number; path: Path; parent?: Visited }[] = [{ list: tasks, i: 0, path: ["tasks"] }]
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]
+    if (top.i >= top.list.length) {
+      stack.pop()
+      continue
+    }
+    const i = top.i++
+    const node = top.list[i]
+    if (!isRec(node)) continue
+    const path = [...top.path, i]
+    const id = typeof node.id === "string" && node.id ? node.id : undefined
+    const parent = top.parent
+    const label = id ? `Task '${id}'` : parent ? `Subtask #${i + 1} of ${parent.label.toLowerCase()}` : `Task #${i + 1}`
+    const ancestors = parent ? [...parent.ancestors, ...(typeof parent.node.id === "string" ? [parent.node.id] : [])] : []
+    const v: Visited = { node, path, label, ancestors }
+    out.push(v)
+    if (Array.isArray(node.subtasks)) stack.push({ list: node.subtasks, i: 0, path: [...path, "subtasks"], parent: v })
+  }
+  return out
+}
+
+function unknownKey(label: string, key: string, known: ReadonlySet<string>, path: Path, taskId?: string): RawFinding {
+  const near = closest(key, known)
+  return { severity: "warning", message: `${label} has unknown field '${key}' (kept as is; flow does not use it)`, path, atKey: true, task_id: taskId,
+    hint: near ? `did you mean '${near}'?` : undefined }
+}
+
+/** Turns one arktype problem into a finding that names the task and the field. */
+function schemaFinding(code: string, path: Path, problem: string, labels: Map<string, string>, actual: unknown): RawFinding {
+  let split = path.length
+  while (split > 0 && !labels.has(path.slice(0, split).join("."))) split--
+  const label = split > 0 ? labels.get(path.slice(0, split).join("."))! : "The file"
+  const taskId = label.startsWith("Task '") ? label.slice(6, -1) : undefined
+  const field = path.slice(split)
+  const stepIndex = field[0] === "steps" && typeof field[1] === "number" ? field[1] : undefined
+  const key = String(field[field.length - 1])
+  const where = stepIndex === undefined ? label : `Step #${stepIndex + 1} of ${label.toLowerCase()}`
+  const base = { severity: "error" as const, task_id: taskId, path }
+  if (code === "required") return { ...base, message: `${where} is missing required field '${key}'` }
+  if (key === "id" && stepIndex === undefined && typeof actual === "string") {
+    return { ...base, message: `Task id '${actual}' is not kebab-case`,
+      hint: `ids become branch and folder names: use lowercase letters, digits and single hyphens, like '${toKebab(actual) || "my-task"}'` }
+  }
+  if (key === "id" && typeof actual === "string") {
+    return { ...base, message: `${where}: step id '${actual}' is not of the form '<task_id>.<n>'` }
+  }
+  if (key === "status") {
+    const allowed = stepIndex === undefined ? TASK_STATUSES : STEP_STATUSES
+    return { ...base, message: `${where}: status must be one of ${allowed.join(", ")} (was ${JSON.stringify(actual)})` }
+  }
+  const rest = stepIndex === undefined ? field : field.slice(2)
+  const name = rest.map((k, i) => (typeof k === "number" ? `[${k}]` : i === 0 ? k : `.${k}`)).join("")
+  if (split === 0 && field.length === 2 && field[0] === "tasks") {
+    return { ...base, message: `Task #${Number(field[1]) + 1} must be a mapping of fields ${problem.replace(/^must be an object /, "")}` }
+  }
+  return { ...base, message: `${where}: ${name || "value"} ${problem}` }
+}
+
