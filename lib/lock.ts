@@ -35,7 +35,7 @@ async function acquire(file: string, { timeoutMs = 30_000, command = "flow" }: L
     }
     if (performance.now() > deadline) {
       const who = holder ? `process ${holder.pid} (${holder.command}) since ${holder.since}` : "another process"
-      throw new FlowError(`${basename(file)} is locked by ${who}; gave up after ${Math.round(timeoutMs / 1000)} s`, undefined,
+      throw new FlowError(`${basename(file)} is locked by ${who}; gave up after ${timeoutMs / 1000} s`, undefined,
         `if that process is no longer running, delete ${lockFile}`)
     }
     // Jitter keeps many waiting agents from retrying in lockstep.

@@ -5,12 +5,20 @@ import { dirname, join, resolve } from "node:path"
 import type { Ctx } from "./context"
 import { Exit, FlowError } from "./errors"
 
-export type Project = { dir: string; tasksFile: string; stateDir: string }
+export type Project = {
+  dir: string
+  tasksFile: string
+  stateDir: string
+  /** how long a write waits for another process's lock on tasks.yaml (FLOW_LOCK_TIMEOUT, in seconds; default 30) */
+  lockTimeoutMs: number
+}
 
 const MARKERS = ["tasks.yaml", "PRD.md"]
 
-export function projectAt(dir: string): Project {
-  return { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow") }
+export function projectAt(dir: string, env: Ctx["env"] = {}): Project {
+  const seconds = Number(env.FLOW_LOCK_TIMEOUT ?? 30)
+  if (!(seconds > 0)) throw new FlowError(`FLOW_LOCK_TIMEOUT must be a positive number of seconds (was '${env.FLOW_LOCK_TIMEOUT}')`, Exit.usage)
+  return { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow"), lockTimeoutMs: seconds * 1000 }
 }
 
 /** The project this command is about; a FlowError that says what was looked for where when there is none. */
@@ -19,11 +27,11 @@ export function findProject(ctx: Ctx): Project {
   if (forced) {
     const dir = resolve(ctx.cwd, forced)
     if (!isDir(dir)) throw new FlowError(`FLOW_PROJECT names ${dir}, which is not a folder`, Exit.invalid, "unset FLOW_PROJECT or point it at a project folder")
-    return projectAt(dir)
+    return projectAt(dir, ctx.env)
   }
   let dir = resolve(ctx.cwd)
   for (;;) {
-    if (MARKERS.some((m) => existsSync(join(dir, m)))) return projectAt(dir)
+    if (MARKERS.some((m) => existsSync(join(dir, m)))) return projectAt(dir, ctx.env)
     const up = dirname(dir)
     if (up === dir) break
     dir = up

@@ -1,6 +1,7 @@
 // The one schema of tasks.yaml (SPEC section 2 and 3). Types come from here and nowhere else.
 // Importing arktype costs about 0.25 s of CPU, so only validation and writes load this module;
 // read commands trust a file whose exact bytes were validated before (lib/valid-cache.ts).
+import "./arktype-config"
 import { scope, type } from "arktype"
 import { STEP_STATUSES, TASK_STATUSES } from "./statuses"
 
@@ -45,7 +46,7 @@ const models = scope({
     "completed_at?": "string",
   },
   TaskFile: { tasks: "Task[]" },
-}).export()
+}, { jitless: false }).export()
 
 export const Task = models.Task
 export type Task = typeof Task.infer

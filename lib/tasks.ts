@@ -48,7 +48,7 @@ export async function mutateTasks<T>(project: Project, command: string, edit: (e
       rememberValid(project.stateDir, next)
     }
     return out
-  }, { command })
+  }, { command, timeoutMs: project.lockTimeoutMs })
 }
 
 function readText(file: string): string {

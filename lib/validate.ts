@@ -1,6 +1,7 @@
 // `flow validate`'s checks (SPEC section 7 and more), as data: a list of findings in file order.
 import { type } from "arktype"
 import type { Finding, Path, RawFinding } from "./findings"
+import { mayHaveDuplicateKeys } from "./duplicate-keys"
 import { findCycles } from "./graph"
 import { STEP_STATUSES, TASK_STATUSES } from "./statuses"
 import { STEP_KEYS, TASK_KEYS, TaskFile } from "./schema"
@@ -23,7 +24,7 @@ export function validateText(text: string): Validation {
     return { findings: syntaxFindings(text, cause), taskCount: 0 }
   }
   const { raw, taskCount } = checkData(data)
-  if (raw.length === 0) return { findings: [], taskCount }
+  if (raw.length === 0 && !mayHaveDuplicateKeys(text)) return { findings: [], taskCount }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
   const found: Finding[] = syntaxErrors(parsed).map((e) => ({
@@ -32,7 +33,7 @@ export function validateText(text: string): Validation {
     ...e.position,
   }))
   for (const { path, atKey, ...f } of raw) found.push({ ...f, ...positionOf(parsed, path, atKey) })
-  return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0)), taskCount }
+  return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)), taskCount }
 }
 
 function syntaxFindings(text: string, cause: unknown): Finding[] {
@@ -62,8 +63,8 @@ export function checkData(data: unknown): { raw: RawFinding[]; taskCount: number
   const byId = new Map<string, Visited>()
   const out = TaskFile(data)
   if (out instanceof type.errors) {
-    const labelAt = new Map<string, string>(visited.map((v) => [v.path.join("."), v.label]))
-    for (const e of out) raw.push(schemaFinding(e.code, e.path.map((k) => (typeof k === "number" ? k : String(k))), e.problem, labelAt, e.data))
+    const labelAt = new Map<string, Visited>(visited.map((v) => [v.path.join("."), v]))
+    for (const e of out) raw.push(schemaFinding(e.code, [...e.path].map((k) => (typeof k === "number" ? k : String(k))), problemOf(e), labelAt, e.data))
   }
 
   const stepIds = new Set<string>()
@@ -92,7 +93,7 @@ export function checkData(data: unknown): { raw: RawFinding[]; taskCount: number
         }
         stepIds.add(step.id)
       }
-      const stepLabel = `Step ${typeof step.id === "string" ? `'${step.id}'` : `#${i + 1}`} of ${label.toLowerCase()}`
+      const stepLabel = `Step ${typeof step.id === "string" ? `'${step.id}'` : `#${i + 1}`} of ${lowerFirst(label)}`
       for (const key of Object.keys(step)) if (!STEP_KEYS.has(key)) raw.push(unknownKey(stepLabel, key, STEP_KEYS, [...stepPath, key], id))
     })
   }
@@ -109,7 +110,7 @@ export function checkData(data: unknown): { raw: RawFinding[]; taskCount: number
       seen.add(dep)
       if (dep === id) raw.push({ severity: "error", message: `Task '${id}' depends on itself`, task_id: id, path: at, hint: `remove '${id}' from its depends_on` })
       else if (!byId.has(dep)) {
-        const near = closest(dep, byId.keys())
+        const near = closest(dep, [...byId.keys()].filter((k) => k !== id))
         raw.push({ severity: "error", message: `Task '${id}' depends on '${dep}' which doesn't exist`, task_id: id, path: at,
           hint: near ? `did you mean '${near}'? Otherwise add the missing task or remove the dependency` : "add the missing task or correct/remove the dependency" })
       } else if (v.ancestors.includes(dep)) {
@@ -152,7 +153,7 @@ function walk(tasks: unknown[]): Visited[] {
     const path = [...top.path, i]
     const id = typeof node.id === "string" && node.id ? node.id : undefined
     const parent = top.parent
-    const label = id ? `Task '${id}'` : parent ? `Subtask #${i + 1} of ${parent.label.toLowerCase()}` : `Task #${i + 1}`
+    const label = id ? `Task '${id}'` : parent ? `Subtask #${i + 1} of ${lowerFirst(parent.label)}` : `Task #${i + 1}`
     const ancestors = parent ? [...parent.ancestors, ...(typeof parent.node.id === "string" ? [parent.node.id] : [])] : []
     const v: Visited = { node, path, label, ancestors }
     out.push(v)
@@ -168,15 +169,18 @@ function unknownKey(label: string, key: string, known: ReadonlySet<string>, path
 }
 
 /** Turns one arktype problem into a finding that names the task and the field. */
-function schemaFinding(code: string, path: Path, problem: string, labels: Map<string, string>, actual: unknown): RawFinding {
+function schemaFinding(code: string, path: Path, problem: string, tasks: Map<string, Visited>, actual: unknown): RawFinding {
   let split = path.length
-  while (split > 0 && !labels.has(path.slice(0, split).join("."))) split--
-  const label = split > 0 ? labels.get(path.slice(0, split).join("."))! : "The file"
-  const taskId = label.startsWith("Task '") ? label.slice(6, -1) : undefined
+  while (split > 0 && !tasks.has(path.slice(0, split).join("."))) split--
+  const task = split > 0 ? tasks.get(path.slice(0, split).join(".")) : undefined
+  const label = task?.label ?? "The file"
+  const taskId = typeof task?.node.id === "string" ? task.node.id : undefined
   const field = path.slice(split)
   const stepIndex = field[0] === "steps" && typeof field[1] === "number" ? field[1] : undefined
   const key = String(field[field.length - 1])
-  const where = stepIndex === undefined ? label : `Step #${stepIndex + 1} of ${label.toLowerCase()}`
+  const step = stepIndex === undefined || !Array.isArray(task?.node.steps) ? undefined : task.node.steps[stepIndex]
+  const stepName = isRec(step) && typeof step.id === "string" && key !== "id" ? `'${step.id}'` : `#${(stepIndex ?? 0) + 1}`
+  const where = stepIndex === undefined ? label : `Step ${stepName} of ${lowerFirst(label)}`
   const base = { severity: "error" as const, task_id: taskId, path }
   if (code === "required") return { ...base, message: `${where} is missing required field '${key}'` }
   if (key === "id" && stepIndex === undefined && typeof actual === "string") {
@@ -198,3 +202,14 @@ function schemaFinding(code: string, path: Path, problem: string, labels: Map<st
   return { ...base, message: `${where}: ${name || "value"} ${problem}` }
 }
 
+
+/** `Task 'x'` → `task 'x'`: only the leading word, never an id. */
+function lowerFirst(label: string): string {
+  return label[0].toLowerCase() + label.slice(1)
+}
+
+/** arktype's problem without the path it sometimes repeats (in union errors), e.g. "must be boolean (was 3)". */
+function problemOf(e: { problem: string; propString: string }): string {
+  const prefix = e.propString ? `${e.propString} ` : ""
+  return prefix && e.problem.startsWith(prefix) ? e.problem.slice(prefix.length) : e.problem
+}

@@ -1,0 +1,63 @@
+// Test helpers: real temp folders with real git repositories, and the real CLI run as a subprocess.
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+
+export const ROOT = resolve(import.meta.dir, "..")
+
+/** The CLI under test: the compiled binary when FLOW_BIN is set (CI's e2e pass), else the source. */
+export function flowArgv(): string[] {
+  const bin = process.env.FLOW_BIN
+  return bin ? [resolve(ROOT, bin)] : [process.execPath, join(ROOT, "flow.ts")]
+}
+
+export type Result = { code: number; stdout: string; stderr: string }
+
+/** Runs `flow <args>` in `cwd` and collects its output. */
+export async function flow(cwd: string, args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string } = {}): Promise<Result> {
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", TZ: "Etc/UTC", FLOW_PROJECT: undefined, ...opts.env }
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k]
+  const proc = Bun.spawn([...flowArgv(), ...args], {
+    cwd,
+    env: env as Record<string, string>,
+    stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { code, stdout, stderr }
+}
+
+export type TempDir = { path: string; file: (name: string) => string; read: (name: string) => string; write: (name: string, text: string) => void; [Symbol.asyncDispose]: () => Promise<void> }
+
+/** A temp folder holding `files`, with `git init` and one commit, removed when disposed. */
+export async function tempRepo(files: Record<string, string> = {}): Promise<TempDir> {
+  const path = mkdtempSync(join(tmpdir(), "flow-test-"))
+  const dir: TempDir = {
+    path,
+    file: (name) => join(path, name),
+    read: (name) => readFileSync(join(path, name), "utf8"),
+    write: (name, text) => {
+      mkdirSync(dirname(join(path, name)), { recursive: true })
+      writeFileSync(join(path, name), text)
+    },
+    [Symbol.asyncDispose]: async () => rmSync(path, { recursive: true, force: true }),
+  }
+  for (const [name, text] of Object.entries(files)) dir.write(name, text)
+  await git(path, ["init", "-q", "-b", "main"])
+  await git(path, ["add", "-A"])
+  await git(path, ["-c", "user.name=flow test", "-c", "user.email=test@flow.invalid", "commit", "-q", "--allow-empty", "-m", "initial"])
+  return dir
+}
+
+export async function git(cwd: string, args: string[]): Promise<string> {
+  const proc = Bun.spawn(["git", ...args], { cwd, stdout: "pipe", stderr: "pipe" })
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  if (code !== 0) throw new Error(`git ${args.join(" ")} failed (${code}): ${err}`)
+  return out
+}
+
+/** A tasks.yaml from compact task records, in block style. */
+export function tasksYaml(tasks: Record<string, unknown>[]): string {
+  return `tasks:\n${tasks.map((t) => `  - ${Bun.YAML.stringify(t, null, 2).trimEnd().split("\n").join("\n    ")}`).join("\n")}\n`
+}
