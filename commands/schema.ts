@@ -11,6 +11,6 @@ export const meta = {
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
-  const { TaskFile } = await import("../lib/schema")
-  ctx.stdout(`${JSON.stringify(TaskFile.toJsonSchema(), null, 2)}\n`)
+  const { jsonSchema } = await import("../lib/schema-json")
+  ctx.stdout(jsonSchema())
 }

@@ -32,7 +32,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   } catch (e) {
     throw new FlowError(`${project.tasksFile} does not exist`, Exit.invalid, "run 'flow generate' to make it from plan.md")
   }
-  const { findings, taskCount } = validateText(text)
+  const { findings, taskCount } = await validateText(text)
   const errors = findings.filter((f) => f.severity === "error").length
   if (errors === 0) rememberValid(project.stateDir, text)
   if (values.json) {

@@ -17,7 +17,7 @@ export async function readTasks(project: Project): Promise<Loaded> {
   const text = readText(project.tasksFile)
   if (isKnownValid(project.stateDir, text)) return { text, data: Bun.YAML.parse(text) as TaskFile }
   const { validateText } = await import("./validate")
-  const { findings } = validateText(text)
+  const { findings } = await validateText(text)
   const errors = findings.filter((f) => f.severity === "error")
   if (errors.length > 0) {
     const name = basename(project.tasksFile)

@@ -1,10 +1,9 @@
 // `flow validate`'s checks (SPEC section 7 and more), as data: a list of findings in file order.
-import { type } from "arktype"
 import type { Finding, Path, RawFinding } from "./findings"
 import { mayHaveDuplicateKeys } from "./duplicate-keys"
 import { findCycles } from "./graph"
 import { STEP_STATUSES, TASK_STATUSES } from "./statuses"
-import { STEP_KEYS, TASK_KEYS, TaskFile } from "./schema"
+import { isTaskFile, STEP_KEYS, TASK_KEYS } from "./generated/task-file-check"
 import { closest, toKebab } from "./suggest"
 import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
 
@@ -16,14 +15,14 @@ type Visited = { node: Rec; path: Path; label: string; ancestors: string[] }
 const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** All findings for the text of a tasks file, errors and warnings, sorted by line. */
-export function validateText(text: string): Validation {
+export async function validateText(text: string): Promise<Validation> {
   let data: unknown
   try {
     data = Bun.YAML.parse(text)
   } catch (cause) {
     return { findings: syntaxFindings(text, cause), taskCount: 0 }
   }
-  const { raw, taskCount } = checkData(data)
+  const { raw, taskCount } = await checkData(data)
   if (raw.length === 0 && !mayHaveDuplicateKeys(text)) return { findings: [], taskCount }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
@@ -44,7 +43,7 @@ function syntaxFindings(text: string, cause: unknown): Finding[] {
 }
 
 /** The checks that need only the data; each finding carries the path whose position it reports. */
-export function checkData(data: unknown): { raw: RawFinding[]; taskCount: number } {
+export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; taskCount: number }> {
   const raw: RawFinding[] = []
   if (!isRec(data) || !Array.isArray(data.tasks)) {
     raw.push({
@@ -61,8 +60,10 @@ export function checkData(data: unknown): { raw: RawFinding[]; taskCount: number
 
   const visited = walk(data.tasks)
   const byId = new Map<string, Visited>()
-  const out = TaskFile(data)
-  if (out instanceof type.errors) {
+  // The generated check says yes or no without loading arktype; only a file that fails it pays for arktype's
+  // import (about 0.2 s) to learn what is wrong.
+  const out = isTaskFile(data) ? undefined : await explainSchemaErrors(data)
+  if (out) {
     const labelAt = new Map<string, Visited>(visited.map((v) => [v.path.join("."), v]))
     for (const e of out) raw.push(schemaFinding(e.code, [...e.path].map((k) => (typeof k === "number" ? k : String(k))), problemOf(e), labelAt, e.data))
   }
@@ -212,4 +213,10 @@ function lowerFirst(label: string): string {
 function problemOf(e: { problem: string; propString: string }): string {
   const prefix = e.propString ? `${e.propString} ` : ""
   return prefix && e.problem.startsWith(prefix) ? e.problem.slice(prefix.length) : e.problem
+}
+
+async function explainSchemaErrors(data: unknown) {
+  const [{ type }, { TaskFile }] = await Promise.all([import("arktype"), import("./schema")])
+  const out = TaskFile(data)
+  return out instanceof type.errors ? out : undefined
 }
