@@ -7,6 +7,7 @@ import { statSync } from "node:fs"
 import { commandHelp, type Command } from "./lib/cli"
 import { ctxFromProcess, type Ctx } from "./lib/context"
 import { Exit, FlowError, usage } from "./lib/errors"
+import { colours } from "./lib/colour"
 import { closest } from "./lib/suggest"
 import { VERSION } from "./lib/version"
 
@@ -82,7 +83,10 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
   } catch (e) {
     if (!(e instanceof FlowError)) throw e
     if (json) ctx.stderr(`${JSON.stringify({ error: e.message, hint: e.hint, exit: e.exit })}\n`)
-    else ctx.stderr(`error: ${e.message}\n${e.hint ? `hint: ${e.hint}\n` : ""}`)
+    else {
+      const c = colours(ctx)
+      ctx.stderr(`${c.red(c.bold("error:"))} ${e.message}\n${e.hint ? `${c.dim("hint:")} ${e.hint}\n` : ""}`)
+    }
     return e.exit
   }
 }

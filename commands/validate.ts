@@ -3,6 +3,7 @@ import { relative } from "node:path"
 import { parse } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
+import { colours } from "../lib/colour"
 import { formatFinding, plural, summarize } from "../lib/findings"
 import type { ValidateReport } from "../lib/json-shapes"
 import { findProject } from "../lib/project"
@@ -40,7 +41,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
   } else {
     const shown = relative(ctx.cwd, project.tasksFile) || project.tasksFile
-    for (const f of findings) ctx.stdout(formatFinding(f, shown, text))
+    const c = colours(ctx)
+    for (const f of findings) ctx.stdout(formatFinding(f, shown, text, c))
     if (findings.length > 0) ctx.stdout("\n")
     ctx.stdout(`${shown}: ${plural(taskCount, "task")} checked\n${summarize(findings)}\n`)
   }

@@ -6,7 +6,7 @@ export type Ctx = {
   stderr: (text: string) => void
   /** stdin and stdout are a terminal and CI is not set: prompts may be shown. */
   interactive: boolean
-  /** colour codes may be written (a TTY and no NO_COLOR). */
+  /** colour codes may be written: a TTY (or FORCE_COLOR set) and no NO_COLOR, which always wins. */
   color: boolean
 }
 
@@ -20,6 +20,6 @@ export function ctxFromProcess(): Ctx {
     stdout: (text) => void process.stdout.write(text),
     stderr: (text) => void process.stderr.write(text),
     interactive: tty && Boolean(process.stdin.isTTY) && !env.CI,
-    color: tty && !("NO_COLOR" in env) && env.TERM !== "dumb",
+    color: !env.NO_COLOR && (Boolean(env.FORCE_COLOR && env.FORCE_COLOR !== "0") || (tty && env.TERM !== "dumb")),
   }
 }

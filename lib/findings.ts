@@ -1,4 +1,6 @@
 // One finding shape for validate's text and --json output and for the errors other commands raise.
+import { createColors } from "picocolors"
+import type { Colours } from "./colour"
 import type { Finding } from "./json-shapes"
 export type { Finding }
 
@@ -9,11 +11,12 @@ export type Position = { line: number; column: number }
 export type RawFinding = Omit<Finding, "line" | "column"> & { path: Path; atKey?: boolean }
 
 /** Text lines of one finding: the spec's `ERROR: <message>`, then where (with the source line), then how to fix it. */
-export function formatFinding(f: Finding, file: string, text?: string): string {
-  const head = `${f.severity === "error" ? "ERROR" : "WARNING"}: ${f.message}\n`
+export function formatFinding(f: Finding, file: string, text?: string, c: Colours = createColors(false)): string {
+  const label = f.severity === "error" ? c.red(c.bold("ERROR")) : c.yellow(c.bold("WARNING"))
+  const head = `${label}: ${f.message}\n`
   const position = f.line ? { line: f.line, column: f.column ?? 1 } : undefined
   const at = position ? `  at ${file}:${position.line}:${position.column}\n${text ? excerpt(text, position) : ""}` : ""
-  const hint = f.hint ? `  hint: ${f.hint}\n` : ""
+  const hint = f.hint ? `  ${c.dim("hint:")} ${f.hint}\n` : ""
   return head + at + hint
 }
 

@@ -226,3 +226,14 @@ test.concurrent("a usage error is reported before the project is looked for", as
     code: 2, stdout: "", stderr: "error: Unknown option '--bogus'\nhint: run 'flow validate --help' for its usage\n",
   })
 })
+
+test.concurrent("FORCE_COLOR colours validate's labels and error lines; without it a pipe gets plain text", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": INVALID })
+  const forced = await flow(dir.path, ["validate"], { env: { NO_COLOR: undefined, FORCE_COLOR: "1" } })
+  expect(forced.stdout).toContain("\x1b[31m\x1b[1mERROR\x1b[22m\x1b[39m: ")
+  const missing = await flow(dir.path, ["show-me"], { env: { NO_COLOR: undefined, FORCE_COLOR: "1" } })
+  expect(missing.stderr.startsWith("\x1b[31m\x1b[1merror:")).toBe(true)
+  const piped = await flow(dir.path, ["validate"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } })
+  expect(piped.stdout.includes("\x1b")).toBe(false)
+  expect(piped.stdout.replace(/\x1b\[\d+m/g, "")).toBe(forced.stdout.replace(/\x1b\[\d+m/g, ""))
+})

@@ -45,3 +45,10 @@ test("the generated check agrees with arktype on valid and invalid samples", () 
   }
   expect(SAMPLES.filter((d) => isTaskFile(d)).length).toBeGreaterThan(3)
 })
+
+test("flow schema prints exactly docs/tasks.schema.json", async () => {
+  const { flow, tempRepo } = await import("./helpers")
+  await using dir = await tempRepo()
+  const result = await flow(dir.path, ["schema"])
+  expect(result).toEqual({ code: 0, stdout: readFileSync(join(ROOT, "docs", "tasks.schema.json"), "utf8"), stderr: "" })
+})
