@@ -1,0 +1,48 @@
+import { readFileSync } from "node:fs"
+import { basename, join } from "node:path"
+import { parse, positionalsExactly } from "../lib/cli"
+import type { Ctx } from "../lib/context"
+import { FlowError } from "../lib/errors"
+import { findProject } from "../lib/project"
+import { currentStep, stepPrompt, taskPrompt } from "../lib/prompt"
+import { indexTasks } from "../lib/task-index"
+import { requireTask } from "../lib/task-lookup"
+import { readTasks } from "../lib/tasks"
+
+export const meta = {
+  usage: "flow prompt <task_id> [--resume]",
+  description: `Prints the exact prompt an agent receives for the task: the project's GUIDELINES.md, the task's
+instructions, acceptance criteria and notes, the tasks it builds on with their notes, its current step,
+and the flow commands to call. With --resume, the shorter prompt that resumes the task's session for its
+current step (what an agent gets after finishing the previous step).`,
+  options: {
+    resume: { type: "boolean", help: "the prompt that resumes the session for the current step" },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<void> {
+  const { values, positionals } = parse(meta, args)
+  const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
+  const project = findProject(ctx)
+  const { data } = await readTasks(project)
+  const index = indexTasks(data)
+  const { task } = requireTask(index, id)
+  if (values.resume) {
+    const step = currentStep(task)
+    if (!step) {
+      throw new FlowError(task.steps?.length ? `every step of '${id}' is done` : `task '${id}' has no steps`, undefined,
+        `run 'flow prompt ${id}' for the task's prompt`)
+    }
+    ctx.stdout(stepPrompt(task, step))
+    return
+  }
+  ctx.stdout(taskPrompt({ index, taskId: id, guidelines: readGuidelines(project.dir), projectName: basename(project.dir) }))
+}
+
+function readGuidelines(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, "GUIDELINES.md"), "utf8")
+  } catch {
+    return undefined
+  }
+}

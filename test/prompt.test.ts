@@ -1,0 +1,109 @@
+// `flow prompt`: the exact text an agent receives, compared whole.
+import { expect, test } from "bun:test"
+import { flow, tempRepo } from "./helpers"
+
+const TASKS = `tasks:
+  - id: setup
+    title: Set up
+    status: done
+    phase: 1
+    instructions: Make the repo.
+    ai_notes: ["Used Bun's test runner", "Tests live in test/"]
+  - id: api
+    title: HTTP API
+    status: todo
+    phase: 2
+    depends_on: [setup]
+    validation_task_id: api-check
+    instructions: |
+      Serve the store over HTTP.
+      Use the standard library only.
+    acceptance_criteria: [POST /shorten returns 201]
+    steps:
+      - id: api.1
+        instruction: Routes
+        status: done
+      - id: api.2
+        instruction: Error handling
+        acceptance_criteria: [unknown code gives 404]
+  - id: api-check
+    title: Check the API
+    status: todo
+    depends_on: [api]
+    instructions: Run the API tests.
+`
+
+test.concurrent("the prompt of a task with steps carries guidelines, context, dependencies' notes, the current step and the commands", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": TASKS, "GUIDELINES.md": "# Rules\n\nBe careful.\n" })
+  const name = dir.path.split("/").pop()
+  const r = await flow(dir.path, ["prompt", "api"])
+  expect(r).toEqual({ code: 0, stderr: "", stdout: `You are a coding agent working on task 'api' of the project '${name}', orchestrated by flow.
+
+# Rules
+
+Be careful.
+
+# Your task: api: HTTP API
+
+Phase: 2
+
+## Instructions
+
+Serve the store over HTTP.
+Use the standard library only.
+
+## Acceptance criteria
+
+- POST /shorten returns 201
+
+## Work this task builds on
+
+These tasks were done before yours; their code is in your branch.
+
+- setup: Set up (done)
+  - note: Used Bun's test runner
+  - note: Tests live in test/
+
+Your work will be checked afterwards by the task 'api-check'.
+
+## Steps
+
+This task has 2 steps, done one at a time in this session. Do only step 2 now.
+
+### Step api.2
+
+Error handling
+
+Done when:
+- unknown code gives 404
+
+## Talking to flow
+
+Run these commands from your working directory (flow finds the project through FLOW_PROJECT):
+- \`flow note api "<text>"\` to record a decision or finding for the people and agents after you.
+- \`flow ask api "<question>" --wait\` when something is unclear: it waits for a person's answer and prints it.
+- \`flow block api "<reason>"\` when you cannot go on; then exit.
+- \`flow step done api.2\` when this step is finished and committed; then exit. You will be resumed with the next step.
+` })
+})
+
+test.concurrent("a validating task is told what to check; --resume gives the short step prompt; errors", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": TASKS })
+  const check = await flow(dir.path, ["prompt", "api-check"])
+  expect(check.stdout).toContain(`## You validate api
+
+Check the work of 'api' (HTTP API) against its acceptance criteria:
+- POST /shorten returns 201
+
+If it falls short, run \`flow block api-check "<what is wrong>"\` instead of fixing it yourself.`)
+  expect(check.stdout).toContain("- `flow done api-check` when every acceptance criterion is met")
+  expect(check.stdout).not.toContain("# Guidelines")
+
+  const resume = await flow(dir.path, ["prompt", "api", "--resume"])
+  expect(resume.stdout).toStartWith("The previous step is done. Continue with step 2 of 2 of task 'api'.\n\n### Step api.2\n")
+  expect(await flow(dir.path, ["prompt", "setup", "--resume"])).toEqual({
+    code: 1, stdout: "", stderr: "error: task 'setup' has no steps\nhint: run 'flow prompt setup' for the task's prompt\n" })
+  const unknown = await flow(dir.path, ["prompt", "apj"])
+  expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no task 'apj' in tasks.yaml\nhint: did you mean 'api'?\n" })
+  expect((await flow(dir.path, ["prompt"])).code).toBe(2)
+})
