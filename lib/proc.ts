@@ -1,0 +1,36 @@
+// Every child process flow starts goes through here: argv arrays only, never a shell string.
+import { FlowError } from "./errors"
+
+export type RunOptions = { cwd: string; env?: Record<string, string | undefined>; stdin?: string; signal?: AbortSignal }
+export type RunResult = { code: number; stdout: string; stderr: string }
+
+/** Runs argv to completion and collects its output. */
+export async function run(argv: readonly string[], opts: RunOptions): Promise<RunResult> {
+  const proc = Bun.spawn([...argv], {
+    cwd: opts.cwd,
+    env: mergeEnv(opts.env),
+    signal: opts.signal,
+    stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
+    stdout: "pipe",
+    stderr: "pipe",
+  })
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  return { code, stdout, stderr }
+}
+
+/** Like run, but a non-zero exit is a FlowError naming the command and keeping its stderr. */
+export async function check(argv: readonly string[], opts: RunOptions): Promise<string> {
+  const result = await run(argv, opts)
+  if (result.code !== 0) {
+    const detail = (result.stderr.trim() || result.stdout.trim()).split("\n").slice(-5).join("\n")
+    throw new FlowError(`'${argv.join(" ")}' failed (exit ${result.code})${detail ? `:\n${detail}` : ""}`)
+  }
+  return result.stdout
+}
+
+/** The environment of a child: ours, with `extra` laid over it (undefined removes a variable). */
+export function mergeEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = { ...process.env, ...extra }
+  for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
+  return env as Record<string, string>
+}
