@@ -245,7 +245,7 @@ export function startStep(editor: TasksEditor, stepId: string, now: string): Ste
   const notes: string[] = []
   if (task.status === "todo" || task.status === "ready_for_agent" || task.status === "assigned") {
     const waiting = unfinishedDependencies(editor, task)
-    if (waiting.length > 0) notes.push(`${task.id} depends on ${listWithStatus(waiting)}, not done yet; starting anyway`)
+    if (waiting.length > 0) notes.push(`${task.id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`)
     changes.push(moveTask(editor, task.id, "in_progress", now, `step ${stepId} started`))
   } else if (task.status !== "in_progress") {
     notes.push(`task ${task.id} is ${task.status}; its status was left as it is`)

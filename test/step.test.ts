@@ -35,7 +35,7 @@ test.concurrent("step start starts the step and its task in one write, warning a
   await using dir = await tempRepo({ "tasks.yaml": FILE })
   const after = await run(dir, ["step", "start", "api.1"], {
     stdout: "api.1: pending → in_progress\napi: ready_for_agent → in_progress (step api.1 started)\n",
-    stderr: "warning: api depends on setup (todo), not done yet; starting anyway\n",
+    stderr: "warning: api depends on setup (todo), not done yet; started anyway\n",
   })
   expect(stamped(after)).toBe(
     FILE.replace("status: ready_for_agent", "status: in_progress")
@@ -84,7 +84,7 @@ test.concurrent("step show prints the current step; step list prints every step 
     stderr: "",
   })
   await run(dir, ["step", "done", "api.1"], { stdout: "api.1: pending → done\n" })
-  await run(dir, ["step", "start", "api.2"], { stdout: "api.2: pending → in_progress\napi: ready_for_agent → in_progress (step api.2 started)\n", stderr: "warning: api depends on setup (todo), not done yet; starting anyway\n" })
+  await run(dir, ["step", "start", "api.2"], { stdout: "api.2: pending → in_progress\napi: ready_for_agent → in_progress (step api.2 started)\n", stderr: "warning: api depends on setup (todo), not done yet; started anyway\n" })
   const shown = await flow(dir.path, ["step", "show", "api"])
   expect(shown.stdout).toMatch(/^Step: api\.2 \(in_progress\)\nTask: api\nProgress: 1 of 3 steps done\nStarted: \S+Z\nInstruction:\n  Write the routes\.\n$/)
   const listed = await flow(dir.path, ["step", "list", "api"])
@@ -141,4 +141,11 @@ test.concurrent("step usage errors exit 2; flow step --help lists the subcommand
   const help = await flow(dir.path, ["step", "--help"])
   expect(help.code).toBe(0)
   for (const sub of ["start <step_id>", "done <step_id>", "show <task_id>", "list <task_id>"]) expect(help.stdout).toContain(`\n  ${sub}  `)
+})
+
+test.concurrent("starting a step of a blocked task starts the step and leaves the task blocked, with a warning", async () => {
+  const file = "tasks:\n  - id: a\n    title: A\n    status: blocked\n    steps:\n      - {id: a.1, instruction: one}\n"
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  const after = await run(dir, ["step", "start", "a.1"], { stdout: "a.1: pending → in_progress\n", stderr: "warning: task a is blocked; its status was left as it is\n" })
+  expect(stamped(after)).toBe(file.replace("{id: a.1, instruction: one}", "{id: a.1, instruction: one, status: in_progress, started_at: <now>}"))
 })
