@@ -20,6 +20,14 @@ export const COMMANDS: Record<string, Entry> = {
   schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
+  ready: { group: "Change", summary: "mark a task ready_for_agent", load: () => import("./commands/status").then((m) => m.statusCommand("ready")) },
+  start: { group: "Change", summary: "mark a task in_progress (sets started_at)", load: () => import("./commands/status").then((m) => m.statusCommand("start")) },
+  done: { group: "Change", summary: "mark a task done; promotes dependents, completes parents", load: () => import("./commands/status").then((m) => m.statusCommand("done")) },
+  block: { group: "Change", summary: "mark a task blocked, with an optional reason", load: () => import("./commands/status").then((m) => m.statusCommand("block")) },
+  todo: { group: "Change", summary: "mark a task todo", load: () => import("./commands/status").then((m) => m.statusCommand("todo")) },
+  reset: { group: "Change", summary: "put a task (or every stuck task) back to todo for a retry", load: () => import("./commands/reset") },
+  assign: { group: "Change", summary: "restrict a task to one named agent", load: () => import("./commands/assign") },
+  step: { group: "Steps", summary: "start, finish, show and list the steps of a task", load: () => import("./commands/step") },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:

@@ -24,3 +24,22 @@ export type ValidateReport = typeof ValidateReport.infer
 
 export const ErrorReport = type({ error: "string", "hint?": "string", exit: "number" })
 export type ErrorReport = typeof ErrorReport.infer
+
+/** One step as `flow step show|list --json` print it; a missing status is printed as pending. */
+export const StepReport = type({
+  id: "string",
+  status: "'pending' | 'in_progress' | 'done'",
+  instruction: "string",
+  "acceptance_criteria?": "string[]",
+  "started_at?": "string",
+  "completed_at?": "string",
+})
+export type StepReport = typeof StepReport.infer
+
+/** `flow step show <task_id> --json`: `current` is the first in-progress step, else the first pending, else null. */
+export const StepShowReport = type({ task_id: "string", done: "number", total: "number", current: StepReport.or("null") })
+export type StepShowReport = typeof StepShowReport.infer
+
+/** `flow step list <task_id> --json`: every step in order. */
+export const StepListReport = type({ task_id: "string", steps: StepReport.array() })
+export type StepListReport = typeof StepListReport.infer

@@ -1,0 +1,56 @@
+// `flow reset <task_id>` and `flow reset --stuck [--older-than <duration>]` (SPEC 3.2: a stuck task goes back to todo).
+import { isoSeconds, parseTimestamp } from "../lib/clock"
+import { parse } from "../lib/cli"
+import type { Ctx } from "../lib/context"
+import { usage } from "../lib/errors"
+import { formatDuration, parseDuration } from "../lib/duration"
+import { findProject } from "../lib/project"
+import { mutateTasks } from "../lib/tasks"
+import { findStuck, formatChange, resetTask, type Change } from "../lib/transitions"
+
+/** Agent sessions that make progress finish or fail well within this; see docs/STATUS-RULES.md. */
+const DEFAULT_STUCK = "2h"
+
+export const meta = {
+  usage: "flow reset <task_id> | flow reset --stuck [--older-than <duration>]",
+  description: `Puts a task back to todo for a retry: removes its started_at and completed_at, and sets its
+in-progress steps back to pending (done steps stay done: their work is committed). Its agent_name, notes
+and subtasks are kept.
+With --stuck, resets every in_progress task whose started_at is older than --older-than (default
+${DEFAULT_STUCK}), all in one write. An in_progress task without started_at is listed, not reset.`,
+  options: {
+    stuck: { type: "boolean", help: "reset every task in progress for longer than --older-than" },
+    "older-than": { type: "string", arg: "duration", help: `with --stuck: 90s, 30m, 2h, 1d, 1h30m (default ${DEFAULT_STUCK})` },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<void> {
+  const { values, positionals } = parse(meta, args)
+  if (values.stuck) {
+    if (positionals.length > 0) throw usage(`reset takes a <task_id> or --stuck, not both (got '${positionals[0]}' and --stuck)`, `usage: ${meta.usage}`)
+    return resetStuck(ctx, values["older-than"] ?? DEFAULT_STUCK)
+  }
+  if (values["older-than"] !== undefined) throw usage("--older-than works only with --stuck", `usage: ${meta.usage}`)
+  if (positionals.length === 0) throw usage("missing <task_id> (or --stuck)", `usage: ${meta.usage}`)
+  if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
+  const id = positionals[0]
+  const changes = await mutateTasks(findProject(ctx), `flow reset ${id}`, (editor) => resetTask(editor, id, "reset"))
+  if (changes.length === 0) ctx.stdout(`${id} is already todo; nothing to reset\n`)
+  for (const c of changes) ctx.stdout(`${formatChange(c)}\n`)
+}
+
+async function resetStuck(ctx: Ctx, olderThan: string): Promise<void> {
+  const thresholdMs = parseDuration(olderThan, "--older-than")
+  const threshold = formatDuration(thresholdMs)
+  const nowMs = Date.now()
+  const { changes, undated } = await mutateTasks(findProject(ctx), "flow reset --stuck", (editor) => {
+    const scan = findStuck(editor, nowMs, thresholdMs, parseTimestamp)
+    const changes: Change[] = scan.stuck.flatMap(({ id, forMs }) => resetTask(editor, id, `in progress for ${formatDuration(forMs)}`))
+    return { changes, undated: scan.undated }
+  })
+  for (const id of undated) {
+    ctx.stderr(`warning: ${id} is in_progress without a started_at, so how long it has been stuck is unknown; if it is, run 'flow reset ${id}'\n`)
+  }
+  if (changes.length === 0) ctx.stdout(`No stuck tasks (in progress longer than ${threshold}).\n`)
+  for (const c of changes) ctx.stdout(`${formatChange(c)}\n`)
+}

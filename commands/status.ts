@@ -1,0 +1,52 @@
+// `flow ready | start | done | block | todo <task_id>`: one module for the five status verbs (SPEC 3.2).
+import { isoSeconds } from "../lib/clock"
+import { parse, positionalsExactly, type Command } from "../lib/cli"
+import type { Ctx } from "../lib/context"
+import { usage } from "../lib/errors"
+import { findProject } from "../lib/project"
+import { mutateTasks } from "../lib/tasks"
+import { requireTask } from "../lib/task-lookup"
+import { applyStatus, formatChange, listWithStatus, unfinishedDependencies, VERB_STATUS, type StatusVerb } from "../lib/transitions"
+
+const DESCRIPTIONS: Record<StatusVerb, string> = {
+  ready: `Sets the task to ready_for_agent, whatever its status: the orchestrator may hand it to an agent.`,
+  start: `Sets the task to in_progress and started_at to now (what 'flow reset --stuck' measures). Used by the
+agent. Dependencies that are not done do not stop it, but are named in a warning.`,
+  done: `Sets the task to done with completed_at. In the same write, every todo task whose dependencies are now
+all done becomes ready_for_agent, and a parent whose subtasks are now all done becomes done too (up the
+tree). A parent whose subtasks are not all done is refused.`,
+  block: `Sets the task to blocked: it needs a human. A <reason> (several words are joined) is appended to the
+task's ai_notes as 'Blocked: <reason>'.`,
+  todo: `Sets the task to todo: the orchestrator picks it up again on its next run, once its dependencies are done.`,
+}
+
+/** The command `flow <verb>`. */
+export function statusCommand(verb: StatusVerb): Command {
+  const to = VERB_STATUS[verb]
+  const meta = {
+    usage: verb === "block" ? "flow block <task_id> [<reason>]" : `flow ${verb} <task_id>`,
+    description: `${DESCRIPTIONS[verb]}\nA task already ${to} is left as it is (exit 0). Each change is printed as '<id>: <from> → <to>'.`,
+    options: {},
+  }
+  async function run(ctx: Ctx, args: string[]): Promise<void> {
+    const { positionals } = parse(meta, args)
+    const [id, ...words] = verb === "block" ? positionals : positionalsExactly(positionals, ["task_id"], meta.usage)
+    if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
+    const reason = words.join(" ").trim()
+    const now = isoSeconds()
+    const result = await mutateTasks(findProject(ctx), `flow ${verb} ${id}`, (editor) => {
+      const task = requireTask(editor.tasks, id).task
+      const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
+      const applied = applyStatus(editor, id, to, now)
+      // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.
+      if (reason) editor.append({ taskId: id }, "ai_notes", `Blocked: ${reason}`)
+      return { ...applied, waiting }
+    })
+    if (result.waiting.length > 0) ctx.stderr(`warning: ${id} depends on ${listWithStatus(result.waiting)}, not done yet; started anyway\n`)
+    if (result.changes.length === 0) ctx.stdout(`${id} is already ${to}${reason ? `; added the note 'Blocked: ${reason}'` : ""}\n`)
+    for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
+    if (reason && result.changes.length > 0) ctx.stdout(`${id}: added the note 'Blocked: ${reason}'\n`)
+    for (const n of result.notes) ctx.stderr(`note: ${n}\n`)
+  }
+  return { meta, run }
+}

@@ -1,0 +1,138 @@
+// `flow reset <task_id>` and `flow reset --stuck`: back to todo, timestamps removed, in-progress steps pending.
+import { expect, test } from "bun:test"
+import { isoSeconds } from "../lib/clock"
+import { flow, tempRepo } from "./helpers"
+import { refused, run, unchanged } from "./change-helpers"
+
+const ago = (ms: number) => isoSeconds(new Date(Date.now() - ms))
+const HOUR = 3_600_000
+
+const STEPPED = `# comments stay
+tasks:
+  - id: api
+    title: API
+    status: in_progress
+    agent_name: claude   # the user's constraint
+    instructions: build
+    started_at: 2026-01-01T10:00:00Z
+    steps:
+      - id: api.1
+        instruction: models
+        status: done
+        started_at: 2026-01-01T10:00:00Z
+        completed_at: 2026-01-01T10:30:00Z
+      - id: api.2
+        instruction: routes
+        status: in_progress
+        started_at: 2026-01-01T10:30:00Z
+      - id: api.3
+        instruction: tests
+    subtasks:
+      - {id: api-sub, title: Sub, status: in_progress, instructions: s, started_at: "2026-01-01T10:00:00Z"}
+`
+
+test.concurrent("reset puts the task back to todo, removes its timestamps and sets in-progress steps pending; done steps, agent and subtasks stay", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": STEPPED })
+  const after = await run(dir, ["reset", "api"], { stdout: "api: in_progress → todo (reset)\napi.2: in_progress → pending\n" })
+  expect(after).toBe(`# comments stay
+tasks:
+  - id: api
+    title: API
+    status: todo
+    agent_name: claude   # the user's constraint
+    instructions: build
+    steps:
+      - id: api.1
+        instruction: models
+        status: done
+        started_at: 2026-01-01T10:00:00Z
+        completed_at: 2026-01-01T10:30:00Z
+      - id: api.2
+        instruction: routes
+        status: pending
+      - id: api.3
+        instruction: tests
+    subtasks:
+      - {id: api-sub, title: Sub, status: in_progress, instructions: s, started_at: "2026-01-01T10:00:00Z"}
+`)
+  expect((await flow(dir.path, ["validate"])).code).toBe(0)
+})
+
+test.concurrent("reset of a done task removes completed_at; reset of a clean todo task writes nothing", async () => {
+  const file = "tasks:\n  - id: a\n    title: A\n    status: done\n    instructions: x\n    completed_at: 2026-01-01T00:00:00Z\n"
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  const after = await run(dir, ["reset", "a"], { stdout: "a: done → todo (reset)\n" })
+  expect(after).toBe("tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n")
+  await unchanged(dir, async () => expect(await flow(dir.path, ["reset", "a"])).toEqual({ code: 0, stdout: "a is already todo; nothing to reset\n", stderr: "" }))
+})
+
+test.concurrent("reset --stuck resets only the in-progress tasks started longer ago than the threshold, in one write", async () => {
+  const file = `tasks:
+  - {id: old, title: Old, status: in_progress, instructions: x, started_at: "${ago(5 * HOUR + 30_000)}"}
+  - {id: recent, title: Recent, status: in_progress, instructions: x, started_at: "${ago(HOUR)}"}
+  - {id: undated, title: Undated, status: in_progress, instructions: x}
+  - {id: idle, title: Idle, status: todo, instructions: x, started_at: "${ago(9 * HOUR)}"}
+  - id: stepped
+    title: Stepped
+    status: in_progress
+    instructions: x
+    started_at: ${ago(26 * HOUR)}
+    steps:
+      - {id: stepped.1, instruction: one, status: in_progress, started_at: "${ago(26 * HOUR)}"}
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  const after = await run(dir, ["reset", "--stuck"], {
+    stdout: "old: in_progress → todo (in progress for 5h)\nstepped: in_progress → todo (in progress for 1d 2h)\nstepped.1: in_progress → pending\n",
+    stderr: "warning: undated is in_progress without a started_at, so how long it has been stuck is unknown; if it is, run 'flow reset undated'\n",
+  })
+  const lines = file.split("\n")
+  expect(after).toBe(
+    [
+      lines[0],
+      lines[1].replace("in_progress", "todo").replace(/, started_at: "[^"]+"/, ""),
+      lines[2],
+      lines[3],
+      lines[4],
+      "  - id: stepped",
+      "    title: Stepped",
+      "    status: todo",
+      "    instructions: x",
+      "    steps:",
+      "      - {id: stepped.1, instruction: one, status: pending}",
+      "",
+    ].join("\n"),
+  )
+})
+
+test.concurrent("reset --stuck --older-than takes a duration; with nothing stuck it says so and writes nothing", async () => {
+  const file = `tasks:\n  - {id: a, title: A, status: in_progress, instructions: x, started_at: "${ago(HOUR)}"}\n`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  await unchanged(dir, async () => {
+    expect(await flow(dir.path, ["reset", "--stuck"])).toEqual({ code: 0, stdout: "No stuck tasks (in progress longer than 2h).\n", stderr: "" })
+    expect(await flow(dir.path, ["reset", "--stuck", "--older-than", "1h30m"])).toEqual({ code: 0, stdout: "No stuck tasks (in progress longer than 1h 30m).\n", stderr: "" })
+  })
+  const after = await run(dir, ["reset", "--stuck", "--older-than", "45m"], { stdout: "a: in_progress → todo (in progress for 1h)\n" })
+  expect(after).toBe("tasks:\n  - {id: a, title: A, status: todo, instructions: x}\n")
+})
+
+test.concurrent("reset usage errors exit 2 and write nothing", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": STEPPED })
+  const usage = "hint: usage: flow reset <task_id> | flow reset --stuck [--older-than <duration>]\n"
+  await refused(dir, ["reset"], 2, `error: missing <task_id> (or --stuck)\n${usage}`)
+  await refused(dir, ["reset", "api", "--stuck"], 2, `error: reset takes a <task_id> or --stuck, not both (got 'api' and --stuck)\n${usage}`)
+  await refused(dir, ["reset", "api", "--older-than", "2h"], 2, `error: --older-than works only with --stuck\n${usage}`)
+  await refused(dir, ["reset", "api", "api-sub"], 2, `error: unexpected argument 'api-sub'\n${usage}`)
+  for (const bad of ["2", "1.5h", "30m1h", "0m", "soon"]) {
+    await refused(
+      dir,
+      ["reset", "--stuck", "--older-than", bad],
+      2,
+      `error: --older-than: '${bad}' is not a duration\nhint: write a positive whole number with a unit: 90s, 30m, 2h, 1d, or combined largest first, like 1h30m\n`,
+    )
+  }
+})
+
+test.concurrent("reset of an unknown id exits 1 naming the closest id", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": STEPPED })
+  await refused(dir, ["reset", "api-su"], 1, "error: no task 'api-su' in tasks.yaml\nhint: did you mean 'api-sub'?\n")
+})
