@@ -18,6 +18,8 @@ export const COMMANDS: Record<string, Entry> = {
   create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
   validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },
   schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
+  run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
+  demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
   ready: { group: "Change", summary: "mark a task ready_for_agent", load: () => import("./commands/status").then((m) => m.statusCommand("ready")) },

@@ -21,7 +21,7 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T, option
   }
 }
 
-async function acquire(file: string, { timeoutMs = 30_000, command = "flow" }: LockOptions): Promise<() => void> {
+export async function acquire(file: string, { timeoutMs = 30_000, command = "flow" }: LockOptions): Promise<() => void> {
   const lockFile = `${file}.lock`
   const me: Owner = { pid: process.pid, host: hostname(), command, since: new Date().toISOString(), token: crypto.randomUUID() }
   const deadline = performance.now() + timeoutMs

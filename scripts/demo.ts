@@ -1,29 +1,18 @@
-// The README's main job for now: build a sample project with the compiled binary and check it.
-// Usage: bun scripts/demo.ts [<dir>]   (default: a new temp folder)
+// The README's main job: build dist/flow (npm run demo does), then let it create the demo project in a new
+// temp folder and drive it end to end with offline agents. Usage: bun scripts/demo.ts [<dir>]
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
-const root = resolve(import.meta.dir, "..")
-const flow = join(root, "dist", "flow")
-const parent = resolve(process.argv[2] ?? mkdtempSync(join(tmpdir(), "flow-demo-")))
-const project = join(parent, "url-shortener")
-
-async function step(args: string[], cwd: string) {
-  console.log(`\n$ flow ${args.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ")}`)
-  const proc = Bun.spawn([flow, ...args], { cwd, stdout: "inherit", stderr: "inherit" })
-  const code = await proc.exited
-  if (code !== 0) {
-    console.error(`demo: 'flow ${args[0]}' exited ${code}`)
-    process.exit(1)
-  }
+const flow = resolve(import.meta.dir, "..", "dist", "flow")
+const dir = resolve(process.argv[2] ?? join(mkdtempSync(join(tmpdir(), "flow-demo-")), "shorty"))
+console.log(`$ flow demo ${dir} --yes`)
+const run = Bun.spawn([flow, "demo", dir, "--yes"], { stdout: "inherit", stderr: "inherit" })
+const code = await run.exited
+if (code !== 0) {
+  console.error(`demo: 'flow demo' exited ${code}`)
+  process.exit(1)
 }
-
-await Bun.$`mkdir -p ${parent}`.quiet()
-await step(["create", "url-shortener"], parent)
-await Bun.write(join(project, "tasks.yaml"), Bun.file(join(root, "examples", "tasks.yaml")))
-await Bun.$`git init -q -b main ${project}`.quiet()
-await step(["validate"], project)
-await step(["note", "storage", "Decided: JSON file storage first; SQLite later if needed."], project)
-await step(["validate"], project)
-console.log(`\nThe sample project is in ${project}`)
+console.log(`\n$ flow list   (in ${dir})`)
+const list = Bun.spawn([flow, "-C", dir, "list"], { stdout: "inherit", stderr: "inherit" })
+process.exit(await list.exited)

@@ -1,0 +1,102 @@
+import { parse } from "../lib/cli"
+import { AGENT_NAME, loadConfig, type AgentConfig } from "../lib/config"
+import type { Ctx } from "../lib/context"
+import { Exit, FlowError, usage } from "../lib/errors"
+import { acquire } from "../lib/lock"
+import { findProject, type Project } from "../lib/project"
+import { EventBus } from "../lib/run/events"
+import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
+import { logLine } from "../lib/run/log"
+import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
+import { ensureStateDir } from "../lib/valid-cache"
+import { join } from "node:path"
+
+export const meta = {
+  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
+  description: `Runs agents on the task graph until every task is done: each task in its own git worktree
+and branch, merged into the target branch when done. Agents come from flow.yaml, or --agents N --cli <cli>
+(N agents named <cli>-1 ... <cli>-N; cli 'script' runs the \`\`\`sh blocks of the instructions, offline).
+Checkpoints wait for a person ('flow done <id>' from another terminal) unless --yes approves them.
+Ctrl-C stops the agents and leaves every task to be resumed by the next 'flow run'.
+Exit 0 when every task is done, 4 when the run ended with tasks blocked or not done, 130 when stopped.`,
+  options: {
+    agents: { type: "string", arg: "n", help: "how many agents to run (with --cli; overrides flow.yaml's agents)" },
+    cli: { type: "string", arg: "cli", help: "the agent CLI for --agents: script, claude, codex, gemini, opencode, ..." },
+    parallel: { type: "string", arg: "n", help: "at most this many tasks at once (default: every agent)" },
+    yes: { type: "boolean", help: "approve checkpoints automatically" },
+    headless: { type: "boolean", help: "plain timestamped log lines (the only output for now; for CI and scripts)" },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<number> {
+  const { values, positionals } = parse(meta, args)
+  if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
+  const project = findProject(ctx)
+  const config = loadConfig(project.dir)
+  const agents = agentsFrom(values, config.agents ?? [])
+  const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
+
+  return startRun(ctx, project, {
+    agents, parallelism, yes: Boolean(values.yes), retries: config.retries ?? 1,
+    defaults: { repo: config.repo, target: config.merge_target },
+  })
+}
+
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults">
+
+/** Runs the orchestrator on a project with the headless log on stdout; returns the exit code. */
+export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
+  ensureStateDir(project.stateDir)
+  let release: () => void
+  try {
+    release = await acquire(join(project.stateDir, "run"), { timeoutMs: 0, command: "flow run" })
+  } catch (e) {
+    throw new FlowError(`another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
+      Exit.failure, "wait for it to finish, or stop it with Ctrl-C")
+  }
+  const controller = new AbortController()
+  let stops = 0
+  const stop = () => {
+    stops++
+    if (stops > 1) process.exit(Exit.cancelled) // a second Ctrl-C: leave now
+    ctx.stderr("stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (Ctrl-C again to quit at once)\n")
+    controller.abort()
+  }
+  process.on("SIGINT", stop)
+  process.on("SIGTERM", stop)
+  const bus = new EventBus()
+  bus.subscribe((event, at) => {
+    const line = logLine(event, at)
+    if (line !== undefined) ctx.stdout(`${line}\n`)
+  })
+  try {
+    writeFlowShim(project.stateDir, selfArgv())
+    const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal })
+    if (summary.interrupted) return Exit.cancelled
+    return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
+  } finally {
+    process.off("SIGINT", stop)
+    process.off("SIGTERM", stop)
+    release()
+  }
+}
+
+function agentsFrom(values: { agents?: string; cli?: string }, configured: AgentConfig[]): AgentConfig[] {
+  if (values.agents !== undefined || values.cli !== undefined) {
+    const cli = values.cli ?? configured[0]?.cli
+    if (!cli) throw usage("--agents needs --cli <cli> (or agents in flow.yaml)", "for example: flow run --agents 2 --cli script")
+    if (!AGENT_NAME.test(cli)) throw usage(`--cli '${cli}' is not a CLI name`)
+    const n = values.agents === undefined ? 1 : positiveInt(values.agents, "--agents")
+    return Array.from({ length: n }, (_, i) => ({ name: `${cli}-${i + 1}`, cli }))
+  }
+  if (configured.length === 0) {
+    throw usage("no agents: flow.yaml lists none and no --agents/--cli was given", "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)")
+  }
+  return configured
+}
+
+function positiveInt(text: string, flag: string): number {
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 1) throw usage(`${flag} must be a positive whole number (was '${text}')`)
+  return n
+}

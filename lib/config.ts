@@ -1,0 +1,59 @@
+// flow.yaml: the project's agents and run settings, checked by arktype like tasks.yaml.
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { type } from "arktype"
+import { Exit, FlowError } from "./errors"
+import { formatFinding } from "./findings"
+import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
+
+export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+
+export const AgentConfig = type({
+  name: AGENT_NAME,
+  cli: "string > 0",
+  "model?": "string",
+  /** extra arguments passed to the CLI */
+  "args?": "string[]",
+  /** for cli: command, the argv template with {prompt}, {session}, {model}, {cwd} */
+  "command?": "string[]",
+})
+export type AgentConfig = typeof AgentConfig.infer
+
+export const FlowConfig = type({
+  "agents?": AgentConfig.array(),
+  /** how many agents work at once (default: the number of agents) */
+  "parallelism?": "number.integer >= 1",
+  /** the default repository of tasks without `repo`, relative to the project folder */
+  "repo?": "string",
+  /** the branch finished tasks are merged into (default: the repository's current branch) */
+  "merge_target?": "string",
+  /** how many times a task whose agent failed is tried again before it is blocked (default 1) */
+  "retries?": "number.integer >= 0",
+})
+export type FlowConfig = typeof FlowConfig.infer
+
+/** The project's flow.yaml, or {} when there is none; a bad file is a FlowError (exit 3) with its position. */
+export function loadConfig(projectDir: string): FlowConfig {
+  const file = join(projectDir, "flow.yaml")
+  if (!existsSync(file)) return {}
+  const text = readFileSync(file, "utf8")
+  const parsed = parseForPositions(text)
+  const syntax = syntaxErrors(parsed)[0]
+  if (syntax) {
+    throw new FlowError(`flow.yaml does not parse:\n${formatFinding({ severity: "error", message: syntax.message, ...syntax.position }, file, text).trimEnd()}`, Exit.invalid, "fix the YAML syntax at that position")
+  }
+  const data = parsed.doc.toJS() ?? {}
+  const out = FlowConfig.onUndeclaredKey("reject")(data)
+  if (out instanceof type.errors) {
+    const e = out[0]
+    const position = positionOf(parsed, [...e.path].map((k) => (typeof k === "number" ? k : String(k))), e.code === "predicate")
+    throw new FlowError(`flow.yaml is invalid:\n${formatFinding({ severity: "error", message: e.message, ...position }, file, text).trimEnd()}`, Exit.invalid,
+      "see docs/RUN.md for the fields of flow.yaml")
+  }
+  const names = new Set<string>()
+  for (const agent of out.agents ?? []) {
+    if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
+    names.add(agent.name)
+  }
+  return out
+}

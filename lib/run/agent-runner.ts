@@ -1,0 +1,76 @@
+// Runs one agent turn: a CLI through its adapter (streamed, parsed into events) or the built-in `script`
+// agent. Either way the result is the exit code, the last lines of output and the session to resume.
+import { adapterFor } from "../agents"
+import type { AgentEvent } from "../agents/types"
+import type { AgentConfig } from "../config"
+import { mergeEnv } from "../proc"
+import { lines, runScript, shellBlocks } from "./script-agent"
+
+export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number }
+
+export type Turn = {
+  agent: AgentConfig
+  prompt: string
+  /** the instructions the script agent runs (the task's, or the current step's) */
+  script: string
+  cwd: string
+  env: Record<string, string | undefined>
+  sessionId?: string
+  signal: AbortSignal
+  onEvent: (event: AgentEvent) => void
+}
+
+const TAIL_LINES = 20
+
+export async function runTurn(turn: Turn): Promise<TurnResult> {
+  const started = performance.now()
+  const seconds = () => Math.round((performance.now() - started) / 100) / 10
+  if (turn.agent.cli === "script") {
+    const blocks = shellBlocks(turn.script)
+    if (blocks.length === 0) {
+      turn.onEvent({ type: "text", text: "no ```sh blocks in the instructions: nothing to run" })
+      return { code: 0, tail: "", seconds: seconds() }
+    }
+    const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), turn.signal)
+    return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
+  }
+
+  const adapter = adapterFor(turn.agent.cli)
+  const argv = adapter.argv({
+    prompt: turn.prompt,
+    cwd: turn.cwd,
+    sessionId: adapter.canResume ? turn.sessionId : undefined,
+    model: turn.agent.model,
+    extraArgs: turn.agent.args,
+    ...(turn.agent.command ? { template: turn.agent.command } : {}),
+  })
+  let sessionId = turn.sessionId
+  const tail: string[] = []
+  const keep = (text: string) => {
+    for (const line of text.split("\n")) {
+      tail.push(line)
+      if (tail.length > TAIL_LINES) tail.shift()
+    }
+  }
+  let proc: ReturnType<typeof Bun.spawn>
+  try {
+    proc = Bun.spawn(argv, { cwd: turn.cwd, env: mergeEnv(turn.env), stdin: "ignore", stdout: "pipe", stderr: "pipe", signal: turn.signal })
+  } catch (e) {
+    return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
+  }
+  const out = (async () => {
+    for await (const line of lines(proc.stdout as ReadableStream<Uint8Array>)) {
+      for (const event of adapter.parseLine(line)) {
+        if (event.type === "session") sessionId = event.id
+        if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
+        turn.onEvent(event)
+      }
+    }
+  })()
+  const err = (async () => {
+    for await (const line of lines(proc.stderr as ReadableStream<Uint8Array>)) keep(line)
+  })()
+  await Promise.all([out, err])
+  const code = await proc.exited
+  return { code, tail: tail.join("\n").trim(), sessionId, seconds: seconds() }
+}

@@ -1,0 +1,33 @@
+// The orchestrator's typed event stream: the headless log, the terminal UI and the inspector all subscribe
+// to the same events, so what one shows the others can show too.
+import type { AgentEvent } from "../agents/types"
+
+export type RunEvent =
+  | { type: "run-start"; agents: string[]; tasks: number; target: string }
+  | { type: "task-start"; taskId: string; agent: string; branch: string; worktree: string; resumed: boolean }
+  | { type: "step-start"; taskId: string; stepId: string; agent: string; session?: string }
+  | { type: "agent"; taskId: string; agent: string; event: AgentEvent }
+  | { type: "agent-exit"; taskId: string; agent: string; code: number; seconds: number }
+  | { type: "status"; taskId: string; from: string; to: string; reason?: string }
+  | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
+  | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
+  | { type: "checkpoint"; taskId: string }
+  | { type: "retry"; taskId: string; attempt: number; reason: string }
+  | { type: "waiting"; reason: string }
+  | { type: "run-end"; done: number; blocked: string[]; remaining: number; seconds: number; interrupted: boolean }
+
+export type Listener = (event: RunEvent, at: Date) => void
+
+export class EventBus {
+  private listeners = new Set<Listener>()
+
+  subscribe(listener: Listener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  emit(event: RunEvent): void {
+    const at = new Date()
+    for (const listener of this.listeners) listener(event, at)
+  }
+}

@@ -1,0 +1,54 @@
+// The headless log: one timestamped plain line per event, for CI, scripts and `flow run --headless`.
+import type { RunEvent } from "./events"
+
+const MAX = 200
+
+export function logLine(event: RunEvent, at: Date): string | undefined {
+  const time = at.toISOString().slice(11, 19)
+  const line = describe(event)
+  return line === undefined ? undefined : `${time} ${line}`
+}
+
+function describe(e: RunEvent): string | undefined {
+  switch (e.type) {
+    case "run-start":
+      return `run: ${e.tasks} tasks, agents ${e.agents.join(", ")}, merging into ${e.target}`
+    case "task-start":
+      return `${e.taskId}: ${e.resumed ? "resumed" : "started"} by ${e.agent} on ${e.branch}`
+    case "step-start":
+      return `${e.taskId}: step ${e.stepId}${e.session ? ` (session ${e.session})` : ""}`
+    case "agent": {
+      const ev = e.event
+      if (ev.type === "text") return ev.text.trim() ? `${e.taskId} | ${clip(ev.text)}` : undefined
+      if (ev.type === "tool") return `${e.taskId} | tool ${ev.name}${ev.detail ? `: ${clip(ev.detail)}` : ""}`
+      if (ev.type === "error") return `${e.taskId} | error: ${clip(ev.message)}`
+      if (ev.type === "usage") {
+        const parts = [ev.inputTokens !== undefined ? `${ev.inputTokens} in` : "", ev.outputTokens !== undefined ? `${ev.outputTokens} out` : "",
+          ev.costUsd !== undefined ? `$${ev.costUsd.toFixed(4)}` : ""].filter(Boolean)
+        return parts.length ? `${e.taskId} | tokens ${parts.join(", ")}` : undefined
+      }
+      return undefined
+    }
+    case "agent-exit":
+      return `${e.taskId}: ${e.agent} exited ${e.code} after ${e.seconds} s`
+    case "status":
+      return `${e.taskId}: ${e.from} → ${e.to}${e.reason ? ` (${e.reason})` : ""}`
+    case "merge":
+      return `${e.taskId}: merged ${e.branch} into ${e.target} (${e.commit.slice(0, 10)})`
+    case "merge-failed":
+      return `${e.taskId}: merge of ${e.branch} into ${e.target} failed: ${clip(e.reason)}`
+    case "checkpoint":
+      return `${e.taskId}: checkpoint waiting for review: 'flow done ${e.taskId}' to continue, 'flow block ${e.taskId} <reason>' to stop`
+    case "retry":
+      return `${e.taskId}: retry ${e.attempt}: ${e.reason}`
+    case "waiting":
+      return `run: ${e.reason}`
+    case "run-end":
+      return `run: ${e.interrupted ? "stopped" : "finished"} after ${e.seconds} s: ${e.done} done, ${e.remaining} not done${e.blocked.length ? `, blocked: ${e.blocked.join(", ")}` : ""}`
+  }
+}
+
+function clip(text: string): string {
+  const one = text.replace(/\s+/g, " ").trim()
+  return one.length > MAX ? `${one.slice(0, MAX - 1)}…` : one
+}

@@ -1,0 +1,158 @@
+// `flow run`: drives agents through the task graph (SPEC sections 2.3 to 2.6 and 3). Event-driven: a
+// finished task, a change of tasks.yaml by a person or an agent, or a stop request wakes the scheduler at
+// once; nothing polls. tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains
+// the rules.
+import { watch } from "chokidar"
+import { basename } from "node:path"
+import { availableTasks } from "../availability"
+import type { AgentConfig } from "../config"
+import type { Project } from "../project"
+import { indexTasks, type Indexed, type Task } from "../task-index"
+import { readTasks } from "../tasks"
+import type { EventBus } from "./events"
+import { TaskWorker, type WorkerShared } from "./task-worker"
+import { Workspaces } from "./workspace"
+
+export type RunSettings = {
+  project: Project
+  agents: AgentConfig[]
+  parallelism: number
+  retries: number
+  /** approve checkpoints automatically (the demo's --yes) */
+  yes: boolean
+  defaults: { repo?: string; target?: string }
+  /** how an agent runs flow: the argv prefix of this very program */
+  flowArgv: string[]
+  bus: EventBus
+  signal: AbortSignal
+}
+
+export type RunSummary = { done: number; blocked: string[]; remaining: number; interrupted: boolean }
+
+/** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
+class Wake {
+  private pending = false
+  private resolve?: () => void
+
+  notify(): void {
+    this.pending = true
+    this.resolve?.()
+  }
+
+  async wait(): Promise<void> {
+    if (!this.pending) await new Promise<void>((r) => (this.resolve = r))
+    this.pending = false
+    this.resolve = undefined
+  }
+}
+
+export async function orchestrate(s: RunSettings): Promise<RunSummary> {
+  const started = performance.now()
+  const wake = new Wake()
+  const running = new Map<string, Promise<void>>() // task id → its worker
+  const busy = new Map<string, string>() // agent name → task id
+  const announced = new Set<string>()
+  const workspaces = new Workspaces(s.project, s.defaults)
+  const shared: WorkerShared = { settings: s, workspaces, mergeLocks: new Map(), sessions: new Map() }
+  const onStop = () => wake.notify()
+  s.signal.addEventListener("abort", onStop)
+  // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
+  // chokidar follows the file across atomic renames, where fs.watch stops after the first.
+  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false }).on("all", () => wake.notify())
+
+  const first = await readTasks(s.project)
+  s.bus.emit({ type: "run-start", agents: s.agents.map((a) => a.name), tasks: indexTasks(first.data).size, target: await workspaces.targetOf(await workspaces.repoOf({} as Task)).catch(() => "?") })
+  // Tasks an earlier run left in progress are resumed first (rule 7), each in its own worktree.
+  const resumable = new Set([...indexTasks(first.data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id))
+  let waitingSaid = ""
+
+  try {
+    while (!s.signal.aborted) {
+      const { data } = await readTasks(s.project)
+      const index = indexTasks(data)
+      for (const id of resumable) if (index.get(id)?.task.status !== "in_progress" && index.get(id)?.task.status !== "assigned") resumable.delete(id)
+
+      const checkpoints = waitingCheckpoints(index, running)
+      for (const cp of checkpoints) {
+        if (s.yes) await TaskWorker.approveCheckpoint(shared, cp.id)
+        else if (!announced.has(cp.id)) {
+          announced.add(cp.id)
+          s.bus.emit({ type: "checkpoint", taskId: cp.id })
+        }
+      }
+      if (s.yes && checkpoints.length > 0) continue
+
+      const candidates = [
+        ...[...resumable].map((id) => index.get(id)!).filter(Boolean),
+        ...availableTasks(index),
+      ].filter((e) => !running.has(e.task.id) && !waitsOnRunning(index, e, running))
+      for (const agent of s.agents) {
+        if (running.size >= s.parallelism) break
+        if (busy.has(agent.name)) continue
+        const pick = candidates.find((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
+        if (!pick) continue
+        const id = pick.task.id
+        resumable.delete(id)
+        busy.set(agent.name, id)
+        const worker = new TaskWorker(shared, id, agent)
+        running.set(id, worker.run().finally(() => {
+          running.delete(id)
+          busy.delete(agent.name)
+          wake.notify()
+        }))
+      }
+
+      if (running.size === 0) {
+        const open = [...index.values()].filter((e) => e.task.status !== "done")
+        if (open.length === 0) break
+        if (checkpoints.length === 0) break // nothing can move without a person: blocked tasks and what waits on them
+        const reason = `waiting for review of ${checkpoints.map((c) => c.id).join(", ")}: run 'flow done <id>' to continue or 'flow block <id> <reason>'`
+        if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
+        waitingSaid = reason
+      }
+      await wake.wait()
+    }
+  } finally {
+    s.signal.removeEventListener("abort", onStop)
+    await Promise.allSettled(running.values())
+    await watcher.close()
+  }
+
+  const { data } = await readTasks(s.project)
+  const all = [...indexTasks(data).values()].map((e) => e.task)
+  const summary: RunSummary = {
+    done: all.filter((t) => t.status === "done").length,
+    blocked: all.filter((t) => t.status === "blocked").map((t) => t.id),
+    remaining: all.filter((t) => t.status !== "done").length,
+    interrupted: s.signal.aborted,
+  }
+  s.bus.emit({ type: "run-end", ...summary, seconds: Math.round((performance.now() - started) / 100) / 10 })
+  return summary
+}
+
+/** Checkpoints whose dependencies are done (and merged): a person reviews them now (rule 5). */
+function waitingCheckpoints(index: Map<string, Indexed>, running: Map<string, unknown>): Task[] {
+  const out: Task[] = []
+  for (const e of index.values()) {
+    const t = e.task
+    if (t.checkpoint !== true || t.status === "done" || t.status === "blocked") continue
+    if (t.subtasks?.some((c) => c.status !== "done")) continue
+    if ((t.depends_on ?? []).every((d) => index.get(d)?.task.status === "done" && !running.has(d))) out.push(t)
+  }
+  return out
+}
+
+/**
+ * True when the task must wait for a task still being worked on or merged: a dependency (of the task or
+ * of an ancestor), or a task it validates. Its code is not on the target branch yet.
+ */
+function waitsOnRunning(index: Map<string, Indexed>, entry: Indexed, running: Map<string, unknown>): boolean {
+  const validated = [...index.values()].filter((e) => e.task.validation_task_id === entry.task.id).map((e) => e.task)
+  if (validated.some((t) => t.status !== "done" || running.has(t.id))) return true
+  for (let e: Indexed | undefined = entry; e; e = e.parent ? index.get(e.parent.id) : undefined) {
+    if ((e.task.depends_on ?? []).some((d) => running.has(d))) return true
+  }
+  return false
+}
+
+export const projectName = (p: Project) => basename(p.dir)

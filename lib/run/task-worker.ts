@@ -1,0 +1,273 @@
+// One task on one agent, from its worktree to its merge. A task's outcome is its status in tasks.yaml,
+// never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { basename, join } from "node:path"
+import type { AgentConfig } from "../config"
+import { FlowError } from "../errors"
+import { commitAll, ensureWorktree, mergeInto, listWorktrees, removeWorktree } from "../git"
+import { currentStep, stepPrompt, taskPrompt } from "../prompt"
+import { indexTasks, type Task } from "../task-index"
+import { mutateTasks, readTasks } from "../tasks"
+import { applyStatus, type Change } from "../transitions"
+import { runTurn } from "./agent-runner"
+import type { RunSettings } from "./orchestrator"
+import type { Workspace, Workspaces } from "./workspace"
+
+export type WorkerShared = {
+  settings: RunSettings
+  workspaces: Workspaces
+  /** one merge at a time per repository */
+  mergeLocks: Map<string, Promise<unknown>>
+  sessions: Map<string, string>
+}
+
+const AUTHOR = { name: "flow", email: "flow@localhost" }
+const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
+
+type Outcome = "finished" | "blocked" | "stopped"
+
+export class TaskWorker {
+  private ws?: Workspace
+
+  constructor(
+    private shared: WorkerShared,
+    private taskId: string,
+    private agent: AgentConfig,
+  ) {}
+
+  private get s(): RunSettings {
+    return this.shared.settings
+  }
+
+  async run(): Promise<void> {
+    try {
+      const task = await this.read()
+      if (task.status === "done") {
+        // Done by an earlier run that stopped before its merge: merge only, never run it again.
+        this.ws = await this.shared.workspaces.forTask(task)
+        if (existsSync(this.ws.path)) await this.finish(task)
+        return
+      }
+      this.ws = await this.shared.workspaces.forTask(task)
+      const how = await ensureWorktree(this.ws.repo, this.ws.path, this.ws.branch, this.ws.target)
+      await this.setStatus("in_progress")
+      this.s.bus.emit({ type: "task-start", taskId: this.taskId, agent: this.agent.name, branch: this.ws.branch, worktree: this.ws.path, resumed: how === "reused" })
+      const outcome = (await this.read()).steps?.length ? await this.runSteps() : await this.runWhole()
+      if (outcome === "finished") await this.finish(await this.read())
+      else if (outcome === "blocked") await this.afterBlocked()
+    } catch (e) {
+      if (this.s.signal.aborted) return
+      const message = e instanceof FlowError ? e.message : String((e as Error)?.stack ?? e)
+      await this.block(`flow run: ${message}`).catch(() => {})
+    }
+  }
+
+  /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
+  private async runWhole(): Promise<Outcome> {
+    let prompt = await this.taskPrompt()
+    for (let attempt = 1; ; attempt++) {
+      const task = await this.read()
+      const turn = await this.turn(prompt, task.instructions ?? "")
+      if (this.s.signal.aborted) return "stopped"
+      const after = await this.read()
+      if (after.status === "blocked") return "blocked"
+      if (after.status === "done") return "finished"
+      if (this.agent.cli === "script") {
+        if (turn.code === 0) return "finished"
+        await this.block(`script failed (exit ${turn.code}):\n${turn.tail}`)
+        return "blocked"
+      }
+      if (attempt > this.s.retries) {
+        await this.block(`the agent exited (code ${turn.code}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        return "blocked"
+      }
+      const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
+      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
+      prompt = `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`
+    }
+  }
+
+  /** Steps share one session: the first prompt carries the whole task, later ones resume it (SPEC 3.3). */
+  private async runSteps(): Promise<Outcome> {
+    const tries = new Map<string, number>()
+    for (;;) {
+      const task = await this.read()
+      if (task.status === "blocked") return "blocked"
+      const step = currentStep(task)
+      if (!step) return "finished"
+      if ((step.status ?? "pending") === "pending") await this.stepStatus(step.id, "in_progress")
+      const n = (tries.get(step.id) ?? 0) + 1
+      tries.set(step.id, n)
+      const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+      const prompt = session || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
+      this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
+      const turn = await this.turn(n > 1 ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction)
+      if (this.s.signal.aborted) return "stopped"
+      if (this.agent.cli === "script") {
+        if (turn.code !== 0) {
+          await this.block(`script of step ${step.id} failed (exit ${turn.code}):\n${turn.tail}`)
+          return "blocked"
+        }
+        await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
+        await this.stepStatus(step.id, "done")
+        continue
+      }
+      const after = await this.read()
+      if (after.status === "blocked") return "blocked"
+      if (after.steps?.find((x) => x.id === step.id)?.status === "done") continue
+      if (n > this.s.retries) {
+        await this.block(`the agent exited (code ${turn.code}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        return "blocked"
+      }
+      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
+    }
+  }
+
+  private async turn(prompt: string, script: string) {
+    const ws = this.ws!
+    const result = await runTurn({
+      agent: this.agent,
+      prompt,
+      script,
+      cwd: ws.path,
+      env: this.agentEnv(),
+      sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
+      signal: this.s.signal,
+      onEvent: (event) => {
+        if (event.type === "session") this.saveSession(event.id)
+        this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
+      },
+    })
+    this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
+    return result
+  }
+
+  /** Commits what the agent left, merges into the target (one merge per repo at a time), marks done. */
+  private async finish(task: Task): Promise<void> {
+    const ws = this.ws!
+    await commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR)
+    const previous = this.shared.mergeLocks.get(ws.repo) ?? Promise.resolve()
+    const merged = previous.then(() => this.merge(ws))
+    this.shared.mergeLocks.set(ws.repo, merged.catch(() => {}))
+    const result = await merged
+    if (!result.ok) {
+      this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: result.reason })
+      await this.block(`merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; resolve it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'`, true)
+      return
+    }
+    this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
+    await this.setStatus("done")
+    await removeWorktree(ws.repo, ws.path, false).catch(() => {})
+  }
+
+  private async merge(ws: Workspace) {
+    const checkout = (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)
+    if (!checkout) {
+      return { ok: false as const, conflicts: [], reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
+    }
+    return mergeInto(checkout.path, ws.branch, `Merge ${ws.branch}: ${this.taskId}`, AUTHOR)
+  }
+
+  /** A failed validation (this task validates others) blocks the validated tasks too, with the reason. */
+  private async afterBlocked(): Promise<void> {
+    const { data } = await readTasks(this.s.project)
+    const index = indexTasks(data)
+    const me = index.get(this.taskId)?.task
+    const reason = me?.ai_notes?.at(-1) ?? "no reason given"
+    const validated = [...index.values()].filter((e) => e.task.validation_task_id === this.taskId && e.task.status !== "blocked")
+    if (validated.length === 0) return
+    await this.write(`flow run: validation ${this.taskId}`, (editor) =>
+      validated.flatMap(({ task }) => {
+        editor.append({ taskId: task.id }, "ai_notes", `Validation by ${this.taskId} failed: ${reason}`)
+        return applyStatus(editor, task.id, "blocked", now()).changes
+      }),
+    )
+  }
+
+  static async approveCheckpoint(shared: WorkerShared, id: string): Promise<void> {
+    await mutateTasks(shared.settings.project, `flow run --yes: ${id}`, (editor) => {
+      editor.append({ taskId: id }, "ai_notes", "Approved automatically by 'flow run --yes'")
+      return applyStatus(editor, id, "done", now()).changes
+    }).then((changes) => changes.forEach((c) => shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })))
+  }
+
+  private async setStatus(to: "in_progress" | "done" | "blocked"): Promise<void> {
+    await this.write(`flow run: ${to} ${this.taskId}`, (editor) => applyStatus(editor, this.taskId, to, now()).changes)
+  }
+
+  /** Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. */
+  private async block(note: string, demoteDependents = false): Promise<void> {
+    await this.write(`flow run: block ${this.taskId}`, (editor) => {
+      editor.append({ taskId: this.taskId }, "ai_notes", note)
+      const changes = applyStatus(editor, this.taskId, "blocked", now()).changes
+      if (demoteDependents) {
+        for (const { task } of editor.tasks.values()) {
+          if (task.status === "ready_for_agent" && task.depends_on?.includes(this.taskId)) changes.push(...applyStatus(editor, task.id, "todo", now()).changes)
+        }
+      }
+      return changes
+    })
+  }
+
+  private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
+    await mutateTasks(this.s.project, `flow run: step ${stepId}`, (editor) => {
+      editor.set({ taskId: this.taskId, stepId }, "status", to)
+      editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
+    })
+  }
+
+  private async write(command: string, edit: Parameters<typeof mutateTasks<Change[]>>[2]): Promise<void> {
+    const changes = await mutateTasks(this.s.project, command, edit)
+    for (const c of changes) this.s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
+  }
+
+  private async read(): Promise<Task> {
+    const { data } = await readTasks(this.s.project)
+    const entry = indexTasks(data).get(this.taskId)
+    if (!entry) throw new FlowError(`task '${this.taskId}' is no longer in tasks.yaml`)
+    return entry.task
+  }
+
+  private async taskPrompt(): Promise<string> {
+    const { data } = await readTasks(this.s.project)
+    const guidelines = join(this.s.project.dir, "GUIDELINES.md")
+    return taskPrompt({
+      index: indexTasks(data),
+      taskId: this.taskId,
+      guidelines: existsSync(guidelines) ? readFileSync(guidelines, "utf8") : undefined,
+      projectName: basename(this.s.project.dir),
+      workspace: { path: this.ws!.path, branch: this.ws!.branch },
+    })
+  }
+
+  /** Agents find the project and their task through the environment, and `flow` on their PATH. */
+  private agentEnv(): Record<string, string | undefined> {
+    const bin = join(this.s.project.stateDir, "bin")
+    return {
+      FLOW_PROJECT: this.s.project.dir,
+      FLOW_TASK_ID: this.taskId,
+      FLOW_AGENT: this.agent.name,
+      PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    }
+  }
+
+  // Sessions survive a stopped run, so an interrupted task resumes in the same agent session (rule 7).
+  private sessionFile(): string {
+    return join(this.s.project.stateDir, "sessions", `${this.taskId}.json`)
+  }
+
+  private savedSession(): string | undefined {
+    try {
+      const saved = JSON.parse(readFileSync(this.sessionFile(), "utf8")) as { cli: string; session: string }
+      return saved.cli === this.agent.cli ? saved.session : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  private saveSession(id: string): void {
+    this.shared.sessions.set(this.taskId, id)
+    mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
+    writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+  }
+}
