@@ -1,3 +1,4 @@
+import { adapterFor } from "../lib/agents"
 import { parse } from "../lib/cli"
 import { AGENT_NAME, loadConfig, type AgentConfig } from "../lib/config"
 import type { Ctx } from "../lib/context"
@@ -34,6 +35,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
+  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli) // an unknown CLI fails before any work starts
   const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {

@@ -34,3 +34,35 @@ export function mergeEnv(extra: Record<string, string | undefined> = {}): Record
   for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key]
   return env as Record<string, string>
 }
+
+export type GroupOptions = { cwd: string; env?: Record<string, string | undefined>; signal?: AbortSignal; graceMs?: number }
+
+/**
+ * Starts argv in its own process group (an agent and everything it starts), with stdout and stderr piped.
+ * When `signal` aborts, the whole group gets SIGTERM, then SIGKILL after `graceMs`: a shell's `sleep`
+ * or an agent's tool process is never left behind holding our pipes open.
+ */
+export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
+  const proc = Bun.spawn([...argv], {
+    cwd: opts.cwd, env: mergeEnv(opts.env), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true,
+  })
+  const kill = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-proc.pid, signal)
+    } catch {}
+  }
+  let timer: Timer | undefined
+  const onAbort = () => {
+    kill("SIGTERM")
+    timer = setTimeout(() => kill("SIGKILL"), opts.graceMs ?? 3_000)
+  }
+  if (opts.signal?.aborted) onAbort()
+  else opts.signal?.addEventListener("abort", onAbort, { once: true })
+  void proc.exited.then(() => {
+    opts.signal?.removeEventListener("abort", onAbort)
+    // The leader is gone; whatever it left in its group goes too once we stop.
+    if (opts.signal?.aborted) kill("SIGKILL")
+    if (timer) clearTimeout(timer)
+  })
+  return proc
+}

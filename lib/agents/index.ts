@@ -1,5 +1,5 @@
 // The agent CLIs flow can drive, by their flow.yaml name.
-import { FlowError } from "../errors"
+import { Exit, FlowError } from "../errors"
 import { closest } from "../suggest"
 import type { Adapter } from "./types"
 
@@ -12,5 +12,5 @@ export function adapterFor(cli: string): Adapter {
   const adapter = Object.hasOwn(ADAPTERS, cli) ? ADAPTERS[cli] : undefined
   if (adapter) return adapter
   const near = closest(cli, KNOWN_CLIS)
-  throw new FlowError(`no agent CLI named '${cli}'`, undefined, `${near ? `did you mean '${near}'? ` : ""}known: ${KNOWN_CLIS.join(", ")}`)
+  throw new FlowError(`no agent CLI named '${cli}'`, Exit.usage, `${near ? `did you mean '${near}'? ` : ""}known: ${KNOWN_CLIS.join(", ")}`)
 }

@@ -3,7 +3,7 @@
 import { adapterFor } from "../agents"
 import type { AgentEvent } from "../agents/types"
 import type { AgentConfig } from "../config"
-import { mergeEnv } from "../proc"
+import { spawnGroup } from "../proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
 
 export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number }
@@ -52,14 +52,14 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
       if (tail.length > TAIL_LINES) tail.shift()
     }
   }
-  let proc: ReturnType<typeof Bun.spawn>
+  let proc: ReturnType<typeof spawnGroup>
   try {
-    proc = Bun.spawn(argv, { cwd: turn.cwd, env: mergeEnv(turn.env), stdin: "ignore", stdout: "pipe", stderr: "pipe", signal: turn.signal })
+    proc = spawnGroup(argv, { cwd: turn.cwd, env: turn.env, signal: turn.signal })
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
   const out = (async () => {
-    for await (const line of lines(proc.stdout as ReadableStream<Uint8Array>)) {
+    for await (const line of lines(proc.stdout)) {
       for (const event of adapter.parseLine(line)) {
         if (event.type === "session") sessionId = event.id
         if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
@@ -68,7 +68,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     }
   })()
   const err = (async () => {
-    for await (const line of lines(proc.stderr as ReadableStream<Uint8Array>)) keep(line)
+    for await (const line of lines(proc.stderr)) keep(line)
   })()
   await Promise.all([out, err])
   const code = await proc.exited

@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { mergeEnv } from "../proc"
+import { spawnGroup } from "../proc"
 
 /** The shell blocks of a Markdown text, in order. */
 export function shellBlocks(markdown: string): string[] {
@@ -30,9 +30,7 @@ export async function runScript(
     for (const [i, block] of blocks.entries()) {
       const file = join(dir, `block-${i + 1}.sh`)
       writeFileSync(file, block)
-      const proc = Bun.spawn(["bash", "-e", "-o", "pipefail", file], {
-        cwd, env: mergeEnv(env), stdin: "ignore", stdout: "pipe", stderr: "pipe", signal,
-      })
+      const proc = spawnGroup(["bash", "-e", "-o", "pipefail", file], { cwd, env, signal })
       const collect = async (stream: ReadableStream<Uint8Array>) => {
         for await (const line of lines(stream)) {
           onLine(line)

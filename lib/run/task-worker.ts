@@ -16,8 +16,8 @@ import type { Workspace, Workspaces } from "./workspace"
 export type WorkerShared = {
   settings: RunSettings
   workspaces: Workspaces
-  /** one merge at a time per repository */
-  mergeLocks: Map<string, Promise<unknown>>
+  /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
+  repoQueues: Map<string, Promise<unknown>>
   sessions: Map<string, string>
 }
 
@@ -49,7 +49,8 @@ export class TaskWorker {
         return
       }
       this.ws = await this.shared.workspaces.forTask(task)
-      const how = await ensureWorktree(this.ws.repo, this.ws.path, this.ws.branch, this.ws.target)
+      const ws = this.ws
+      const how = await this.inRepo(() => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
       await this.setStatus("in_progress")
       this.s.bus.emit({ type: "task-start", taskId: this.taskId, agent: this.agent.name, branch: this.ws.branch, worktree: this.ws.path, resumed: how === "reused" })
       const outcome = (await this.read()).steps?.length ? await this.runSteps() : await this.runWhole()
@@ -146,10 +147,7 @@ export class TaskWorker {
   private async finish(task: Task): Promise<void> {
     const ws = this.ws!
     await commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR)
-    const previous = this.shared.mergeLocks.get(ws.repo) ?? Promise.resolve()
-    const merged = previous.then(() => this.merge(ws))
-    this.shared.mergeLocks.set(ws.repo, merged.catch(() => {}))
-    const result = await merged
+    const result = await this.inRepo(() => this.merge(ws))
     if (!result.ok) {
       this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: result.reason })
       await this.block(`merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; resolve it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'`, true)
@@ -157,7 +155,15 @@ export class TaskWorker {
     }
     this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
     await this.setStatus("done")
-    await removeWorktree(ws.repo, ws.path, false).catch(() => {})
+    await this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {})
+  }
+
+  /** Runs `fn` after every earlier git operation on this task's repository has finished. */
+  private inRepo<T>(fn: () => Promise<T>): Promise<T> {
+    const repo = this.ws!.repo
+    const result = (this.shared.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
+    this.shared.repoQueues.set(repo, result.catch(() => {}))
+    return result
   }
 
   private async merge(ws: Workspace) {

@@ -1,0 +1,206 @@
+// `flow run` and `flow demo` end to end: real git repositories, real worktrees and merges, the offline
+// `script` agent, checkpoints answered from another process, failures, conflicts and interrupted runs.
+import { expect, test } from "bun:test"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { flow, flowArgv, git, tasksYaml, tempRepo } from "./helpers"
+
+const statuses = (yaml: string) => {
+  const out: Record<string, string> = {}
+  const walk = (tasks: { id: string; status: string; subtasks?: unknown[] }[]) => {
+    for (const t of tasks) {
+      out[t.id] = t.status
+      if (t.subtasks) walk(t.subtasks as never)
+    }
+  }
+  walk((Bun.YAML.parse(yaml) as { tasks: never }).tasks)
+  return out
+}
+
+/** Starts flow in the background and lets a test wait for a line of its output. */
+function background(cwd: string, args: string[]) {
+  const proc = Bun.spawn([...flowArgv(), ...args], { cwd, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  let out = ""
+  const waiters: { text: string; resolve: () => void }[] = []
+  const pump = (async () => {
+    const decoder = new TextDecoder()
+    for await (const chunk of proc.stdout) {
+      out += decoder.decode(chunk, { stream: true })
+      for (const w of waiters.filter((w) => out.includes(w.text))) w.resolve()
+    }
+  })()
+  const stderr = new Response(proc.stderr).text()
+  return {
+    proc,
+    output: () => out,
+    waitFor: (text: string, ms = 60_000) =>
+      new Promise<void>((resolve, reject) => {
+        if (out.includes(text)) return resolve()
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for '${text}'; output so far:\n${out}`)), ms)
+        waiters.push({ text, resolve: () => (clearTimeout(timer), resolve()) })
+      }),
+    done: async () => ({ code: await proc.exited, stdout: (await pump, out), stderr: await stderr }),
+  }
+}
+
+const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
+
+test.concurrent("flow demo builds the sample project and runs every task to done, merged into main", async () => {
+  const parent = mkdtempSync(join(tmpdir(), "flow-demo-test-"))
+  try {
+    const dir = join(parent, "shorty")
+    const r = await flow(parent, ["demo", dir, "--yes"])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(r.stdout).toMatch(/run: finished after [\d.]+ s: 12 done, 0 not done\n/)
+    expect(Object.values(statuses(readFileSync(join(dir, "tasks.yaml"), "utf8"))).every((s) => s === "done")).toBe(true)
+    // The work of every task is on main, and its tests pass there.
+    for (const f of ["bin/shorten", "bin/expand", "bin/links", "lib/store.sh", "test/cli.test.sh", "docs/usage.md", "CHANGELOG.md", "VERSION"]) {
+      expect({ f, exists: existsSync(join(dir, f)) }).toEqual({ f, exists: true })
+    }
+    const tests = Bun.spawnSync(["sh", "test/run.sh"], { cwd: dir })
+    expect(tests.stdout.toString()).toContain("all tests passed")
+    const merges = (await git(dir, ["log", "--merges", "--format=%s"])).trim().split("\n")
+    expect(merges).toHaveLength(9) // every task that changed files; final-check only ran the tests
+    expect(merges).toContain("Merge flow/cli-expand: cli-expand")
+    // Worktrees are removed after their merge; only main's checkout is left, and it is clean but for tasks.yaml.
+    expect((await git(dir, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+    expect((await git(dir, ["status", "--porcelain"])).trim()).toBe("M tasks.yaml")
+    // The final task ran `flow note` from its worktree, through FLOW_PROJECT.
+    expect(readFileSync(join(dir, "tasks.yaml"), "utf8")).toContain("All tests pass at version 0.1.0.")
+    expect((await flow(dir, ["validate"])).code).toBe(0)
+    expect((await flow(parent, ["demo", dir])).code).toBe(1) // not over an existing project
+  } finally {
+    rmSync(parent, { recursive: true, force: true })
+  }
+})
+
+test.concurrent("a checkpoint waits for a person: flow done from another process lets the run finish", async () => {
+  const parent = mkdtempSync(join(tmpdir(), "flow-demo-test-"))
+  try {
+    const dir = join(parent, "shorty")
+    const run = background(parent, ["demo", dir])
+    await run.waitFor("review: checkpoint waiting for review")
+    await run.waitFor("run: waiting for review of review")
+    const s = statuses(readFileSync(join(dir, "tasks.yaml"), "utf8"))
+    expect([s.review, s.changelog, s["cli-tests"]]).toEqual(["ready_for_agent", "todo", "done"])
+    expect((await flow(dir, ["done", "review"])).code).toBe(0)
+    const r = await run.done()
+    expect(r.code).toBe(0)
+    expect(r.stdout).toContain("12 done, 0 not done")
+  } finally {
+    rmSync(parent, { recursive: true, force: true })
+  }
+})
+
+test.concurrent("a failing script blocks its task with the output's tail; dependents wait; exit 4", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": tasksYaml([
+      { id: "ok", title: "Fine", status: "todo", instructions: sh("echo fine > ok.txt") },
+      { id: "bad", title: "Fails", status: "todo", instructions: sh("echo 'something broke'\nexit 3") },
+      { id: "after", title: "After", status: "todo", depends_on: ["bad"], instructions: sh("true") },
+    ]),
+  })
+  const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script"])
+  expect(r.code).toBe(4)
+  expect(r.stdout).toContain("blocked: bad")
+  const yaml = dir.read("tasks.yaml")
+  expect(statuses(yaml)).toEqual({ ok: "done", bad: "blocked", after: "todo" })
+  expect(yaml).toContain("script failed (exit 3):\\nsomething broke")
+  expect(dir.read("ok.txt")).toBe("fine\n")
+})
+
+test.concurrent("a merge conflict blocks the second task, names the file, and leaves main as it was", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": tasksYaml([
+      { id: "first", title: "First", status: "todo", instructions: sh("echo first > same.txt") },
+      { id: "second", title: "Second", status: "todo", instructions: sh("sleep 0.5; echo second > same.txt") },
+    ]),
+  })
+  const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script"])
+  expect(r.code).toBe(4)
+  expect(r.stdout).toContain("second: merge of flow/second into main failed: merge conflict in same.txt")
+  expect(dir.read("same.txt")).toBe("first\n")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ first: "done", second: "blocked" })
+  expect(dir.read("tasks.yaml")).toContain("merge of flow/second into main failed: merge conflict in same.txt")
+  expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M tasks.yaml")
+})
+
+test.concurrent("a failed validation blocks the validated task too", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": tasksYaml([
+      { id: "feature", title: "Feature", status: "todo", validation_task_id: "check", instructions: sh("echo 1 > f.txt") },
+      { id: "check", title: "Check", status: "todo", depends_on: ["feature"], instructions: sh("flow block check 'f.txt holds 1, expected 2'; exit 0") },
+    ]),
+  })
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
+  expect(r.code).toBe(4)
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ feature: "blocked", check: "blocked" })
+  expect(dir.read("tasks.yaml")).toContain("Validation by check failed: Blocked: f.txt holds 1, expected 2")
+})
+
+test.concurrent("a run killed midway is resumed by the next: nothing lost, no finished task run again", async () => {
+  await using dir = await tempRepo()
+  const log = join(dir.path, "..", `${dir.path.split("/").pop()}-runs.log`)
+  const step = (id: string, extra = "") => sh(`echo ${id} >> '${log}'\n${extra}echo ${id} > ${id}.txt`)
+  dir.write("tasks.yaml", tasksYaml([
+    { id: "a", title: "A", status: "todo", instructions: step("a") },
+    { id: "slow", title: "Slow", status: "todo", depends_on: ["a"], instructions: step("slow", "sleep 2\n") },
+    { id: "z", title: "Z", status: "todo", depends_on: ["slow"], instructions: step("z") },
+  ]))
+  await git(dir.path, ["add", "-A"])
+  await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tasks"])
+  try {
+    const first = background(dir.path, ["run", "--agents", "1", "--cli", "script"])
+    await first.waitFor("slow: started by")
+    first.proc.kill("SIGKILL")
+    await first.done()
+    expect(statuses(dir.read("tasks.yaml"))).toEqual({ a: "done", slow: "in_progress", z: "todo" })
+    const second = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toContain("slow: resumed by script-1 on flow/slow")
+    expect(statuses(dir.read("tasks.yaml"))).toEqual({ a: "done", slow: "done", z: "done" })
+    const runs = readFileSync(log, "utf8").trim().split("\n")
+    expect(runs.filter((x) => x === "a")).toHaveLength(1)
+    expect(runs.filter((x) => x === "z")).toHaveLength(1)
+    expect(dir.read("z.txt")).toBe("z\n")
+  } finally {
+    rmSync(log, { force: true })
+  }
+})
+
+test.concurrent("SIGTERM stops the agents and leaves the task in progress; a second run at once is refused", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh("sleep 30") }]),
+  })
+  const run = background(dir.path, ["run", "--agents", "1", "--cli", "script"])
+  await run.waitFor("long: started by")
+  const other = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
+  expect(other.code).toBe(1)
+  expect(other.stderr).toContain("error: another 'flow run' is already working on this project")
+  const t0 = performance.now()
+  run.proc.kill("SIGTERM")
+  const r = await run.done()
+  expect(r.code).toBe(130)
+  expect(performance.now() - t0).toBeLessThan(10_000)
+  expect(r.stdout).toContain("run: stopped after")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ long: "in_progress" })
+  // No `sleep 30` of the agent is left running.
+  const ps = Bun.spawnSync(["pgrep", "-f", "sleep 30"]).stdout.toString().trim()
+  expect(ps.split("\n").filter(Boolean).length).toBe(0)
+})
+
+test.concurrent("run without agents is a usage error; an unknown cli is named with the known ones", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: "x" }]) })
+  const none = await flow(dir.path, ["run"])
+  expect(none.code).toBe(2)
+  expect(none.stderr).toContain("error: no agents: flow.yaml lists none and no --agents/--cli was given")
+  const bad = await flow(dir.path, ["run", "--agents", "0", "--cli", "script"])
+  expect(bad.code).toBe(2)
+  const before = dir.read("tasks.yaml")
+  const unknown = await flow(dir.path, ["run", "--cli", "scrpt"])
+  expect(unknown.code).toBe(2)
+  expect(unknown.stderr).toStartWith("error: no agent CLI named 'scrpt'\nhint: did you mean 'script'? known: script")
+  expect(dir.read("tasks.yaml")).toBe(before)
+  expect(readdirSync(dir.path)).not.toContain(".flow")
+})
