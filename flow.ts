@@ -19,6 +19,9 @@ export const COMMANDS: Record<string, Entry> = {
   validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },
   schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
+  ask: { group: "Questions", summary: "ask a person a question about a task (for agents; --wait for the answer)", load: () => import("./commands/ask") },
+  questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
+  answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:

@@ -24,3 +24,20 @@ export type ValidateReport = typeof ValidateReport.infer
 
 export const ErrorReport = type({ error: "string", "hint?": "string", exit: "number" })
 export type ErrorReport = typeof ErrorReport.infer
+
+/** One question of `flow questions --json` (and a row of .flow/state.db); absent values are null. */
+export const Question = type({
+  id: "string",
+  task_id: "string",
+  agent: "string | null",
+  text: "string",
+  asked_at: "string",
+  answer: "string | null",
+  answered_at: "string | null",
+  answered_by: "string | null",
+})
+export type Question = typeof Question.infer
+
+/** `flow questions --json`: pending questions oldest first (with --all, every question). */
+export const QuestionsReport = type({ questions: Question.array() })
+export type QuestionsReport = typeof QuestionsReport.infer
