@@ -37,41 +37,50 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 
   const project = findProject(ctx)
   requireTask(indexTasks((await readTasks(project)).data), taskId)
-  using db = await openState(project)
-  const question = await db.questions.ask({ task_id: taskId, agent: ctx.env.FLOW_AGENT || null, text })
-  if (!values.wait) {
-    ctx.stdout(`${question.id}\n`)
-    return
+  // Listen for Ctrl-C before the question exists: Bun installs a signal handler a moment after it is
+  // registered, and a person (or test) may press Ctrl-C as soon as the id is printed.
+  const interrupt = values.wait ? listenForInterrupt(ctx) : undefined
+  try {
+    using db = await openState(project)
+    const question = await db.questions.ask({ task_id: taskId, agent: ctx.env.FLOW_AGENT || null, text })
+    if (!interrupt) {
+      ctx.stdout(`${question.id}\n`)
+      return
+    }
+    // stdout carries only the answer, so an agent can use it as is.
+    ctx.stderr(`Asked ${question.id}; waiting for the answer ('flow answer ${question.id} <text>')\n`)
+    const answered = await waitForAnswer(db, question.id, timeoutMs, interrupt)
+    ctx.stdout(answered.answer!.endsWith("\n") ? answered.answer! : `${answered.answer}\n`)
+  } finally {
+    interrupt?.stop()
   }
-  // stdout carries only the answer, so an agent can use it as is.
-  ctx.stderr(`Asked ${question.id}; waiting for the answer ('flow answer ${question.id} <text>')\n`)
-  const answered = await waitForAnswer(ctx, db, question.id, timeoutMs)
-  ctx.stdout(answered.answer!.endsWith("\n") ? answered.answer! : `${answered.answer}\n`)
+}
+
+type Interrupt = { interrupted: boolean; promise: Promise<void>; stop: () => void }
+
+function listenForInterrupt(ctx: Ctx): Interrupt {
+  const { promise, resolve } = Promise.withResolvers<void>()
+  const state: Interrupt = { interrupted: false, promise, stop: () => {} }
+  state.stop = ctx.onInterrupt?.(() => {
+    state.interrupted = true
+    resolve()
+  }) ?? (() => {})
+  return state
 }
 
 /** Resolves once `id` has an answer; re-reads the question only when another process committed something. */
-async function waitForAnswer(ctx: Ctx, db: StateDb, id: string, timeoutMs: number | undefined): Promise<Question> {
-  const interrupt = Promise.withResolvers<void>()
-  let interrupted = false
-  const stopListening = ctx.onInterrupt?.(() => {
-    interrupted = true
-    interrupt.resolve()
-  })
+async function waitForAnswer(db: StateDb, id: string, timeoutMs: number | undefined, interrupt: Interrupt): Promise<Question> {
   const pending = `${id} stays pending: 'flow questions' lists it, and 'flow questions --all' shows its answer once given`
-  try {
-    const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs
-    for (;;) {
-      if (db.changed()) {
-        const q = await db.questions.get(id)
-        if (!q) throw new FlowError(`${id} is no longer in ${db.file}`, Exit.failure, "was .flow/state.db deleted? ask again")
-        if (q.answer !== null) return q
-      }
-      if (interrupted) throw new FlowError(`cancelled while waiting for the answer to ${id}`, Exit.cancelled, pending)
-      const left = deadline - performance.now()
-      if (left <= 0) throw new FlowError(`no answer to ${id} within ${formatDuration(timeoutMs!)}`, Exit.failure, pending)
-      await Promise.race([Bun.sleep(Math.min(POLL_MS, left)), interrupt.promise])
+  const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs
+  for (;;) {
+    if (db.changed()) {
+      const q = await db.questions.get(id)
+      if (!q) throw new FlowError(`${id} is no longer in ${db.file}`, Exit.failure, "was .flow/state.db deleted? ask again")
+      if (q.answer !== null) return q
     }
-  } finally {
-    stopListening?.()
+    if (interrupt.interrupted) throw new FlowError(`cancelled while waiting for the answer to ${id}`, Exit.cancelled, pending)
+    const left = deadline - performance.now()
+    if (left <= 0) throw new FlowError(`no answer to ${id} within ${formatDuration(timeoutMs!)}`, Exit.failure, pending)
+    await Promise.race([Bun.sleep(Math.min(POLL_MS, left)), interrupt.promise])
   }
 }
