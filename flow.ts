@@ -30,6 +30,9 @@ export const COMMANDS: Record<string, Entry> = {
   reset: { group: "Change", summary: "put a task (or every stuck task) back to todo for a retry", load: () => import("./commands/reset") },
   assign: { group: "Change", summary: "restrict a task to one named agent", load: () => import("./commands/assign") },
   step: { group: "Steps", summary: "start, finish, show and list the steps of a task", load: () => import("./commands/step") },
+  ask: { group: "Questions", summary: "ask a person a question about a task (for agents; --wait for the answer)", load: () => import("./commands/ask") },
+  questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
+  answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:

@@ -8,6 +8,11 @@ export type Ctx = {
   interactive: boolean
   /** colour codes may be written: a TTY (or FORCE_COLOR set) and no NO_COLOR, which always wins. */
   color: boolean
+  /**
+   * Calls `handler` on Ctrl-C (SIGINT) instead of dying, until the returned function is called. For the
+   * few commands that wait (`flow ask --wait`) and must say what was left behind. Absent in tests' ctx.
+   */
+  onInterrupt?: (handler: () => void) => () => void
 }
 
 /** The context of the real process. */
@@ -21,5 +26,9 @@ export function ctxFromProcess(): Ctx {
     stderr: (text) => void process.stderr.write(text),
     interactive: tty && Boolean(process.stdin.isTTY) && !env.CI,
     color: !env.NO_COLOR && (Boolean(env.FORCE_COLOR && env.FORCE_COLOR !== "0") || (tty && env.TERM !== "dumb")),
+    onInterrupt: (handler) => {
+      process.on("SIGINT", handler)
+      return () => void process.off("SIGINT", handler)
+    },
   }
 }

@@ -43,3 +43,19 @@ export type StepShowReport = typeof StepShowReport.infer
 /** `flow step list <task_id> --json`: every step in order. */
 export const StepListReport = type({ task_id: "string", steps: StepReport.array() })
 export type StepListReport = typeof StepListReport.infer
+/** One question of `flow questions --json` (and a row of .flow/state.db); absent values are null. */
+export const Question = type({
+  id: "string",
+  task_id: "string",
+  agent: "string | null",
+  text: "string",
+  asked_at: "string",
+  answer: "string | null",
+  answered_at: "string | null",
+  answered_by: "string | null",
+})
+export type Question = typeof Question.infer
+
+/** `flow questions --json`: pending questions oldest first (with --all, every question). */
+export const QuestionsReport = type({ questions: Question.array() })
+export type QuestionsReport = typeof QuestionsReport.infer

@@ -1,0 +1,99 @@
+// lib/state-db.ts in-process: lazy opening, the schema version, events, agents, and the busy retry giving up
+// with a clear error when another connection holds the write lock.
+import { expect, test } from "bun:test"
+import { Database } from "bun:sqlite"
+import { existsSync } from "node:fs"
+import { FlowError } from "../lib/errors"
+import { projectAt } from "../lib/project"
+import { openExistingState, openState, SCHEMA_VERSION, stateFile } from "../lib/state-db"
+import { tempRepo } from "./helpers"
+
+test.concurrent("openExistingState creates nothing; openState makes .flow with its .gitignore and a WAL database", async () => {
+  await using dir = await tempRepo()
+  const project = projectAt(dir.path)
+  expect(await openExistingState(project)).toBeUndefined()
+  expect(existsSync(project.stateDir)).toBe(false)
+  {
+    using db = await openState(project)
+    expect(db.file).toBe(stateFile(project))
+  }
+  expect(dir.read(".flow/.gitignore")).toBe("# flow's local state: not for version control\n*\n")
+  const raw = new Database(stateFile(project), { readonly: true })
+  expect(raw.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" })
+  expect(raw.query("PRAGMA user_version").get()).toEqual({ user_version: SCHEMA_VERSION })
+  raw.close()
+  using again = await openExistingState(project)
+  expect(again).toBeDefined()
+})
+
+test.concurrent("a database from a newer flow is refused with exit 3", async () => {
+  await using dir = await tempRepo()
+  const project = projectAt(dir.path)
+  using db = await openState(project)
+  const raw = new Database(stateFile(project))
+  raw.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`)
+  raw.close()
+  const error = await openExistingState(project).catch((e) => e)
+  expect(error).toBeInstanceOf(FlowError)
+  expect([error.exit, error.message]).toEqual([3, `${stateFile(project)} has schema version ${SCHEMA_VERSION + 1}, newer than this flow knows (${SCHEMA_VERSION})`])
+})
+
+test.concurrent("events: asks and answers are logged; append and since page by id", async () => {
+  await using dir = await tempRepo()
+  using db = await openState(projectAt(dir.path))
+  const q = await db.questions.ask({ task_id: "api", agent: "claude", text: "?" })
+  await db.questions.answer(q.id, "!", "alice")
+  const id = await db.events.append({ kind: "task.status", task_id: "api", agent: "claude", data: { from: "todo", to: "in_progress", tokens: 12 } })
+  await db.events.append({ kind: "run.started" })
+  const all = await db.events.since()
+  expect(all.map(({ at, ...rest }) => rest)).toEqual([
+    { id: 1, kind: "question.asked", task_id: "api", agent: "claude", data: { question: "q-1" } },
+    { id: 2, kind: "question.answered", task_id: "api", agent: "claude", data: { question: "q-1", by: "alice", replaced: false } },
+    { id: 3, kind: "task.status", task_id: "api", agent: "claude", data: { from: "todo", to: "in_progress", tokens: 12 } },
+    { id: 4, kind: "run.started", task_id: null, agent: null, data: null },
+  ])
+  expect(id).toBe(3)
+  expect((await db.events.since(3)).map((e) => e.id)).toEqual([4])
+  expect((await db.events.since(0, 2)).map((e) => e.id)).toEqual([1, 2])
+})
+
+test.concurrent("agents: upsert sets only the given fields, null clears, countCompleted adds one", async () => {
+  await using dir = await tempRepo()
+  using db = await openState(projectAt(dir.path))
+  const strip = ({ updated_at, ...rest }: { updated_at: string }) => rest
+  expect(strip(await db.agents.upsert("claude", { cli: "claude", current_task: "api" }))).toEqual({ name: "claude", cli: "claude", current_task: "api", completed: 0, session_id: null })
+  await db.agents.upsert("claude", { session_id: "s-1" })
+  expect(await db.agents.countCompleted("claude")).toBe(1)
+  expect(await db.agents.countCompleted("codex")).toBe(1)
+  await db.agents.upsert("claude", { current_task: null })
+  expect(strip((await db.agents.get("claude"))!)).toEqual({ name: "claude", cli: "claude", current_task: null, completed: 1, session_id: "s-1" })
+  expect(await db.agents.get("gemini")).toBeUndefined()
+  expect((await db.agents.list()).map((a) => a.name)).toEqual(["claude", "codex"])
+})
+
+test.concurrent("a write blocked by another connection is retried, then fails naming the file and the fix", async () => {
+  await using dir = await tempRepo()
+  const project = { ...projectAt(dir.path), lockTimeoutMs: 400 }
+  using db = await openState(project)
+  const holder = new Database(stateFile(project))
+  holder.exec("BEGIN IMMEDIATE")
+  const started = performance.now()
+  // The event loop keeps running while the write waits: a timer fires in between.
+  let ticks = 0
+  const timer = setInterval(() => ticks++, 20)
+  const error = await db.questions.ask({ task_id: "api", text: "?" }).catch((e) => e)
+  clearInterval(timer)
+  expect(performance.now() - started).toBeGreaterThanOrEqual(400)
+  expect(ticks).toBeGreaterThan(0) // a blocking wait would leave none
+  expect(error).toBeInstanceOf(FlowError)
+  expect([error.exit, error.message, error.hint]).toEqual([
+    1,
+    `${stateFile(project)} stayed busy (locked by another flow process) for 0.4 s`,
+    "try again; if it persists, look for a stuck flow process, or raise FLOW_LOCK_TIMEOUT (seconds)",
+  ])
+  // Released in time, the same write goes through.
+  const pending = db.questions.ask({ task_id: "api", text: "?" })
+  setTimeout(() => holder.exec("COMMIT"), 100)
+  expect((await pending).id).toBe("q-1")
+  holder.close()
+})
