@@ -17,6 +17,9 @@ export const COMMANDS: Record<string, Entry> = {
   create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
   validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },
   schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
+  list: { group: "Read", summary: "list the tasks grouped by phase, optionally only those with one status", load: () => import("./commands/list") },
+  show: { group: "Read", summary: "show one task: fields, dependencies, notes, steps and subtasks", load: () => import("./commands/show") },
+  next: { group: "Read", summary: "list the tasks that may be taken now, for any agent or for one", load: () => import("./commands/next") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
 }
 
