@@ -1,6 +1,6 @@
 import { parse, positionalsExactly } from "../lib/cli"
 import type { Ctx } from "../lib/context"
-import type { ShowReport, TaskSummary } from "../lib/json-shapes"
+import type { ShowReport } from "../lib/json-shapes"
 import { readPhaseTitles } from "../lib/plan-phases"
 import { findProject } from "../lib/project"
 import { indexTasks, type Indexed, type Task } from "../lib/task-index"
@@ -115,14 +115,15 @@ function firstLine(text: string): string {
   return line ? ` ${line}` : ""
 }
 
-/** The task's phase, or its nearest ancestor's (a subtask is grouped with its parent), and whose it is. */
+/**
+ * The task's own phase; for a subtask without one, its top-level task's, which is the group `flow list`
+ * shows it in and the phase `flow next` orders it by. `from` is the task the phase was read from.
+ */
 function effectivePhase(entry: Indexed, index: Map<string, Indexed>): { phase: number | null; from: Task } {
-  let at: Indexed | undefined = entry
-  while (at) {
-    if (at.task.phase !== undefined) return { phase: at.task.phase, from: at.task }
-    at = at.parent ? index.get(at.parent.id) : undefined
-  }
-  return { phase: null, from: entry.task }
+  if (entry.task.phase !== undefined) return { phase: entry.task.phase, from: entry.task }
+  let top = entry
+  while (top.parent) top = index.get(top.parent.id) as Indexed
+  return { phase: top.task.phase ?? null, from: top.task }
 }
 
 /** Every descendant in file order with its absolute depth, walked without recursion. */
