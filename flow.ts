@@ -16,11 +16,12 @@ type Entry = { group: string; summary: string; load: () => Promise<Command> }
 /** Every command, grouped by lifecycle step; the order is the order of `flow --help`. */
 export const COMMANDS: Record<string, Entry> = {
   create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
+  demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
   validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },
   schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
-  run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
-  demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
-  prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
+  list: { group: "Read", summary: "list the tasks grouped by phase, optionally only those with one status", load: () => import("./commands/list") },
+  show: { group: "Read", summary: "show one task: fields, dependencies, notes, steps and subtasks", load: () => import("./commands/show") },
+  next: { group: "Read", summary: "list the tasks that may be taken now, for any agent or for one", load: () => import("./commands/next") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
   ready: { group: "Change", summary: "mark a task ready_for_agent", load: () => import("./commands/status").then((m) => m.statusCommand("ready")) },
   start: { group: "Change", summary: "mark a task in_progress (sets started_at)", load: () => import("./commands/status").then((m) => m.statusCommand("start")) },
@@ -33,6 +34,8 @@ export const COMMANDS: Record<string, Entry> = {
   ask: { group: "Questions", summary: "ask a person a question about a task (for agents; --wait for the answer)", load: () => import("./commands/ask") },
   questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
   answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
+  run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
+  prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:

@@ -1,6 +1,8 @@
 // Shapes of every --json output, as arktype types. Commands import only the inferred TS types
 // (`import type`), so printing JSON never loads arktype; tests check real output against these values.
 import { type } from "arktype"
+import { Task } from "./schema"
+import { TASK_STATUSES } from "./statuses"
 
 export const Finding = type({
   severity: "'error' | 'warning'",
@@ -59,3 +61,48 @@ export type Question = typeof Question.infer
 /** `flow questions --json`: pending questions oldest first (with --all, every question). */
 export const QuestionsReport = type({ questions: Question.array() })
 export type QuestionsReport = typeof QuestionsReport.infer
+// --- list, show, next ---
+
+const TaskStatusValue = type.enumerated(...TASK_STATUSES)
+
+/** One task in list, next and show's subtasks. `phase` is the task's own field; `depth` 0 is top level. */
+export const TaskSummary = type({
+  id: "string",
+  title: "string",
+  status: TaskStatusValue,
+  phase: "number | null",
+  parent: "string | null",
+  depth: "number",
+  depends_on: "string[]",
+  agent_name: "string | null",
+  checkpoint: "boolean",
+})
+export type TaskSummary = typeof TaskSummary.infer
+
+/** `flow list --json`: one entry per group shown; `title` is the group's header line as printed. */
+export const ListReport = type({
+  phases: type({ phase: "number | null", title: "string", tasks: TaskSummary.array() }).array(),
+})
+export type ListReport = typeof ListReport.infer
+
+/**
+ * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
+ * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
+ * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
+ * ancestor's) and that phase's title in plan.md.
+ */
+export const ShowReport = type({
+  task: Task.omit("subtasks"),
+  subtasks: TaskSummary.array(),
+  dependencies: type({ id: "string", status: TaskStatusValue }).array(),
+  dependents: "string[]",
+  validates: "string[]",
+  parent: "string | null",
+  phase: "number | null",
+  phase_title: "string | null",
+})
+export type ShowReport = typeof ShowReport.infer
+
+/** `flow next --json`: the available tasks in the order they should be taken. */
+export const NextReport = type({ tasks: TaskSummary.array() })
+export type NextReport = typeof NextReport.infer

@@ -1,0 +1,144 @@
+import { parse, positionalsExactly } from "../lib/cli"
+import type { Ctx } from "../lib/context"
+import type { ShowReport } from "../lib/json-shapes"
+import { readPhaseTitles } from "../lib/plan-phases"
+import { findProject } from "../lib/project"
+import { indexTasks, type Indexed, type Task } from "../lib/task-index"
+import { taskLine, taskSummary } from "../lib/task-lines"
+import { requireTask } from "../lib/task-lookup"
+import { readTasks } from "../lib/tasks"
+
+export const meta = {
+  usage: "flow show <task_id> [--json]",
+  description: `Prints one task (subtask ids work too): id, title, status, phase, agent, each dependency with
+its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
+checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times;
+then its steps and its subtasks, one line each.`,
+  options: {
+    json: { type: "boolean", help: "print the task and what is derived from it as JSON" },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<void> {
+  const { values, positionals } = parse(meta, args)
+  const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
+  const project = findProject(ctx)
+  const { data } = await readTasks(project)
+  const index = indexTasks(data)
+  const entry = requireTask(index, id)
+  const { task } = entry
+  // One pass over every task for what points at this one.
+  const dependents: string[] = []
+  const validates: string[] = []
+  for (const { task: other } of index.values()) {
+    if (other.depends_on?.includes(id)) dependents.push(other.id)
+    if (other.validation_task_id === id) validates.push(other.id)
+  }
+  // A valid file names only existing dependencies (validate checks it before a file is trusted).
+  const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
+  const { phase, from } = effectivePhase(entry, index)
+  const phaseTitle = phase === null ? null : (readPhaseTitles(project.dir).get(phase) ?? null)
+  const descendants = descendantsOf(task, entry.depth)
+
+  if (values.json) {
+    const { subtasks: _, ...record } = task
+    const report: ShowReport = {
+      task: record,
+      subtasks: descendants.map((d) => taskSummary(d.task, d.parent, d.depth)),
+      dependencies: (task.depends_on ?? []).map((dep) => ({ id: dep, status: statusOf(dep) })),
+      dependents,
+      validates,
+      parent: entry.parent?.id ?? null,
+      phase,
+      phase_title: phaseTitle,
+    }
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+    return
+  }
+
+  const out = [
+    `Task: ${task.id}`,
+    `Title: ${task.title}`,
+    `Status: ${task.status}`,
+    `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
+    `Agent: ${task.agent_name ?? "none"}`,
+  ]
+  const deps = task.depends_on ?? []
+  if (deps.length === 0) out.push("Dependencies: none")
+  else {
+    out.push("Dependencies:")
+    for (const dep of deps) {
+      const status = statusOf(dep)
+      out.push(`  ${status === "done" ? "✓" : "○"} ${dep} (${status})`)
+    }
+  }
+  const instructions = task.instructions?.replace(/\s+$/, "")
+  if (!instructions) out.push("Instructions: none")
+  else {
+    out.push("Instructions:")
+    for (const line of instructions.split("\n")) out.push(line.trim() === "" ? "" : `  ${line}`)
+  }
+  bullets(out, "Acceptance Criteria", task.acceptance_criteria)
+  bullets(out, "Notes", task.ai_notes)
+  if (entry.parent) out.push(`Parent: ${entry.parent.id}`)
+  if (task.checkpoint === true) out.push("Checkpoint: yes (waits for a person to run flow done)")
+  if (task.validation_task_id) out.push(`Validated by: ${task.validation_task_id}`)
+  if (validates.length > 0) out.push(`Validates: ${validates.join(", ")}`)
+  if (task.repo) out.push(`Repo: ${task.repo}`)
+  if (task.worktree) out.push(`Worktree: ${task.worktree}`)
+  if (task.started_at) out.push(`Started: ${task.started_at}`)
+  if (task.completed_at) out.push(`Completed: ${task.completed_at}`)
+  if (task.steps && task.steps.length > 0) {
+    out.push("Steps:")
+    for (const step of task.steps) out.push(`  [${step.status ?? "pending"}] ${step.id}${firstLine(step.instruction)}`)
+  }
+  if (descendants.length > 0) {
+    out.push("Subtasks:")
+    for (const d of descendants) out.push(`${"  ".repeat(d.depth - entry.depth)}${taskLine(d.task)}`)
+  }
+  ctx.stdout(`${out.join("\n")}\n`)
+}
+
+/** `Label: none`, or the label and one `  - item` per entry (continuation lines indented under the text). */
+function bullets(out: string[], label: string, items: string[] | undefined): void {
+  if (!items || items.length === 0) {
+    out.push(`${label}: none`)
+    return
+  }
+  out.push(`${label}:`)
+  for (const item of items) out.push(`  - ${item.replace(/\s+$/, "").split("\n").join("\n    ")}`)
+}
+
+/** ` <first line>` of a step's instruction, or nothing for an empty one (no trailing space). */
+function firstLine(text: string): string {
+  const line = text.trim().split("\n", 1)[0].trimEnd()
+  return line ? ` ${line}` : ""
+}
+
+/**
+ * The task's own phase; for a subtask without one, its top-level task's, which is the group `flow list`
+ * shows it in and the phase `flow next` orders it by. `from` is the task the phase was read from.
+ */
+function effectivePhase(entry: Indexed, index: Map<string, Indexed>): { phase: number | null; from: Task } {
+  if (entry.task.phase !== undefined) return { phase: entry.task.phase, from: entry.task }
+  let top = entry
+  while (top.parent) top = index.get(top.parent.id) as Indexed
+  return { phase: top.task.phase ?? null, from: top.task }
+}
+
+/** Every descendant in file order with its absolute depth, walked without recursion. */
+function descendantsOf(task: Task, depth: number): { task: Task; parent: Task; depth: number }[] {
+  const out: { task: Task; parent: Task; depth: number }[] = []
+  const stack: { task: Task; parent: Task; depth: number }[] = []
+  const push = (parent: Task, d: number) => {
+    const children = parent.subtasks ?? []
+    for (let i = children.length - 1; i >= 0; i--) stack.push({ task: children[i], parent, depth: d })
+  }
+  push(task, depth + 1)
+  while (stack.length > 0) {
+    const next = stack.pop() as { task: Task; parent: Task; depth: number }
+    out.push(next)
+    push(next.task, next.depth + 1)
+  }
+  return out
+}
