@@ -18,11 +18,12 @@ export type Ctx = {
 /** The context of the real process. */
 export function ctxFromProcess(): Ctx {
   const env = process.env
+  process.stdout.on("error", leaveIfReaderGone)
   const tty = Boolean(process.stdout.isTTY)
   return {
     cwd: process.cwd(),
     env,
-    stdout: (text) => void process.stdout.write(text),
+    stdout: writeOrLeave,
     stderr: (text) => void process.stderr.write(text),
     interactive: tty && Boolean(process.stdin.isTTY) && !env.CI,
     color: !env.NO_COLOR && (Boolean(env.FORCE_COLOR && env.FORCE_COLOR !== "0") || (tty && env.TERM !== "dumb")),
@@ -31,4 +32,19 @@ export function ctxFromProcess(): Ctx {
       return () => void process.off("SIGINT", handler)
     },
   }
+}
+
+// `flow list | head`: once the reader has gone, the rest of the output has nowhere to go. Leave quietly,
+// as `cat` and `git log` do, instead of printing a stack trace (docs/CLI.md).
+function writeOrLeave(text: string): void {
+  try {
+    process.stdout.write(text)
+  } catch (e) {
+    leaveIfReaderGone(e)
+  }
+}
+
+function leaveIfReaderGone(e: unknown): void {
+  if ((e as NodeJS.ErrnoException)?.code === "EPIPE") process.exit(0)
+  throw e
 }

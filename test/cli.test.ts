@@ -7,7 +7,7 @@ import { type } from "arktype"
 import pkg from "../package.json" with { type: "json" }
 import { COMMANDS } from "../flow"
 import { ErrorReport } from "../lib/json-shapes"
-import { flow, tempRepo } from "./helpers"
+import { flow, flowArgv, tasksYaml, tempRepo } from "./helpers"
 
 const StrictError = ErrorReport.onDeepUndeclaredKey("reject")
 
@@ -236,4 +236,12 @@ test.concurrent("FORCE_COLOR colours validate's labels and error lines; without 
   const piped = await flow(dir.path, ["validate"], { env: { NO_COLOR: undefined, FORCE_COLOR: undefined } })
   expect(piped.stdout.includes("\x1b")).toBe(false)
   expect(piped.stdout.replace(/\x1b\[\d+m/g, "")).toBe(forced.stdout.replace(/\x1b\[\d+m/g, ""))
+})
+
+test.concurrent("output into a pipe whose reader has gone ends quietly with exit 0 (flow list | head)", async () => {
+  const tasks = Array.from({ length: 3000 }, (_, i) => ({ id: `t-${i}`, title: `Task number ${i} with a longer title`, status: "todo", instructions: "x" }))
+  await using dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
+  const proc = Bun.spawn(["sh", "-c", `"$@" list | head -n 1`, "sh", ...flowArgv()], { cwd: dir.path, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } })
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+  expect({ out, err }).toEqual({ out: "No phase\n", err: "" })
 })
