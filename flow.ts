@@ -35,6 +35,7 @@ export const COMMANDS: Record<string, Entry> = {
   questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
   answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
   run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
+  agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
 }
 

@@ -43,13 +43,22 @@ const CHAIN_50K: Fixture = { name: "chain 50,000", tasks: 50_000, make: () => ch
 // the cache is kept (a write records its new content as valid, so later runs stay warm).
 // perTask: also listed in the linearity table (ms per 1,000 tasks).
 
-type Case = { name: string; fixture: Fixture; args: string[]; cache: "cold" | "warm"; goal?: number; perTask?: boolean }
+// prepare: flow arguments run (untimed) before every run, so a write case writes every time.
+type Case = { name: string; fixture: Fixture; args: string[]; cache: "cold" | "warm"; goal?: number; perTask?: boolean; prepare?: string[] }
 const CASES: Case[] = [
   { name: "validate 1k", fixture: GEN_1K, args: ["validate"], cache: "cold", perTask: true },
   { name: "validate 10k", fixture: GEN_10K, args: ["validate"], cache: "cold", goal: 3, perTask: true },
   { name: "validate 50k chain", fixture: CHAIN_50K, args: ["validate"], cache: "cold", perTask: true },
   { name: "validate (cached) 1k", fixture: GEN_1K, args: ["validate"], cache: "warm" },
   { name: "validate (cached) 10k", fixture: GEN_10K, args: ["validate"], cache: "warm" },
+  { name: "list 1k", fixture: GEN_1K, args: ["list"], cache: "warm", goal: 1.5 },
+  { name: "list 10k", fixture: GEN_10K, args: ["list"], cache: "warm", goal: 1.5 },
+  { name: "show 1k", fixture: GEN_1K, args: ["show", "task-00500"], cache: "warm", goal: 1.5 },
+  { name: "show 10k", fixture: GEN_10K, args: ["show", "task-05000"], cache: "warm", goal: 1.5 },
+  { name: "next 1k", fixture: GEN_1K, args: ["next"], cache: "warm", goal: 1.5 },
+  { name: "next 10k", fixture: GEN_10K, args: ["next"], cache: "warm", goal: 1.5 },
+  { name: "done 1k", fixture: GEN_1K, args: ["done", "task-00005"], cache: "warm", goal: 3, prepare: ["todo", "task-00005"] },
+  { name: "done 10k", fixture: GEN_10K, args: ["done", "task-00005"], cache: "warm", goal: 3, prepare: ["todo", "task-00005"] },
   { name: "note 1k", fixture: GEN_1K, args: ["note", "task-00005", "bench note"], cache: "warm", goal: 3 },
   { name: "note 10k", fixture: GEN_10K, args: ["note", "task-00005", "bench note"], cache: "warm", goal: 3 },
 ]
@@ -95,7 +104,7 @@ for (const c of selected) {
   }
   const [flow, floor] = await measureInterleaved(
     [
-      { argv: flowArgv, cwd: dir, before: c.cache === "cold" ? () => rmSync(stateDir, { recursive: true, force: true }) : undefined },
+      { argv: flowArgv, cwd: dir, before: c.cache === "cold" ? () => rmSync(stateDir, { recursive: true, force: true }) : c.prepare ? () => prepare(c, dir) : undefined },
       { argv: [FLOOR, "tasks.yaml"], cwd: dir },
     ],
     { runs: RUNS, warmup: WARMUP },
@@ -147,6 +156,12 @@ else for (const d of temp) removeDir(d)
 
 const correct = failures.length === 0 && checks.every((c) => c.ok)
 process.exit(correct ? 0 : 1)
+
+/** Runs a case's untimed preparation (e.g. `flow todo` before a timed `flow done`); it must succeed. */
+function prepare(c: Case, dir: string): void {
+  const r = Bun.spawnSync([FLOW, ...c.prepare!], { cwd: dir, stdout: "ignore", stderr: "pipe" })
+  if (r.exitCode !== 0) failures.push({ case: c.name, argv: [FLOW, ...c.prepare!], code: r.exitCode ?? -1, stderr: r.stderr.toString() })
+}
 
 // ---- checks ----
 

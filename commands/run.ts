@@ -8,6 +8,8 @@ import { findProject, type Project } from "../lib/project"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
+import { recordRun } from "../lib/run/record"
+import { openState } from "../lib/state-db"
 import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
 import { ensureStateDir } from "../lib/valid-cache"
 import { join } from "node:path"
@@ -71,6 +73,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     const line = logLine(event, at)
     if (line !== undefined) ctx.stdout(`${line}\n`)
   })
+  const db = await openState(project)
+  const flush = recordRun(bus, db)
   try {
     writeFlowShim(project.stateDir, selfArgv())
     const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal })
@@ -79,6 +83,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   } finally {
     process.off("SIGINT", stop)
     process.off("SIGTERM", stop)
+    await flush()
+    db.close()
     release()
   }
 }

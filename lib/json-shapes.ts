@@ -106,3 +106,13 @@ export type ShowReport = typeof ShowReport.infer
 /** `flow next --json`: the available tasks in the order they should be taken. */
 export const NextReport = type({ tasks: TaskSummary.array() })
 export type NextReport = typeof NextReport.infer
+
+export const AgentsReport = type({
+  agents: type({
+    name: "string",
+    cli: "string | null",
+    current: type({ id: "string", status: "string" }).or("null"),
+    completed: "number",
+  }).array(),
+})
+export type AgentsReport = typeof AgentsReport.infer

@@ -18,11 +18,12 @@ export class TasksEditor {
   readonly data: TaskFile
   changed = false
 
+  /** `data` is what Bun.YAML read from `text`; the editor changes it in place (callers hand over a fresh read). */
   constructor(
     public text: string,
     data: TaskFile,
   ) {
-    this.data = structuredClone(data)
+    this.data = data
     this.index = indexTasks(this.data)
   }
 

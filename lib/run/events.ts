@@ -4,10 +4,12 @@ import type { AgentEvent } from "../agents/types"
 
 export type RunEvent =
   | { type: "run-start"; agents: string[]; tasks: number; target: string }
+  | { type: "task-assigned"; taskId: string; agent: string; cli: string }
   | { type: "task-start"; taskId: string; agent: string; branch: string; worktree: string; resumed: boolean }
   | { type: "step-start"; taskId: string; stepId: string; agent: string; session?: string }
   | { type: "agent"; taskId: string; agent: string; event: AgentEvent }
   | { type: "agent-exit"; taskId: string; agent: string; code: number; seconds: number }
+  | { type: "task-end"; taskId: string; agent: string; cli: string; status: string }
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }

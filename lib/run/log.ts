@@ -29,6 +29,9 @@ function describe(e: RunEvent): string | undefined {
       }
       return undefined
     }
+    case "task-assigned":
+    case "task-end":
+      return undefined
     case "agent-exit":
       return `${e.taskId}: ${e.agent} exited ${e.code} after ${e.seconds} s`
     case "status":

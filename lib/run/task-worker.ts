@@ -48,6 +48,7 @@ export class TaskWorker {
         if (existsSync(this.ws.path)) await this.finish(task)
         return
       }
+      this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
       this.ws = await this.shared.workspaces.forTask(task)
       const ws = this.ws
       const how = await this.inRepo(() => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
@@ -57,9 +58,13 @@ export class TaskWorker {
       if (outcome === "finished") await this.finish(await this.read())
       else if (outcome === "blocked") await this.afterBlocked()
     } catch (e) {
-      if (this.s.signal.aborted) return
-      const message = e instanceof FlowError ? e.message : String((e as Error)?.stack ?? e)
-      await this.block(`flow run: ${message}`).catch(() => {})
+      if (!this.s.signal.aborted) {
+        const message = e instanceof FlowError ? e.message : String((e as Error)?.stack ?? e)
+        await this.block(`flow run: ${message}`).catch(() => {})
+      }
+    } finally {
+      const status = await this.read().then((t) => t.status, () => "unknown")
+      this.s.bus.emit({ type: "task-end", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli, status })
     }
   }
 

@@ -1,0 +1,56 @@
+import { parse } from "../lib/cli"
+import { loadConfig } from "../lib/config"
+import type { Ctx } from "../lib/context"
+import { usage } from "../lib/errors"
+import type { AgentsReport } from "../lib/json-shapes"
+import { findProject } from "../lib/project"
+import { openExistingState } from "../lib/state-db"
+import { indexTasks } from "../lib/task-index"
+import { readTasks } from "../lib/tasks"
+
+export const meta = {
+  usage: "flow agents [--json]",
+  description: `The agents of this project (flow.yaml's, and any that worked in a run), each with the task it
+is working on now and how many tasks it has completed. An agent's current task is set while 'flow run'
+has it working; its status comes from tasks.yaml.`,
+  options: {
+    json: { type: "boolean", help: "print the agents as JSON" },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<void> {
+  const { values, positionals } = parse(meta, args)
+  if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
+  const project = findProject(ctx)
+  const configured = loadConfig(project.dir).agents ?? []
+  const db = await openExistingState(project)
+  const records = db ? await db.agents.list() : []
+  db?.close()
+  const index = indexTasks((await readTasks(project)).data)
+
+  const byName = new Map(records.map((r) => [r.name, r]))
+  const names = [...configured.map((a) => a.name), ...records.map((r) => r.name).filter((n) => !configured.some((a) => a.name === n))]
+  const report: AgentsReport = {
+    agents: names.map((name) => {
+      const r = byName.get(name)
+      const cli = configured.find((a) => a.name === name)?.cli ?? r?.cli ?? null
+      const current = r?.current_task ? { id: r.current_task, status: index.get(r.current_task)?.task.status ?? "missing" } : null
+      return { name, cli, current, completed: r?.completed ?? 0 }
+    }),
+  }
+  if (values.json) {
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+    return
+  }
+  if (report.agents.length === 0) {
+    ctx.stdout("No agents: list them in flow.yaml, or start some with 'flow run --agents N --cli <cli>'.\n")
+    return
+  }
+  const out = ["Agents:"]
+  for (const a of report.agents) {
+    out.push(`  ${a.name}${a.cli ? ` (${a.cli})` : ""}`)
+    out.push(`    Current: ${a.current ? `${a.current.id} (${a.current.status})` : "none"}`)
+    out.push(`    Completed: ${a.completed} ${a.completed === 1 ? "task" : "tasks"}`)
+  }
+  ctx.stdout(`${out.join("\n")}\n`)
+}
