@@ -1,0 +1,21 @@
+// The contract between flow's orchestrator and one coding-agent CLI: how to start it, how to read it.
+
+export type AgentEvent =
+  | { type: "text"; text: string } // assistant text
+  | { type: "tool"; name: string; detail?: string } // a tool call, with a short one-line detail (command, file)
+  | { type: "session"; id: string } // the session id to resume later
+  | { type: "usage"; inputTokens?: number; outputTokens?: number; costUsd?: number }
+  | { type: "error"; message: string } // an error the CLI reported in its stream
+
+export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; model?: string; extraArgs?: readonly string[] }
+
+export type Adapter = {
+  cli: string // the adapter's name in flow.yaml: "claude", "codex", ...
+  binary: string // executable name on PATH
+  testedVersion: string // the CLI version whose flags and stream format this adapter was checked against
+  canResume: boolean
+  /** Environment the CLI needs on top of flow's own (FLOW_PROJECT, FLOW_TASK_ID), e.g. goose's unattended mode. */
+  env?: Readonly<Record<string, string>>
+  argv(opts: LaunchOptions): string[] // full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt
+  parseLine(line: string): AgentEvent[] // one stdout line → zero or more events; never throws on junk (non-JSON → text)
+}
