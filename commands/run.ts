@@ -37,7 +37,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
-  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli) // an unknown CLI fails before any work starts
+  // An unknown CLI, or a command agent without its template, fails before any work starts.
+  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
   const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {

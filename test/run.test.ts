@@ -213,7 +213,7 @@ test.concurrent("run without agents is a usage error; an unknown cli is named wi
   const before = dir.read("tasks.yaml")
   const unknown = await flow(dir.path, ["run", "--cli", "scrpt"])
   expect(unknown.code).toBe(2)
-  expect(unknown.stderr).toStartWith("error: no agent CLI named 'scrpt'\nhint: did you mean 'script'? known: script")
+  expect(unknown.stderr).toBe("error: unknown agent cli 'scrpt' (known: script, claude, codex, gemini, opencode, cursor, copilot, goose, command)\nhint: did you mean 'script'?\n")
   expect(dir.read("tasks.yaml")).toBe(before)
   expect(readdirSync(dir.path)).not.toContain(".flow")
 })

@@ -1,4 +1,5 @@
-// One event type for every agent CLI's output stream, and the adapter contract (docs/AGENTS.md).
+// The contract between flow's orchestrator and one coding-agent CLI: how to start it, how to read it.
+
 export type AgentEvent =
   | { type: "text"; text: string } // assistant text
   | { type: "tool"; name: string; detail?: string } // a tool call, with a short one-line detail (command, file)
@@ -9,15 +10,12 @@ export type AgentEvent =
 export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; model?: string; extraArgs?: readonly string[] }
 
 export type Adapter = {
-  /** the adapter's name in flow.yaml: "claude", "codex", ... */
-  cli: string
-  /** executable name on PATH */
-  binary: string
-  /** the CLI version whose flags and stream format this adapter was checked against */
-  testedVersion: string
+  cli: string // the adapter's name in flow.yaml: "claude", "codex", ...
+  binary: string // executable name on PATH
+  testedVersion: string // the CLI version whose flags and stream format this adapter was checked against
   canResume: boolean
-  /** full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt */
-  argv(opts: LaunchOptions): string[]
-  /** one stdout line → zero or more events; never throws on junk (non-JSON → text) */
-  parseLine(line: string): AgentEvent[]
+  /** Environment the CLI needs on top of flow's own (FLOW_PROJECT, FLOW_TASK_ID), e.g. goose's unattended mode. */
+  env?: Readonly<Record<string, string>>
+  argv(opts: LaunchOptions): string[] // full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt
+  parseLine(line: string): AgentEvent[] // one stdout line → zero or more events; never throws on junk (non-JSON → text)
 }

@@ -35,14 +35,13 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
   }
 
-  const adapter = adapterFor(turn.agent.cli)
+  const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
   const argv = adapter.argv({
     prompt: turn.prompt,
     cwd: turn.cwd,
     sessionId: adapter.canResume ? turn.sessionId : undefined,
     model: turn.agent.model,
     extraArgs: turn.agent.args,
-    ...(turn.agent.command ? { template: turn.agent.command } : {}),
   })
   let sessionId = turn.sessionId
   const tail: string[] = []
@@ -54,7 +53,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   let proc: ReturnType<typeof spawnGroup>
   try {
-    proc = spawnGroup(argv, { cwd: turn.cwd, env: turn.env, signal: turn.signal })
+    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal })
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }

@@ -1,0 +1,60 @@
+// Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330).
+import { arr, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
+import type { Adapter, AgentEvent } from "./types"
+
+export const claude: Adapter = {
+  cli: "claude",
+  binary: "claude",
+  testedVersion: "2.1.330",
+  canResume: true,
+  argv({ prompt, sessionId, model, extraArgs = [] }) {
+    return [
+      "claude",
+      "--print",
+      "--output-format",
+      "stream-json",
+      "--verbose", // stream-json in print mode requires it
+      // Unattended in a worktree: nobody is there to answer a permission prompt, and print mode denies
+      // whatever would prompt, so the agent could not run tests or `flow step done`.
+      "--permission-mode",
+      "bypassPermissions",
+      ...withModel(model, "--model"),
+      ...(sessionId ? ["--resume", sessionId] : []),
+      ...extraArgs,
+      "--", // the prompt is an operand even if it starts with a dash
+      prompt,
+    ]
+  },
+  parseLine: (line) => parseJsonLine(line, claudeEvent),
+}
+
+function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
+  switch (event.type) {
+    case "system": {
+      const id = str(event.session_id)
+      return event.subtype === "init" && id ? [{ type: "session", id }] : []
+    }
+    case "assistant":
+      // Subagents' messages carry parent_tool_use_id; they are part of the same session and shown the same way.
+      return arr(obj(event.message).content).flatMap((block): AgentEvent[] => {
+        const b = obj(block)
+        if (b.type === "text") return text(b.text)
+        if (b.type === "tool_use") return [tool(str(b.name) ?? "tool", b.input)]
+        return []
+      })
+    case "result": {
+      const u = obj(event.usage)
+      const out: AgentEvent[] = []
+      if (event.is_error === true) {
+        const message = str(event.result) || (Array.isArray(event.errors) ? event.errors.map(String).join("; ") : "") || String(event.subtype ?? "error")
+        out.push({ type: "error", message })
+      }
+      // Every prompt token counts as input, cached or not: cost is reported separately.
+      const input = sum(u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
+      out.push(...usage(input, num(u.output_tokens), num(event.total_cost_usd)))
+      return out
+    }
+    default:
+      return [] // user (tool results), stream_event, hook and status events carry nothing flow shows
+  }
+}

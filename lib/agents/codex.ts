@@ -1,0 +1,76 @@
+// Codex `exec --json` (checked against @openai/codex 0.169.0): thread, turn and item events.
+import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
+import type { Adapter, AgentEvent } from "./types"
+
+// Unattended in a worktree: flow's agents commit in the worktree (git writes to the main repository's .git)
+// and call `flow` on the project, both outside what the workspace-write sandbox lets them write. `exec` never
+// asks for approval, so the sandbox is the only gate, and `exec resume` has no --sandbox flag: the one flag
+// both accept is this one.
+const FULL_ACCESS = "--dangerously-bypass-approvals-and-sandbox"
+
+export const codex: Adapter = {
+  cli: "codex",
+  binary: "codex",
+  testedVersion: "0.169.0",
+  canResume: true,
+  argv({ prompt, sessionId, model, extraArgs = [] }) {
+    const flags = ["--json", FULL_ACCESS, ...withModel(model, "--model"), ...extraArgs]
+    return sessionId
+      ? ["codex", "exec", "resume", ...flags, "--", sessionId, prompt]
+      : ["codex", "exec", ...flags, "--", prompt]
+  },
+  parseLine: (line) => parseJsonLine(line, codexEvent),
+}
+
+function codexEvent(event: Record<string, unknown>): AgentEvent[] {
+  switch (event.type) {
+    case "thread.started": {
+      const id = str(event.thread_id)
+      return id ? [{ type: "session", id }] : []
+    }
+    case "turn.completed": {
+      const u = obj(event.usage) // input_tokens already includes cached_input_tokens
+      return usage(num(u.input_tokens), num(u.output_tokens))
+    }
+    case "turn.failed":
+      return [{ type: "error", message: str(obj(event.error).message) ?? "turn failed" }]
+    case "error":
+      return [{ type: "error", message: str(event.message) ?? "error" }]
+    case "item.started":
+      return startedItem(obj(event.item))
+    case "item.completed":
+      return completedItem(obj(event.item))
+    default:
+      return [] // turn.started, item.updated (todo lists, streaming command output)
+  }
+}
+
+// Tool calls show when they start (a long test run is visible while it runs); file changes and messages
+// only exist once completed.
+function startedItem(item: Record<string, unknown>): AgentEvent[] {
+  switch (item.type) {
+    case "command_execution":
+      return [tool("shell", { command: item.command })]
+    case "mcp_tool_call":
+      return [tool(`${str(item.server) ?? "mcp"}.${str(item.tool) ?? "tool"}`, item.arguments)]
+    case "web_search":
+      return [tool("web_search", { query: item.query })]
+    default:
+      return []
+  }
+}
+
+function completedItem(item: Record<string, unknown>): AgentEvent[] {
+  switch (item.type) {
+    case "agent_message":
+      return text(item.text)
+    case "file_change": {
+      const paths = arr(item.changes).map((c) => str(obj(c).path)).filter((p) => p !== undefined)
+      return [tool("file_change", paths.length > 0 ? { path: paths.join(", ") } : undefined)]
+    }
+    case "error":
+      return [{ type: "error", message: str(item.message) ?? "error" }]
+    default:
+      return []
+  }
+}

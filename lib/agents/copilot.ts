@@ -1,0 +1,54 @@
+// GitHub Copilot CLI in prompt mode with JSONL output (checked against @github/copilot 1.0.102): session
+// events shaped like the Copilot SDK's, `{type, data}`.
+import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
+import type { Adapter, AgentEvent } from "./types"
+
+export const copilot: Adapter = {
+  cli: "copilot",
+  binary: "copilot",
+  testedVersion: "1.0.102",
+  canResume: true,
+  argv({ prompt, sessionId, model, extraArgs = [] }) {
+    return [
+      "copilot",
+      `--prompt=${prompt}`, // the `=` form keeps a prompt that starts with a dash a value
+      "--output-format",
+      "json",
+      // Prompt mode needs --allow-all-tools to run tools unattended; --no-ask-user: nobody is there to answer
+      // (agents ask through `flow ask`); --no-auto-update: run the version that was installed and checked.
+      "--allow-all-tools",
+      "--no-ask-user",
+      "--no-auto-update",
+      ...withModel(model, "--model"),
+      ...(sessionId ? [`--resume=${sessionId}`] : []), // optional value: keep the id attached
+      ...extraArgs,
+    ]
+  },
+  parseLine: (line) => parseJsonLine(line, copilotEvent),
+}
+
+function copilotEvent(event: Record<string, unknown>): AgentEvent[] {
+  const data = obj(event.data)
+  switch (event.type) {
+    case "session.start": {
+      const id = str(data.sessionId)
+      return id ? [{ type: "session", id }] : []
+    }
+    case "assistant.message":
+      return text(data.content) // the whole message; assistant.message_delta repeats it in pieces
+    case "tool.execution_start":
+      return [tool(str(data.toolName) ?? "tool", data.arguments)]
+    case "assistant.usage":
+      // data.cost is Copilot's premium-request multiplier, not dollars: not reported as costUsd.
+      return usage(num(data.inputTokens), num(data.outputTokens))
+    case "session.error":
+      return [{ type: "error", message: str(data.message) ?? "error" }]
+    case "result": {
+      // The closing line of prompt mode names the session too (the id to resume) and the exit code.
+      const id = str(event.sessionId)
+      return id ? [{ type: "session", id }] : []
+    }
+    default:
+      return []
+  }
+}

@@ -1,0 +1,58 @@
+// Cursor's agent CLI in print mode with stream-json output. Not on npm, so checked against its documentation
+// only (cursor.com/docs/cli/reference/output-format), not a binary.
+import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
+import type { Adapter, AgentEvent } from "./types"
+
+export const cursor: Adapter = {
+  cli: "cursor",
+  binary: "cursor-agent",
+  testedVersion: "docs 2026 (cursor.com/docs/cli output-format; no binary checked)",
+  canResume: true,
+  argv({ prompt, sessionId, model, extraArgs = [] }) {
+    return [
+      "cursor-agent",
+      "--print",
+      "--output-format",
+      "stream-json",
+      // --force: run commands without asking (unless a deny rule says no); nobody is there to answer.
+      "--force",
+      ...withModel(model, "--model"),
+      // --resume takes an optional value: the `=` form keeps the id attached to it.
+      ...(sessionId ? [`--resume=${sessionId}`] : []),
+      ...extraArgs,
+      "--",
+      prompt,
+    ]
+  },
+  parseLine: (line) => parseJsonLine(line, cursorEvent),
+}
+
+function cursorEvent(event: Record<string, unknown>): AgentEvent[] {
+  switch (event.type) {
+    case "system": {
+      const id = str(event.session_id)
+      return event.subtype === "init" && id ? [{ type: "session", id }] : []
+    }
+    case "assistant":
+      return arr(obj(event.message).content).flatMap((block) => (obj(block).type === "text" ? text(obj(block).text) : []))
+    case "tool_call": {
+      if (event.subtype !== "started") return []
+      // tool_call holds one key naming the tool: shellToolCall, readToolCall, editToolCall, writeToolCall,
+      // grepToolCall, lsToolCall, ... or `function` for others; its `args` say what it works on.
+      const [key, value] = Object.entries(obj(event.tool_call))[0] ?? []
+      if (key === undefined) return []
+      const call = obj(value)
+      if (key === "function") return [tool(str(call.name) ?? "function", call.arguments)]
+      return [tool(key.replace(/ToolCall$/, ""), call.args)]
+    }
+    case "result": {
+      const out: AgentEvent[] = []
+      if (event.is_error === true) out.push({ type: "error", message: str(event.result) || String(event.subtype ?? "error") })
+      const u = obj(event.usage) // not documented today; read when present
+      out.push(...usage(num(u.input_tokens ?? u.inputTokens), num(u.output_tokens ?? u.outputTokens)))
+      return out
+    }
+    default:
+      return [] // user (the prompt's echo), thinking
+  }
+}

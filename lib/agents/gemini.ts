@@ -1,0 +1,54 @@
+// Gemini CLI headless mode with stream-json output (checked against @google/gemini-cli 0.61.0).
+import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
+import type { Adapter, AgentEvent } from "./types"
+
+export const gemini: Adapter = {
+  cli: "gemini",
+  binary: "gemini",
+  testedVersion: "0.61.0",
+  canResume: true,
+  argv({ prompt, sessionId, model, extraArgs = [] }) {
+    return [
+      "gemini",
+      // `--prompt=<text>` keeps a prompt that starts with a dash from being read as a flag.
+      `--prompt=${prompt}`,
+      "--output-format",
+      "stream-json",
+      // yolo: nobody is there to approve tool calls; --skip-trust: an untrusted folder would force the
+      // approval mode back to default, and a fresh worktree is never in the trusted list.
+      "--approval-mode",
+      "yolo",
+      "--skip-trust",
+      ...withModel(model, "--model"),
+      // --resume takes a session UUID (or "latest", or an index); sessions are stored per project folder,
+      // so the resumed run must use the same cwd, which the worktree guarantees.
+      ...(sessionId ? ["--resume", sessionId] : []),
+      ...extraArgs,
+    ]
+  },
+  parseLine: (line) => parseJsonLine(line, geminiEvent),
+}
+
+function geminiEvent(event: Record<string, unknown>): AgentEvent[] {
+  switch (event.type) {
+    case "init": {
+      const id = str(event.session_id)
+      return id ? [{ type: "session", id }] : []
+    }
+    case "message":
+      return event.role === "assistant" ? text(event.content) : [] // the user's echo of the prompt is not news
+    case "tool_use":
+      return [tool(str(event.tool_name) ?? "tool", event.parameters)]
+    case "error":
+      return event.severity === "error" ? [{ type: "error", message: str(event.message) ?? "error" }] : []
+    case "result": {
+      const stats = obj(event.stats)
+      const out: AgentEvent[] = []
+      if (event.status === "error") out.push({ type: "error", message: str(obj(event.error).message) ?? "error" })
+      out.push(...usage(num(stats.input_tokens), num(stats.output_tokens)))
+      return out
+    }
+    default:
+      return [] // tool_result
+  }
+}

@@ -1,0 +1,53 @@
+// OpenCode `run --format json` (checked against opencode-ai 1.18.33): one JSON object per finished part.
+import { num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
+import type { Adapter, AgentEvent } from "./types"
+
+export const opencode: Adapter = {
+  cli: "opencode",
+  binary: "opencode",
+  testedVersion: "1.18.33",
+  canResume: true,
+  argv({ prompt, sessionId, model, extraArgs = [] }) {
+    return [
+      "opencode",
+      "run",
+      "--format",
+      "json",
+      // Without --auto, `run` rejects every permission request (nobody is there to answer it).
+      "--auto",
+      ...withModel(model, "--model"), // provider/model, e.g. anthropic/claude-sonnet-4-5
+      ...(sessionId ? ["--session", sessionId] : []),
+      ...extraArgs,
+      "--",
+      prompt,
+    ]
+  },
+  parseLine: (line) => parseJsonLine(line, opencodeEvent),
+}
+
+// Every line carries the session id; flow reports it once, from the first step_start.
+function opencodeEvent(event: Record<string, unknown>): AgentEvent[] {
+  const part = obj(event.part)
+  switch (event.type) {
+    case "step_start": {
+      const id = str(event.sessionID)
+      return id ? [{ type: "session", id }] : []
+    }
+    case "text":
+      return text(part.text)
+    case "tool_use": {
+      return [tool(str(part.tool) ?? "tool", obj(part.state).input)]
+    }
+    case "step_finish": {
+      const tokens = obj(part.tokens)
+      const cache = obj(tokens.cache)
+      return usage(sum(tokens.input, cache.read, cache.write), num(tokens.output), num(part.cost))
+    }
+    case "error": {
+      const error = obj(event.error)
+      return [{ type: "error", message: str(obj(error.data).message) ?? str(error.name) ?? "error" }]
+    }
+    default:
+      return [] // reasoning (only with --thinking)
+  }
+}
