@@ -196,7 +196,7 @@ test.concurrent("bad templates and unknown clis are errors that say how to fix t
   expect(flowError(() => commandAdapter([])).message).toBe("the command agent's template is empty")
   expect(flowError(() => adapterFor("command")).message).toBe("the command agent needs an argv template")
   expect(flowError(() => adapterFor("cladue"))).toEqual({
-    message: "unknown agent cli 'cladue' (known: claude, codex, gemini, opencode, cursor, copilot, goose, command)",
+    message: "unknown agent cli 'cladue' (known: script, claude, codex, gemini, opencode, cursor, copilot, goose, command)",
     exit: 2,
     hint: "did you mean 'claude'?",
   })
