@@ -1,0 +1,117 @@
+// `flow run` with agent CLIs: fake `claude` and `codex` scripts that speak the real stream formats, run the
+// flow commands their prompt names, ask questions, and exit without finishing.
+import { expect, test } from "bun:test"
+import { mkdirSync, readFileSync, symlinkSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { flow, flowArgv, ROOT, tempRepo, type TempDir } from "./helpers"
+
+type Launch = { cli: string; prompt: string; sessionId: string; resumed: boolean; cwd: string }
+
+/** A project whose agents are fake CLIs on PATH; returns the env for `flow run` and the launch record. */
+function fakeAgents(dir: TempDir, cli: "claude" | "codex", env: Record<string, string> = {}) {
+  const bin = join(dir.path, ".test-bin") // untracked, and removed with the folder
+  mkdirSync(bin, { recursive: true })
+  symlinkSync(join(ROOT, "test", "fixtures", "fake-agents", `fake-${cli}.ts`), join(bin, cli))
+  const record = join(bin, "launches.jsonl")
+  dir.write("flow.yaml", `agents:\n  - name: ${cli}-a\n    cli: ${cli}\n`)
+  return {
+    env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`, FAKE_AGENT_RECORD: record, ...env },
+    launches: (): Launch[] => readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l)),
+  }
+}
+
+const statuses = (yaml: string) => Object.fromEntries((Bun.YAML.parse(yaml) as { tasks: { id: string; status: string }[] }).tasks.map((t) => [t.id, t.status]))
+
+const TASKS = `tasks:
+  - id: api
+    title: API
+    status: todo
+    steps:
+      - id: api.1
+        instruction: Routes
+      - id: api.2
+        instruction: Errors
+  - id: web
+    title: Web
+    status: todo
+    depends_on: [api]
+    instructions: Build the page.
+`
+
+test.concurrent("claude: steps share one resumed session, the agent runs the commands its prompt names, work is merged", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": TASKS })
+  const fake = fakeAgents(dir, "claude", {
+    FAKE_AGENT_FOLLOW_PROMPT: "1",
+    FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", 'echo "$FLOW_TASK_ID by $FLOW_AGENT" >> "$FLOW_TASK_ID.txt"']]),
+  })
+  const r = await flow(dir.path, ["run"], { env: fake.env })
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ api: "done", web: "done" })
+
+  const [first, second, third] = fake.launches()
+  expect(fake.launches()).toHaveLength(3)
+  // api's first prompt is the whole task with step 1; the second resumes that session with step 2.
+  expect(first.resumed).toBe(false)
+  expect(first.prompt).toContain("This task has 2 steps, done one at a time in this session. Do only step 1 now.")
+  expect(first.prompt).toContain("- `flow step done api.1` when this step is finished and committed; then exit.")
+  expect(second).toMatchObject({ resumed: true, sessionId: first.sessionId })
+  expect(second.prompt).toStartWith("The previous step is done. Continue with step 2 of 2 of task 'api'.")
+  expect(third.resumed).toBe(false)
+  expect(third.prompt).toContain("- `flow done web` when every acceptance criterion is met")
+  expect(third.cwd).toEndWith("/.flow/worktrees/web")
+
+  // The log shows the stream: tool calls, tokens and cost; the work of both tasks is on main.
+  expect(r.stdout).toContain("api | tool Bash: flow step done api.1")
+  expect(r.stdout).toMatch(/api \| tokens 100 in, 50 out, \$0\.0123/)
+  expect(r.stdout).toContain(`api: step api.2 (session ${first.sessionId})`)
+  expect(dir.read("api.txt")).toBe("api by claude-a\napi by claude-a\n")
+  expect(dir.read("web.txt")).toBe("web by claude-a\n")
+  const yaml = dir.read("tasks.yaml")
+  expect(yaml).toMatch(/- id: api\.1\n {8}instruction: Routes\n {8}status: done\n {8}started_at: "?\d{4}-\d\d-\d\dT[\d:]+Z"?\n {8}completed_at: /)
+})
+
+test.concurrent("codex: an agent that asks waits for a person's answer and goes on with it", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: port\n    title: Pick a port\n    status: todo\n    instructions: Ask which port.\n" })
+  const fake = fakeAgents(dir, "codex", { FAKE_AGENT_FOLLOW_PROMPT: "1", FAKE_AGENT_ASK: "Which port should the server use?" })
+  const proc = Bun.spawn([...flowArgv(), "run"], { cwd: dir.path, env: { ...process.env, ...fake.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  let questions = ""
+  for (let i = 0; i < 300 && !questions.includes("q-1"); i++) {
+    await Bun.sleep(100)
+    questions = (await flow(dir.path, ["questions"])).stdout
+  }
+  expect(questions).toContain("Which port should the server use?")
+  expect(questions).toMatch(/^q-1 {2}task: port {2}agent: codex-a {2}asked \d+s ago\n/)
+  expect((await flow(dir.path, ["answer", "q-1", "8080"])).code).toBe(0)
+  expect(await proc.exited).toBe(0)
+  expect(dir.read("tasks.yaml")).toContain("answer: 8080")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ port: "done" })
+  expect((await flow(dir.path, ["questions"])).stdout).toBe("No pending questions.\n")
+})
+
+test.concurrent("an agent that exits without done is resumed once, then its task is blocked with its last output", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: lazy\n    title: Lazy\n    status: todo\n    instructions: Do it.\n" })
+  const fake = fakeAgents(dir, "claude")
+  const r = await flow(dir.path, ["run"], { env: fake.env })
+  expect(r.code).toBe(4)
+  const [first, second] = fake.launches()
+  expect(fake.launches()).toHaveLength(2)
+  expect(second).toMatchObject({ resumed: true, sessionId: first.sessionId })
+  expect(second.prompt).toStartWith("the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'.")
+  expect(r.stdout).toContain("lazy: retry 2: the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ lazy: "blocked" })
+  expect(dir.read("tasks.yaml")).toContain("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:")
+})
+
+test.concurrent("an agent that blocks its task and exits 0 leaves it blocked and unmerged", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: stuck\n    title: Stuck\n    status: todo\n    instructions: Do it.\n" })
+  const fake = fakeAgents(dir, "claude", {
+    FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", "echo half > half.txt && git add -A && git -c user.name=a -c user.email=a@a commit -qm half"], ["flow", "block", "stuck", "the API key is missing"]]),
+  })
+  const r = await flow(dir.path, ["run"], { env: fake.env })
+  expect(r.code).toBe(4)
+  expect(fake.launches()).toHaveLength(1)
+  expect(r.stdout).not.toContain("merged")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ stuck: "blocked" })
+  expect(dir.read("tasks.yaml")).toContain("Blocked: the API key is missing")
+  expect(() => dir.read("half.txt")).toThrow()
+})
