@@ -217,3 +217,24 @@ test.concurrent("run without agents is a usage error; an unknown cli is named wi
   expect(dir.read("tasks.yaml")).toBe(before)
   expect(readdirSync(dir.path)).not.toContain(".flow")
 })
+
+test.concurrent("flow repo worktree list and remove: uncommitted changes refused unless --force; the branch is kept", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": tasksYaml([{ id: "wip", title: "WIP", status: "todo", instructions: sh("echo half > half.txt\nexit 1") }]),
+  })
+  expect((await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])).code).toBe(4)
+  // The blocked task's worktree stays for a person to look at, with the script's uncommitted file.
+  expect((await flow(dir.path, ["repo", "worktree", "list"])).stdout).toBe("flow/wip  .flow/worktrees/wip\n")
+  const refused = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/wip"])
+  expect(refused.code).toBe(1)
+  expect(refused.stderr).toContain("has uncommitted changes: half.txt")
+  expect(existsSync(dir.file(".flow/worktrees/wip/half.txt"))).toBe(true)
+  const unknown = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/nope"])
+  expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no worktree of . has branch 'flow/nope' checked out\nhint: worktrees: flow/wip\n" })
+  expect((await flow(dir.path, ["repo", "worktree", "remove", "../elsewhere", "x"])).stderr).toContain("points outside the project folder")
+  const forced = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/wip", "--force"])
+  expect(forced).toEqual({ code: 0, stderr: "", stdout: "Removed the worktree of flow/wip (.flow/worktrees/wip); the branch is kept.\n" })
+  expect(existsSync(dir.file(".flow/worktrees/wip"))).toBe(false)
+  expect((await git(dir.path, ["branch", "--list", "flow/wip"])).trim()).toBe("flow/wip")
+  expect((await flow(dir.path, ["repo", "worktree", "list"])).stdout).toBe("No worktrees.\n")
+})
