@@ -200,7 +200,7 @@ test.concurrent("bad templates and unknown clis are errors that say how to fix t
     exit: 2,
     hint: "did you mean 'claude'?",
   })
-  expect(flowError(() => adapterFor("aider")).hint).toBe("use one of claude, codex, gemini, opencode, cursor, copilot, goose, command")
+  expect(flowError(() => adapterFor("aider")).hint).toBe("use one of script, claude, codex, gemini, opencode, cursor, copilot, goose, command")
 })
 
 // The fake CLIs the orchestrator's tests use speak the same stream the adapters read, and run their commands.
