@@ -53,11 +53,17 @@ export async function listWorktrees(repo: string): Promise<Worktree[]> {
  * else created from the existing branch, else a new branch from `base`.
  */
 export async function ensureWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
-  const existing = (await listWorktrees(repo)).find((w) => w.path === path)
-  if (existing && existsSync(path)) {
-    if (existing.branch !== branch) throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
-    return "reused"
+  if (existsSync(path)) {
+    const existing = (await listWorktrees(repo)).find((w) => w.path === path)
+    if (existing) {
+      if (existing.branch !== branch) throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
+      return "reused"
+    }
   }
+  // The common case is one `git worktree add`; the rest only when it fails (a left-over registration
+  // of a deleted folder, or a branch that exists from an earlier run).
+  const fresh = await run(["git", "worktree", "add", "-b", branch, "--", path, base], { cwd: repo, env: GIT_ENV })
+  if (fresh.code === 0) return "created"
   await git(repo, ["worktree", "prune"])
   if (await branchExists(repo, branch)) await git(repo, ["worktree", "add", "--", path, branch])
   else await git(repo, ["worktree", "add", "-b", branch, "--", path, base])
@@ -71,21 +77,22 @@ export async function dirtyFiles(path: string): Promise<string[]> {
 }
 
 export async function removeWorktree(repo: string, path: string, force = false): Promise<void> {
-  if (!force && existsSync(path)) {
-    const dirty = await dirtyFiles(path)
-    if (dirty.length) {
-      throw new FlowError(`the worktree ${path} has uncommitted changes: ${dirty.slice(0, 10).join(", ")}${dirty.length > 10 ? ", ..." : ""}`,
-        undefined, "commit or discard them, or add --force to remove it anyway (they are lost)")
-    }
+  const r = await run(["git", "worktree", "remove", ...(force ? ["--force"] : []), "--", path], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0) return
+  // git refuses a worktree with changes; say which, in our words.
+  const dirty = existsSync(path) ? await dirtyFiles(path) : []
+  if (dirty.length) {
+    throw new FlowError(`the worktree ${path} has uncommitted changes: ${dirty.slice(0, 10).join(", ")}${dirty.length > 10 ? ", ..." : ""}`,
+      undefined, "commit or discard them, or add --force to remove it anyway (they are lost)")
   }
-  await git(repo, ["worktree", "remove", ...(force ? ["--force"] : []), "--", path])
+  throw new FlowError(`'git worktree remove ${path}' failed: ${(r.stderr || r.stdout).trim()}`)
 }
 
 /** Commits everything in the worktree; false when there was nothing to commit. */
 export async function commitAll(path: string, message: string, author: { name: string; email: string }): Promise<boolean> {
+  // Agents usually commit their own work: one `status` is all it costs then.
+  if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
   await git(path, ["add", "-A"])
-  const staged = await run(["git", "diff", "--cached", "--quiet"], { cwd: path, env: GIT_ENV })
-  if (staged.code === 0) return false
   await check(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "commit", "-q", "--no-verify", "-m", message], { cwd: path, env: GIT_ENV })
   return true
 }

@@ -24,7 +24,7 @@ const TAIL_LINES = 20
 
 export async function runTurn(turn: Turn): Promise<TurnResult> {
   const started = performance.now()
-  const seconds = () => Math.round((performance.now() - started) / 100) / 10
+  const seconds = () => Math.round(performance.now() - started) / 1000
   if (turn.agent.cli === "script") {
     const blocks = shellBlocks(turn.script)
     if (blocks.length === 0) {

@@ -33,7 +33,7 @@ function describe(e: RunEvent): string | undefined {
     case "task-end":
       return undefined
     case "agent-exit":
-      return `${e.taskId}: ${e.agent} exited ${e.code} after ${e.seconds} s`
+      return `${e.taskId}: ${e.agent} exited ${e.code} after ${e.seconds.toFixed(1)} s`
     case "status":
       return `${e.taskId}: ${e.from} → ${e.to}${e.reason ? ` (${e.reason})` : ""}`
     case "merge":

@@ -53,7 +53,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
   const workspaces = new Workspaces(s.project, s.defaults)
-  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), sessions: new Map() }
+  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), sessions: new Map() }
   const onStop = () => wake.notify()
   s.signal.addEventListener("abort", onStop)
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
@@ -115,6 +115,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   } finally {
     s.signal.removeEventListener("abort", onStop)
     await Promise.allSettled(running.values())
+    await Promise.allSettled(shared.background)
     await watcher.close()
   }
 

@@ -18,6 +18,10 @@ export type WorkerShared = {
   workspaces: Workspaces
   /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
   repoQueues: Map<string, Promise<unknown>>
+  /** clean-ups that need not hold up the next task (worktree removal); awaited before the run ends */
+  background: Set<Promise<unknown>>
+  /** where each repository's target branch is checked out (found once per run) */
+  checkouts: Map<string, string | undefined>
   sessions: Map<string, string>
 }
 
@@ -160,7 +164,8 @@ export class TaskWorker {
     }
     this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
     await this.setStatus("done")
-    await this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {})
+    // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile.
+    this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
   }
 
   /** Runs `fn` after every earlier git operation on this task's repository has finished. */
@@ -172,8 +177,12 @@ export class TaskWorker {
   }
 
   private async merge(ws: Workspace) {
-    const checkout = (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)
+    const checkouts = this.shared.checkouts
+    const key = `${ws.repo}\0${ws.target}`
+    if (!checkouts.has(key)) checkouts.set(key, (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)?.path)
+    const checkout = checkouts.get(key) ? { path: checkouts.get(key)! } : undefined
     if (!checkout) {
+      checkouts.delete(key) // it may be checked out later in the run
       return { ok: false as const, conflicts: [], reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
     }
     return mergeInto(checkout.path, ws.branch, `Merge ${ws.branch}: ${this.taskId}`, AUTHOR)

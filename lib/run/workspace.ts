@@ -12,6 +12,7 @@ export type Workspace = { repo: string; branch: string; path: string; target: st
 
 export class Workspaces {
   private targets = new Map<string, Promise<string>>()
+  private projectRepo?: Promise<string | undefined>
 
   constructor(
     private project: Project,
@@ -28,7 +29,8 @@ export class Workspaces {
   async repoOf(task: Task): Promise<string> {
     const named = task.repo ?? this.defaults.repo
     if (named === undefined) {
-      const root = await repoRoot(this.project.dir)
+      this.projectRepo ??= repoRoot(this.project.dir)
+      const root = await this.projectRepo
       if (!root) throw new FlowError(`${this.project.dir} is not inside a git repository`, undefined, "run 'git init' and commit, or set 'repo' in flow.yaml or on the task")
       return root
     }
@@ -62,7 +64,9 @@ export function insideProject(projectDir: string, path: string, what: string): s
 
 /** The task's `worktree` field (a branch name, checked by git) or `flow/<id>`. */
 export async function branchOf(task: Task): Promise<string> {
-  const name = task.worktree ?? `flow/${task.id}`
+  // Ids are checked kebab-case by the schema, so `flow/<id>` is always a valid branch name.
+  if (task.worktree === undefined) return `flow/${task.id}`
+  const name = task.worktree
   const ok = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(name) && !name.includes("..") && !name.endsWith(".lock") && !name.endsWith("/")
   const checked = ok && (await run(["git", "check-ref-format", "--branch", name], { cwd: "/" })).code === 0
   if (!checked) throw new FlowError(`task '${task.id}': worktree '${name}' is not a valid branch name`, undefined, "use letters, digits, '-', '_', '.' and '/' (for example 'feature/login')")
