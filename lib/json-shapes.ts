@@ -116,3 +116,28 @@ export const AgentsReport = type({
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
+
+// --- generate, plan, refine ---
+
+/** A note about plan.md or PRD.md: `line` is the line in that file. */
+export const PlanNote = type({ severity: "'error' | 'warning'", "line?": "number", message: "string", "hint?": "string" })
+export type PlanNote = typeof PlanNote.infer
+
+/**
+ * `flow generate --json`. With errors in the plan nothing is written and the counts are 0. `removed` names
+ * the tasks that are gone with the status they had; `text` is the would-be tasks.yaml, with --dry-run only.
+ */
+export const GenerateReport = type({
+  plan: "string",
+  file: "string",
+  written: "boolean",
+  dry_run: "boolean",
+  tasks: "number",
+  phases: "number",
+  added: "string[]",
+  removed: type({ id: "string", status: "string" }).array(),
+  kept: "string[]",
+  notes: PlanNote.array(),
+  "text?": "string",
+})
+export type GenerateReport = typeof GenerateReport.infer

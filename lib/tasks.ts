@@ -1,5 +1,5 @@
 // The tasks.yaml store: fast validated reads, and the one function every write goes through.
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { basename } from "node:path"
 import { writeFileAtomic } from "./atomic-write"
 import { Exit, FlowError } from "./errors"
@@ -48,6 +48,23 @@ export async function mutateTasks<T>(project: Project, command: string, edit: (e
       rememberValid(project.stateDir, next)
     }
     return out
+  }, { command, timeoutMs: project.lockTimeoutMs })
+}
+
+/**
+ * Replaces tasks.yaml as a whole (`flow generate`): under the file's lock, `build` gets the current file
+ * (validated; undefined when there is none) and returns the new text, or undefined to leave the file as it
+ * is. The new text is written atomically; `build` must have validated it.
+ */
+export async function replaceTasks<T>(project: Project, command: string, build: (current: Loaded | undefined) => Promise<{ text?: string; result: T }>): Promise<T> {
+  return withLock(project.tasksFile, async () => {
+    const current = existsSync(project.tasksFile) ? await readTasks(project) : undefined
+    const { text, result } = await build(current)
+    if (text !== undefined && text !== current?.text) {
+      writeFileAtomic(project.tasksFile, text)
+      rememberValid(project.stateDir, text)
+    }
+    return result
   }, { command, timeoutMs: project.lockTimeoutMs })
 }
 

@@ -1,0 +1,129 @@
+// The text under one plan heading → a task's instructions, acceptance criteria and references. The work
+// items are kept as written (bullets, numbered lists, nested lists, code blocks): an agent reads Markdown
+// well, and rewording would lose detail. Only the labelled lines are taken out of the text.
+import { LABEL, type PlanLine, type PlanNote } from "./plan-parse"
+
+/** A `Depends on:` or `Validated by:` line: what it names, and where. */
+export type PlanRefs = { refs: string[]; line: number }
+
+export type PlanBody = {
+  /** Markdown, dedented; "" when the heading has no text */
+  instructions: string
+  acceptance: string[]
+  dependsOn?: PlanRefs
+  validatedBy?: PlanRefs
+  notes: PlanNote[]
+}
+
+const FENCE = /^\s*(`{3,}|~{3,})/
+const LIST_ITEM = /^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$/
+const NONE = /^(?:none|nothing|-|n\/a|no dependencies)\.?$/i
+
+/** Reads a heading's lines; `where` names the heading in notes ("section 1.2"). */
+export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
+  const body: PlanBody = { instructions: "", acceptance: [], notes: [] }
+  const kept: PlanLine[] = []
+  // After a label, the list items that follow belong to it until a line that is not one.
+  let list: { kind: "acceptance" | "depends"; indent: number; items: number } | undefined
+  let fence: string | undefined
+
+  for (const line of lines) {
+    const text = line.text
+    if (fence !== undefined) {
+      kept.push(line)
+      const close = text.match(FENCE)
+      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && text.trim() === close[1]) fence = undefined
+      continue
+    }
+    const open = text.match(FENCE)
+    if (open) {
+      list = undefined
+      fence = open[1]
+      kept.push(line)
+      continue
+    }
+    const label = text.replace(/^\s*#{1,6}\s+/, "").trimStart().match(LABEL)
+    if (label) {
+      const kind = label[1].toLowerCase().replace(/\s+/g, " ")
+      const rest = label[2].replace(/(\*\*|__)\s*$/, "").trim()
+      const indent = indentOf(text)
+      if (kind.startsWith("depends")) {
+        if (body.dependsOn) body.notes.push({ severity: "warning", line: line.n, message: `${where} has a second 'Depends on' line; both are used` })
+        const refs = splitRefs(rest)
+        body.dependsOn = { refs: [...(body.dependsOn?.refs ?? []), ...refs], line: line.n }
+        list = rest ? undefined : { kind: "depends", indent, items: 0 }
+      } else if (kind.startsWith("validated")) {
+        const refs = splitRefs(rest)
+        if (refs.length !== 1) {
+          body.notes.push({ severity: "error", line: line.n, message: `'Validated by' in ${where} must name exactly one task (it names ${refs.length})`, hint: "write 'Validated by: <n>.<m>' with the section of the task that checks this one" })
+        } else body.validatedBy = { refs, line: line.n }
+        list = undefined
+      } else {
+        if (rest) body.acceptance.push(rest)
+        list = { kind: "acceptance", indent, items: 0 }
+      }
+      continue
+    }
+    if (list) {
+      if (text.trim() === "") continue
+      const item = text.match(LIST_ITEM)
+      if (item && item[1].length >= list.indent) {
+        if (list.kind === "acceptance") body.acceptance.push(item[2].trim())
+        else body.dependsOn!.refs.push(...splitRefs(item[2]))
+        list.items++
+        continue
+      }
+      if (list.kind === "acceptance" && list.items > 0 && indentOf(text) > list.indent) {
+        // A wrapped criterion: its continuation line joins it.
+        body.acceptance[body.acceptance.length - 1] += ` ${text.trim()}`
+        continue
+      }
+      list = undefined
+    }
+    kept.push(line)
+  }
+  body.instructions = tidy(kept)
+  return body
+}
+
+/** `1.2, 2.1 and api-layer` → ["1.2", "2.1", "api-layer"]; `none` → []. */
+function splitRefs(text: string): string[] {
+  const cleaned = text.trim()
+  if (cleaned === "" || NONE.test(cleaned)) return []
+  return cleaned
+    .split(/\s*(?:,|;|\s+and\s+|\s+&\s+)\s*/)
+    .map((r) => r.replace(/[`*_]/g, "").replace(/^(?:section|task|step)\s+/i, "").replace(/^#/, "").replace(/\.$/, "").trim())
+    .filter((r) => r !== "" && !NONE.test(r))
+}
+
+function indentOf(text: string): number {
+  return text.length - text.trimStart().length
+}
+
+/** Dedented Markdown without blank lines at either end or runs of blank lines (code blocks kept exactly). */
+function tidy(lines: readonly PlanLine[]): string {
+  const indents = lines.filter((l) => l.text.trim() !== "").map((l) => indentOf(l.text.replace(/\t/g, "    ")))
+  const cut = indents.length ? Math.min(...indents) : 0
+  const out: string[] = []
+  let fence: string | undefined
+  for (const { text } of lines) {
+    const expanded = text.replace(/^\t+/, (t) => "    ".repeat(t.length))
+    const line = expanded.slice(Math.min(cut, indentOf(expanded)))
+    if (fence !== undefined) {
+      out.push(line)
+      const close = line.match(FENCE)
+      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && line.trim() === close[1]) fence = undefined
+      continue
+    }
+    const open = line.match(FENCE)
+    if (open) fence = open[1]
+    const trimmed = line.trimEnd()
+    if (trimmed === "" && (out.length === 0 || out.at(-1) === "")) continue
+    out.push(trimmed)
+  }
+  while (out.at(-1) === "") out.pop()
+  if (out.length === 0) return ""
+  // One bullet alone is one instruction: the bullet mark adds nothing (and would need quotes in YAML).
+  if (out.length === 1) return out[0].match(/^[-*+]\s+(?:\[[ xX]\]\s+)?(.*)$/)?.[1] ?? out[0]
+  return `${out.join("\n")}\n`
+}

@@ -1,0 +1,227 @@
+// plan.md → phases, sections and their sub-headings, every piece with its line in the file (SPEC section 1,
+// "Plan shape"). Pure: no IO. Real plans are messy, so the parser is generous about heading forms and
+// reports, with line numbers, every piece of text it could not place instead of dropping it.
+
+/** One source line: its 1-based number in plan.md and its text. */
+export type PlanLine = { n: number; text: string }
+
+/** Something the reader of plan.md should know; errors stop `flow generate` before it writes. */
+export type PlanNote = { severity: "error" | "warning"; line?: number; message: string; hint?: string }
+
+/** A `## Phase <n>: <title>` heading. */
+export type PlanPhase = { n: number; title: string; line: number }
+
+/** A `#### ...` heading inside a section: a step of the section's task, or a subtask. */
+export type PlanChild = {
+  kind: "step" | "subtask"
+  /** `2.1.3` for a numbered subtask */
+  number?: string
+  title: string
+  /** from a `{#id}` attribute at the end of the heading */
+  id?: string
+  checkpoint: boolean
+  line: number
+  body: PlanLine[]
+}
+
+/** A `### <n>.<m> <title>` heading and everything under it up to the next heading of level 3 or less. */
+export type PlanSection = {
+  /** `1.2`; absent when the heading has no number */
+  number?: string
+  /** from the enclosing phase heading, else from the number */
+  phase?: number
+  title: string
+  id?: string
+  checkpoint: boolean
+  line: number
+  /** the lines before the first step or subtask heading */
+  body: PlanLine[]
+  children: PlanChild[]
+}
+
+export type ParsedPlan = { title?: string; phases: PlanPhase[]; sections: PlanSection[]; notes: PlanNote[] }
+
+const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
+const FENCE = /^ {0,3}(`{3,}|~{3,})/
+// "Phase 2: API", "Phase 2 - API (week 2)", "Milestone 2. API", "2. API": the word is optional, the number is not.
+const PHASE = /^(?:(?:phase|milestone|stage|part)\s+)?(\d+)\s*(?:[:.)\-–—]\s*|\s+|$)(.*)$/i
+// "1.2 Title", "1.2. Title", "1.2: Title", "Task 1.2 - Title", "Section 1.2 Title"
+const SECTION = /^(?:(?:task|section|step|item)\s+)?(\d+)\.(\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/i
+const SUBTASK_NUMBER = /^(\d+\.\d+\.\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/
+const SUBTASK_WORD = /^subtask\b\s*(?:\d+\s*)?[:.)\-–—]?\s*(.*)$/i
+const STEP_WORD = /^step\s*(\d+)?\s*[:.)\-–—]?\s*(.*)$/i
+const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
+const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
+
+/** A label line that `flow generate` reads inside a section (also when written as a level-4 heading). */
+export const LABEL = /^(?:[-*+]\s+)?(?:\*\*|__)?\s*(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|validated\s+by)\s*(?::\s*(?:\*\*|__)?|(?:\*\*|__)\s*:?|$)\s*(.*)$/i
+
+/** Splits plan.md into its phases and sections; every line lands in a section or in a note. */
+export function parsePlan(text: string): ParsedPlan {
+  const lines = text.replace(/\r\n?/g, "\n").split("\n")
+  if (lines.at(-1) === "") lines.pop()
+  const out: ParsedPlan = { phases: [], sections: [], notes: [] }
+  let phase: PlanPhase | undefined
+  let section: PlanSection | undefined
+  let child: PlanChild | undefined
+  // Text that belongs to no section: collected per region and reported once per region.
+  let stray: { where: string; lines: PlanLine[] } | undefined = { where: "before the first phase", lines: [] }
+  let fence: { marker: string; line: number } | undefined
+
+  const flushStray = () => {
+    const content = stray?.lines.filter((l) => l.text.trim() !== "" && !/^\s*<!--.*-->\s*$/.test(l.text)) ?? []
+    if (stray && content.length > 0) {
+      const first = content[0].n
+      const last = content.at(-1)!.n
+      out.notes.push({
+        severity: "warning",
+        line: first,
+        message: `${first === last ? "line" : `lines ${first}-${last}`} ${stray.where} belong to no section: not in tasks.yaml`,
+        hint: "move the text under a '### <n>.<m> <title>' section if an agent should see it",
+      })
+    }
+    stray = undefined
+  }
+  const place = (line: PlanLine) => {
+    if (child) child.body.push(line)
+    else if (section) section.body.push(line)
+    else stray?.lines.push(line)
+  }
+
+  lines.forEach((raw, i) => {
+    const line: PlanLine = { n: i + 1, text: raw }
+    if (fence) {
+      place(line)
+      const close = raw.match(FENCE)
+      if (close && close[1][0] === fence.marker[0] && close[1].length >= fence.marker.length && raw.trim() === close[1]) fence = undefined
+      return
+    }
+    const open = raw.match(FENCE)
+    if (open) {
+      fence = { marker: open[1], line: line.n }
+      place(line)
+      return
+    }
+    const h = raw.match(HEADING)
+    if (!h) {
+      place(line)
+      return
+    }
+    const level = h[1].length
+    const content = (h[2] ?? "").trim()
+    if (level === 1) {
+      if (out.title === undefined && out.sections.length === 0) {
+        out.title = content
+        if (!/^implementation plan\b/i.test(content)) {
+          out.notes.push({ severity: "warning", line: line.n, message: `the title is '${content}', not 'Implementation Plan'`, hint: "start plan.md with '# Implementation Plan'" })
+        }
+        return
+      }
+      flushStray()
+      ;[phase, section, child] = [undefined, undefined, undefined]
+      stray = { where: `under '# ${content}'`, lines: [] }
+      return
+    }
+    if (level === 2) {
+      flushStray()
+      ;[section, child] = [undefined, undefined]
+      const m = content.match(PHASE)
+      if (m) {
+        phase = { n: Number(m[1]), title: cleanTitle(m[2]).title || `Phase ${m[1]}`, line: line.n }
+        if (!/^phase\s+\d+\s*:\s*\S/i.test(content)) {
+          out.notes.push({ severity: "warning", line: line.n, message: `read '## ${content}' as phase ${phase.n} '${phase.title}'`, hint: "write phase headings as '## Phase <n>: <title>'" })
+        }
+        const twice = out.phases.find((p) => p.n === phase!.n)
+        if (twice) out.notes.push({ severity: "warning", line: line.n, message: `phase ${phase.n} appears twice (first at line ${twice.line})`, hint: "number the phases 1, 2, 3, ..." })
+        out.phases.push(phase)
+        stray = { where: `under '## ${content}' before its first section`, lines: [] }
+      } else {
+        phase = undefined
+        stray = { where: `under '## ${content}'`, lines: [] }
+      }
+      return
+    }
+    if (level === 3) {
+      const m = content.match(SECTION)
+      if (!m && !phase) {
+        // A `###` outside any phase and without a number is commentary, not work.
+        if (section) {
+          ;[section, child] = [undefined, undefined]
+          stray = { where: `under '### ${content}'`, lines: [] }
+        }
+        stray ??= { where: `under '### ${content}'`, lines: [] }
+        stray.lines.push(line)
+        return
+      }
+      flushStray()
+      child = undefined
+      const { title, id, checkpoint } = cleanTitle(m ? m[3] : content)
+      const number = m ? `${Number(m[1])}.${Number(m[2])}` : undefined
+      section = { number, phase: phase?.n ?? (m ? Number(m[1]) : undefined), title, id, checkpoint, line: line.n, body: [], children: [] }
+      if (!m) {
+        out.notes.push({ severity: "warning", line: line.n, message: `section '${content}' has no <n>.<m> number`, hint: `number it, for example '### ${phase!.n}.${sectionsIn(out, phase!.n) + 1} ${content}'` })
+      } else if (phase && Number(m[1]) !== phase.n) {
+        out.notes.push({ severity: "warning", line: line.n, message: `section ${number} is under phase ${phase.n} (line ${phase.line}); it is put in phase ${phase.n}`, hint: `renumber it ${phase.n}.<m> or move it under its phase` })
+      } else if (!phase) {
+        out.notes.push({ severity: "warning", line: line.n, message: `section ${number} is under no '## Phase ${m[1]}' heading; it is put in phase ${m[1]}`, hint: `add '## Phase ${m[1]}: <title>' above it` })
+      }
+      if (!title) out.notes.push({ severity: "warning", line: line.n, message: `section ${number ?? ""} has no title`.replace("  ", " "), hint: "write a title after the number" })
+      out.sections.push(section)
+      return
+    }
+    if (level === 4 && section) {
+      const kind = childKind(content)
+      if (kind) {
+        const { title, id, checkpoint } = cleanTitle(kind.title)
+        child = { kind: kind.kind, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
+        section.children.push(child)
+        return
+      }
+    }
+    // Level 5-6, and level-4 headings that are neither steps nor subtasks (a "#### Notes"): text of the section.
+    place(line)
+  })
+  if (fence) {
+    out.notes.push({ severity: "warning", line: fence.line, message: "this code block is never closed: it runs to the end of the file", hint: `close it with ${fence.marker}` })
+  }
+  flushStray()
+  if (out.sections.length === 0) {
+    out.notes.push({
+      severity: "error",
+      message: lines.some((l) => l.trim()) ? "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of" : "plan.md is empty",
+      hint: "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
+    })
+  }
+  return out
+}
+
+function sectionsIn(plan: ParsedPlan, phase: number): number {
+  return plan.sections.filter((s) => s.phase === phase).length
+}
+
+function childKind(content: string): { kind: PlanChild["kind"]; number?: string; title: string } | undefined {
+  if (LABEL.test(content)) return undefined
+  const step = content.match(STEP_WORD)
+  if (step) return { kind: "step", title: step[2] }
+  const numbered = content.match(SUBTASK_NUMBER)
+  if (numbered) return { kind: "subtask", number: numbered[1].split(".").map(Number).join("."), title: numbered[2] }
+  const word = content.match(SUBTASK_WORD)
+  if (word) return { kind: "subtask", title: word[1] }
+  return undefined
+}
+
+/** A heading's text without its `(checkpoint)` marker and `{#id}` attribute, and whether they were there. */
+export function cleanTitle(raw: string): { title: string; id?: string; checkpoint: boolean } {
+  let title = raw.trim()
+  let id: string | undefined
+  const attr = title.match(ID_ATTRIBUTE)
+  if (attr) {
+    id = attr[1]
+    title = `${title.slice(0, attr.index)} ${title.slice(attr.index! + attr[0].length)}`.trim()
+  }
+  const checkpoint = CHECKPOINT.test(title)
+  if (checkpoint) title = title.replace(CHECKPOINT, "").trim()
+  // Emphasis around a whole heading ("### 1.1 **Setup**") is decoration, not part of the title.
+  title = title.replace(/^(\*\*|__)(.*)\1$/, "$2").trim()
+  return { title, id, checkpoint }
+}
