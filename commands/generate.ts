@@ -1,17 +1,15 @@
 import { existsSync, readFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
-import { carryProgress } from "../lib/carry-progress"
 import { parse } from "../lib/cli"
 import { colours } from "../lib/colour"
 import type { Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { plural } from "../lib/findings"
-import { planToTasks } from "../lib/generate"
+import { generateTasks } from "../lib/generate"
 import type { GenerateReport } from "../lib/json-shapes"
-import { parsePlan, type PlanNote } from "../lib/plan-parse"
+import type { PlanNote } from "../lib/plan-parse"
 import { findProject, projectAt, type Project } from "../lib/project"
 import { replaceTasks } from "../lib/tasks"
-import { renderTasks } from "../lib/tasks-render"
 
 export const meta = {
   usage: "flow generate [<plan-file>] [--dry-run] [--json]",
@@ -49,34 +47,22 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const c = colours(ctx)
 
   const report = await replaceTasks(project, "flow generate", async (current) => {
-    const generated = planToTasks(parsePlan(planText))
-    const notes = generated.notes
-    const carried = carryProgress(generated.tasks, current?.data)
-    let text: string | undefined
-    if (!notes.some((n) => n.severity === "error")) {
-      text = renderTasks(generated.tasks, generated.phases)
-      const { validateText } = await import("../lib/validate")
-      for (const f of (await validateText(text)).findings) {
-        if (f.severity !== "error") continue
-        notes.push({ severity: "error", line: f.task_id ? generated.lines.get(f.task_id) : undefined, message: `${f.message} (tasks.yaml would not pass 'flow validate')`, hint: f.hint })
-      }
-    }
-    const failed = notes.some((n) => n.severity === "error")
-    const changed = !failed && text !== current?.text
+    const g = await generateTasks(planText, current?.data)
+    const ok = g.text !== undefined
     const report: GenerateReport = {
       plan: planFile,
       file: project.tasksFile,
-      written: changed && !dryRun,
+      written: ok && !dryRun && g.text !== current?.text,
       dry_run: dryRun,
-      tasks: failed ? 0 : countTasks(generated.tasks),
-      phases: failed ? 0 : new Set(generated.tasks.map((t) => t.phase).filter((p) => p !== undefined)).size,
-      added: failed ? [] : carried.added,
-      removed: failed ? [] : carried.removed,
-      kept: failed ? [] : carried.kept,
-      notes: notes.map((n) => ({ ...n })),
-      ...(dryRun && text !== undefined && !failed ? { text } : {}),
+      tasks: ok ? countTasks(g.tasks) : 0,
+      phases: ok ? new Set(g.tasks.map((t) => t.phase).filter((p) => p !== undefined)).size : 0,
+      added: ok ? g.added : [],
+      removed: ok ? g.removed : [],
+      kept: ok ? g.kept : [],
+      notes: g.notes,
+      ...(dryRun && ok ? { text: g.text } : {}),
     }
-    return { text: failed || dryRun ? undefined : text, result: report }
+    return { text: dryRun ? undefined : g.text, result: report }
   })
 
   const failed = report.notes.some((n) => n.severity === "error")

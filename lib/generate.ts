@@ -1,9 +1,11 @@
 // plan.md's sections → tasks.yaml's tasks, deterministically and offline (docs/PLANNING.md has the rules).
 // Pure: the command reads and writes the files. Types are imported as types only: no arktype at runtime.
+import { carryProgress, type Carried } from "./carry-progress"
 import { readBody, type PlanBody, type PlanRefs } from "./plan-body"
-import type { ParsedPlan, PlanChild, PlanNote, PlanSection } from "./plan-parse"
+import { parsePlan, type ParsedPlan, type PlanChild, type PlanNote, type PlanSection } from "./plan-parse"
 import { closest, toKebab } from "./suggest"
-import type { Step, Task } from "./task-index"
+import type { Step, Task, TaskFile } from "./task-index"
+import { renderTasks } from "./tasks-render"
 
 export type GeneratedTasks = {
   tasks: Task[]
@@ -18,6 +20,29 @@ export type GeneratedTasks = {
 const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
 /** Generated ids stay short: they become branch and worktree names. */
 const MAX_ID = 40
+
+export type Generation = GeneratedTasks & Carried & {
+  /** the new tasks.yaml; undefined when a note is an error */
+  text?: string
+}
+
+/**
+ * plan.md's text → the text of tasks.yaml, with the progress recorded in `old` carried over. The text is
+ * given only when it passes every check of `flow validate`; otherwise the notes say why, with plan lines.
+ */
+export async function generateTasks(planText: string, old?: TaskFile): Promise<Generation> {
+  const generated = planToTasks(parsePlan(planText))
+  const carried = carryProgress(generated.tasks, old)
+  const notes = generated.notes
+  if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried }
+  const text = renderTasks(generated.tasks, generated.phases)
+  const { validateText } = await import("./validate")
+  for (const f of (await validateText(text)).findings) {
+    if (f.severity !== "error") continue
+    notes.push({ severity: "error", line: f.task_id ? generated.lines.get(f.task_id) : undefined, message: `${f.message} (tasks.yaml would not pass 'flow validate')`, hint: f.hint })
+  }
+  return { ...generated, ...carried, text: notes.some((n) => n.severity === "error") ? undefined : text }
+}
 
 type Node = {
   heading: PlanSection | PlanChild
@@ -149,7 +174,8 @@ function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, 
     notes.push({ severity: "warning", line: (body.dependsOn ?? body.validatedBy)!.line, message: `${where}: steps run in order in one session, so 'Depends on' and 'Validated by' do not apply to them (ignored)`,
       hint: "put the line in the section's own text, above its first step" })
   }
-  const text = [child.title, body.instructions].filter(Boolean).join("\n")
+  // A heading and one line read as one sentence ("Tokenizer: src/tokenize.ts ..."); longer text goes below it.
+  const text = child.title && body.instructions ? `${child.title}${body.instructions.includes("\n") ? "\n" : ": "}${body.instructions}` : child.title || body.instructions
   let instruction = text.includes("\n") && !text.endsWith("\n") ? `${text}\n` : text
   if (!instruction) {
     instruction = `Step ${k}`

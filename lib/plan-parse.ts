@@ -76,7 +76,7 @@ export function parsePlan(text: string): ParsedPlan {
       out.notes.push({
         severity: "warning",
         line: first,
-        message: `${first === last ? "line" : `lines ${first}-${last}`} ${stray.where} belong to no section: not in tasks.yaml`,
+        message: `${first === last ? `line ${first}` : `lines ${first}-${last}`} ${stray.where} ${first === last ? "belongs" : "belong"} to no section: not in tasks.yaml`,
         hint: "move the text under a '### <n>.<m> <title>' section if an agent should see it",
       })
     }
@@ -127,9 +127,10 @@ export function parsePlan(text: string): ParsedPlan {
       ;[section, child] = [undefined, undefined]
       const m = content.match(PHASE)
       if (m) {
-        phase = { n: Number(m[1]), title: cleanTitle(m[2]).title || `Phase ${m[1]}`, line: line.n }
+        phase = { n: Number(m[1]), title: cleanTitle(m[2]).title, line: line.n }
         if (!/^phase\s+\d+\s*:\s*\S/i.test(content)) {
-          out.notes.push({ severity: "warning", line: line.n, message: `read '## ${content}' as phase ${phase.n} '${phase.title}'`, hint: "write phase headings as '## Phase <n>: <title>'" })
+          const read = phase.title ? `phase ${phase.n} '${phase.title}'` : `phase ${phase.n}, without a title`
+          out.notes.push({ severity: "warning", line: line.n, message: `read '## ${content}' as ${read}`, hint: "write phase headings as '## Phase <n>: <title>'" })
         }
         const twice = out.phases.find((p) => p.n === phase!.n)
         if (twice) out.notes.push({ severity: "warning", line: line.n, message: `phase ${phase.n} appears twice (first at line ${twice.line})`, hint: "number the phases 1, 2, 3, ..." })

@@ -1,0 +1,178 @@
+// `flow generate`: plan.md files of many shapes (test/fixtures/plans/<name>.md) turned into tasks.yaml and
+// compared whole with <name>.yaml, with the notes compared whole with <name>.notes.txt; the demo's plan gives
+// the demo's tasks.yaml; the command writes, re-generates keeping progress, and writes nothing on errors.
+import { expect, test } from "bun:test"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { type } from "arktype"
+import { formatNote } from "../commands/generate"
+import { generateTasks } from "../lib/generate"
+import { GenerateReport } from "../lib/json-shapes"
+import { flow, ROOT, tempRepo } from "./helpers"
+
+const PLANS = join(ROOT, "test", "fixtures", "plans")
+const read = (name: string) => readFileSync(join(PLANS, name), "utf8")
+const StrictReport = GenerateReport.onDeepUndeclaredKey("reject")
+
+const fixtures = readdirSync(PLANS).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort()
+
+test("there are at least ten plan fixtures, each with its expected notes", () => {
+  expect(fixtures.length).toBeGreaterThanOrEqual(10)
+  for (const name of fixtures) expect({ name, notes: existsSync(join(PLANS, `${name}.notes.txt`)) }).toEqual({ name, notes: true })
+})
+
+for (const name of fixtures) {
+  test(`plan fixture '${name}' gives its expected tasks.yaml and notes`, async () => {
+    const g = await generateTasks(read(`${name}.md`))
+    const expected = existsSync(join(PLANS, `${name}.yaml`)) ? read(`${name}.yaml`) : undefined
+    expect({ text: g.text, notes: g.notes.map((n) => formatNote(n, "plan.md")).join("") }).toEqual({ text: expected, notes: read(`${name}.notes.txt`) })
+  })
+}
+
+test("the demo's plan.md generates the demo's tasks.yaml byte for byte, with no notes", async () => {
+  const g = await generateTasks(readFileSync(join(ROOT, "lib/templates/demo/plan.md"), "utf8"))
+  expect({ text: g.text, notes: g.notes }).toEqual({ text: readFileSync(join(ROOT, "lib/templates/demo/tasks.yaml"), "utf8"), notes: [] })
+})
+
+test.concurrent("flow generate writes tasks.yaml from plan.md, and it passes flow validate", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("basic.md") })
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 4 tasks in 2 phases from plan.md\n", stderr: "" })
+  expect(dir.read("tasks.yaml")).toBe(read("basic.yaml"))
+  expect((await flow(dir.path, ["validate"])).code).toBe(0)
+  expect((await flow(dir.path, ["list"])).stdout).toStartWith("Phase 1: Setup\n")
+  // Again, unchanged: nothing to write.
+  expect((await flow(dir.path, ["generate"])).stdout).toBe(
+    "tasks.yaml is up to date: 4 tasks in 2 phases from plan.md\n  kept with their progress: project-skeleton, continuous-integration, export-as-csv, import-from-csv\n",
+  )
+})
+
+test.concurrent("the demo's plan.md run through flow generate gives the demo's tasks.yaml", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": readFileSync(join(ROOT, "lib/templates/demo/plan.md"), "utf8") })
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 12 tasks in 3 phases from plan.md\n", stderr: "" })
+  expect(dir.read("tasks.yaml")).toBe(readFileSync(join(ROOT, "lib/templates/demo/tasks.yaml"), "utf8"))
+})
+
+test.concurrent("warnings go to stderr with plan.md lines; a folder holding only plan.md is a project", async () => {
+  await using dir = await tempRepo({ "plan.md": read("trailing-text.md") })
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 2 tasks in 1 phase from plan.md\n", stderr: read("trailing-text.notes.txt") })
+})
+
+test.concurrent("--dry-run prints the tasks.yaml and writes nothing", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("numbered-lists.md") })
+  const r = await flow(dir.path, ["generate", "--dry-run"])
+  expect(r).toEqual({ code: 0, stdout: read("numbered-lists.yaml"), stderr: "Would write tasks.yaml: 2 tasks in 1 phase from plan.md\n" })
+  expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
+})
+
+test.concurrent("--json reports the outcome in the GenerateReport shape", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("duplicate-titles.md") })
+  const r = await flow(dir.path, ["generate", "--json"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  const report = JSON.parse(r.stdout)
+  const checked = StrictReport(report)
+  if (checked instanceof type.errors) throw new Error(checked.summary)
+  expect(report).toEqual({
+    plan: join(dir.path, "plan.md"),
+    file: join(dir.path, "tasks.yaml"),
+    written: true,
+    dry_run: false,
+    tasks: 5,
+    phases: 2,
+    added: ["tests", "backend-docs", "tests-2", "tests-3", "docs"],
+    removed: [],
+    kept: [],
+    notes: [
+      { severity: "warning", line: 13, message: "section 2.1 has the same id as an earlier section; it is 'tests-2'", hint: "give it its own title or an id: {#tests-<something>}" },
+      { severity: "warning", line: 16, message: "section 2.2 has the same id as an earlier section; it is 'tests-3'", hint: "give it its own title or an id: {#tests-<something>}" },
+    ],
+  })
+})
+
+test.concurrent("errors in the plan stop the command: exit 1, every error with its line, tasks.yaml untouched", async () => {
+  const before = "tasks:\n  - {id: old, title: Old, status: done, instructions: x}\n"
+  await using dir = await tempRepo({ "plan.md": read("unknown-reference.md"), "tasks.yaml": before })
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: `${read("unknown-reference.notes.txt")}error: plan.md has 3 errors: tasks.yaml was not written\nhint: fix the plan at the lines above and run 'flow generate' again\n`,
+  })
+  expect(dir.read("tasks.yaml")).toBe(before)
+  const cycle = await flow(dir.path, ["generate", "--json"])
+  expect(cycle.code).toBe(1)
+  await Bun.write(dir.file("plan.md"), read("cycle.md"))
+  const c = await flow(dir.path, ["generate"])
+  expect({ code: c.code, stderr: c.stderr.split("\n")[0] }).toEqual({ code: 1, stderr: "plan.md:5: error: Circular dependency detected: first → second → first (tasks.yaml would not pass 'flow validate')" })
+  expect(dir.read("tasks.yaml")).toBe(before)
+})
+
+test.concurrent("re-generating keeps status, notes, times, agent and step progress of surviving ids, and lists the changes", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("steps-and-subtasks.md") })
+  expect((await flow(dir.path, ["generate"])).code).toBe(0)
+  for (const args of [["step", "start", "search-index.1"], ["step", "done", "search-index.1"], ["note", "search-index", "tokenizer is fast"], ["assign", "search-box", "claude-a"], ["done", "empty-state"]]) {
+    const r = await flow(dir.path, args)
+    expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: "" })
+  }
+  const before = Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Record<string, any>[] }
+  // The plan changes: the review section is renamed (a new id), a step and a subtask are added.
+  const plan = read("steps-and-subtasks.md")
+    .replace("### 1.3 Search review (checkpoint)", "### 1.3 Search acceptance (checkpoint)")
+    .replace("#### Step 3\n", "#### Step 3\nWire it in.\n\n#### Step 4\n")
+    .replace("#### Subtask: Empty state {#empty-state}", "#### 1.2.4 Pagination\n- src/ui/pages.tsx\n\n#### Subtask: Empty state {#empty-state}")
+  await Bun.write(dir.file("plan.md"), plan)
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({
+    code: 0,
+    stdout: `Wrote tasks.yaml: 7 tasks in 1 phase from plan.md
+  added: pagination, search-acceptance
+  removed: search-review (was todo)
+  kept with their progress: search-index, search-ui, search-box, results-list, empty-state
+`,
+    stderr: "",
+  })
+  const after = Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Record<string, any>[] }
+  const [index, ui] = after.tasks
+  expect(index.status).toBe(before.tasks[0].status)
+  expect(index.ai_notes).toEqual(["tokenizer is fast"])
+  expect(index.started_at).toBe(before.tasks[0].started_at)
+  expect(index.steps.map((s: Record<string, unknown>) => [s.id, s.status ?? "pending", typeof s.started_at, typeof s.completed_at])).toEqual([
+    ["search-index.1", "done", "string", "string"],
+    ["search-index.2", "pending", "undefined", "undefined"],
+    ["search-index.3", "pending", "undefined", "undefined"],
+    ["search-index.4", "pending", "undefined", "undefined"],
+  ])
+  expect(index.steps[0]).toEqual(before.tasks[0].steps[0])
+  expect(ui.subtasks.map((s: Record<string, unknown>) => [s.id, s.status, s.agent_name])).toEqual([
+    ["search-box", "todo", "claude-a"],
+    ["results-list", "todo", undefined],
+    ["pagination", "todo", undefined],
+    ["empty-state", "done", undefined],
+  ])
+  expect((await flow(dir.path, ["validate"])).code).toBe(0)
+})
+
+test.concurrent("a missing plan.md and an invalid tasks.yaml are errors that write nothing", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n" })
+  expect(await flow(dir.path, ["generate"])).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: "error: cannot read plan.md: no such file\nhint: write the plan first ('flow plan' drafts it from PRD.md)\n",
+  })
+  const bad = "tasks:\n  - {id: a, title: A, status: doing, instructions: x}\n"
+  dir.write("tasks.yaml", bad)
+  dir.write("plan.md", read("basic.md"))
+  const r = await flow(dir.path, ["generate"])
+  expect({ code: r.code, first: r.stderr.split("\n")[0] }).toEqual({ code: 3, first: "error: tasks.yaml is invalid (1 error, 0 warnings); the first:" })
+  expect(dir.read("tasks.yaml")).toBe(bad)
+  expect((await flow(dir.path, ["generate", "a", "b"])).code).toBe(2)
+})
+
+test.concurrent("flow generate <plan-file> reads another file", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plans/v2.md": read("crlf.md") })
+  const r = await flow(dir.path, ["generate", "plans/v2.md"])
+  expect(r).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 1 task in 1 phase from plans/v2.md\n", stderr: "" })
+  expect(dir.read("tasks.yaml")).toBe(read("crlf.yaml"))
+})
