@@ -7,7 +7,7 @@ import { Exit, FlowError, usage } from "../lib/errors"
 import { plural } from "../lib/findings"
 import { generateTasks } from "../lib/generate"
 import type { GenerateReport } from "../lib/json-shapes"
-import type { PlanNote } from "../lib/plan-parse"
+import { formatNote } from "../lib/plan-notes"
 import { findProject, projectAt, type Project } from "../lib/project"
 import { replaceTasks } from "../lib/tasks"
 
@@ -84,12 +84,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (report.removed.length) say(`  removed: ${report.removed.map((r) => `${r.id} (was ${r.status})`).join(", ")}\n`)
   if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
   return Exit.ok
-}
-
-/** `plan.md:12: warning: ...` and its hint, as compilers print them. */
-export function formatNote(note: PlanNote, file: string, c = colours({ color: false } as Ctx)): string {
-  const label = note.severity === "error" ? c.red(c.bold("error")) : c.yellow(c.bold("warning"))
-  return `${file}${note.line ? `:${note.line}` : ""}: ${label}: ${note.message}\n${note.hint ? `  ${c.dim("hint:")} ${note.hint}\n` : ""}`
 }
 
 function countTasks(tasks: readonly { subtasks?: readonly unknown[] }[]): number {

@@ -141,3 +141,19 @@ export const GenerateReport = type({
   "text?": "string",
 })
 export type GenerateReport = typeof GenerateReport.infer
+
+/**
+ * `flow plan --json`. `written_by` is the agent's name, or "offline" for the skeleton; `reason` says why that
+ * one; `notes` are about PRD.md (what the skeleton lacks) and plan.md (its shape as `flow generate` reads it).
+ */
+export const PlanReport = type({
+  file: "string",
+  written_by: "string",
+  reason: "string",
+  phases: "number",
+  sections: "number",
+  backup: "string | null",
+  seconds: "number",
+  notes: PlanNote.and({ file: "'PRD.md' | 'plan.md'" }).array(),
+})
+export type PlanReport = typeof PlanReport.infer

@@ -1,0 +1,156 @@
+import { copyFileSync, existsSync, readFileSync } from "node:fs"
+import { join, relative } from "node:path"
+import { writeFileAtomic } from "../lib/atomic-write"
+import { parse } from "../lib/cli"
+import { colours } from "../lib/colour"
+import { loadConfig } from "../lib/config"
+import type { Ctx } from "../lib/context"
+import { Exit, FlowError, usage } from "../lib/errors"
+import { plural } from "../lib/findings"
+import { planToTasks } from "../lib/generate"
+import type { PlanReport } from "../lib/json-shapes"
+import { formatNote } from "../lib/plan-notes"
+import { parsePlan, type PlanNote } from "../lib/plan-parse"
+import { filesUnder, planPrompt } from "../lib/plan-prompt"
+import { planSkeleton } from "../lib/plan-skeleton"
+import { planningAgent } from "../lib/planning-agent"
+import { findProject } from "../lib/project"
+import { runTurn } from "../lib/run/agent-runner"
+import type { AgentEvent } from "../lib/agents/types"
+
+export const meta = {
+  usage: "flow plan [--agent <name>] [--offline] [--force] [--json]",
+  description: `Writes plan.md from PRD.md. With an agent CLI configured in flow.yaml (the first one that is not
+a 'script' agent, or --agent <name>), the agent writes it: flow gives it PRD.md, GUIDELINES.md and the names
+of the files under designs/ and research/, and the exact plan shape; a spinner shows the time and what the
+agent does (on a terminal). Without one, or with --offline, flow writes a skeleton from PRD.md alone: a phase
+per requirement group, a section per requirement, and the success criteria as the checks of a last
+checkpoint phase. Either way the result's shape is checked as 'flow generate' reads it, and what is off is
+reported with plan.md line numbers (exit 1 when generate could not use it).
+A plan.md that is not empty is replaced only with --force, and then kept as plan.md.bak.`,
+  options: {
+    agent: { type: "string", arg: "name", help: "the flow.yaml agent that writes the plan" },
+    offline: { type: "boolean", help: "write the skeleton from PRD.md without an agent" },
+    force: { type: "boolean", help: "replace a plan.md that is not empty (the old one is kept as plan.md.bak)" },
+    json: { type: "boolean", help: "print the outcome as JSON" },
+  },
+} as const
+
+export async function run(ctx: Ctx, args: string[]): Promise<number> {
+  const { values, positionals } = parse(meta, args)
+  if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
+  const project = findProject(ctx)
+  const shown = (file: string) => relative(ctx.cwd, file) || file
+  const prdFile = join(project.dir, "PRD.md")
+  const planFile = join(project.dir, "plan.md")
+  const backupFile = `${planFile}.bak`
+  if (!existsSync(prdFile)) throw new FlowError(`${shown(prdFile)} does not exist: there is nothing to plan from`, Exit.failure, "write the requirements in PRD.md first ('flow create' makes a template)")
+  const prd = readFileSync(prdFile, "utf8")
+  const previous = existsSync(planFile) ? readFileSync(planFile, "utf8") : ""
+  if (previous.trim() !== "" && !values.force) {
+    throw new FlowError(`${shown(planFile)} is not empty; it was left as it is`, Exit.failure, "run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it")
+  }
+  const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values.offline })
+  const keepBackup = () => {
+    if (previous.trim() !== "") copyFileSync(planFile, backupFile)
+  }
+  const c = colours(ctx)
+  const started = performance.now()
+  const prdNotes: PlanNote[] = []
+
+  if (!choice.agent) {
+    const skeleton = planSkeleton(prd)
+    prdNotes.push(...skeleton.notes)
+    keepBackup()
+    writeFileAtomic(planFile, skeleton.text)
+  } else {
+    const agent = choice.agent
+    keepBackup()
+    const prompt = planPrompt({ guidelines: existsSync(join(project.dir, "GUIDELINES.md")), designs: filesUnder(project.dir, "designs"), research: filesUnder(project.dir, "research") })
+    const abort = new AbortController()
+    const stopListening = ctx.onInterrupt?.(() => abort.abort())
+    const progress = await showProgress(ctx, `${agent.name} (${agent.cli}) is writing plan.md`)
+    let turn: Awaited<ReturnType<typeof runTurn>>
+    try {
+      turn = await runTurn({ agent, prompt, script: "", cwd: project.dir, env: { FLOW_PROJECT: project.dir }, signal: abort.signal, onEvent: progress.event })
+    } finally {
+      stopListening?.()
+    }
+    const written = existsSync(planFile) ? readFileSync(planFile, "utf8") : ""
+    const restore = () => {
+      if (previous.trim() !== "") writeFileAtomic(planFile, previous)
+    }
+    if (abort.signal.aborted) {
+      progress.stop("cancelled")
+      if (written.trim() === "") restore()
+      throw new FlowError(`cancelled: ${agent.name} was stopped`, Exit.cancelled, written.trim() === "" ? "plan.md is as it was" : "plan.md holds what the agent wrote so far")
+    }
+    if (turn.code !== 0 || written.trim() === "" || written === previous) {
+      progress.stop(`${agent.name} failed`)
+      if (written.trim() === "") restore()
+      const why = turn.code !== 0 ? `${agent.name} (${agent.cli}) failed with exit ${turn.code}` : `${agent.name} (${agent.cli}) finished without writing plan.md`
+      throw new FlowError(`${why}${turn.tail ? `; its last output:\n${indent(turn.tail)}` : ""}`, Exit.failure,
+        `plan.md ${written === previous ? "is as it was" : "holds what the agent wrote"}; try again, or run 'flow plan --offline' for a skeleton from PRD.md`)
+    }
+    progress.stop(`${agent.name} wrote plan.md in ${Math.round(turn.seconds)} s`)
+  }
+
+  // The shape check: what `flow generate` would say about this plan.
+  const planText = readFileSync(planFile, "utf8")
+  const parsed = parsePlan(planText)
+  const planNotes = planToTasks(parsed).notes
+  const failed = planNotes.some((n) => n.severity === "error")
+  const report: PlanReport = {
+    file: planFile,
+    written_by: choice.agent ? choice.agent.name : "offline",
+    reason: choice.reason,
+    phases: parsed.phases.length,
+    sections: parsed.sections.length,
+    backup: previous.trim() !== "" ? backupFile : null,
+    seconds: Math.round(performance.now() - started) / 1000,
+    notes: [...prdNotes.map((n) => ({ ...n, file: "PRD.md" as const })), ...planNotes.map((n) => ({ ...n, file: "plan.md" as const }))],
+  }
+  if (values.json) {
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+    return failed ? Exit.failure : Exit.ok
+  }
+  for (const n of prdNotes) ctx.stderr(formatNote(n, shown(prdFile), c))
+  for (const n of planNotes) ctx.stderr(formatNote(n, shown(planFile), c))
+  const how = choice.agent ? `by ${choice.agent.name} (${choice.agent.cli})` : `offline, a skeleton from PRD.md's requirements (${choice.reason})`
+  ctx.stdout(`Wrote ${shown(planFile)} ${how}: ${plural(report.phases, "phase")}, ${plural(report.sections, "section")}\n`)
+  if (report.backup) ctx.stdout(`The previous plan is in ${shown(report.backup)}\n`)
+  if (failed) throw new FlowError(`${shown(planFile)} is not in the shape 'flow generate' reads`, Exit.failure, "fix it at the lines above (or run 'flow refine plan'), then 'flow generate'")
+  ctx.stdout(choice.agent ? "Next: review it ('flow refine plan'), then 'flow generate'\n" : "Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'\n")
+  return Exit.ok
+}
+
+type Progress = { event: (e: AgentEvent) => void; stop: (message: string) => void }
+
+/** A clack spinner with the elapsed time on a terminal; elsewhere one line per tool call on stderr. */
+async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
+  if (!ctx.interactive) {
+    ctx.stderr(`${start}...\n`)
+    return {
+      event: (e) => {
+        if (e.type === "tool") ctx.stderr(`  ${e.name}${e.detail ? ` ${e.detail}` : ""}\n`)
+        if (e.type === "error") ctx.stderr(`  error: ${e.message}\n`)
+      },
+      stop: (message) => ctx.stderr(`${message}\n`),
+    }
+  }
+  // Loaded only here: clack is for terminals, and a prompt without one hangs under Bun.
+  const { spinner } = await import("@clack/prompts")
+  const s = spinner({ indicator: "timer" })
+  s.start(start)
+  return {
+    event: (e) => {
+      if (e.type === "tool") s.message(`${start}: ${e.name}${e.detail ? ` ${e.detail}` : ""}`.slice(0, 100))
+      else if (e.type === "text") s.message(`${start}: ${e.text.split("\n")[0]}`.slice(0, 100))
+    },
+    stop: (message) => s.stop(message),
+  }
+}
+
+function indent(text: string): string {
+  return text.split("\n").map((l) => `  ${l}`).join("\n")
+}

@@ -1,0 +1,113 @@
+// A Markdown file as a flat list of ATX headings, each with its own lines up to the next heading, and the
+// list items of a block of lines. Fence-aware: a `#` inside a code block is code. Used to read PRD.md
+// (flow plan's skeleton, flow refine's review) and plan.md (the review).
+import type { PlanLine } from "./plan-parse"
+
+export type OutlineHeading = {
+  level: number
+  title: string
+  line: number
+  /** the lines after the heading up to the next heading of any level */
+  lines: PlanLine[]
+}
+
+export type Outline = {
+  /** lines before the first heading */
+  preamble: PlanLine[]
+  headings: OutlineHeading[]
+}
+
+const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
+const FENCE = /^\s*(`{3,}|~{3,})/
+
+/** The headings of `text` in order, each with its own lines. */
+export function outline(text: string): Outline {
+  const lines = text.replace(/\r\n?/g, "\n").split("\n")
+  if (lines.at(-1) === "") lines.pop()
+  const out: Outline = { preamble: [], headings: [] }
+  let fence: string | undefined
+  lines.forEach((raw, i) => {
+    const line = { n: i + 1, text: raw }
+    const target = out.headings.at(-1)?.lines ?? out.preamble
+    if (fence !== undefined) {
+      const close = raw.match(FENCE)
+      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && raw.trim() === close[1]) fence = undefined
+      target.push(line)
+      return
+    }
+    const open = raw.match(FENCE)
+    if (open) fence = open[1]
+    const h = open ? null : raw.match(HEADING)
+    if (h) out.headings.push({ level: h[1].length, title: (h[2] ?? "").trim(), line: line.n, lines: [] })
+    else target.push(line)
+  })
+  return out
+}
+
+/** The headings nested under `parent` (deeper levels, up to the next heading of its level or higher). */
+export function childrenOf(doc: Outline, parent: OutlineHeading): OutlineHeading[] {
+  const start = doc.headings.indexOf(parent)
+  const out: OutlineHeading[] = []
+  for (const h of doc.headings.slice(start + 1)) {
+    if (h.level <= parent.level) break
+    out.push(h)
+  }
+  return out
+}
+
+/** The first heading of `level` whose title matches. */
+export function findHeading(doc: Outline, level: number, pattern: RegExp): OutlineHeading | undefined {
+  return doc.headings.find((h) => h.level === level && pattern.test(h.title))
+}
+
+export type ListItem = {
+  line: number
+  /** the item's text, without its bullet, number or checkbox; wrapped lines joined */
+  text: string
+  checkbox?: "open" | "done"
+  /** deeper lines under the item (nested lists, paragraphs), dedented to the item's content */
+  nested: string[]
+  /** the column where the item's text starts: nested lines are dedented to it */
+  column: number
+}
+
+const ITEM = /^(\s*)([-*+]|\d+[.)])\s+(?:\[([ xX])\]\s+)?(.*)$/
+
+/** The top-level list items of a block of lines; HTML comments and text outside lists are skipped. */
+export function listItems(lines: readonly PlanLine[]): ListItem[] {
+  const items: ListItem[] = []
+  let base: number | undefined
+  let inComment = false
+  for (const { n, text } of lines) {
+    if (inComment || /^\s*<!--/.test(text)) {
+      inComment = !text.includes("-->")
+      continue
+    }
+    const m = text.match(ITEM)
+    const indent = text.length - text.trimStart().length
+    if (m && (base === undefined || indent <= base)) {
+      base = indent
+      items.push({ line: n, text: m[4].trim(), checkbox: m[3] === undefined ? undefined : m[3] === " " ? "open" : "done", nested: [], column: indent + m[2].length + 1 })
+      continue
+    }
+    const last = items.at(-1)
+    if (!last || text.trim() === "") continue
+    if (indent > (base ?? 0)) {
+      if (m || last.nested.length > 0) last.nested.push(text.slice(Math.min(indent, last.column)))
+      else last.text += ` ${text.trim()}`
+    } else base = undefined // a paragraph ends the list
+  }
+  return items
+}
+
+/** Non-blank lines that are not HTML comments: the text a person actually wrote. */
+export function writtenLines(lines: readonly PlanLine[]): PlanLine[] {
+  let inComment = false
+  return lines.filter(({ text }) => {
+    if (inComment || /^\s*<!--/.test(text)) {
+      inComment = !text.includes("-->")
+      return false
+    }
+    return text.trim() !== ""
+  })
+}

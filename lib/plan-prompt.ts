@@ -1,0 +1,77 @@
+// The prompts flow gives an agent CLI to write or refine a plan: the files to read and the exact plan
+// shape `flow generate` reads (SPEC section 1), so what the agent writes turns into tasks without edits.
+import { readdirSync } from "node:fs"
+import { join } from "node:path"
+
+/** Names of the files directly under `dir/sub` (designs/, research/), sorted; none when it is missing. */
+export function filesUnder(dir: string, sub: string): string[] {
+  try {
+    return readdirSync(join(dir, sub), { withFileTypes: true }).filter((e) => e.isFile() && !e.name.startsWith(".")).map((e) => e.name).sort()
+  } catch {
+    return []
+  }
+}
+
+export type PlanInputs = { guidelines: boolean; designs: string[]; research: string[] }
+
+export const PLAN_SHAPE = `# Implementation Plan
+
+## Phase 1: <phase title>
+
+### 1.1 <section title>
+- <work item: what to build, naming the file or component it touches>
+- <work item>
+
+Acceptance:
+- <a check that proves the section is done>
+
+### 1.2 <section title>
+Depends on: 1.1
+- <work item>
+
+## Phase 2: <phase title>
+...`
+
+const RULES = `Rules of the shape (flow generate turns each ### section into one task):
+- Phases run in order: a section depends on the sections of the previous phase, unless it has its own
+  'Depends on: <n>.<m>, ...' line naming section numbers ('Depends on: none' for no dependency).
+- Put ' (checkpoint)' after the title of a section where a person must review the work before it goes on.
+- Work that builds on itself in one session may be split into '#### Step <k>: <text>' headings inside a
+  section; independent parts that may run in parallel into '#### <n>.<m>.<k> <title>' subtask headings.
+- Every work item names the files or components it touches; every requirement of PRD.md is covered by a
+  section; the success criteria of PRD.md appear as 'Acceptance:' items.
+- Keep text outside sections to the title line: anything else is not carried into the tasks.`
+
+/** The prompt that asks an agent to write plan.md from the PRD. */
+export function planPrompt(inputs: PlanInputs): string {
+  return `Write the implementation plan of the project in this folder into the file plan.md (replace its content).
+
+Read PRD.md, the product requirements${inputs.guidelines ? ", and GUIDELINES.md, how agents work in this project" : ""}.${listing(inputs)}
+Do not start the implementation: write plan.md and nothing else.
+
+The plan must have exactly this shape:
+
+${PLAN_SHAPE}
+
+${RULES}
+`
+}
+
+/** The prompt that starts an agent's interactive session on PRD.md or plan.md. */
+export function refinePrompt(file: "PRD.md" | "plan.md", inputs: PlanInputs): string {
+  const what = file === "PRD.md"
+    ? "the product requirements document PRD.md. Recommended sections: Overview, Problem Statement, Requirements (Functional and Non-Functional, each item specific, measurable and independent), Technical Constraints, Success Criteria (a checklist), Out of Scope (with reasons), Open Questions."
+    : `the implementation plan plan.md, written from PRD.md. Its shape:\n\n${PLAN_SHAPE}\n\n${RULES}`
+  return `Help me improve ${what}
+${listing(inputs)}
+Read it, then ask me clarifying questions one at a time about what is vague, missing or contradictory, and
+suggest concrete improvements. Edit ${file} only after I agree to a change.
+`
+}
+
+function listing({ designs, research }: PlanInputs): string {
+  const parts: string[] = []
+  if (designs.length > 0) parts.push(`Design files in designs/: ${designs.join(", ")}.`)
+  if (research.length > 0) parts.push(`Research notes in research/: ${research.join(", ")}.`)
+  return parts.length > 0 ? `\n${parts.join("\n")} Read the ones that matter.` : ""
+}

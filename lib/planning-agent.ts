@@ -1,0 +1,26 @@
+// Which agent CLI writes or refines the plan: `--agent <name>` from flow.yaml, else the first configured
+// agent that is a real CLI. The offline `script` agent only runs shell blocks, so it cannot plan.
+import type { AgentConfig, FlowConfig } from "./config"
+import { Exit, FlowError } from "./errors"
+import { closest } from "./suggest"
+
+export type AgentChoice = { agent?: AgentConfig; reason: string }
+
+/** The agent to use, or none with the reason (for the "offline because ..." line). */
+export function planningAgent(config: FlowConfig, opts: { name?: string; offline?: boolean }): AgentChoice {
+  if (opts.offline) return { reason: "--offline" }
+  const agents = config.agents ?? []
+  if (opts.name !== undefined) {
+    const agent = agents.find((a) => a.name === opts.name)
+    if (!agent) {
+      const near = closest(opts.name, agents.map((a) => a.name))
+      throw new FlowError(`flow.yaml has no agent named '${opts.name}'`, Exit.usage,
+        near ? `did you mean '${near}'?` : agents.length ? `its agents: ${agents.map((a) => a.name).join(", ")}` : "add the agent under 'agents:' in flow.yaml")
+    }
+    if (agent.cli === "script") throw new FlowError(`the agent '${agent.name}' is a 'script' agent, which only runs shell blocks and cannot plan`, Exit.usage, "name an agent CLI such as claude or codex, or use --offline")
+    return { agent, reason: `--agent ${agent.name}` }
+  }
+  const agent = agents.find((a) => a.cli !== "script")
+  if (agent) return { agent, reason: `the first agent in flow.yaml` }
+  return { reason: agents.length ? "flow.yaml has only script agents" : "no agent is configured in flow.yaml" }
+}
