@@ -69,7 +69,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     const prompt = planPrompt({ guidelines: existsSync(join(project.dir, "GUIDELINES.md")), designs: filesUnder(project.dir, "designs"), research: filesUnder(project.dir, "research") })
     const abort = new AbortController()
     const stopListening = ctx.onInterrupt?.(() => abort.abort())
-    const progress = await showProgress(ctx, `${agent.name} (${agent.cli}) is writing plan.md`)
+    const progress = values.json ? { event: () => {}, stop: () => {} } : await showProgress(ctx, `${agent.name} (${agent.cli}) is writing plan.md`)
     let turn: Awaited<ReturnType<typeof runTurn>>
     try {
       turn = await runTurn({ agent, prompt, script: "", cwd: project.dir, env: { FLOW_PROJECT: project.dir }, signal: abort.signal, onEvent: progress.event })

@@ -1,0 +1,149 @@
+// `flow plan`: the offline skeleton from PRD.md (the `flow create` template, a grouped PRD, the demo's PRD),
+// compared whole; a fake `claude` CLI that writes plan.md; the shape check; --force and plan.md.bak.
+import { expect, test } from "bun:test"
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { type } from "arktype"
+import { PlanReport } from "../lib/json-shapes"
+import { flow, ROOT, tempRepo, type TempDir } from "./helpers"
+
+const fixture = (path: string) => readFileSync(join(ROOT, "test", "fixtures", path), "utf8")
+const StrictReport = PlanReport.onDeepUndeclaredKey("reject")
+
+/** A project whose flow.yaml names a fake claude on PATH; returns the env and the prompts it received. */
+function fakeClaude(dir: TempDir, env: Record<string, string> = {}) {
+  const bin = join(dir.path, ".test-bin")
+  mkdirSync(bin, { recursive: true })
+  symlinkSync(join(ROOT, "test", "fixtures", "fake-agents", "fake-claude.ts"), join(bin, "claude"))
+  const record = join(bin, "launches.jsonl")
+  dir.write("flow.yaml", "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n")
+  return {
+    env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`, FAKE_AGENT_RECORD: record, ...env },
+    prompts: (): string[] => readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l).prompt),
+  }
+}
+
+const writes = (file: string) => ({ FAKE_AGENT_COMMANDS: JSON.stringify([["cp", join(ROOT, "test", "fixtures", file), "plan.md"]]) })
+
+test.concurrent("offline, the PRD template of flow create gives a skeleton with placeholders, and says what the PRD lacks", async () => {
+  const parent = await tempRepo()
+  await using _ = parent
+  expect((await flow(parent.path, ["create", "shop"])).code).toBe(0)
+  const dir = join(parent.path, "shop")
+  const r = await flow(dir, ["plan"])
+  expect(r).toEqual({
+    code: 0,
+    stdout: `Wrote plan.md offline, a skeleton from PRD.md's requirements (no agent is configured in flow.yaml): 3 phases, 3 sections
+Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'
+`,
+    stderr: `PRD.md:11: warning: PRD.md lists no items under 'Functional Requirements': its phase has a placeholder section
+  hint: write each requirement as a list item under its heading
+PRD.md:14: warning: PRD.md lists no items under 'Non-Functional Requirements': its phase has a placeholder section
+  hint: write each requirement as a list item under its heading
+PRD.md:20: warning: PRD.md lists no success criteria
+  hint: write them as a checklist: '- [ ] all FR items pass their acceptance tests'
+`,
+  })
+  expect(readFileSync(join(dir, "plan.md"), "utf8")).toBe(fixture("skeletons/create-template.plan.md"))
+  // The skeleton is a plan generate reads without a note.
+  expect(await flow(dir, ["generate"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 3 tasks in 3 phases from plan.md\n", stderr: "" })
+})
+
+test.concurrent("offline, a phase per requirement group, a section per requirement, the success criteria as the last checks", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("skeletons/grouped.PRD.md"), "plan.md": "\n" })
+  const r = await flow(dir.path, ["plan", "--offline"])
+  expect(r).toEqual({
+    code: 0,
+    stdout: `Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 3 phases, 6 sections
+Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'
+`,
+    stderr: "",
+  })
+  expect(dir.read("plan.md")).toBe(fixture("skeletons/grouped.plan.md"))
+  expect(existsSync(dir.file("plan.md.bak"))).toBe(false) // a blank plan.md is empty: nothing to keep
+  const g = await flow(dir.path, ["generate", "--json"])
+  expect(JSON.parse(g.stdout).tasks).toBe(6)
+})
+
+test.concurrent("a plan.md that is not empty is replaced only with --force, and kept as plan.md.bak", async () => {
+  const old = "# Implementation Plan\n\n## Phase 1: Mine\n\n### 1.1 Hand-written\n- keep me\n"
+  await using dir = await tempRepo({ "PRD.md": fixture("../../lib/templates/demo/PRD.md"), "plan.md": old })
+  expect(await flow(dir.path, ["plan"])).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: "error: plan.md is not empty; it was left as it is\nhint: run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it\n",
+  })
+  expect(dir.read("plan.md")).toBe(old)
+  const r = await flow(dir.path, ["plan", "--force"])
+  expect({ code: r.code, stdout: r.stdout.split("\n")[1], stderr: r.stderr }).toEqual({ code: 0, stdout: "The previous plan is in plan.md.bak", stderr: "" })
+  expect(dir.read("plan.md.bak")).toBe(old)
+  expect(dir.read("plan.md")).toBe(fixture("skeletons/demo-prd.plan.md"))
+})
+
+test.concurrent("with an agent configured, the agent writes plan.md from a prompt naming PRD.md, GUIDELINES.md, designs/ and research/", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "GUIDELINES.md": "# rules\n", "designs/cart.png": "png", "designs/checkout.fig": "fig", "research/survey.md": "n=12\n" })
+  const agent = fakeClaude(dir, writes("plans/basic.md"))
+  const r = await flow(dir.path, ["plan"], { env: agent.env })
+  expect({ ...r, stderr: r.stderr.replace(/in \d+ s/, "in N s") }).toEqual({
+    code: 0,
+    stdout: "Wrote plan.md by planner (claude): 2 phases, 4 sections\nNext: review it ('flow refine plan'), then 'flow generate'\n",
+    stderr: `planner (claude) is writing plan.md...\n  Bash cp ${join(ROOT, "test/fixtures/plans/basic.md")} plan.md\nplanner wrote plan.md in N s\n`,
+  })
+  expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
+  const [prompt] = agent.prompts()
+  expect(prompt).toStartWith("Write the implementation plan of the project in this folder into the file plan.md (replace its content).\n\nRead PRD.md, the product requirements, and GUIDELINES.md, how agents work in this project.\nDesign files in designs/: cart.png, checkout.fig.\nResearch notes in research/: survey.md. Read the ones that matter.\n")
+  expect(prompt).toContain("### 1.1 <section title>")
+  expect(prompt).toContain("'Depends on: <n>.<m>, ...'")
+})
+
+test.concurrent("the agent's plan is checked as generate reads it: what is off is reported with plan.md lines", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n" })
+  const agent = fakeClaude(dir, writes("plans/trailing-text.md"))
+  const r = await flow(dir.path, ["plan", "--json"], { env: agent.env })
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  const report = JSON.parse(r.stdout)
+  if (StrictReport(report) instanceof type.errors) throw new Error(StrictReport(report).toString())
+  expect({ ...report, seconds: 0 }).toEqual({
+    file: dir.file("plan.md"),
+    written_by: "planner",
+    reason: "the first agent in flow.yaml",
+    phases: 1,
+    sections: 2,
+    backup: null,
+    seconds: 0,
+    notes: [3, 8, 18, 22].map((line) => expect.objectContaining({ file: "plan.md", severity: "warning", line })),
+  })
+})
+
+test.concurrent("an unusable agent plan exits 1 with its errors; a failing agent leaves plan.md as it was", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n" })
+  const agent = fakeClaude(dir, writes("plans/unknown-reference.md"))
+  const r = await flow(dir.path, ["plan"], { env: agent.env })
+  expect(r.code).toBe(1)
+  expect(r.stderr).toContain("plan.md:9: error: section 1.2 refers to '1.9', which is no section number or task id\n")
+  expect(r.stderr).toEndWith("error: plan.md is not in the shape 'flow generate' reads\nhint: fix it at the lines above (or run 'flow refine plan'), then 'flow generate'\n")
+  expect(dir.read("plan.md")).toBe(fixture("plans/unknown-reference.md"))
+
+  const old = "# Implementation Plan\n\n## Phase 1: Old\n\n### 1.1 Old\n- old\n"
+  dir.write("plan.md", old)
+  const failing = await flow(dir.path, ["plan", "--force", "--agent", "planner"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: "[]", FAKE_AGENT_EXIT: "3" } })
+  expect({ code: failing.code, error: failing.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) failed with exit 3; its last output:" })
+  expect(failing.stderr).toEndWith("hint: plan.md is as it was; try again, or run 'flow plan --offline' for a skeleton from PRD.md\n")
+  expect(dir.read("plan.md")).toBe(old)
+  const idle = await flow(dir.path, ["plan", "--force"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: "[]" } })
+  expect({ code: idle.code, error: idle.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) finished without writing plan.md; its last output:" })
+  expect(dir.read("plan.md")).toBe(old)
+})
+
+test.concurrent("usage errors: an unknown agent, a script agent, a missing PRD.md", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "flow.yaml": "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n" })
+  expect(await flow(dir.path, ["plan", "--agent", "planer"])).toEqual({ code: 2, stdout: "", stderr: "error: flow.yaml has no agent named 'planer'\nhint: did you mean 'planner'?\n" })
+  expect((await flow(dir.path, ["plan", "--agent", "runner"])).stderr).toStartWith("error: the agent 'runner' is a 'script' agent")
+  expect((await flow(dir.path, ["plan", "extra"])).code).toBe(2)
+  await using bare = await tempRepo({ "tasks.yaml": "tasks: []\n" })
+  expect(await flow(bare.path, ["plan"])).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: "error: PRD.md does not exist: there is nothing to plan from\nhint: write the requirements in PRD.md first ('flow create' makes a template)\n",
+  })
+})
