@@ -17,6 +17,7 @@ type Entry = { group: string; summary: string; load: () => Promise<Command> }
 export const COMMANDS: Record<string, Entry> = {
   create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
   demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
+  refine: { group: "Plan", summary: "review PRD.md or plan.md offline, fix findings, then talk it over with an agent", load: () => import("./commands/refine") },
   plan: { group: "Plan", summary: "write plan.md from PRD.md, with an agent CLI or as an offline skeleton", load: () => import("./commands/plan") },
   generate: { group: "Plan", summary: "turn plan.md into tasks.yaml, keeping the progress of tasks that survive", load: () => import("./commands/generate") },
   validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },

@@ -157,3 +157,19 @@ export const PlanReport = type({
   notes: PlanNote.and({ file: "'PRD.md' | 'plan.md'" }).array(),
 })
 export type PlanReport = typeof PlanReport.infer
+
+/**
+ * `flow refine --json`: the offline review. `change` is the suggested fix as lines: `remove` lines from
+ * `line` on are replaced by `insert` (remove 0: inserted before `line`); null when only a person can write it.
+ */
+export const RefineReport = type({
+  file: "string",
+  findings: type({
+    rule: "string",
+    line: "number | null",
+    message: "string",
+    suggestion: "string",
+    change: type({ line: "number", remove: "number", insert: "string[]" }).or("null"),
+  }).array(),
+})
+export type RefineReport = typeof RefineReport.infer

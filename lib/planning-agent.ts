@@ -3,12 +3,13 @@
 import type { AgentConfig, FlowConfig } from "./config"
 import { Exit, FlowError } from "./errors"
 import { closest } from "./suggest"
+import { commandArgv } from "./agents/command"
 
 export type AgentChoice = { agent?: AgentConfig; reason: string }
 
 /** The agent to use, or none with the reason (for the "offline because ..." line). */
-export function planningAgent(config: FlowConfig, opts: { name?: string; offline?: boolean }): AgentChoice {
-  if (opts.offline) return { reason: "--offline" }
+export function planningAgent(config: FlowConfig, opts: { name?: string; offline?: boolean; offlineFlag?: string }): AgentChoice {
+  if (opts.offline) return { reason: opts.offlineFlag ?? "--offline" }
   const agents = config.agents ?? []
   if (opts.name !== undefined) {
     const agent = agents.find((a) => a.name === opts.name)
@@ -23,4 +24,26 @@ export function planningAgent(config: FlowConfig, opts: { name?: string; offline
   const agent = agents.find((a) => a.cli !== "script")
   if (agent) return { agent, reason: `the first agent in flow.yaml` }
   return { reason: agents.length ? "flow.yaml has only script agents" : "no agent is configured in flow.yaml" }
+}
+
+/**
+ * The argv that opens an agent CLI's own interactive session with a first prompt, or undefined for CLIs
+ * whose interactive mode takes no prompt from the command line (goose, opencode, cursor).
+ */
+export function interactiveArgv(agent: AgentConfig, prompt: string, cwd: string): string[] | undefined {
+  const model = agent.model ? ["--model", agent.model] : []
+  const extra = agent.args ?? []
+  switch (agent.cli) {
+    case "claude":
+    case "codex":
+      return [agent.cli, ...model, ...extra, "--", prompt]
+    case "gemini":
+      return ["gemini", ...model, ...extra, "--prompt-interactive", prompt]
+    case "copilot":
+      return ["copilot", ...model, ...extra, "--interactive", prompt]
+    case "command":
+      return agent.command ? commandArgv(agent.command, { prompt, cwd, model: agent.model }) : undefined
+    default:
+      return undefined
+  }
 }

@@ -66,3 +66,14 @@ export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
   })
   return proc
 }
+
+/** Runs argv attached to this terminal (stdin, stdout and stderr inherited) and returns its exit code. */
+export async function runAttached(argv: readonly string[], opts: { cwd: string; env?: Record<string, string | undefined> }): Promise<number> {
+  let proc: ReturnType<typeof Bun.spawn>
+  try {
+    proc = Bun.spawn([...argv], { cwd: opts.cwd, env: mergeEnv(opts.env), stdin: "inherit", stdout: "inherit", stderr: "inherit" })
+  } catch (e) {
+    throw new FlowError(`cannot start ${argv[0]}: ${(e as Error).message}`, undefined, `is ${argv[0]} installed and on PATH?`, { cause: e })
+  }
+  return proc.exited
+}

@@ -1,0 +1,139 @@
+import { copyFileSync, existsSync, readFileSync } from "node:fs"
+import { join, relative } from "node:path"
+import { writeFileAtomic } from "../lib/atomic-write"
+import { parse } from "../lib/cli"
+import { colours, type Colours } from "../lib/colour"
+import { loadConfig } from "../lib/config"
+import type { Ctx } from "../lib/context"
+import { Exit, FlowError, usage } from "../lib/errors"
+import { plural } from "../lib/findings"
+import type { RefineReport } from "../lib/json-shapes"
+import { filesUnder, refinePrompt } from "../lib/plan-prompt"
+import { interactiveArgv, planningAgent, type AgentChoice } from "../lib/planning-agent"
+import { runAttached } from "../lib/proc"
+import { findProject } from "../lib/project"
+import { applyChanges, reviewPlan, reviewPrd, type Change, type ReviewFinding } from "../lib/review"
+
+export const meta = {
+  usage: "flow refine [prd|plan] [--agent <name>] [--no-agent] [--json]",
+  description: `Improves PRD.md or plan.md (by default plan.md once it is not empty, else PRD.md). First an offline
+review: for the PRD, missing recommended sections, empty ones, requirements without a measurable number,
+success criteria that are not a checklist, open questions without an answer; for the plan, its shape as
+'flow generate' reads it, sections without work items, work items that name no file or component.
+On a terminal each finding is shown with its suggested fix, to accept, edit or skip; the accepted changes are
+written back and the previous file is kept as <file>.bak. Then, with an agent CLI in flow.yaml, the
+terminal is handed to that agent's own interactive session with a prompt to ask clarifying questions and
+suggest improvements. Without a terminal the review is printed (or --json) and the exit code is 0.`,
+  options: {
+    agent: { type: "string", arg: "name", help: "the flow.yaml agent to hand the terminal to after the review" },
+    "no-agent": { type: "boolean", help: "stop after the offline review" },
+    json: { type: "boolean", help: "print the review as JSON (never interactive)" },
+  },
+} as const
+
+type Target = "PRD.md" | "plan.md"
+
+export async function run(ctx: Ctx, args: string[]): Promise<number> {
+  const { values, positionals } = parse(meta, args)
+  if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
+  const which = positionals[0]
+  if (which !== undefined && which !== "prd" && which !== "plan") throw usage(`refine what? '${which}' is neither prd nor plan`, `usage: ${meta.usage}`)
+  const project = findProject(ctx)
+  const planFile = join(project.dir, "plan.md")
+  const target: Target = which === "prd" ? "PRD.md" : which === "plan" ? "plan.md" : existsSync(planFile) && readFileSync(planFile, "utf8").trim() !== "" ? "plan.md" : "PRD.md"
+  const file = join(project.dir, target)
+  const shown = relative(ctx.cwd, file) || file
+  if (!existsSync(file)) {
+    throw new FlowError(`${shown} does not exist`, Exit.failure, target === "PRD.md" ? "run 'flow create <name>' for a project with a PRD template" : "run 'flow plan' to write it from PRD.md")
+  }
+  const text = readFileSync(file, "utf8")
+  const findings = target === "PRD.md" ? reviewPrd(text) : reviewPlan(text)
+  const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
+  const c = colours(ctx)
+
+  if (values.json || !ctx.interactive) {
+    if (values.json) {
+      const report: RefineReport = {
+        file,
+        findings: findings.map((f) => ({ rule: f.rule, line: f.line ?? null, message: f.message, suggestion: f.suggestion, change: f.change ? { line: f.change.at + 1, remove: f.change.remove, insert: f.change.lines } : null })),
+      }
+      ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+      return Exit.ok
+    }
+    const lines = text.replace(/\r\n?/g, "\n").split("\n")
+    ctx.stdout(`${shown}: ${findings.length === 0 ? "no findings" : plural(findings.length, "finding")}\n`)
+    for (const f of findings) ctx.stdout(`\n${describe(f, shown, lines, c)}`)
+    ctx.stdout(`\nRun 'flow refine ${target === "PRD.md" ? "prd" : "plan"}' in a terminal to accept, edit or skip each finding${choice.agent ? `, then talk it over with ${choice.agent.name} (${choice.agent.cli})` : ""}.\n`)
+    return Exit.ok
+  }
+
+  // Interactive from here on: ctx.interactive means stdin and stdout are a terminal (a prompt would hang otherwise).
+  const clack = await import("@clack/prompts")
+  clack.intro(`flow refine ${shown}`)
+  const accepted: Change[] = []
+  const lines = text.replace(/\r\n?/g, "\n").split("\n")
+  if (findings.length === 0) clack.log.success("The offline review found nothing to change.")
+  for (const [i, f] of findings.entries()) {
+    clack.log.step(`${i + 1}/${findings.length} ${shown}${f.line ? `:${f.line}` : ""}: ${f.message}\n${describeChange(f, lines, c)}`.trimEnd())
+    const options = [
+      ...(f.change ? [{ value: "accept" as const, label: "Accept", hint: f.suggestion }] : []),
+      ...(f.edit ? [{ value: "edit" as const, label: "Edit", hint: f.change ? "write your own fix" : f.suggestion }] : []),
+      { value: "skip" as const, label: "Skip" },
+    ]
+    const answer = await clack.select({ message: "This finding:", options })
+    if (clack.isCancel(answer)) throw cancelled(clack, shown)
+    if (answer === "accept") accepted.push(f.change!)
+    if (answer === "edit") {
+      const typed = await clack.text({ message: f.edit!.question, validate: (v) => (v?.trim() ? undefined : "write something, or press Esc to stop") })
+      if (clack.isCancel(typed)) throw cancelled(clack, shown)
+      accepted.push(f.edit!.change(typed.trim()))
+    }
+  }
+  if (accepted.length > 0) {
+    copyFileSync(file, `${file}.bak`)
+    writeFileAtomic(file, applyChanges(text, accepted))
+    clack.log.success(`Wrote ${shown}: ${plural(accepted.length, "change")}; the previous version is in ${shown}.bak`)
+  } else if (findings.length > 0) clack.log.info(`${shown} is unchanged`)
+  return handOver(ctx, clack, choice, target, project.dir)
+}
+
+async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice: AgentChoice, target: Target, dir: string): Promise<number> {
+  if (!choice.agent) {
+    clack.outro(`No agent to talk it over with (${choice.reason}); add one to flow.yaml for an AI session`)
+    return Exit.ok
+  }
+  const prompt = refinePrompt(target, { guidelines: existsSync(join(dir, "GUIDELINES.md")), designs: filesUnder(dir, "designs"), research: filesUnder(dir, "research") })
+  const argv = interactiveArgv(choice.agent, prompt, dir)
+  if (!argv) {
+    clack.outro(`${choice.agent.cli} takes no first prompt on its command line: start it yourself and paste the prompt below`)
+    ctx.stdout(`${prompt}`)
+    return Exit.ok
+  }
+  clack.outro(`Handing the terminal to ${choice.agent.name} (${choice.agent.cli}); leave its session to come back`)
+  // The agent owns the terminal now: Ctrl-C is its to handle, and must not end flow underneath it.
+  const stopIgnoring = ctx.onInterrupt?.(() => {})
+  try {
+    const code = await runAttached(argv, { cwd: dir, env: { FLOW_PROJECT: dir } })
+    if (code !== 0) ctx.stderr(`${choice.agent.name} (${choice.agent.cli}) ended with exit ${code}\n`)
+  } finally {
+    stopIgnoring?.()
+  }
+  return Exit.ok
+}
+
+function cancelled(clack: typeof import("@clack/prompts"), shown: string): FlowError {
+  clack.cancel("Stopped")
+  return new FlowError(`refine cancelled: ${shown} was left as it was`, Exit.cancelled)
+}
+
+/** One finding for the printed review: where, what, the fix in words, and the change as -/+ lines. */
+function describe(f: ReviewFinding, shown: string, lines: readonly string[], c: Colours): string {
+  return `${shown}${f.line ? `:${f.line}` : ""}: ${f.message}\n  ${c.dim("fix:")} ${f.suggestion}\n${describeChange(f, lines, c)}`
+}
+
+function describeChange(f: ReviewFinding, lines: readonly string[], c: Colours): string {
+  if (!f.change) return ""
+  const removed = lines.slice(f.change.at, f.change.at + f.change.remove).map((l) => `  ${c.red(`- ${l}`)}\n`)
+  const added = f.change.lines.map((l) => `  ${c.green(`+ ${l}`)}\n`)
+  return [...removed, ...added].join("")
+}

@@ -1,0 +1,216 @@
+// `flow refine`: the offline review printed without a terminal (text and --json, compared whole), and the
+// interactive review driven in a real terminal under tmux (send-keys, capture-pane): accept, edit, skip,
+// cancel, and the hand-over to an agent CLI's interactive session.
+import { expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { type } from "arktype"
+import { RefineReport } from "../lib/json-shapes"
+import { flow, flowArgv, ROOT, tempRepo } from "./helpers"
+
+const fixture = (name: string) => readFileSync(join(ROOT, "test", "fixtures", "refine", name), "utf8")
+const StrictReport = RefineReport.onDeepUndeclaredKey("reject")
+
+/** A real terminal: a private tmux server running one command in a 120x60 window. */
+async function terminal(cwd: string, args: string[]) {
+  const socket = `flow-test-${process.pid}-${Math.random().toString(36).slice(2)}`
+  const tmux = (...a: string[]) => {
+    const r = Bun.spawnSync(["tmux", "-L", socket, ...a], { stdout: "pipe", stderr: "pipe" })
+    if (r.exitCode !== 0) throw new Error(`tmux ${a[0]} failed: ${r.stderr.toString()}`)
+    return r.stdout.toString()
+  }
+  const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
+  // CI=1 would make flow non-interactive; the pane stays after flow exits so its last screen can be read.
+  const command = `cd ${quote(cwd)} && env -u CI -u FLOW_PROJECT NO_COLOR=1 TZ=Etc/UTC ${[...flowArgv(), ...args].map(quote).join(" ")}; echo "EXIT=$?"; sleep 600`
+  tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "60", command)
+  const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "t")
+  return {
+    screen,
+    /** Waits until the screen shows `text` (the terminal has no event to wait on: the screen is polled). */
+    async waitFor(text: string, ms = 20_000): Promise<string> {
+      const deadline = performance.now() + ms
+      for (;;) {
+        const s = screen()
+        if (s.includes(text)) return s
+        if (performance.now() > deadline) throw new Error(`timed out waiting for '${text}'; the screen:\n${s}`)
+        await Bun.sleep(50)
+      }
+    },
+    keys: (...keys: string[]) => void tmux("send-keys", "-t", "t", ...keys),
+    type: (text: string) => void tmux("send-keys", "-t", "t", "-l", text),
+    [Symbol.dispose]: () => {
+      try {
+        tmux("kill-server")
+      } catch {}
+    },
+  }
+}
+
+test.concurrent("without a terminal the PRD review is printed with its suggested changes, exit 0, nothing written", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("PRD.md") })
+  const r = await flow(dir.path, ["refine", "prd"])
+  expect(r).toEqual({
+    code: 0,
+    stderr: "",
+    stdout: `PRD.md: 7 findings
+
+PRD.md:10: the requirement 'FR-2: the export includes credit notes' has no measurable number
+  fix: add a target with a number (a time, a size, a count, a rate) that a test can check
+  - 2. FR-2: the export includes credit notes
+  + 2. FR-2: the export includes credit notes (target: <number and unit>)
+
+PRD.md:13: the requirement 'NFR-1: exports are fast' has no measurable number
+  fix: add a target with a number (a time, a size, a count, a rate) that a test can check
+  - - NFR-1: exports are fast
+  + - NFR-1: exports are fast (target: <number and unit>)
+
+PRD.md:17: the success criterion 'finance signs off on a sample export' is not a checklist item
+  fix: write it as '- [ ] ...' so a reviewer can tick it
+  - - finance signs off on a sample export
+  + - [ ] finance signs off on a sample export
+
+PRD.md:20: the open question 'Which currency do credit notes use?' has no answer
+  fix: answer it (or name who decides, and by when) under the question
+  +   - Answer: <who decides, by when>
+
+PRD.md: the recommended section 'Problem Statement' is missing
+  fix: add '## Problem Statement'
+  + 
+  + ## Problem Statement
+  + <!-- The problem users have today, with evidence; not the solution. -->
+
+PRD.md: the recommended section 'Technical Constraints' is missing
+  fix: add '## Technical Constraints'
+  + 
+  + ## Technical Constraints
+  + <!-- Must use, cannot use, integration points. -->
+
+PRD.md: the recommended section 'Out of Scope' is missing
+  fix: add '## Out of Scope'
+  + 
+  + ## Out of Scope
+  + <!-- What this work will not do, each with the reason. -->
+
+Run 'flow refine prd' in a terminal to accept, edit or skip each finding.
+`,
+  })
+  expect(dir.read("PRD.md")).toBe(fixture("PRD.md"))
+})
+
+test.concurrent("by default the plan is reviewed once it is not empty; --json gives the RefineReport shape", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("PRD.md"), "plan.md": fixture("plan.md"), "flow.yaml": "agents:\n  - name: helper\n    cli: claude\n" })
+  const r = await flow(dir.path, ["refine", "--json"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  const report = JSON.parse(r.stdout)
+  if (StrictReport(report) instanceof type.errors) throw new Error(String(StrictReport(report)))
+  expect(report).toEqual({
+    file: dir.file("plan.md"),
+    findings: [
+      { rule: "item-without-file", line: 7, message: "the work item 'Handle credit notes' in 1.1 CSV writer names no file or component", suggestion: "name the file or component it touches, so the agent knows where to work", change: null },
+      { rule: "section-without-items", line: 12, message: "section 1.2 Download button has no work items", suggestion: "list the work as bullets, each naming the files or components it touches", change: null },
+      { rule: "plan-shape", line: 17, message: "section 2.1 refers to '1.3', which is no section number or task id", suggestion: "did you mean '1.1'?", change: null },
+    ],
+  })
+  const text = await flow(dir.path, ["refine"])
+  expect(text.stdout).toStartWith("plan.md: 3 findings\n")
+  expect(text.stdout).toEndWith("Run 'flow refine plan' in a terminal to accept, edit or skip each finding, then talk it over with helper (claude).\n")
+  dir.write("plan.md", "\n")
+  expect((await flow(dir.path, ["refine"])).stdout).toStartWith("PRD.md: 7 findings\n")
+})
+
+test.concurrent("usage: refine prd|plan only; a missing file is an error", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n" })
+  expect(await flow(dir.path, ["refine", "tasks"])).toEqual({ code: 2, stdout: "", stderr: "error: refine what? 'tasks' is neither prd nor plan\nhint: usage: flow refine [prd|plan] [--agent <name>] [--no-agent] [--json]\n" })
+  expect(await flow(dir.path, ["refine", "plan"])).toEqual({ code: 1, stdout: "", stderr: "error: plan.md does not exist\nhint: run 'flow plan' to write it from PRD.md\n" })
+})
+
+test.concurrent("in a terminal: accept, edit and skip findings; the changes are written with a backup, then the agent takes over", async () => {
+  const agent = `agents:\n  - name: helper\n    cli: command\n    command: ["sh", "-c", "printf 'agent session: %s\\\\n' \\"$(printf '%s' \\"$1\\" | head -n 1)\\"", "sh", "{prompt}"]\n`
+  await using dir = await tempRepo({ "PRD.md": fixture("PRD.md"), "flow.yaml": agent })
+  using t = await terminal(dir.path, ["refine", "prd"])
+  await t.waitFor("1/7 PRD.md:10: the requirement 'FR-2: the export includes credit notes' has no measurable number")
+  t.keys("Enter") // accept
+  await t.waitFor("2/7 PRD.md:13")
+  t.keys("Down", "Enter") // edit
+  await t.waitFor("The requirement, with a number:")
+  t.type("NFR-1: p95 export time under 2 s")
+  t.keys("Enter")
+  await t.waitFor("3/7 PRD.md:17")
+  t.keys("Down", "Down", "Enter") // skip
+  await t.waitFor("4/7 PRD.md:20")
+  t.keys("Down", "Enter") // edit the answer
+  await t.waitFor("Answer to 'Which currency do credit notes use?':")
+  t.type("EUR, decided by finance")
+  t.keys("Enter")
+  await t.waitFor("5/7 PRD.md: the recommended section 'Problem Statement' is missing")
+  t.keys("Enter") // accept
+  for (const n of [6, 7]) {
+    await t.waitFor(`${n}/7 PRD.md:`)
+    t.keys("Down", "Down", "Enter")
+  }
+  const screen = await t.waitFor("EXIT=")
+  expect(screen).toContain("Wrote PRD.md: 4 changes; the previous version is in PRD.md.bak")
+  expect(screen).toContain("Handing the terminal to helper (command); leave its session to come back")
+  expect(screen).toContain("agent session: Help me improve the product requirements document PRD.md. Recommended sections:")
+  expect(screen).toContain("EXIT=0")
+  expect(dir.read("PRD.md.bak")).toBe(fixture("PRD.md"))
+  expect(dir.read("PRD.md")).toBe(`# Export: Product Requirements
+
+## Overview
+Finance exports invoices every month.
+
+## Requirements
+
+### Functional Requirements
+1. FR-1: a user can export a month of invoices as CSV within 2 s
+2. FR-2: the export includes credit notes (target: <number and unit>)
+
+### Non-Functional Requirements
+- NFR-1: p95 export time under 2 s
+
+## Success Criteria
+- [ ] all FR items pass their acceptance tests
+- finance signs off on a sample export
+
+## Open Questions
+- Which currency do credit notes use?
+  - Answer: EUR, decided by finance
+- Do we keep exports?
+  - Answer: 30 days, decided by finance
+
+## Problem Statement
+<!-- The problem users have today, with evidence; not the solution. -->
+`)
+})
+
+test.concurrent("in a terminal: the plan review adds work items to an empty section; Esc stops with nothing written", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": fixture("plan.md") })
+  {
+    using t = await terminal(dir.path, ["refine", "--no-agent"])
+    await t.waitFor("1/3 plan.md:7: the work item 'Handle credit notes' in 1.1 CSV writer names no file or component")
+    t.keys("Enter") // edit is the first choice: there is no automatic fix
+    await t.waitFor("Which file or component does it touch?")
+    t.type("src/export/credit-notes.ts")
+    t.keys("Enter")
+    await t.waitFor("2/3 plan.md:12")
+    t.keys("Enter")
+    await t.waitFor("The work of 1.2 Download button (one item per line):")
+    t.type("src/ui/ExportButton.tsx calls the export endpoint")
+    t.keys("Enter")
+    await t.waitFor("3/3 plan.md:17")
+    t.keys("Enter") // skip: the only choice for a shape note
+    const screen = await t.waitFor("EXIT=0")
+    expect(screen).toContain("No agent to talk it over with (--no-agent)")
+  }
+  expect(dir.read("plan.md")).toBe(fixture("plan.md")
+    .replace("- Handle credit notes\n", "- Handle credit notes (src/export/credit-notes.ts)\n")
+    .replace("### 1.2 Download button\n", "### 1.2 Download button\n- src/ui/ExportButton.tsx calls the export endpoint\n"))
+  const edited = dir.read("plan.md")
+  using t = await terminal(dir.path, ["refine", "plan"])
+  await t.waitFor("This finding:")
+  t.keys("Escape")
+  const screen = await t.waitFor("EXIT=")
+  expect(screen).toContain("error: refine cancelled: plan.md was left as it was")
+  expect(screen).toContain("EXIT=130")
+  expect(dir.read("plan.md")).toBe(edited)
+})
