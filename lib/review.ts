@@ -31,7 +31,7 @@ const PRD_SECTIONS: { title: string; guidance: string; parent?: string }[] = [
   { title: "Open Questions", guidance: "Each question with an owner; the answer under it when decided." },
 ]
 
-const ANSWERED = /\b(?:answer(?:ed)?|decided|decision|resolved)\b\s*[:=-]|(?:^|\s)(?:A:|→|=>)/i
+const ANSWERED = /\b(?:answer(?:ed)?|decided|decision|resolved|resolution)\b\s*[:=-]|(?:^|\s)(?:A:|→|=>)/i
 const NUMBER = /\d/
 
 /** Findings for the text of PRD.md, in line order (missing sections last). */
