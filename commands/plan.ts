@@ -92,7 +92,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       throw new FlowError(`${why}${turn.tail ? `; its last output:\n${indent(turn.tail)}` : ""}`, Exit.failure,
         `plan.md ${written === previous ? "is as it was" : "holds what the agent wrote"}; try again, or run 'flow plan --offline' for a skeleton from PRD.md`)
     }
-    progress.stop(`${agent.name} wrote plan.md in ${Math.round(turn.seconds)} s`)
+    progress.stop(`${agent.name} wrote plan.md`, turn.seconds)
   }
 
   // The shape check: what `flow generate` would say about this plan.
@@ -124,7 +124,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   return Exit.ok
 }
 
-type Progress = { event: (e: AgentEvent) => void; stop: (message: string) => void }
+type Progress = { event: (e: AgentEvent) => void; stop: (message: string, seconds?: number) => void }
 
 /** A clack spinner with the elapsed time on a terminal; elsewhere one line per tool call on stderr. */
 async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
@@ -135,7 +135,7 @@ async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
         if (e.type === "tool") ctx.stderr(`  ${e.name}${e.detail ? ` ${e.detail}` : ""}\n`)
         if (e.type === "error") ctx.stderr(`  error: ${e.message}\n`)
       },
-      stop: (message) => ctx.stderr(`${message}\n`),
+      stop: (message, seconds) => ctx.stderr(`${message}${seconds === undefined ? "" : ` in ${Math.round(seconds)} s`}\n`),
     }
   }
   // Loaded only here: clack is for terminals, and a prompt without one hangs under Bun.
@@ -147,7 +147,7 @@ async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
       if (e.type === "tool") s.message(`${start}: ${e.name}${e.detail ? ` ${e.detail}` : ""}`.slice(0, 100))
       else if (e.type === "text") s.message(`${start}: ${e.text.split("\n")[0]}`.slice(0, 100))
     },
-    stop: (message) => s.stop(message),
+    stop: (message) => s.stop(message), // the timer indicator adds the elapsed time
   }
 }
 

@@ -6,6 +6,7 @@ import { dirname, join } from "node:path"
 import { type } from "arktype"
 import { PlanReport } from "../lib/json-shapes"
 import { flow, ROOT, tempRepo, type TempDir } from "./helpers"
+import { terminal } from "./terminal"
 
 const fixture = (path: string) => readFileSync(join(ROOT, "test", "fixtures", path), "utf8")
 const StrictReport = PlanReport.onDeepUndeclaredKey("reject")
@@ -146,4 +147,15 @@ test.concurrent("usage errors: an unknown agent, a script agent, a missing PRD.m
     stdout: "",
     stderr: "error: PRD.md does not exist: there is nothing to plan from\nhint: write the requirements in PRD.md first ('flow create' makes a template)\n",
   })
+})
+
+test.concurrent("on a terminal a spinner shows the elapsed time and what the agent does", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n" })
+  const agent = fakeClaude(dir, { ...writes("plans/basic.md"), FAKE_AGENT_DELAY_MS: "1500" })
+  using t = await terminal(dir.path, ["plan"], agent.env)
+  const running = await t.waitFor("planner (claude) is writing plan.md: Bash cp ")
+  expect(running).toMatch(/is writing plan\.md: Bash cp \S+basic\.md plan\.md \[\d+s\]/)
+  const done = await t.waitFor("EXIT=")
+  expect(done).toMatch(/planner wrote plan\.md \[\d+s\]\nWrote plan\.md by planner \(claude\): 2 phases, 4 sections\nNext: review it \('flow refine plan'\), then 'flow generate'\nEXIT=0\n/)
+  expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
 })
