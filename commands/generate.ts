@@ -1,18 +1,25 @@
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { parse } from "../lib/cli"
 import { colours } from "../lib/colour"
 import type { Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { plural } from "../lib/findings"
+import { showProgress } from "../lib/agent-progress"
+import { loadConfig } from "../lib/config"
+import { ENRICH_FILE, enrichPrompt, readEnrichment, type Enrichment } from "../lib/enrich"
 import { generateTasks } from "../lib/generate"
+import type { PlanNote } from "../lib/plan-parse"
+import { planningAgent } from "../lib/planning-agent"
+import { runTurn } from "../lib/run/agent-runner"
+import { ensureStateDir } from "../lib/valid-cache"
 import type { GenerateReport } from "../lib/json-shapes"
 import { formatNote } from "../lib/plan-notes"
 import { findProject, projectAt, type Project } from "../lib/project"
 import { replaceTasks } from "../lib/tasks"
 
 export const meta = {
-  usage: "flow generate [<plan-file>] [--dry-run] [--json]",
+  usage: "flow generate [<plan-file>] [--enrich] [--agent <name>] [--dry-run] [--json]",
   description: `Turns plan.md (or <plan-file>) into tasks.yaml, offline and deterministically: every
 '### <n>.<m> <title>' section becomes a task in phase <n> whose id is its title in kebab-case (or the
 {#id} at the end of the heading); its text becomes the instructions; the items under 'Acceptance:' or
@@ -20,10 +27,14 @@ export const meta = {
 depends on the last tasks of the previous phase); 'Validated by: 2.3' becomes validation_task_id; a
 '(checkpoint)' in the heading makes a checkpoint; '#### Step <k>: ...' headings become steps and
 '#### <n>.<m>.<k> <title>' headings subtasks. docs/PLANNING.md has every rule.
+With --enrich (or --agent <name>) an agent CLI then proposes sharper instructions and acceptance criteria
+as JSON, which flow checks and lays over the generated tasks; ids and dependencies stay the plan's.
 Generating again keeps the status, notes, times and step progress of every task whose id is still there,
 and lists what was added, removed and kept. Text that fits no section is reported with its line; an error
 in the plan (an unknown reference, a duplicate id, a cycle) stops the command before it writes anything.`,
   options: {
+    enrich: { type: "boolean", help: "then let the first agent CLI of flow.yaml propose better instructions and acceptance criteria" },
+    agent: { type: "string", arg: "name", help: "the flow.yaml agent that proposes them (implies --enrich)" },
     "dry-run": { type: "boolean", help: "print the tasks.yaml it would write, and write nothing" },
     json: { type: "boolean", help: "print the outcome as JSON" },
   },
@@ -45,9 +56,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   }
   const dryRun = Boolean(values["dry-run"])
   const c = colours(ctx)
+  // The agent works before the lock is taken: it may take minutes, and agents of a run may be writing.
+  const proposals = values.enrich || values.agent !== undefined ? await propose(ctx, project, planText, values.agent, Boolean(values.json)) : undefined
 
   const report = await replaceTasks(project, "flow generate", async (current) => {
-    const g = await generateTasks(planText, current?.data)
+    const g = await generateTasks(planText, current?.data, proposals?.enrichment)
+    g.notes.push(...(proposals?.notes ?? []))
     const ok = g.text !== undefined
     const report: GenerateReport = {
       plan: planFile,
@@ -59,6 +73,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       added: ok ? g.added : [],
       removed: ok ? g.removed : [],
       kept: ok ? g.kept : [],
+      ...(proposals ? { enriched: ok ? g.enriched : [], enriched_by: proposals.agent } : {}),
       notes: g.notes,
       ...(dryRun && ok ? { text: g.text } : {}),
     }
@@ -79,6 +94,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (dryRun) ctx.stdout(report.text ?? "")
   const what = `${plural(report.tasks, "task")}${report.phases ? ` in ${plural(report.phases, "phase")}` : ""} from ${shownPlan}`
   say(`${dryRun ? `Would write ${shownTasks}` : report.written ? `Wrote ${shownTasks}` : `${shownTasks} is up to date`}: ${what}\n`)
+  if (report.enriched_by) say(`  enriched by ${report.enriched_by}: ${report.enriched?.length ? report.enriched.join(", ") : "no task"}\n`)
   if (report.kept.length === 0 && report.removed.length === 0) return Exit.ok
   if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)
   if (report.removed.length) say(`  removed: ${report.removed.map((r) => `${r.id} (was ${r.status})`).join(", ")}\n`)
@@ -97,5 +113,38 @@ function projectWithPlan(ctx: Ctx): Project {
   } catch (e) {
     if (e instanceof FlowError && !ctx.env.FLOW_PROJECT && existsSync(join(ctx.cwd, "plan.md"))) return projectAt(resolve(ctx.cwd), ctx.env)
     throw e
+  }
+}
+
+/** Runs the agent on the deterministic tasks and reads its proposals; a failed agent is an error before any write. */
+async function propose(ctx: Ctx, project: Project, planText: string, name: string | undefined, quiet: boolean): Promise<{ agent: string; enrichment: Enrichment; notes: PlanNote[] } | undefined> {
+  const first = await generateTasks(planText)
+  if (first.text === undefined) return undefined // the plan's own errors are reported by the normal pass
+  const choice = planningAgent(loadConfig(project.dir), { name })
+  if (!choice.agent) throw usage(`--enrich needs an agent CLI: ${choice.reason}`, "add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich")
+  const agent = choice.agent
+  ensureStateDir(project.stateDir)
+  const file = join(project.dir, ENRICH_FILE)
+  rmSync(file, { force: true })
+  const abort = new AbortController()
+  const stop = ctx.onInterrupt?.(() => abort.abort())
+  const progress = quiet ? { event: () => {}, stop: () => {} } : await showProgress(ctx, `${agent.name} (${agent.cli}) is reviewing the tasks`)
+  try {
+    const turn = await runTurn({ agent, prompt: enrichPrompt(first.tasks), script: "", cwd: project.dir, env: { FLOW_PROJECT: project.dir }, signal: abort.signal, onEvent: progress.event })
+    if (abort.signal.aborted) throw new FlowError(`cancelled: ${agent.name} was stopped; tasks.yaml was not written`, Exit.cancelled)
+    if (turn.code !== 0 || !existsSync(file)) {
+      progress.stop(`${agent.name} failed`)
+      const why = turn.code !== 0 ? `failed with exit ${turn.code}` : `finished without writing ${ENRICH_FILE}`
+      throw new FlowError(`${agent.name} (${agent.cli}) ${why}; tasks.yaml was not written${turn.tail ? `; its last output:\n${turn.tail}` : ""}`, Exit.failure,
+        "try again, or run 'flow generate' without --enrich")
+    }
+    progress.stop(`${agent.name} proposed changes`, turn.seconds)
+    const ids = new Set<string>()
+    const walk = (list: readonly { id: string; subtasks?: unknown[] }[] | undefined) => list?.forEach((t) => (ids.add(t.id), walk(t.subtasks as typeof list)))
+    walk(first.tasks)
+    return { agent: agent.name, ...readEnrichment(readFileSync(file, "utf8"), ids) }
+  } finally {
+    stop?.()
+    rmSync(file, { force: true })
   }
 }

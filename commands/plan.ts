@@ -16,7 +16,7 @@ import { planSkeleton } from "../lib/plan-skeleton"
 import { planningAgent } from "../lib/planning-agent"
 import { findProject } from "../lib/project"
 import { runTurn } from "../lib/run/agent-runner"
-import type { AgentEvent } from "../lib/agents/types"
+import { showProgress } from "../lib/agent-progress"
 
 export const meta = {
   usage: "flow plan [--agent <name>] [--offline] [--force] [--json]",
@@ -122,33 +122,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (failed) throw new FlowError(`${shown(planFile)} is not in the shape 'flow generate' reads`, Exit.failure, "fix it at the lines above (or run 'flow refine plan'), then 'flow generate'")
   ctx.stdout(choice.agent ? "Next: review it ('flow refine plan'), then 'flow generate'\n" : "Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'\n")
   return Exit.ok
-}
-
-type Progress = { event: (e: AgentEvent) => void; stop: (message: string, seconds?: number) => void }
-
-/** A clack spinner with the elapsed time on a terminal; elsewhere one line per tool call on stderr. */
-async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
-  if (!ctx.interactive) {
-    ctx.stderr(`${start}...\n`)
-    return {
-      event: (e) => {
-        if (e.type === "tool") ctx.stderr(`  ${e.name}${e.detail ? ` ${e.detail}` : ""}\n`)
-        if (e.type === "error") ctx.stderr(`  error: ${e.message}\n`)
-      },
-      stop: (message, seconds) => ctx.stderr(`${message}${seconds === undefined ? "" : ` in ${Math.round(seconds)} s`}\n`),
-    }
-  }
-  // Loaded only here: clack is for terminals, and a prompt without one hangs under Bun.
-  const { spinner } = await import("@clack/prompts")
-  const s = spinner({ indicator: "timer" })
-  s.start(start)
-  return {
-    event: (e) => {
-      if (e.type === "tool") s.message(`${start}: ${e.name}${e.detail ? ` ${e.detail}` : ""}`.slice(0, 100))
-      else if (e.type === "text") s.message(`${start}: ${e.text.split("\n")[0]}`.slice(0, 100))
-    },
-    stop: (message) => s.stop(message), // the timer indicator adds the elapsed time
-  }
 }
 
 function indent(text: string): string {

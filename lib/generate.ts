@@ -1,6 +1,7 @@
 // plan.md's sections → tasks.yaml's tasks, deterministically and offline (docs/PLANNING.md has the rules).
 // Pure: the command reads and writes the files. Types are imported as types only: no arktype at runtime.
 import { carryProgress, type Carried } from "./carry-progress"
+import { applyEnrichment, type Enrichment } from "./enrich"
 import { readBody, type PlanBody, type PlanRefs } from "./plan-body"
 import { parsePlan, type ParsedPlan, type PlanChild, type PlanNote, type PlanSection } from "./plan-parse"
 import { closest, toKebab } from "./suggest"
@@ -24,24 +25,27 @@ const MAX_ID = 40
 export type Generation = GeneratedTasks & Carried & {
   /** the new tasks.yaml; undefined when a note is an error */
   text?: string
+  /** ids whose instructions or acceptance criteria came from an agent's proposals */
+  enriched: string[]
 }
 
 /**
  * plan.md's text → the text of tasks.yaml, with the progress recorded in `old` carried over. The text is
  * given only when it passes every check of `flow validate`; otherwise the notes say why, with plan lines.
  */
-export async function generateTasks(planText: string, old?: TaskFile): Promise<Generation> {
+export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment): Promise<Generation> {
   const generated = planToTasks(parsePlan(planText))
   const carried = carryProgress(generated.tasks, old)
   const notes = generated.notes
-  if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried }
+  if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried, enriched: [] }
+  const enriched = enrichment ? applyEnrichment(generated.tasks, enrichment) : []
   const text = renderTasks(generated.tasks, generated.phases)
   const { validateText } = await import("./validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue
     notes.push({ severity: "error", line: f.task_id ? generated.lines.get(f.task_id) : undefined, message: `${f.message} (tasks.yaml would not pass 'flow validate')`, hint: f.hint })
   }
-  return { ...generated, ...carried, text: notes.some((n) => n.severity === "error") ? undefined : text }
+  return { ...generated, ...carried, enriched, text: notes.some((n) => n.severity === "error") ? undefined : text }
 }
 
 type Node = {

@@ -139,6 +139,9 @@ export const GenerateReport = type({
   kept: "string[]",
   notes: PlanNote.array(),
   "text?": "string",
+  /** with --enrich: the agent, and the ids whose instructions or criteria it changed */
+  "enriched_by?": "string",
+  "enriched?": "string[]",
 })
 export type GenerateReport = typeof GenerateReport.infer
 

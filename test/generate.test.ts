@@ -2,8 +2,8 @@
 // compared whole with <name>.yaml, with the notes compared whole with <name>.notes.txt; the demo's plan gives
 // the demo's tasks.yaml; the command writes, re-generates keeping progress, and writes nothing on errors.
 import { expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { type } from "arktype"
 import { formatNote } from "../lib/plan-notes"
 import { generateTasks } from "../lib/generate"
@@ -175,4 +175,44 @@ test.concurrent("flow generate <plan-file> reads another file", async () => {
   const r = await flow(dir.path, ["generate", "plans/v2.md"])
   expect(r).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 1 task in 1 phase from plans/v2.md\n", stderr: "" })
   expect(dir.read("tasks.yaml")).toBe(read("crlf.yaml"))
+})
+
+test.concurrent("--enrich: an agent's proposals for instructions and criteria are checked and laid over the generated tasks", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("basic.md"), "flow.yaml": "agents:\n  - name: planner\n    cli: claude\n" })
+  const bin = join(dir.path, ".test-bin")
+  mkdirSync(bin)
+  symlinkSync(join(ROOT, "test", "fixtures", "fake-agents", "fake-claude.ts"), join(bin, "claude"))
+  const proposals = {
+    "project-skeleton": { instructions: "- Create `package.json` with `bun test` as its test script\n- Add `src/index.ts` exporting `main()`", acceptance_criteria: ["`bun test` passes"] },
+    "import-from-csv": { acceptance_criteria: ["a file written by export reads back equal"] },
+    nope: { instructions: "x" },
+  }
+  const env = {
+    PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`,
+    FAKE_AGENT_RECORD: join(bin, "launches.jsonl"),
+    FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", `printf '%s' '${JSON.stringify(proposals)}' > .flow/enrich.json`]]),
+  }
+  const r = await flow(dir.path, ["generate", "--enrich"], { env })
+  expect({ ...r, stderr: r.stderr.replace(/in \d+ s/, "in N s").replace(/Bash .*\n/, "Bash ...\n") }).toEqual({
+    code: 0,
+    stdout: "Wrote tasks.yaml: 4 tasks in 2 phases from plan.md\n  enriched by planner: project-skeleton, import-from-csv\n",
+    stderr: "planner (claude) is reviewing the tasks...\n  Bash ...\nplanner proposed changes in N s\nplan.md: warning: the agent proposed changes for 'nope', which is no task of the plan (ignored)\n",
+  })
+  const expected = read("basic.yaml")
+    .replace("    instructions: |\n      - Create package.json with a test script\n      - Add src/index.ts exporting main()\n",
+      "    instructions: |\n      - Create `package.json` with `bun test` as its test script\n      - Add `src/index.ts` exporting `main()`\n    acceptance_criteria:\n      - \"`bun test` passes\"\n")
+    .replace("    instructions: src/import.ts reads what export writes\n", "    instructions: src/import.ts reads what export writes\n    acceptance_criteria:\n      - a file written by export reads back equal\n")
+  expect(dir.read("tasks.yaml")).toBe(expected)
+  expect(existsSync(dir.file(".flow/enrich.json"))).toBe(false)
+  const prompt = JSON.parse(readFileSync(join(bin, "launches.jsonl"), "utf8").trim()).prompt as string
+  expect(prompt).toContain("Write your proposals as JSON to the file .flow/enrich.json, and change no other file:")
+  expect(prompt).toContain('"id": "continuous-integration",\n    "title": "Continuous integration",\n    "instructions": ".github/workflows/ci.yml runs the tests on every push",\n    "acceptance_criteria": []')
+
+  // An agent that fails leaves tasks.yaml as it was.
+  const before = dir.read("tasks.yaml")
+  const failed = await flow(dir.path, ["generate", "--agent", "planner"], { env: { ...env, FAKE_AGENT_COMMANDS: "[]", FAKE_AGENT_EXIT: "2" } })
+  expect({ code: failed.code, error: failed.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) failed with exit 2; tasks.yaml was not written; its last output:" })
+  expect(dir.read("tasks.yaml")).toBe(before)
+  dir.write("flow.yaml", "agents:\n  - name: runner\n    cli: script\n")
+  expect((await flow(dir.path, ["generate", "--enrich"])).stderr).toBe("error: --enrich needs an agent CLI: flow.yaml has only script agents\nhint: add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich\n")
 })
