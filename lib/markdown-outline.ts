@@ -69,6 +69,8 @@ export type ListItem = {
   nested: string[]
   /** the column where the item's text starts: nested lines are dedented to it */
   column: number
+  /** the number of the item's last line (nested lines included) */
+  end: number
 }
 
 const ITEM = /^(\s*)([-*+]|\d+[.)])\s+(?:\[([ xX])\]\s+)?(.*)$/
@@ -78,16 +80,29 @@ export function listItems(lines: readonly PlanLine[]): ListItem[] {
   const items: ListItem[] = []
   let base: number | undefined
   let inComment = false
+  let fence: string | undefined
   for (const { n, text } of lines) {
     if (inComment || /^\s*<!--/.test(text)) {
       inComment = !text.includes("-->")
+      continue
+    }
+    // A code block is not a list, even when it holds lines starting with '-' (YAML, diffs).
+    const f = text.match(FENCE)
+    if (fence !== undefined || f) {
+      if (fence === undefined) fence = f![1]
+      else if (f && f[1][0] === fence[0] && f[1].length >= fence.length && text.trim() === f[1]) fence = undefined
+      const last = items.at(-1)
+      if (last) {
+        last.nested.push(text.slice(Math.min(text.length - text.trimStart().length, last.column)))
+        last.end = n
+      }
       continue
     }
     const m = text.match(ITEM)
     const indent = text.length - text.trimStart().length
     if (m && (base === undefined || indent <= base)) {
       base = indent
-      items.push({ line: n, text: m[4].trim(), checkbox: m[3] === undefined ? undefined : m[3] === " " ? "open" : "done", nested: [], column: indent + m[2].length + 1 })
+      items.push({ line: n, text: m[4].trim(), checkbox: m[3] === undefined ? undefined : m[3] === " " ? "open" : "done", nested: [], column: indent + m[2].length + 1, end: n })
       continue
     }
     const last = items.at(-1)
@@ -95,6 +110,7 @@ export function listItems(lines: readonly PlanLine[]): ListItem[] {
     if (indent > (base ?? 0)) {
       if (m || last.nested.length > 0) last.nested.push(text.slice(Math.min(indent, last.column)))
       else last.text += ` ${text.trim()}`
+      last.end = n
     } else base = undefined // a paragraph ends the list
   }
   return items

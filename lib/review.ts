@@ -112,7 +112,7 @@ export function reviewPrd(text: string): ReviewFinding[] {
   if (questions) {
     for (const item of listItems(questions.lines)) {
       if (ANSWERED.test(item.text) || item.nested.some((n) => ANSWERED.test(n))) continue
-      const at = item.line + item.nested.length // after the item and its nested lines
+      const at = item.end // after the item and its nested lines
       const indent = " ".repeat(item.column)
       out.push({
         rule: "unanswered-question",
