@@ -15,7 +15,7 @@ import { findProject } from "../lib/project"
 import { applyChanges, reviewPlan, reviewPrd, type Change, type ReviewFinding } from "../lib/review"
 
 export const meta = {
-  usage: "flow refine [prd|plan] [--agent <name>] [--no-agent] [--json]",
+  usage: "flow refine [prd|plan] [--apply] [--agent <name>] [--no-agent] [--json]",
   description: `Improves PRD.md or plan.md (by default plan.md once it is not empty, else PRD.md). First an offline
 review: for the PRD, missing recommended sections, empty ones, requirements without a measurable number,
 success criteria that are not a checklist, open questions without an answer; for the plan, its shape as
@@ -23,10 +23,12 @@ success criteria that are not a checklist, open questions without an answer; for
 On a terminal each finding is shown with its suggested fix, to accept, edit or skip; the accepted changes are
 written back and the previous file is kept as <file>.bak. Then, with an agent CLI in flow.yaml, the
 terminal is handed to that agent's own interactive session with a prompt to ask clarifying questions and
-suggest improvements. Without a terminal the review is printed (or --json) and the exit code is 0.`,
+suggest improvements. Without a terminal the review is printed (or --json) and the exit code is 0;
+--apply applies every suggested change without asking (with --json: the applied findings).`,
   options: {
     agent: { type: "string", arg: "name", help: "the flow.yaml agent to hand the terminal to after the review" },
     "no-agent": { type: "boolean", help: "stop after the offline review" },
+    apply: { type: "boolean", help: "apply every suggested change without asking (no terminal needed; a backup is kept)" },
     json: { type: "boolean", help: "print the review as JSON (never interactive)" },
   },
 } as const
@@ -51,13 +53,27 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
   const c = colours(ctx)
 
+  if (values.apply) {
+    // The flag that does the prompts' job without a terminal: every suggested change, none of the edits.
+    const changes = findings.filter((f) => f.change)
+    if (changes.length > 0) {
+      copyFileSync(file, `${file}.bak`)
+      writeFileAtomic(file, applyChanges(text, changes.map((f) => f.change!)))
+    }
+    if (values.json) {
+      ctx.stdout(`${JSON.stringify(reportOf(file, changes), null, 2)}\n`)
+      return Exit.ok
+    }
+    for (const f of changes) ctx.stdout(`applied: ${shown}${f.line ? `:${f.line}` : ""}: ${f.suggestion}\n`)
+    ctx.stdout(changes.length > 0
+      ? `Wrote ${shown}: ${plural(changes.length, "change")}; the previous version is in ${shown}.bak${findings.length > changes.length ? `; ${plural(findings.length - changes.length, "finding")} need${findings.length - changes.length === 1 ? "s" : ""} a person ('flow refine' in a terminal)` : ""}\n`
+      : `${shown} is unchanged: no finding has a suggested change\n`)
+    return Exit.ok
+  }
+
   if (values.json || !ctx.interactive) {
     if (values.json) {
-      const report: RefineReport = {
-        file,
-        findings: findings.map((f) => ({ rule: f.rule, line: f.line ?? null, message: f.message, suggestion: f.suggestion, change: f.change ? { line: f.change.at + 1, remove: f.change.remove, insert: f.change.lines } : null })),
-      }
-      ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+      ctx.stdout(`${JSON.stringify(reportOf(file, findings), null, 2)}\n`)
       return Exit.ok
     }
     const lines = text.replace(/\r\n?/g, "\n").split("\n")
@@ -119,6 +135,13 @@ async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice
     stopIgnoring?.()
   }
   return Exit.ok
+}
+
+function reportOf(file: string, findings: readonly ReviewFinding[]): RefineReport {
+  return {
+    file,
+    findings: findings.map((f) => ({ rule: f.rule, line: f.line ?? null, message: f.message, suggestion: f.suggestion, change: f.change ? { line: f.change.at + 1, remove: f.change.remove, insert: f.change.lines } : null })),
+  }
 }
 
 function cancelled(clack: typeof import("@clack/prompts"), shown: string): FlowError {

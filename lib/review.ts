@@ -33,6 +33,8 @@ const PRD_SECTIONS: { title: string; guidance: string; parent?: string }[] = [
 
 const ANSWERED = /\b(?:answer(?:ed)?|decided|decision|resolved|resolution)\b\s*[:=-]|(?:^|\s)(?:A:|→|=>)/i
 const NUMBER = /\d/
+const TARGET_PLACEHOLDER = "(target: <number and unit>)"
+const ANSWER_PLACEHOLDER = "<who decides, by when>"
 
 /** Findings for the text of PRD.md, in line order (missing sections last). */
 export function reviewPrd(text: string): ReviewFinding[] {
@@ -80,12 +82,14 @@ export function reviewPrd(text: string): ReviewFinding[] {
         if (NUMBER.test(item.text.replace(/^\W*[A-Z]{1,5}-?\d+(?:\.\d+)*\W*/, ""))) continue
         const source = lines[item.line - 1]
         const at = item.line - 1
+        // A placeholder flow added before is still a finding, but adding another one would fix nothing.
+        const flagged = source.includes(TARGET_PLACEHOLDER)
         out.push({
           rule: "unmeasurable-requirement",
           line: item.line,
           message: `the requirement '${short(item.text)}' has no measurable number`,
-          suggestion: "add a target with a number (a time, a size, a count, a rate) that a test can check",
-          change: { at, remove: 1, lines: [`${source.trimEnd()} (target: <number and unit>)`] },
+          suggestion: flagged ? `replace '${TARGET_PLACEHOLDER}' with the number` : "add a target with a number (a time, a size, a count, a rate) that a test can check",
+          ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
           edit: { question: "The requirement, with a number:", change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${t}`] }) },
         })
       }
@@ -111,15 +115,27 @@ export function reviewPrd(text: string): ReviewFinding[] {
   const questions = find("Open Questions", 2)
   if (questions) {
     for (const item of listItems(questions.lines)) {
+      const indent = " ".repeat(item.column)
+      const placeholder = lines.slice(item.line, item.end).findIndex((l) => l.includes(ANSWER_PLACEHOLDER))
+      if (placeholder >= 0) {
+        const at = item.line + placeholder
+        out.push({
+          rule: "unanswered-question",
+          line: at + 1,
+          message: `the open question '${short(item.text)}' has no answer yet`,
+          suggestion: `replace '${ANSWER_PLACEHOLDER}' with the answer`,
+          edit: { question: `Answer to '${short(item.text)}':`, change: (t) => ({ at, remove: 1, lines: [`${indent}- Answer: ${t}`] }) },
+        })
+        continue
+      }
       if (ANSWERED.test(item.text) || item.nested.some((n) => ANSWERED.test(n))) continue
       const at = item.end // after the item and its nested lines
-      const indent = " ".repeat(item.column)
       out.push({
         rule: "unanswered-question",
         line: item.line,
         message: `the open question '${short(item.text)}' has no answer`,
         suggestion: "answer it (or name who decides, and by when) under the question",
-        change: { at, remove: 0, lines: [`${indent}- Answer: <who decides, by when>`] },
+        change: { at, remove: 0, lines: [`${indent}- Answer: ${ANSWER_PLACEHOLDER}`] },
         edit: { question: `Answer to '${short(item.text)}':`, change: (t) => ({ at, remove: 0, lines: [`${indent}- Answer: ${t}`] }) },
       })
     }

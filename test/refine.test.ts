@@ -86,7 +86,7 @@ test.concurrent("by default the plan is reviewed once it is not empty; --json gi
 
 test.concurrent("usage: refine prd|plan only; a missing file is an error", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n" })
-  expect(await flow(dir.path, ["refine", "tasks"])).toEqual({ code: 2, stdout: "", stderr: "error: refine what? 'tasks' is neither prd nor plan\nhint: usage: flow refine [prd|plan] [--agent <name>] [--no-agent] [--json]\n" })
+  expect(await flow(dir.path, ["refine", "tasks"])).toEqual({ code: 2, stdout: "", stderr: "error: refine what? 'tasks' is neither prd nor plan\nhint: usage: flow refine [prd|plan] [--apply] [--agent <name>] [--no-agent] [--json]\n" })
   expect(await flow(dir.path, ["refine", "plan"])).toEqual({ code: 1, stdout: "", stderr: "error: plan.md does not exist\nhint: run 'flow plan' to write it from PRD.md\n" })
 })
 
@@ -179,4 +179,57 @@ test.concurrent("in a terminal: the plan review adds work items to an empty sect
   expect(screen).toContain("error: refine cancelled: plan.md was left as it was")
   expect(screen).toContain("EXIT=130")
   expect(dir.read("plan.md")).toBe(edited)
+})
+
+test.concurrent("--apply applies every suggested change without a terminal, keeps a backup, and says what needs a person", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("PRD.md") })
+  const r = await flow(dir.path, ["refine", "prd", "--apply"])
+  expect(r).toEqual({
+    code: 0,
+    stderr: "",
+    stdout: `applied: PRD.md:10: add a target with a number (a time, a size, a count, a rate) that a test can check
+applied: PRD.md:13: add a target with a number (a time, a size, a count, a rate) that a test can check
+applied: PRD.md:17: write it as '- [ ] ...' so a reviewer can tick it
+applied: PRD.md:20: answer it (or name who decides, and by when) under the question
+applied: PRD.md: add '## Problem Statement'
+applied: PRD.md: add '## Technical Constraints'
+applied: PRD.md: add '## Out of Scope'
+Wrote PRD.md: 7 changes; the previous version is in PRD.md.bak
+`,
+  })
+  expect(dir.read("PRD.md.bak")).toBe(fixture("PRD.md"))
+  expect(dir.read("PRD.md")).toBe(fixture("PRD.md")
+    .replace("credit notes\n", "credit notes (target: <number and unit>)\n")
+    .replace("exports are fast\n", "exports are fast (target: <number and unit>)\n")
+    .replace("- finance signs", "- [ ] finance signs")
+    .replace("use?\n", "use?\n  - Answer: <who decides, by when>\n")
+    .concat("\n## Problem Statement\n<!-- The problem users have today, with evidence; not the solution. -->\n")
+    .concat("\n## Technical Constraints\n<!-- Must use, cannot use, integration points. -->\n")
+    .concat("\n## Out of Scope\n<!-- What this work will not do, each with the reason. -->\n"))
+  // Now only findings a person must write are left: applying again changes nothing, and the review says what.
+  expect((await flow(dir.path, ["refine", "prd", "--apply"])).stdout).toBe("PRD.md is unchanged: no finding has a suggested change\n")
+  expect((await flow(dir.path, ["refine", "prd"])).stdout).toBe(`PRD.md: 6 findings
+
+PRD.md:10: the requirement 'FR-2: the export includes credit notes (target: <number a...' has no measurable number
+  fix: replace '(target: <number and unit>)' with the number
+
+PRD.md:13: the requirement 'NFR-1: exports are fast (target: <number and unit>)' has no measurable number
+  fix: replace '(target: <number and unit>)' with the number
+
+PRD.md:21: the open question 'Which currency do credit notes use?' has no answer yet
+  fix: replace '<who decides, by when>' with the answer
+
+PRD.md:25: 'Problem Statement' is empty
+  fix: write it: The problem users have today, with evidence; not the solution.
+
+PRD.md:28: 'Technical Constraints' is empty
+  fix: write it: Must use, cannot use, integration points.
+
+PRD.md:31: 'Out of Scope' is empty
+  fix: write it: What this work will not do, each with the reason.
+
+Run 'flow refine prd' in a terminal to accept, edit or skip each finding.
+`)
+  await using plan = await tempRepo({ "PRD.md": "# x\n", "plan.md": fixture("plan.md") })
+  expect((await flow(plan.path, ["refine", "--apply"])).stdout).toBe("plan.md is unchanged: no finding has a suggested change\n")
 })
