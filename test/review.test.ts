@@ -1,0 +1,84 @@
+// The pure parts of refine and plan, in-process: applying changes, what counts as naming a file, Markdown
+// lists, the skeleton's section titles, and the plan review's reading of labels and code blocks.
+import { expect, test } from "bun:test"
+import { listItems } from "../lib/markdown-outline"
+import { planSkeleton } from "../lib/plan-skeleton"
+import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/review"
+
+const lines = (text: string) => text.split("\n").map((t, i) => ({ n: i + 1, text: t }))
+
+test("changes refer to the original lines and keep their order when they land at the same place", () => {
+  const text = "a\nb\nc\n"
+  expect(applyChanges(text, [
+    { at: 3, remove: 0, lines: ["x"] },
+    { at: 1, remove: 1, lines: ["B", "B2"] },
+    { at: 3, remove: 0, lines: ["y"] },
+    { at: 0, remove: 0, lines: ["top"] },
+  ])).toBe("top\na\nB\nB2\nc\nx\ny\n")
+  expect(applyChanges("no newline", [{ at: 1, remove: 0, lines: ["more"] }])).toBe("no newline\nmore\n")
+})
+
+test("a work item names a thing when it has a code span, a path, a file name, a CamelCase name or a call", () => {
+  const yes = ["Update `CHANGELOG.md`", "src/export/csv.ts writes rows", "Edit README.md", "Add an ExportButton", "call render()", "the api/v1 routes"]
+  const no = ["Handle credit notes", "Write tests, e.g. for errors", "Make it fast. Then ship", "Review the design"]
+  expect(yes.filter((t) => !namesAThing(t))).toEqual([])
+  expect(no.filter((t) => namesAThing(t))).toEqual([])
+})
+
+test("list items: bullets, numbers and checkboxes; wrapped text joined; nested lines and code blocks kept under their item", () => {
+  const items = listItems(lines("<!-- - not an item -->\n1. first\n   wrapped\n2. [x] second\n   - nested\n\n   ```yaml\n   - code\n   ```\nA paragraph.\n- third"))
+  expect(items.map(({ line, text, checkbox, nested, end }) => ({ line, text, checkbox, nested, end }))).toEqual([
+    { line: 2, text: "first wrapped", checkbox: undefined, nested: [], end: 3 },
+    { line: 4, text: "second", checkbox: "done", nested: ["- nested", "```yaml", "- code", "```"], end: 9 },
+    { line: 11, text: "third", checkbox: undefined, nested: [], end: 11 },
+  ])
+})
+
+test("the skeleton's section titles drop requirement labels and keep the first clause", () => {
+  const prd = "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- `bin/x` prints the version. It is fast\n"
+  expect(planSkeleton(prd).text.split("\n").filter((l) => l.startsWith("### "))).toEqual([
+    "### 1.1 A user can log in with e-mail",
+    "### 1.2 P95 under 300 ms",
+    "### 1.3 `bin/x` prints the version",
+    "### 2.1 Check the success criteria (checkpoint)",
+  ])
+})
+
+test("the plan review skips acceptance lists, Depends on lines and code blocks when it looks for work items", () => {
+  const plan = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\nDepends on: none\n- `a.ts` does it\n```yaml\n- not: work\n```\n\nAcceptance:\n- it works\n"
+  expect(reviewPlan(plan)).toEqual([])
+})
+
+test("a PRD with every recommended section, numbers, a checklist and answers has no findings", () => {
+  const prd = `# X
+
+## Overview
+It exports.
+
+## Problem Statement
+Finance waits 2 days.
+
+## Requirements
+
+### Functional Requirements
+- FR-1: export 10,000 rows in 2 s
+
+### Non-Functional Requirements
+- NFR-1: 99.9% of exports succeed
+
+## Technical Constraints
+Must use Postgres 16.
+
+## Success Criteria
+- [ ] FR-1 passes its test
+
+## Out of Scope
+- PDF: nobody asked
+
+## Open Questions
+- Which currency?
+  - Decided: EUR
+- Keep exports? Answer: 30 days
+`
+  expect(reviewPrd(prd)).toEqual([])
+})
