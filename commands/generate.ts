@@ -22,7 +22,7 @@ export const meta = {
   usage: "flow generate [<plan-file>] [--enrich] [--agent <name>] [--dry-run] [--json]",
   description: `Turns plan.md (or <plan-file>) into tasks.yaml, offline and deterministically: every
 '### <n>.<m> <title>' section becomes a task in phase <n> whose id is its title in kebab-case (or the
-{#id} at the end of the heading); its text becomes the instructions; the items under 'Acceptance:' or
+{#id} in the heading); its text becomes the instructions; the items under 'Acceptance:' or
 'Done when:' become acceptance_criteria; 'Depends on: 1.2, 2.1' becomes depends_on (by default a task
 depends on the last tasks of the previous phase); 'Validated by: 2.3' becomes validation_task_id; a
 '(checkpoint)' in the heading makes a checkpoint; '#### Step <k>: ...' headings become steps and

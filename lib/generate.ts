@@ -105,7 +105,7 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     const number = n.heading.number
     if (number === undefined) continue
     const first = byNumber.get(number)
-    if (first) notes.push({ severity: "warning", line: n.heading.line, message: `${number} is the number of two sections (the first at line ${first.heading.line}); references to ${number} mean the first` })
+    if (first) notes.push({ severity: "warning", line: n.heading.line, message: `${number} is the number of two sections (the first at line ${first.heading.line}); references to ${number} mean the first`, hint: "renumber one of them" })
     else byNumber.set(number, n)
   }
   const byId = new Map(all.map((n) => [n.id, n]))
