@@ -83,7 +83,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     if (abort.signal.aborted) {
       progress.stop("cancelled")
       if (written.trim() === "") restore()
-      throw new FlowError(`cancelled: ${agent.name} was stopped`, Exit.cancelled, written.trim() === "" ? "plan.md is as it was" : "plan.md holds what the agent wrote so far")
+      throw new FlowError(`cancelled: ${agent.name} was stopped`, Exit.cancelled, written.trim() === "" || written === previous ? "plan.md is as it was" : "plan.md holds what the agent wrote so far")
     }
     if (turn.code !== 0 || written.trim() === "" || written === previous) {
       progress.stop(`${agent.name} failed`)

@@ -21,6 +21,10 @@ export async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
   const { spinner } = await import("@clack/prompts")
   const s = spinner({ indicator: "timer" })
   s.start(start)
+  // clack's spinner puts stdin in raw mode and answers a Ctrl-C keypress with process.exit(0), which would
+  // leave the agent's process group running and report success. Back in cooked mode, Ctrl-C is a SIGINT
+  // again: the command's interrupt handler stops the agent and exits 130.
+  if (process.stdin.isTTY) process.stdin.setRawMode(false)
   return {
     event: (e) => {
       if (e.type === "tool") s.message(`${start}: ${e.name}${e.detail ? ` ${e.detail}` : ""}`.slice(0, 100))

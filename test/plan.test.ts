@@ -159,3 +159,16 @@ test.concurrent("on a terminal a spinner shows the elapsed time and what the age
   expect(done).toMatch(/planner wrote plan\.md \[\d+s\]\nWrote plan\.md by planner \(claude\): 2 phases, 4 sections\nNext: review it \('flow refine plan'\), then 'flow generate'\nEXIT=0\n/)
   expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
 })
+
+test.concurrent("Ctrl-C on a terminal stops the agent: exit 130, what it wrote is kept and the previous plan is in plan.md.bak", async () => {
+  const old = "# Implementation Plan\n\n## Phase 1: Old\n\n### 1.1 Old\n- `old.ts`\n"
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "plan.md": old })
+  const agent = fakeClaude(dir, { FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", "echo partial > plan.md"]]), FAKE_AGENT_DELAY_MS: "60000" })
+  using t = await terminal(dir.path, ["plan", "--force"], agent.env)
+  await t.waitFor("planner (claude) is writing plan.md: Bash sh -c echo partial > plan.md")
+  t.keys("C-c")
+  const screen = await t.waitFor("EXIT=")
+  expect(screen).toContain("error: cancelled: planner was stopped\nhint: plan.md holds what the agent wrote so far\nEXIT=130\n")
+  expect(dir.read("plan.md")).toBe("partial\n")
+  expect(dir.read("plan.md.bak")).toBe(old)
+})
