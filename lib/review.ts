@@ -50,14 +50,18 @@ export function reviewPrd(text: string): ReviewFinding[] {
       if (section.parent && !requirements) continue // reported with its parent
       const at = section.parent ? endOf(doc, requirements!, lines.length) : lines.length
       const hashes = "#".repeat(level)
+      // A missing Requirements section comes with its two groups, which are reported with it.
+      const groups = section.title === "Requirements"
+        ? PRD_SECTIONS.filter((g) => g.parent === "Requirements").flatMap((g) => ["", `### ${g.title}`, `<!-- ${g.guidance} -->`])
+        : []
       // Inserted before a heading, the new section needs a blank line of its own below it.
       const after = at < lines.length ? [""] : []
       out.push({
         rule: "missing-section",
         message: `the recommended section '${section.title}' is missing`,
         suggestion: `add '${hashes} ${section.title}'`,
-        change: { at, remove: 0, lines: ["", `${hashes} ${section.title}`, `<!-- ${section.guidance} -->`, ...after] },
-        edit: { question: `What goes under '${section.title}'?`, change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section.title}`, ...t.split("\n"), ...after] }) },
+        change: { at, remove: 0, lines: ["", `${hashes} ${section.title}`, `<!-- ${section.guidance} -->`, ...groups, ...after] },
+        edit: { question: `What goes under '${section.title}'?`, change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section.title}`, ...t.split("\n"), ...groups, ...after] }) },
       })
       continue
     }

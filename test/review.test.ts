@@ -82,3 +82,11 @@ Must use Postgres 16.
 `
   expect(reviewPrd(prd)).toEqual([])
 })
+
+test("a PRD with no sections gets every recommended one, the requirement groups inside Requirements", async () => {
+  const applied = applyChanges("# X\n", reviewPrd("# X\n").flatMap((f) => (f.change ? [f.change] : [])))
+  expect(applied.split("\n").filter((l) => l.startsWith("#"))).toEqual([
+    "# X", "## Overview", "## Problem Statement", "## Requirements", "### Functional Requirements", "### Non-Functional Requirements",
+    "## Technical Constraints", "## Success Criteria", "## Out of Scope", "## Open Questions",
+  ])
+})
