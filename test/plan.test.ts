@@ -166,6 +166,10 @@ test.concurrent("Ctrl-C on a terminal stops the agent: exit 130, what it wrote i
   const agent = fakeClaude(dir, { FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", "echo partial > plan.md"]]), FAKE_AGENT_DELAY_MS: "60000" })
   using t = await terminal(dir.path, ["plan", "--force"], agent.env)
   await t.waitFor("planner (claude) is writing plan.md: Bash sh -c echo partial > plan.md")
+  // The fake shows the tool call before it runs it: wait for its write, then interrupt.
+  for (const deadline = performance.now() + 20_000; dir.read("plan.md") !== "partial\n"; await Bun.sleep(20)) {
+    if (performance.now() > deadline) throw new Error("the fake agent never wrote plan.md")
+  }
   t.keys("C-c")
   const screen = await t.waitFor("EXIT=")
   expect(screen).toContain("error: cancelled: planner was stopped\nhint: plan.md holds what the agent wrote so far\nEXIT=130\n")
