@@ -186,6 +186,9 @@ export function parsePlan(text: string): ParsedPlan {
     out.notes.push({ severity: "warning", line: fence.line, message: "this code block is never closed: it runs to the end of the file", hint: `close it with ${fence.marker}` })
   }
   flushStray()
+  if (out.title === undefined && out.sections.length > 0) {
+    out.notes.push({ severity: "warning", line: 1, message: "plan.md has no '# Implementation Plan' title", hint: "start plan.md with '# Implementation Plan'" })
+  }
   if (out.sections.length === 0) {
     out.notes.push({
       severity: "error",

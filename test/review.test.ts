@@ -90,3 +90,9 @@ test("a PRD with no sections gets every recommended one, the requirement groups 
     "## Technical Constraints", "## Success Criteria", "## Out of Scope", "## Open Questions",
   ])
 })
+
+test("a plan without its title is told so at line 1", () => {
+  expect(reviewPlan("## Phase 1: A\n\n### 1.1 One\n- `a.ts`\n")).toEqual([
+    { rule: "plan-shape", line: 1, message: "plan.md has no '# Implementation Plan' title", suggestion: "start plan.md with '# Implementation Plan'" },
+  ])
+})
