@@ -91,8 +91,11 @@ function splitRefs(text: string): string[] {
   const cleaned = text.trim()
   if (cleaned === "" || NONE.test(cleaned)) return []
   return cleaned
+    .replace(/\([^)]*\)/g, "") // "1.2 (the schema)": a remark, not a reference
     .split(/\s*(?:,|;|\s+and\s+|\s+&\s+)\s*/)
     .map((r) => r.replace(/[`*_]/g, "").replace(/^(?:section|task|step)\s+/i, "").replace(/^#/, "").replace(/\.$/, "").trim())
+    // "1.2 Schema": the number is the reference, the title a reminder.
+    .map((r) => r.match(/^(\d+\.\d+(?:\.\d+)?)\s/)?.[1] ?? r)
     .filter((r) => r !== "" && !NONE.test(r))
 }
 
