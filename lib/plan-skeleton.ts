@@ -1,7 +1,7 @@
 // `flow plan` without an agent: a plan.md skeleton made only of what PRD.md says. A phase per requirement
 // group, a section per requirement (its text as the work item), and the success criteria as the checks of
 // a last checkpoint phase. It invents nothing: the files and components are left for a person to name.
-import { childrenOf, findHeading, listItems, outline, type ListItem, type Outline, type OutlineHeading } from "./markdown-outline"
+import { childrenOf, findHeading, listItems, outline, writtenLines, type ListItem, type Outline, type OutlineHeading } from "./markdown-outline"
 import type { PlanNote } from "./plan-parse"
 
 export type Skeleton = { text: string; notes: PlanNote[]; phases: number; sections: number }
@@ -61,8 +61,13 @@ function requirementGroups(doc: Outline, notes: PlanNote[]): Group[] {
 
 function group(doc: Outline, heading: OutlineHeading): Group {
   // Items may sit in deeper sub-headings ("#### Export"); each heading's list counts.
-  const lines = [heading, ...childrenOf(doc, heading)].flatMap((h) => h.lines)
-  return { title: heading.title.replace(/\s*\(optional\)\s*$/i, ""), line: heading.line, items: listItems(lines) }
+  const children = childrenOf(doc, heading)
+  let items = listItems([heading, ...children].flatMap((h) => h.lines))
+  // Requirements written as headings ("#### FR-1: Export") with prose under them: a heading is an item.
+  if (items.length === 0) {
+    items = children.map((h) => ({ line: h.line, text: h.title, nested: writtenLines(h.lines).map((l) => l.text.trim()), column: 0, end: h.lines.at(-1)?.n ?? h.line }))
+  }
+  return { title: heading.title.replace(/\s*\(optional\)\s*$/i, ""), line: heading.line, items }
 }
 
 function successCriteria(doc: Outline, notes: PlanNote[]): ListItem[] {

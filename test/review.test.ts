@@ -96,3 +96,10 @@ test("a plan without its title is told so at line 1", () => {
     { rule: "plan-shape", line: 1, message: "plan.md has no '# Implementation Plan' title", suggestion: "start plan.md with '# Implementation Plan'" },
   ])
 })
+
+test("requirements written as headings with prose under them are sections of the skeleton", () => {
+  const prd = "# P\n\n## Requirements\n\n### Functional Requirements\n\n#### FR-1: Export\nA user exports a month as CSV in 2 s.\n\n#### FR-2: Import\nThe export reads back.\n"
+  expect(planSkeleton(prd).text.split("\n").slice(4, 13)).toEqual([
+    "## Phase 1: Functional Requirements", "", "### 1.1 Export", "- FR-1: Export", "  A user exports a month as CSV in 2 s.", "", "### 1.2 Import", "- FR-2: Import", "  The export reads back.",
+  ])
+})
