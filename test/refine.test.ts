@@ -233,3 +233,13 @@ Run 'flow refine prd' in a terminal to accept, edit or skip each finding.
   await using plan = await tempRepo({ "PRD.md": "# x\n", "plan.md": fixture("plan.md") })
   expect((await flow(plan.path, ["refine", "--apply"])).stdout).toBe("plan.md is unchanged: no finding has a suggested change\n")
 })
+
+test.concurrent("in a terminal, a CLI that takes no first prompt gets the prompt printed to paste", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- `a.ts`\n", "flow.yaml": "agents:\n  - name: g\n    cli: goose\n" })
+  using t = await terminal(dir.path, ["refine"])
+  const screen = await t.waitFor("EXIT=")
+  expect(screen).toContain("The offline review found nothing to change.")
+  expect(screen).toContain("goose takes no first prompt on its command line: start it yourself and paste the prompt below")
+  expect(screen).toContain("Help me improve the implementation plan plan.md, written from PRD.md. Its shape:")
+  expect(screen).toContain("EXIT=0")
+})

@@ -4,6 +4,8 @@ import { expect, test } from "bun:test"
 import { listItems } from "../lib/markdown-outline"
 import { planSkeleton } from "../lib/plan-skeleton"
 import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/review"
+import type { AgentConfig } from "../lib/config"
+import { interactiveArgv } from "../lib/planning-agent"
 
 const lines = (text: string) => text.split("\n").map((t, i) => ({ n: i + 1, text: t }))
 
@@ -102,4 +104,27 @@ test("requirements written as headings with prose under them are sections of the
   expect(planSkeleton(prd).text.split("\n").slice(4, 13)).toEqual([
     "## Phase 1: Functional Requirements", "", "### 1.1 Export", "- FR-1: Export", "  A user exports a month as CSV in 2 s.", "", "### 1.2 Import", "- FR-2: Import", "  The export reads back.",
   ])
+})
+
+test("the interactive argv of each agent CLI that takes a first prompt; none for the others", () => {
+  const argv = (cli: string, extra: Record<string, unknown> = {}) => interactiveArgv({ name: "a", cli, ...extra } as AgentConfig, "Help me", "/p")
+  expect({
+    claude: argv("claude", { model: "opus", args: ["--verbose"] }),
+    codex: argv("codex"),
+    gemini: argv("gemini"),
+    copilot: argv("copilot", { model: "gpt-5" }),
+    command: argv("command", { command: ["my-agent", "--cwd", "{cwd}", "{prompt}"] }),
+    goose: argv("goose"),
+    opencode: argv("opencode"),
+    cursor: argv("cursor"),
+  }).toEqual({
+    claude: ["claude", "--model", "opus", "--verbose", "--", "Help me"],
+    codex: ["codex", "--", "Help me"],
+    gemini: ["gemini", "--prompt-interactive", "Help me"],
+    copilot: ["copilot", "--model", "gpt-5", "--interactive", "Help me"],
+    command: ["my-agent", "--cwd", "/p", "Help me"],
+    goose: undefined,
+    opencode: undefined,
+    cursor: undefined,
+  })
 })
