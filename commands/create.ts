@@ -46,8 +46,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     throw new FlowError(`cannot create ${target}: ${(e as Error).message}`, undefined, undefined, { cause: e })
   }
   ctx.stdout(`Created ${name}/ with PRD.md, plan.md and GUIDELINES.md
-Next: describe the product in ${name}/PRD.md; the plan goes in plan.md and the task graph in
-tasks.yaml, which 'flow validate' checks.
+Next: describe the product in ${name}/PRD.md ('flow refine prd' reviews it); then 'flow plan' writes
+plan.md from it and 'flow generate' turns the plan into tasks.yaml.
 `)
 }
 

@@ -19,8 +19,8 @@ function snapshot(dir: string): Record<string, string> {
 }
 
 const created = (name: string) => `Created ${name}/ with PRD.md, plan.md and GUIDELINES.md
-Next: describe the product in ${name}/PRD.md; the plan goes in plan.md and the task graph in
-tasks.yaml, which 'flow validate' checks.
+Next: describe the product in ${name}/PRD.md ('flow refine prd' reviews it); then 'flow plan' writes
+plan.md from it and 'flow generate' turns the plan into tasks.yaml.
 `
 
 const UNSAFE_HINT = "hint: use letters, digits, '.', '_' and '-' (starting with a letter or digit, at most 100 characters), for example 'billing-export'\n"
