@@ -121,7 +121,7 @@ async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice
   const prompt = refinePrompt(target, { guidelines: existsSync(join(dir, "GUIDELINES.md")), designs: filesUnder(dir, "designs"), research: filesUnder(dir, "research") })
   const argv = interactiveArgv(choice.agent, prompt, dir)
   if (!argv) {
-    clack.outro(`${choice.agent.cli} takes no first prompt on its command line: start it yourself and paste the prompt below`)
+    clack.outro(`${choice.agent.cli} is not started interactively by flow: start it yourself and paste the prompt below`)
     ctx.stdout(`${prompt}`)
     return Exit.ok
   }

@@ -27,8 +27,8 @@ export function planningAgent(config: FlowConfig, opts: { name?: string; offline
 }
 
 /**
- * The argv that opens an agent CLI's own interactive session with a first prompt, or undefined for CLIs
- * whose interactive mode takes no prompt from the command line (goose, opencode, cursor).
+ * The argv that opens an agent CLI's own interactive session with a first prompt, or undefined for the CLIs
+ * (goose, opencode, cursor) whose way to do that flow has not checked: the prompt is printed instead.
  */
 export function interactiveArgv(agent: AgentConfig, prompt: string, cwd: string): string[] | undefined {
   const model = agent.model ? ["--model", agent.model] : []

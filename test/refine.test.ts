@@ -239,7 +239,7 @@ test.concurrent("in a terminal, a CLI that takes no first prompt gets the prompt
   using t = await terminal(dir.path, ["refine"])
   const screen = await t.waitFor("EXIT=")
   expect(screen).toContain("The offline review found nothing to change.")
-  expect(screen).toContain("goose takes no first prompt on its command line: start it yourself and paste the prompt below")
+  expect(screen).toContain("goose is not started interactively by flow: start it yourself and paste the prompt below")
   expect(screen).toContain("Help me improve the implementation plan plan.md, written from PRD.md. Its shape:")
   expect(screen).toContain("EXIT=0")
 })
