@@ -1,6 +1,6 @@
 import { adapterFor } from "../lib/agents"
 import { parse } from "../lib/cli"
-import { AGENT_NAME, loadConfig, type AgentConfig } from "../lib/config"
+import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config"
 import type { Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { acquire } from "../lib/lock"
@@ -42,12 +42,16 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
-    agents, parallelism, yes: Boolean(values.yes), retries: config.retries ?? 1,
-    defaults: { repo: config.repo, target: config.merge_target },
+    agents, parallelism, yes: Boolean(values.yes), ...fromConfig(config),
   })
 }
 
-export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults">
+/** The run settings that come from flow.yaml alone. */
+export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish"> {
+  return { retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config) }
+}
+
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish">
 
 /** Runs the orchestrator on a project with the headless log on stdout; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {

@@ -40,6 +40,10 @@ function describe(e: RunEvent): string | undefined {
       return `${e.taskId}: merged ${e.branch} into ${e.target} (${e.commit.slice(0, 10)})`
     case "merge-failed":
       return `${e.taskId}: merge of ${e.branch} into ${e.target} failed: ${clip(e.reason)}`
+    case "published":
+      return `${e.taskId}: ${e.what === "pull-request" ? `pull request ${e.detail}` : e.detail}`
+    case "publish-failed":
+      return `${e.taskId}: ${clip(e.detail)}`
     case "checkpoint":
       return `${e.taskId}: checkpoint waiting for review: 'flow done ${e.taskId}' to continue, 'flow block ${e.taskId} <reason>' to stop`
     case "retry":

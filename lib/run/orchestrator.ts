@@ -10,6 +10,7 @@ import type { Project } from "../project"
 import { indexTasks, type Indexed, type Task } from "../task-index"
 import { readTasks } from "../tasks"
 import type { EventBus } from "./events"
+import type { PublishSettings } from "./publish"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { Workspaces } from "./workspace"
 
@@ -21,6 +22,8 @@ export type RunSettings = {
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }
+  /** push and pull requests after merges (flow.yaml) */
+  publish: PublishSettings
   /** how an agent runs flow: the argv prefix of this very program */
   flowArgv: string[]
   bus: EventBus
@@ -53,7 +56,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
   const workspaces = new Workspaces(s.project, s.defaults)
-  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), sessions: new Map() }
+  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), publishQueues: new Map(), sessions: new Map() }
   const onStop = () => wake.notify()
   s.signal.addEventListener("abort", onStop)
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):

@@ -10,6 +10,7 @@ import { indexTasks, type Task } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
 import { runTurn } from "./agent-runner"
+import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./orchestrator"
 import type { Workspace, Workspaces } from "./workspace"
 
@@ -22,6 +23,8 @@ export type WorkerShared = {
   background: Set<Promise<unknown>>
   /** where each repository's target branch is checked out (found once per run) */
   checkouts: Map<string, string | undefined>
+  /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
+  publishQueues: Map<string, Promise<unknown>>
   sessions: Map<string, string>
 }
 
@@ -164,8 +167,40 @@ export class TaskWorker {
     }
     this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
     await this.setStatus("done")
-    // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile.
+    // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile,
+    // and the network work (push, pull request) too: dependents need only the local merge.
     this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
+    const publish = this.s.publish
+    if (publish.push || publish.pullRequest) this.shared.background.add(this.publish(task, ws))
+  }
+
+  /** Push and pull request, one repository's at a time; a failure is logged and noted, never fatal. */
+  private publish(task: Task, ws: Workspace): Promise<void> {
+    const { remote, push, pullRequest } = this.s.publish
+    const work = async () => {
+      if (pullRequest) {
+        const body = [task.instructions?.trim(), task.acceptance_criteria?.length ? `Acceptance criteria:\n${task.acceptance_criteria.map((c) => `- ${c}`).join("\n")}` : "",
+          `Task \`${task.id}\`, done by ${this.agent.name} (${this.agent.cli}) under \`flow run\`.`].filter(Boolean).join("\n\n")
+        await this.report("pull-request", await openPullRequest({ repo: ws.repo, remote, base: pullRequest.base ?? ws.target, head: ws.branch,
+          title: `${task.id}: ${task.title}`, body, draft: pullRequest.draft }))
+      }
+      if (push) await this.report("push", await pushBranch(ws.repo, remote, ws.target))
+    }
+    const queue = this.shared.publishQueues
+    const result = (queue.get(ws.repo) ?? Promise.resolve()).then(work).catch((e) =>
+      this.report(push ? "push" : "pull-request", { ok: false, detail: (e as Error).message }))
+    queue.set(ws.repo, result)
+    return result
+  }
+
+  private async report(what: "push" | "pull-request", result: PublishResult): Promise<void> {
+    if (result.ok) {
+      this.s.bus.emit({ type: "published", taskId: this.taskId, what, detail: result.detail })
+      if (what === "pull-request") await this.write(`flow run: pull request ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `Pull request: ${result.detail}`), []))
+      return
+    }
+    this.s.bus.emit({ type: "publish-failed", taskId: this.taskId, what, detail: result.detail })
+    await this.write(`flow run: ${what} ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `${result.detail} (the local merge stands)`), [])).catch(() => {})
   }
 
   /** Runs `fn` after every earlier git operation on this task's repository has finished. */
