@@ -7,6 +7,7 @@ import { findProject } from "../lib/project"
 import { currentStep, stepPrompt, taskPrompt } from "../lib/prompt"
 import { indexTasks } from "../lib/task-index"
 import { requireTask } from "../lib/task-lookup"
+import { openExistingState } from "../lib/state-db"
 import { readTasks } from "../lib/tasks"
 
 export const meta = {
@@ -36,7 +37,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     ctx.stdout(stepPrompt(task, step))
     return
   }
-  ctx.stdout(taskPrompt({ index, taskId: id, guidelines: readGuidelines(project.dir), projectName: basename(project.dir) }))
+  // The answered questions are part of the prompt; a project that never asked has no state database.
+  using db = await openExistingState(project)
+  const questions = db ? await db.questions.forTask(id) : []
+  ctx.stdout(taskPrompt({ index, taskId: id, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), questions }))
 }
 
 function readGuidelines(dir: string): string | undefined {

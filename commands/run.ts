@@ -82,7 +82,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   const flush = recordRun(bus, db)
   try {
     writeFlowShim(project.stateDir, selfArgv())
-    const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal })
+    const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })
     if (summary.interrupted) return Exit.cancelled
     return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
   } finally {

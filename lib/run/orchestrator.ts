@@ -9,6 +9,7 @@ import type { AgentConfig } from "../config"
 import type { Project } from "../project"
 import { indexTasks, type Indexed, type Task } from "../task-index"
 import { readTasks } from "../tasks"
+import type { StateDb } from "../state-db"
 import type { EventBus } from "./events"
 import type { PublishSettings } from "./publish"
 import { TaskWorker, type WorkerShared } from "./task-worker"
@@ -28,6 +29,8 @@ export type RunSettings = {
   flowArgv: string[]
   bus: EventBus
   signal: AbortSignal
+  /** the project's runtime state: questions, agents, the event log */
+  db: StateDb
 }
 
 export type RunSummary = { done: number; blocked: string[]; remaining: number; interrupted: boolean }
