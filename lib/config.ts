@@ -7,7 +7,9 @@ import { formatFinding } from "./findings"
 import type { PublishSettings } from "./run/publish"
 import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
 
-export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+import { AGENT_NAME } from "./agent-name"
+
+export { AGENT_NAME }
 
 export const AgentConfig = type({
   name: AGENT_NAME,
