@@ -1,4 +1,4 @@
-import { adapterFor } from "../lib/agents"
+import { adapterFor, type Adapter } from "../lib/agents"
 import { parse } from "../lib/cli"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config"
 import type { Ctx } from "../lib/context"
@@ -38,7 +38,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
+  for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
   const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
@@ -106,6 +106,14 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
     throw usage("no agents: flow.yaml lists none and no --agents/--cli was given", "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)")
   }
   return configured
+}
+
+/** A CLI that is not installed fails here, before any task is touched, not as a task blocked with exit 127. */
+function requireInstalled(agent: AgentConfig, adapter: Adapter): void {
+  const binary = adapter.binary
+  // A path in a command template is resolved in the worktree when the agent starts; only bare names are looked up.
+  if (binary.includes("/") || Bun.which(binary)) return
+  throw new FlowError(`agent ${agent.name} needs '${binary}', which is not on PATH`, Exit.failure, adapter.install)
 }
 
 function positiveInt(text: string, flag: string): number {
