@@ -1,13 +1,11 @@
-import { readFileSync } from "node:fs"
-import { basename, join } from "node:path"
 import { parse, positionalsExactly } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { FlowError } from "../lib/errors"
 import { findProject } from "../lib/project"
-import { currentStep, stepPrompt, taskPrompt } from "../lib/prompt"
+import { projectTaskPrompt } from "../lib/project-prompt"
+import { currentStep, stepPrompt } from "../lib/prompt"
 import { indexTasks } from "../lib/task-index"
 import { requireTask } from "../lib/task-lookup"
-import { openExistingState } from "../lib/state-db"
 import { readTasks } from "../lib/tasks"
 
 export const meta = {
@@ -37,16 +35,5 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     ctx.stdout(stepPrompt(task, step))
     return
   }
-  // The answered questions are part of the prompt; a project that never asked has no state database.
-  using db = await openExistingState(project)
-  const questions = db ? await db.questions.forTask(id) : []
-  ctx.stdout(taskPrompt({ index, taskId: id, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), questions }))
-}
-
-function readGuidelines(dir: string): string | undefined {
-  try {
-    return readFileSync(join(dir, "GUIDELINES.md"), "utf8")
-  } catch {
-    return undefined
-  }
+  ctx.stdout(await projectTaskPrompt(project, index, id))
 }

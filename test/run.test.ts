@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { background, flow, flowArgv, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const statuses = (yaml: string) => {
   const out: Record<string, string> = {}

@@ -3,7 +3,6 @@
 // once; nothing polls. tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains
 // the rules.
 import { watch } from "chokidar"
-import { basename } from "node:path"
 import { availableTasks } from "../availability"
 import type { AgentConfig } from "../config"
 import type { Project } from "../project"
@@ -162,4 +161,3 @@ function waitsOnRunning(index: Map<string, Indexed>, entry: Indexed, running: Ma
   return false
 }
 
-export const projectName = (p: Project) => basename(p.dir)

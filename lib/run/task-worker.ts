@@ -1,12 +1,13 @@
 // One task on one agent, from its worktree to its merge. A task's outcome is its status in tasks.yaml,
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { basename, join } from "node:path"
+import { join } from "node:path"
 import type { AgentConfig } from "../config"
 import { FlowError } from "../errors"
 import { commitAll, ensureWorktree, mergeInto, listWorktrees, removeWorktree } from "../git"
 import type { Question } from "../json-shapes"
-import { answersPrompt, currentStep, stepPrompt, taskPrompt } from "../prompt"
+import { projectTaskPrompt } from "../project-prompt"
+import { answersPrompt, currentStep, stepPrompt } from "../prompt"
 import { indexTasks, type Step, type Task } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
@@ -334,15 +335,7 @@ export class TaskWorker {
 
   private async taskPrompt(): Promise<string> {
     const { data } = await readTasks(this.s.project)
-    const guidelines = join(this.s.project.dir, "GUIDELINES.md")
-    return taskPrompt({
-      index: indexTasks(data),
-      taskId: this.taskId,
-      guidelines: existsSync(guidelines) ? readFileSync(guidelines, "utf8") : undefined,
-      projectName: basename(this.s.project.dir),
-      workspace: { path: this.ws!.path, branch: this.ws!.branch },
-      questions: await this.s.db.questions.forTask(this.taskId),
-    })
+    return projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { path: this.ws!.path, branch: this.ws!.branch }, db: this.s.db })
   }
 
   /** Agents find the project and their task through the environment, and `flow` on their PATH. */
