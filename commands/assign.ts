@@ -1,4 +1,5 @@
 // `flow assign <task_id> <agent_name>`: restricts a task to one named agent (SPEC 3.2 rule 4).
+import { AGENT_NAME, AGENT_NAME_HINT } from "../lib/agent-name"
 import { parse, positionalsExactly } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { usage } from "../lib/errors"
@@ -6,24 +7,32 @@ import { findProject } from "../lib/project"
 import { mutateTasks } from "../lib/tasks"
 import { requireTask } from "../lib/task-lookup"
 
-/** Agent names end up in prompts, logs and folder names: letters, digits, `.`, `_`, `-`. */
-const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
 
 export const meta = {
-  usage: "flow assign <task_id> <agent_name>",
+  usage: "flow assign <task_id> <agent_name> | flow assign <task_id> --clear",
   description: `Sets the task's agent_name: only that agent runs it. The task's status is not changed (the
 orchestrator moves it to assigned when it hands it over). Assigning a done task is allowed: it records who
-should redo it if it is reopened. Agent names hold letters, digits, '.', '_' and '-', starting with a letter
-or digit.`,
-  options: {},
+should redo it if it is reopened. Agent names hold up to 64 letters, digits, '.', '_' and '-', starting with
+a letter or digit. --clear removes agent_name: any agent may take the task again.`,
+  options: {
+    clear: { type: "boolean", help: "remove the task's agent_name instead of setting one" },
+  },
 } as const
 
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
-  const { positionals } = parse(meta, args)
-  const [id, agent] = positionalsExactly(positionals, ["task_id", "agent_name"], meta.usage)
-  if (!AGENT_NAME.test(agent)) {
-    throw usage(`'${agent}' is not a valid agent name`, "use letters, digits, '.', '_' and '-', starting with a letter or digit (for example claude or codex-2)")
+  const { values, positionals } = parse(meta, args)
+  if (values.clear) {
+    const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
+    const before = await mutateTasks(findProject(ctx), `flow assign ${id} --clear`, (editor) => {
+      const before = requireTask(editor.tasks, id).task.agent_name
+      editor.set({ taskId: id }, "agent_name", undefined)
+      return before
+    })
+    ctx.stdout(before ? `${id}: no longer assigned (was ${before})\n` : `${id} is not assigned to any agent\n`)
+    return
   }
+  const [id, agent] = positionalsExactly(positionals, ["task_id", "agent_name"], meta.usage)
+  if (!AGENT_NAME.test(agent)) throw usage(`'${agent}' is not a valid agent name`, AGENT_NAME_HINT)
   const before = await mutateTasks(findProject(ctx), `flow assign ${id}`, (editor) => {
     const before = requireTask(editor.tasks, id).task.agent_name
     editor.set({ taskId: id }, "agent_name", agent)

@@ -11,7 +11,7 @@ import demoFlowYaml from "../lib/templates/demo/flow.yaml" with { type: "text" }
 import demoPlan from "../lib/templates/demo/plan.md" with { type: "text" }
 import demoPrd from "../lib/templates/demo/PRD.md" with { type: "text" }
 import demoTasks from "../lib/templates/demo/tasks.yaml" with { type: "text" }
-import { startRun } from "./run"
+import { fromConfig, startRun } from "./run"
 
 export const meta = {
   usage: "flow demo [<dir>] [--yes]",
@@ -50,7 +50,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = projectAt(dir, ctx.env)
   const config = loadConfig(dir)
   const code = await startRun(ctx, project, {
-    agents: config.agents ?? [], parallelism: config.parallelism ?? 3, yes: Boolean(values.yes), retries: config.retries ?? 1, defaults: {},
+    agents: config.agents ?? [], parallelism: config.parallelism ?? 3, yes: Boolean(values.yes), ...fromConfig(config),
   })
   ctx.stdout(`\nThe demo project is in ${dir}: 'git log --oneline --graph' shows the merges, 'flow list' the tasks.\n`)
   return code

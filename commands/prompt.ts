@@ -1,10 +1,9 @@
-import { readFileSync } from "node:fs"
-import { basename, join } from "node:path"
 import { parse, positionalsExactly } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { FlowError } from "../lib/errors"
 import { findProject } from "../lib/project"
-import { currentStep, stepPrompt, taskPrompt } from "../lib/prompt"
+import { projectTaskPrompt } from "../lib/project-prompt"
+import { currentStep, stepPrompt } from "../lib/prompt"
 import { indexTasks } from "../lib/task-index"
 import { requireTask } from "../lib/task-lookup"
 import { readTasks } from "../lib/tasks"
@@ -36,13 +35,5 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     ctx.stdout(stepPrompt(task, step))
     return
   }
-  ctx.stdout(taskPrompt({ index, taskId: id, guidelines: readGuidelines(project.dir), projectName: basename(project.dir) }))
-}
-
-function readGuidelines(dir: string): string | undefined {
-  try {
-    return readFileSync(join(dir, "GUIDELINES.md"), "utf8")
-  } catch {
-    return undefined
-  }
+  ctx.stdout(await projectTaskPrompt(project, index, id))
 }

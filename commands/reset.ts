@@ -1,5 +1,5 @@
 // `flow reset <task_id>` and `flow reset --stuck [--older-than <duration>]` (SPEC 3.2: a stuck task goes back to todo).
-import { isoSeconds, parseTimestamp } from "../lib/clock"
+import { parseTimestamp } from "../lib/clock"
 import { parse } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { usage } from "../lib/errors"

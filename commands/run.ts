@@ -1,6 +1,6 @@
-import { adapterFor } from "../lib/agents"
+import { adapterFor, type Adapter } from "../lib/agents"
 import { parse } from "../lib/cli"
-import { AGENT_NAME, loadConfig, type AgentConfig } from "../lib/config"
+import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config"
 import type { Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { acquire } from "../lib/lock"
@@ -38,16 +38,20 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
+  for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
   const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
-    agents, parallelism, yes: Boolean(values.yes), retries: config.retries ?? 1,
-    defaults: { repo: config.repo, target: config.merge_target },
+    agents, parallelism, yes: Boolean(values.yes), ...fromConfig(config),
   })
 }
 
-export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults">
+/** The run settings that come from flow.yaml alone. */
+export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish"> {
+  return { retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config) }
+}
+
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish">
 
 /** Runs the orchestrator on a project with the headless log on stdout; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
@@ -78,7 +82,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   const flush = recordRun(bus, db)
   try {
     writeFlowShim(project.stateDir, selfArgv())
-    const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal })
+    const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })
     if (summary.interrupted) return Exit.cancelled
     return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
   } finally {
@@ -102,6 +106,14 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
     throw usage("no agents: flow.yaml lists none and no --agents/--cli was given", "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)")
   }
   return configured
+}
+
+/** A CLI that is not installed fails here, before any task is touched, not as a task blocked with exit 127. */
+function requireInstalled(agent: AgentConfig, adapter: Adapter): void {
+  const binary = adapter.binary
+  // A path in a command template is resolved in the worktree when the agent starts; only bare names are looked up.
+  if (binary.includes("/") || Bun.which(binary)) return
+  throw new FlowError(`agent ${agent.name} needs '${binary}', which is not on PATH`, Exit.failure, adapter.install)
 }
 
 function positiveInt(text: string, flag: string): number {

@@ -8,6 +8,7 @@ import type { Indexed, Task } from "./task-index"
  * - its status is ready_for_agent, or todo with every depends_on done (a person's `flow ready` overrides
  *   unfinished dependencies);
  * - every ancestor's depends_on is done: a subtask cannot start before its parent's dependencies;
+ * - no ancestor is blocked or done: a person stopped that work, or it is over;
  * - it is not a checkpoint (those wait for a person to run `flow done`, SPEC 3.2 rule 5);
  * - it has no subtasks: the children are the work, and the parent completes with them (rule 6);
  * - given `agent`, it has no agent_name or exactly that one (rule 4).
@@ -27,7 +28,7 @@ export function availableTasks(index: Map<string, Indexed>, agent?: string): Ind
     let top = task
     let clear = true
     for (let up = entry.parent; up !== undefined; up = index.get(up.id)?.parent) {
-      if (!depsDone(up)) {
+      if (!depsDone(up) || up.status === "blocked" || up.status === "done") {
         clear = false
         break
       }

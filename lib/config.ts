@@ -4,9 +4,12 @@ import { join } from "node:path"
 import { type } from "arktype"
 import { Exit, FlowError } from "./errors"
 import { formatFinding } from "./findings"
+import type { PublishSettings } from "./run/publish"
 import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
 
-export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+import { AGENT_NAME } from "./agent-name"
+
+export { AGENT_NAME }
 
 export const AgentConfig = type({
   name: AGENT_NAME,
@@ -29,6 +32,12 @@ export const FlowConfig = type({
   "merge_target?": "string",
   /** how many times a task whose agent failed is tried again before it is blocked (default 1) */
   "retries?": "number.integer >= 0",
+  /** the git remote that push and pull_request use (default origin) */
+  "remote?": /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+  /** push the merge target to the remote after each merge */
+  "push?": "boolean",
+  /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
+  "pull_request?": type("boolean").or({ "base?": "string > 0", "draft?": "boolean" }),
 })
 export type FlowConfig = typeof FlowConfig.infer
 
@@ -55,5 +64,20 @@ export function loadConfig(projectDir: string): FlowConfig {
     if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
     names.add(agent.name)
   }
+  const pr = out.pull_request
+  if (out.push && pr && (pr === true || pr.base === undefined || pr.base === out.merge_target)) {
+    throw new FlowError("flow.yaml sets both 'push' and 'pull_request' into the merge target: every pull request would already be merged",
+      Exit.invalid, "open pull requests into another branch (pull_request: { base: main }) with merge_target an integration branch, or drop one of them")
+  }
   return out
+}
+
+/** flow.yaml's push and pull-request settings, in the shape the run uses. */
+export function publishSettings(config: FlowConfig): PublishSettings {
+  const pr = config.pull_request
+  return {
+    remote: config.remote ?? "origin",
+    push: config.push ?? false,
+    pullRequest: pr ? { base: pr === true ? undefined : pr.base, draft: pr === true ? false : pr.draft ?? false } : undefined,
+  }
 }

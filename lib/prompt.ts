@@ -1,5 +1,6 @@
 // The exact text an agent receives. One builder serves the orchestrator, `flow prompt` and the inspector,
 // so what a person previews is what the agent gets.
+import type { Question } from "./json-shapes"
 import type { Indexed, Step, Task } from "./task-index"
 
 export type PromptInput = {
@@ -12,6 +13,8 @@ export type PromptInput = {
   projectName: string
   /** where the agent works, when the orchestrator knows it */
   workspace?: { path: string; branch: string }
+  /** the task's questions from .flow/state.db: the answered ones are part of its context */
+  questions?: readonly Pick<Question, "id" | "text" | "answer">[]
 }
 
 /** The first prompt of a task: its whole context, and for a task with steps, its current step. */
@@ -37,6 +40,8 @@ export function taskPrompt(input: PromptInput): string {
   if (task.instructions?.trim()) out.push("", "## Instructions", "", task.instructions.trim())
   if (task.acceptance_criteria?.length) out.push("", "## Acceptance criteria", "", ...bullets(task.acceptance_criteria))
   if (task.ai_notes?.length) out.push("", "## Notes so far", "", ...bullets(task.ai_notes))
+  const answered = (input.questions ?? []).filter((q) => q.answer !== null)
+  if (answered.length) out.push("", "## Questions already answered", "", ...questionLines(answered))
 
   const deps = (task.depends_on ?? []).map((id) => index.get(id)?.task).filter((t): t is Task => t !== undefined)
   if (deps.length) {
@@ -72,6 +77,18 @@ export function stepPrompt(task: Task, step: Step): string {
   return `${out.join("\n")}\n`
 }
 
+/** The prompt that resumes a session whose agent exited after asking: the answers, then carry on. */
+export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined): string {
+  const out = [`People answered the question${answered.length > 1 ? "s" : ""} you asked about task '${task.id}':`, "", ...questionLines(answered), "",
+    step ? `Continue with step ${step.id} using ${answered.length > 1 ? "these answers" : "this answer"}.` : `Continue the task using ${answered.length > 1 ? "these answers" : "this answer"}.`]
+  out.push("", ...flowCommands(task, step))
+  return `${out.join("\n")}\n`
+}
+
+function questionLines(questions: readonly Pick<Question, "id" | "text" | "answer">[]): string[] {
+  return questions.flatMap((q) => [`- ${q.id}: ${oneLine(q.text)}`, `  Answer: ${oneLine(q.answer ?? "")}`])
+}
+
 /** The step a task's session works on now: the first one in progress, else the first pending. */
 export function currentStep(task: Task): Step | undefined {
   const steps = task.steps ?? []
@@ -91,6 +108,7 @@ function flowCommands(task: Task, step: Step | undefined): string[] {
     "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
     `- \`flow note ${id} "<text>"\` to record a decision or finding for the people and agents after you.`,
     `- \`flow ask ${id} "<question>" --wait\` when something is unclear: it waits for a person's answer and prints it.`,
+    `  If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.`,
     `- \`flow block ${id} "<reason>"\` when you cannot go on; then exit.`,
   ]
   if (step) lines.push(`- \`flow step done ${step.id}\` when this step is finished and committed; then exit. You will be resumed with the next step.`)

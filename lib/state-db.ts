@@ -164,6 +164,9 @@ export class StateDb {
     pending: (): Promise<Question[]> =>
       this.retry(() => this.db.query<Question, []>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE answer IS NULL ORDER BY seq`).all()),
     all: (): Promise<Question[]> => this.retry(() => this.db.query<Question, []>(`SELECT ${QUESTION_COLUMNS} FROM questions ORDER BY seq`).all()),
+    /** One task's questions, answered or not, oldest first. */
+    forTask: (taskId: string): Promise<Question[]> =>
+      this.retry(() => this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? ORDER BY seq`).all(taskId)),
     /**
      * Records the answer unless the question already has one (then `replace` decides). Returns the
      * question as it was before, so the caller can tell "unknown" and "already answered" apart.

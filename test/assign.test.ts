@@ -27,12 +27,20 @@ test.concurrent("assigning the same agent again says so and writes nothing", asy
 
 test.concurrent("a bad agent name or a missing argument is a usage error; an unknown task exits 1", async () => {
   await using dir = await tempRepo({ "tasks.yaml": FILE })
-  const naming = "hint: use letters, digits, '.', '_' and '-', starting with a letter or digit (for example claude or codex-2)\n"
-  for (const bad of ["-claude", ".x", "a b", "x/y", "é"]) {
+  const naming = "hint: use up to 64 letters, digits, '.', '_' and '-', starting with a letter or digit (for example claude or codex-2)\n"
+  for (const bad of ["-claude", ".x", "a b", "x/y", "é", "a".repeat(65)]) {
     const args = bad.startsWith("-") ? ["assign", "api", "--", bad] : ["assign", "api", bad]
     await refused(dir, args, 2, `error: '${bad}' is not a valid agent name\n${naming}`)
   }
-  await refused(dir, ["assign", "api"], 2, "error: missing <agent_name>\nhint: usage: flow assign <task_id> <agent_name>\n")
-  await refused(dir, ["assign", "api", "a", "b"], 2, "error: unexpected argument 'b'\nhint: usage: flow assign <task_id> <agent_name>\n")
+  await refused(dir, ["assign", "api"], 2, "error: missing <agent_name>\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
+  await refused(dir, ["assign", "api", "a", "b"], 2, "error: unexpected argument 'b'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
   await refused(dir, ["assign", "apx", "claude"], 1, "error: no task 'apx' in tasks.yaml\nhint: did you mean 'api'?\n")
+})
+
+test.concurrent("assign --clear removes agent_name, touching nothing else; clearing an unassigned task writes nothing", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": FILE })
+  const after = await run(dir, ["assign", "done-one", "--clear"], { stdout: "done-one: no longer assigned (was codex)\n" })
+  expect(after).toBe(FILE.replace(", agent_name: codex}", "}"))
+  await unchanged(dir, async () => expect(await flow(dir.path, ["assign", "api", "--clear"])).toEqual({ code: 0, stdout: "api is not assigned to any agent\n", stderr: "" }))
+  await refused(dir, ["assign", "api", "claude", "--clear"], 2, "error: unexpected argument 'claude'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
 })

@@ -35,6 +35,9 @@ const CASES = tasksYaml([
       t("no-child-parent", "ready_for_agent", { subtasks: [t("yes-grandchild", "todo", { depends_on: ["yes-child"] }), t("yes-grandchild-2", "ready_for_agent")] }),
     ],
   }),
+  // A blocked parent (a person stopped that work) or a done one (the work is over): no child is offered.
+  t("no-blocked-parent", "blocked", { phase: 1, subtasks: [t("no-child-of-blocked", "ready_for_agent", { subtasks: [t("no-grandchild-of-blocked", "todo")] })] }),
+  t("no-done-parent", "done", { phase: 1, subtasks: [t("no-child-of-done", "todo")] }),
   // The parent's dependencies are open: none of its descendants may start, whatever their status.
   t("no-waiting-parent", "todo", {
     phase: 1,

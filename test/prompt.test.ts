@@ -82,6 +82,7 @@ Done when:
 Run these commands from your working directory (flow finds the project through FLOW_PROJECT):
 - \`flow note api "<text>"\` to record a decision or finding for the people and agents after you.
 - \`flow ask api "<question>" --wait\` when something is unclear: it waits for a person's answer and prints it.
+  If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.
 - \`flow block api "<reason>"\` when you cannot go on; then exit.
 - \`flow step done api.2\` when this step is finished and committed; then exit. You will be resumed with the next step.
 ` })

@@ -3,7 +3,7 @@
 import { expect, test } from "bun:test"
 import { mkdirSync, readFileSync, symlinkSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { flow, flowArgv, ROOT, tempRepo, type TempDir } from "./helpers"
+import { background, flow, flowArgv, ROOT, tempRepo, type TempDir } from "./helpers"
 
 type Launch = { cli: string; prompt: string; sessionId: string; resumed: boolean; cwd: string }
 
@@ -86,6 +86,58 @@ test.concurrent("codex: an agent that asks waits for a person's answer and goes 
   expect(dir.read("tasks.yaml")).toContain("answer: 8080")
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ port: "done" })
   expect((await flow(dir.path, ["questions"])).stdout).toBe("No pending questions.\n")
+})
+
+test.concurrent("claude: an agent that asks without --wait and exits is resumed in its session with the answer", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n",
+  })
+  const fake = fakeAgents(dir, "claude", { FAKE_AGENT_FOLLOW_PROMPT: "1", FAKE_AGENT_ASK_AND_EXIT: "Postgres or SQLite?" })
+  const proc = Bun.spawn([...flowArgv(), "run", "--agents", "1", "--cli", "claude"], { cwd: dir.path, env: { ...process.env, ...fake.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  const stdout = new Response(proc.stdout).text()
+  let questions = ""
+  for (let i = 0; i < 300 && !questions.includes("q-1"); i++) {
+    await Bun.sleep(100)
+    questions = (await flow(dir.path, ["questions"])).stdout
+  }
+  expect(questions).toMatch(/^q-1 {2}task: db {2}agent: claude-1 {2}asked \d+s ago\n {2}Postgres or SQLite\?\n/)
+  await Bun.sleep(300) // the run is waiting now, not retrying or blocking
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ db: "in_progress" })
+  expect((await flow(dir.path, ["answer", "q-1", "SQLite, in .data/app.db"])).code).toBe(0)
+  expect(await proc.exited).toBe(0)
+  const out = await stdout
+  expect(out).toContain("db: waiting for the answer to q-1 before the agent goes on: 'flow answer q-1 <text>'\n")
+  expect(out).toContain("db: q-1 answered; resuming the session\n")
+  expect(out).not.toContain("retry")
+  const [first, second] = fake.launches()
+  expect(second).toMatchObject({ resumed: true, sessionId: first.sessionId })
+  expect(second.prompt).toStartWith("People answered the question you asked about task 'db':\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite, in .data/app.db\n\nContinue the task using this answer.\n")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ db: "done" })
+  expect(dir.read("tasks.yaml")).toContain("answer: SQLite, in .data/app.db")
+  // The answered question is part of the task's full prompt from now on (flow prompt shows it too).
+  expect((await flow(dir.path, ["prompt", "db"])).stdout).toContain("## Questions already answered\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite, in .data/app.db\n")
+})
+
+test.concurrent("a run stopped while its agent waits for an answer: the next run waits too, then resumes the session with it", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n" })
+  const fake = fakeAgents(dir, "claude", { FAKE_AGENT_FOLLOW_PROMPT: "1", FAKE_AGENT_ASK_AND_EXIT: "Postgres or SQLite?" })
+  const first = background(dir.path, ["run", "--agents", "1", "--cli", "claude"], fake.env)
+  await first.waitFor("db: waiting for the answer to q-1")
+  first.proc.kill("SIGTERM")
+  expect((await first.done()).code).toBe(130)
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ db: "in_progress" })
+  const second = background(dir.path, ["run", "--agents", "1", "--cli", "claude"], fake.env)
+  await second.waitFor("db: waiting for the answer to q-1")
+  expect(fake.launches()).toHaveLength(1) // nothing launched while the question is open
+  expect((await flow(dir.path, ["answer", "q-1", "SQLite"])).code).toBe(0)
+  const end = await second.done()
+  expect(end.code).toBe(0)
+  expect(end.stdout).toContain("db: q-1 answered; resuming the session\n")
+  const [launch1, launch2] = fake.launches()
+  expect(fake.launches()).toHaveLength(2)
+  expect(launch2).toMatchObject({ resumed: true, sessionId: launch1.sessionId })
+  expect(launch2.prompt).toStartWith("People answered the question you asked about task 'db':\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite\n")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ db: "done" })
 })
 
 test.concurrent("an agent that exits without done is resumed once, then its task is blocked with its last output", async () => {

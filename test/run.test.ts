@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { flow, flowArgv, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const statuses = (yaml: string) => {
   const out: Record<string, string> = {}
@@ -16,32 +16,6 @@ const statuses = (yaml: string) => {
   }
   walk((Bun.YAML.parse(yaml) as { tasks: never }).tasks)
   return out
-}
-
-/** Starts flow in the background and lets a test wait for a line of its output. */
-function background(cwd: string, args: string[]) {
-  const proc = Bun.spawn([...flowArgv(), ...args], { cwd, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
-  let out = ""
-  const waiters: { text: string; resolve: () => void }[] = []
-  const pump = (async () => {
-    const decoder = new TextDecoder()
-    for await (const chunk of proc.stdout) {
-      out += decoder.decode(chunk, { stream: true })
-      for (const w of waiters.filter((w) => out.includes(w.text))) w.resolve()
-    }
-  })()
-  const stderr = new Response(proc.stderr).text()
-  return {
-    proc,
-    output: () => out,
-    waitFor: (text: string, ms = 60_000) =>
-      new Promise<void>((resolve, reject) => {
-        if (out.includes(text)) return resolve()
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for '${text}'; output so far:\n${out}`)), ms)
-        waiters.push({ text, resolve: () => (clearTimeout(timer), resolve()) })
-      }),
-    done: async () => ({ code: await proc.exited, stdout: (await pump, out), stderr: await stderr }),
-  }
 }
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``

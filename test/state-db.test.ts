@@ -29,7 +29,7 @@ test.concurrent("openExistingState creates nothing; openState makes .flow with i
 test.concurrent("a database from a newer flow is refused with exit 3", async () => {
   await using dir = await tempRepo()
   const project = projectAt(dir.path)
-  using db = await openState(project)
+  using _db = await openState(project) // creates the database, kept open while another connection changes it
   const raw = new Database(stateFile(project))
   raw.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`)
   raw.close()

@@ -5,6 +5,7 @@ import type { Adapter, AgentEvent } from "./types"
 export const claude: Adapter = {
   cli: "claude",
   binary: "claude",
+  install: "install Claude Code: npm install -g @anthropic-ai/claude-code",
   testedVersion: "2.1.330",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {

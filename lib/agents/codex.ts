@@ -11,6 +11,7 @@ const FULL_ACCESS = "--dangerously-bypass-approvals-and-sandbox"
 export const codex: Adapter = {
   cli: "codex",
   binary: "codex",
+  install: "install Codex: npm install -g @openai/codex",
   testedVersion: "0.169.0",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {

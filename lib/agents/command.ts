@@ -18,6 +18,7 @@ export function commandAdapter(template: readonly string[]): Adapter {
   return {
     cli: "command",
     binary: template[0],
+    install: "check the first word of the agent's command: template in flow.yaml",
     testedVersion: "n/a (any program)",
     canResume: template.some((element) => element.includes("{session}")),
     argv: (opts) => commandArgv(template, opts),

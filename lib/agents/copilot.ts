@@ -6,6 +6,7 @@ import type { Adapter, AgentEvent } from "./types"
 export const copilot: Adapter = {
   cli: "copilot",
   binary: "copilot",
+  install: "install GitHub Copilot CLI: npm install -g @github/copilot",
   testedVersion: "1.0.102",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {

@@ -6,6 +6,7 @@ import type { Adapter, AgentEvent } from "./types"
 export const cursor: Adapter = {
   cli: "cursor",
   binary: "cursor-agent",
+  install: "install Cursor's agent CLI (cursor-agent): see cursor.com/docs/cli",
   testedVersion: "docs 2026 (cursor.com/docs/cli output-format; no binary checked)",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {

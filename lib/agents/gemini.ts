@@ -5,6 +5,7 @@ import type { Adapter, AgentEvent } from "./types"
 export const gemini: Adapter = {
   cli: "gemini",
   binary: "gemini",
+  install: "install Gemini CLI: npm install -g @google/gemini-cli",
   testedVersion: "0.61.0",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {

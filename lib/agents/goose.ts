@@ -6,6 +6,7 @@ import type { Adapter, AgentEvent } from "./types"
 export const goose: Adapter = {
   cli: "goose",
   binary: "goose",
+  install: "install goose: see block.github.io/goose/docs/getting-started/installation",
   testedVersion: "1.50.0 (docs and source; no binary checked)",
   // goose can resume a session by id (`run --resume --session-id`), but its stream never says which id a
   // run got, so flow cannot learn it: every step starts a fresh session with the full task context.

@@ -5,6 +5,7 @@ import type { Adapter, AgentEvent } from "./types"
 export const opencode: Adapter = {
   cli: "opencode",
   binary: "opencode",
+  install: "install OpenCode: npm install -g opencode-ai",
   testedVersion: "1.18.33",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {

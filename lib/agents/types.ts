@@ -12,6 +12,7 @@ export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; m
 export type Adapter = {
   cli: string // the adapter's name in flow.yaml: "claude", "codex", ...
   binary: string // executable name on PATH
+  install: string // how to get the binary, for the error when it is missing
   testedVersion: string // the CLI version whose flags and stream format this adapter was checked against
   canResume: boolean
   /** Environment the CLI needs on top of flow's own (FLOW_PROJECT, FLOW_TASK_ID), e.g. goose's unattended mode. */

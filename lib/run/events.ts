@@ -13,6 +13,10 @@ export type RunEvent =
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
+  | { type: "published"; taskId: string; what: "push" | "pull-request"; detail: string }
+  | { type: "publish-failed"; taskId: string; what: "push" | "pull-request"; detail: string }
+  | { type: "question-wait"; taskId: string; questions: string[] }
+  | { type: "question-answered"; taskId: string; questions: string[] }
   | { type: "checkpoint"; taskId: string }
   | { type: "retry"; taskId: string; attempt: number; reason: string }
   | { type: "waiting"; reason: string }

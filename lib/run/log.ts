@@ -40,6 +40,14 @@ function describe(e: RunEvent): string | undefined {
       return `${e.taskId}: merged ${e.branch} into ${e.target} (${e.commit.slice(0, 10)})`
     case "merge-failed":
       return `${e.taskId}: merge of ${e.branch} into ${e.target} failed: ${clip(e.reason)}`
+    case "published":
+      return `${e.taskId}: ${e.what === "pull-request" ? `pull request ${e.detail}` : e.detail}`
+    case "publish-failed":
+      return `${e.taskId}: ${clip(e.detail)}`
+    case "question-wait":
+      return `${e.taskId}: waiting for the answer to ${e.questions.join(", ")} before the agent goes on: 'flow answer ${e.questions[0]} <text>'`
+    case "question-answered":
+      return `${e.taskId}: ${e.questions.join(", ")} answered; resuming the session`
     case "checkpoint":
       return `${e.taskId}: checkpoint waiting for review: 'flow done ${e.taskId}' to continue, 'flow block ${e.taskId} <reason>' to stop`
     case "retry":

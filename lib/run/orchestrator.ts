@@ -3,13 +3,14 @@
 // once; nothing polls. tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains
 // the rules.
 import { watch } from "chokidar"
-import { basename } from "node:path"
 import { availableTasks } from "../availability"
 import type { AgentConfig } from "../config"
 import type { Project } from "../project"
 import { indexTasks, type Indexed, type Task } from "../task-index"
 import { readTasks } from "../tasks"
+import type { StateDb } from "../state-db"
 import type { EventBus } from "./events"
+import type { PublishSettings } from "./publish"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { Workspaces } from "./workspace"
 
@@ -21,10 +22,14 @@ export type RunSettings = {
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }
+  /** push and pull requests after merges (flow.yaml) */
+  publish: PublishSettings
   /** how an agent runs flow: the argv prefix of this very program */
   flowArgv: string[]
   bus: EventBus
   signal: AbortSignal
+  /** the project's runtime state: questions, agents, the event log */
+  db: StateDb
 }
 
 export type RunSummary = { done: number; blocked: string[]; remaining: number; interrupted: boolean }
@@ -53,7 +58,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
   const workspaces = new Workspaces(s.project, s.defaults)
-  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), sessions: new Map() }
+  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), publishQueues: new Map(), sessions: new Map() }
   const onStop = () => wake.notify()
   s.signal.addEventListener("abort", onStop)
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
@@ -156,4 +161,3 @@ function waitsOnRunning(index: Map<string, Indexed>, entry: Indexed, running: Ma
   return false
 }
 
-export const projectName = (p: Project) => basename(p.dir)

@@ -42,6 +42,10 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>) | undefine
     case "agent-exit":
     case "merge":
     case "merge-failed":
+    case "question-wait":
+    case "question-answered":
+    case "published":
+    case "publish-failed":
     case "checkpoint":
     case "retry":
     case "waiting": {

@@ -1,15 +1,18 @@
 // One task on one agent, from its worktree to its merge. A task's outcome is its status in tasks.yaml,
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { basename, join } from "node:path"
+import { join } from "node:path"
 import type { AgentConfig } from "../config"
 import { FlowError } from "../errors"
 import { commitAll, ensureWorktree, mergeInto, listWorktrees, removeWorktree } from "../git"
-import { currentStep, stepPrompt, taskPrompt } from "../prompt"
-import { indexTasks, type Task } from "../task-index"
+import type { Question } from "../json-shapes"
+import { projectTaskPrompt } from "../project-prompt"
+import { answersPrompt, currentStep, stepPrompt } from "../prompt"
+import { indexTasks, type Step, type Task } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
 import { runTurn } from "./agent-runner"
+import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./orchestrator"
 import type { Workspace, Workspaces } from "./workspace"
 
@@ -22,9 +25,13 @@ export type WorkerShared = {
   background: Set<Promise<unknown>>
   /** where each repository's target branch is checked out (found once per run) */
   checkouts: Map<string, string | undefined>
+  /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
+  publishQueues: Map<string, Promise<unknown>>
   sessions: Map<string, string>
 }
 
+/** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
+const ANSWER_POLL_MS = 200
 const AUTHOR = { name: "flow", email: "flow@localhost" }
 const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
@@ -58,7 +65,13 @@ export class TaskWorker {
       const how = await this.inRepo(() => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
       await this.setStatus("in_progress")
       this.s.bus.emit({ type: "task-start", taskId: this.taskId, agent: this.agent.name, branch: this.ws.branch, worktree: this.ws.path, resumed: how === "reused" })
-      const outcome = (await this.read()).steps?.length ? await this.runSteps() : await this.runWhole()
+      // A run stopped while the agent waited for answers: wait again before launching anything, then
+      // resume its session with the answers (a fresh session gets them in the full prompt).
+      const started = await this.read()
+      const answers = await this.awaitAnswers(currentStep(started))
+      if (this.s.signal.aborted) return
+      const resumeWith = answers && (this.shared.sessions.get(this.taskId) ?? this.savedSession()) ? answers : undefined
+      const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
       if (outcome === "finished") await this.finish(await this.read())
       else if (outcome === "blocked") await this.afterBlocked()
     } catch (e) {
@@ -73,8 +86,8 @@ export class TaskWorker {
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
-  private async runWhole(): Promise<Outcome> {
-    let prompt = await this.taskPrompt()
+  private async runWhole(resumeWith?: string): Promise<Outcome> {
+    let prompt = resumeWith ?? await this.taskPrompt()
     for (let attempt = 1; ; attempt++) {
       const task = await this.read()
       const turn = await this.turn(prompt, task.instructions ?? "")
@@ -87,6 +100,14 @@ export class TaskWorker {
         await this.block(`script failed (exit ${turn.code}):\n${turn.tail}`)
         return "blocked"
       }
+      const answers = await this.awaitAnswers(undefined)
+      if (this.s.signal.aborted) return "stopped"
+      if (answers) {
+        // Asking and exiting to wait is allowed, not a failed attempt.
+        prompt = answers
+        attempt--
+        continue
+      }
       if (attempt > this.s.retries) {
         await this.block(`the agent exited (code ${turn.code}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
         return "blocked"
@@ -98,8 +119,9 @@ export class TaskWorker {
   }
 
   /** Steps share one session: the first prompt carries the whole task, later ones resume it (SPEC 3.3). */
-  private async runSteps(): Promise<Outcome> {
+  private async runSteps(answers?: string): Promise<Outcome> {
     const tries = new Map<string, number>()
+    let resumeWith = answers // the answers to questions the agent exited to wait for
     for (;;) {
       const task = await this.read()
       if (task.status === "blocked") return "blocked"
@@ -109,9 +131,10 @@ export class TaskWorker {
       const n = (tries.get(step.id) ?? 0) + 1
       tries.set(step.id, n)
       const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
-      const prompt = session || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
+      const prompt = resumeWith ?? (session || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt())
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
-      const turn = await this.turn(n > 1 ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction)
+      const turn = await this.turn(n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction)
+      resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
       if (this.agent.cli === "script") {
         if (turn.code !== 0) {
@@ -125,6 +148,12 @@ export class TaskWorker {
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
       if (after.steps?.find((x) => x.id === step.id)?.status === "done") continue
+      resumeWith = await this.awaitAnswers(step)
+      if (this.s.signal.aborted) return "stopped"
+      if (resumeWith) {
+        tries.set(step.id, n - 1)
+        continue
+      }
       if (n > this.s.retries) {
         await this.block(`the agent exited (code ${turn.code}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
         return "blocked"
@@ -152,6 +181,30 @@ export class TaskWorker {
     return result
   }
 
+  /**
+   * Questions about this task still unanswered after its agent exited: the agent asked and left to wait.
+   * Waits for people to answer all of them (or the run to stop) and returns the prompt that resumes the
+   * session with the answers; undefined when there was nothing to wait for.
+   */
+  private async awaitAnswers(step: Step | undefined): Promise<string | undefined> {
+    const db = this.s.db
+    const asked = (await db.questions.forTask(this.taskId)).filter((q) => q.answer === null).map((q) => q.id)
+    if (asked.length === 0) return undefined
+    this.s.bus.emit({ type: "question-wait", taskId: this.taskId, questions: asked })
+    const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
+    for (;;) {
+      if (this.s.signal.aborted) return undefined
+      const now = await Promise.all(asked.map((id) => db.questions.get(id)))
+      const known = now.filter((q): q is Question => q !== undefined)
+      if (known.every((q) => q.answer !== null)) {
+        if (known.length === 0) return undefined // the database was reset meanwhile: nothing to hand over
+        this.s.bus.emit({ type: "question-answered", taskId: this.taskId, questions: known.map((q) => q.id) })
+        return answersPrompt(await this.read(), known, step)
+      }
+      await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
+    }
+  }
+
   /** Commits what the agent left, merges into the target (one merge per repo at a time), marks done. */
   private async finish(task: Task): Promise<void> {
     const ws = this.ws!
@@ -164,8 +217,40 @@ export class TaskWorker {
     }
     this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
     await this.setStatus("done")
-    // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile.
+    // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile,
+    // and the network work (push, pull request) too: dependents need only the local merge.
     this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
+    const publish = this.s.publish
+    if (publish.push || publish.pullRequest) this.shared.background.add(this.publish(task, ws))
+  }
+
+  /** Push and pull request, one repository's at a time; a failure is logged and noted, never fatal. */
+  private publish(task: Task, ws: Workspace): Promise<void> {
+    const { remote, push, pullRequest } = this.s.publish
+    const work = async () => {
+      if (pullRequest) {
+        const body = [task.instructions?.trim(), task.acceptance_criteria?.length ? `Acceptance criteria:\n${task.acceptance_criteria.map((c) => `- ${c}`).join("\n")}` : "",
+          `Task \`${task.id}\`, done by ${this.agent.name} (${this.agent.cli}) under \`flow run\`.`].filter(Boolean).join("\n\n")
+        await this.report("pull-request", await openPullRequest({ repo: ws.repo, remote, base: pullRequest.base ?? ws.target, head: ws.branch,
+          title: `${task.id}: ${task.title}`, body, draft: pullRequest.draft }))
+      }
+      if (push) await this.report("push", await pushBranch(ws.repo, remote, ws.target))
+    }
+    const queue = this.shared.publishQueues
+    const result = (queue.get(ws.repo) ?? Promise.resolve()).then(work).catch((e) =>
+      this.report(push ? "push" : "pull-request", { ok: false, detail: (e as Error).message }))
+    queue.set(ws.repo, result)
+    return result
+  }
+
+  private async report(what: "push" | "pull-request", result: PublishResult): Promise<void> {
+    if (result.ok) {
+      this.s.bus.emit({ type: "published", taskId: this.taskId, what, detail: result.detail })
+      if (what === "pull-request") await this.write(`flow run: pull request ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `Pull request: ${result.detail}`), []))
+      return
+    }
+    this.s.bus.emit({ type: "publish-failed", taskId: this.taskId, what, detail: result.detail })
+    await this.write(`flow run: ${what} ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `${result.detail} (the local merge stands)`), [])).catch(() => {})
   }
 
   /** Runs `fn` after every earlier git operation on this task's repository has finished. */
@@ -250,14 +335,7 @@ export class TaskWorker {
 
   private async taskPrompt(): Promise<string> {
     const { data } = await readTasks(this.s.project)
-    const guidelines = join(this.s.project.dir, "GUIDELINES.md")
-    return taskPrompt({
-      index: indexTasks(data),
-      taskId: this.taskId,
-      guidelines: existsSync(guidelines) ? readFileSync(guidelines, "utf8") : undefined,
-      projectName: basename(this.s.project.dir),
-      workspace: { path: this.ws!.path, branch: this.ws!.branch },
-    })
+    return projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { path: this.ws!.path, branch: this.ws!.branch }, db: this.s.db })
   }
 
   /** Agents find the project and their task through the environment, and `flow` on their PATH. */

@@ -1,0 +1,34 @@
+// A task's full prompt for a real project: lib/prompt.ts's builder fed with what lives on disk (the
+// project's GUIDELINES.md, its folder name, the task's questions from .flow/state.db). The orchestrator,
+// `flow prompt` and the inspector all call this, so the text a person previews is the text an agent gets.
+import { readFileSync } from "node:fs"
+import { basename, join } from "node:path"
+import type { Project } from "./project"
+import { taskPrompt, type PromptInput } from "./prompt"
+import { openExistingState, type StateDb } from "./state-db"
+import type { Indexed } from "./task-index"
+
+export type ProjectPromptOptions = {
+  /** where the agent works, when the orchestrator knows it */
+  workspace?: PromptInput["workspace"]
+  /** an open state database; without one the project's is opened for the call, if it has one */
+  db?: StateDb
+}
+
+export async function projectTaskPrompt(project: Project, index: Map<string, Indexed>, taskId: string, options: ProjectPromptOptions = {}): Promise<string> {
+  let questions: PromptInput["questions"] = []
+  if (options.db) questions = await options.db.questions.forTask(taskId)
+  else {
+    using db = await openExistingState(project)
+    if (db) questions = await db.questions.forTask(taskId)
+  }
+  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace: options.workspace, questions })
+}
+
+function readGuidelines(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, "GUIDELINES.md"), "utf8")
+  } catch {
+    return undefined // a project without guidelines is fine: the prompt has the rest
+  }
+}
