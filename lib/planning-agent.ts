@@ -27,8 +27,9 @@ export function planningAgent(config: FlowConfig, opts: { name?: string; offline
 }
 
 /**
- * The argv that opens an agent CLI's own interactive session with a first prompt, or undefined for the CLIs
- * (goose, opencode, cursor) whose way to do that flow has not checked: the prompt is printed instead.
+ * The argv that opens an agent CLI's own interactive session with a first prompt (flags checked against the
+ * --help of the versions in test/agent-clis), or undefined for the CLIs flow has not checked (goose, cursor):
+ * the prompt is printed instead.
  */
 export function interactiveArgv(agent: AgentConfig, prompt: string, cwd: string): string[] | undefined {
   const model = agent.model ? ["--model", agent.model] : []
@@ -41,6 +42,8 @@ export function interactiveArgv(agent: AgentConfig, prompt: string, cwd: string)
       return ["gemini", ...model, ...extra, "--prompt-interactive", prompt]
     case "copilot":
       return ["copilot", ...model, ...extra, "--interactive", prompt]
+    case "opencode":
+      return ["opencode", ...model, ...extra, "--prompt", prompt]
     case "command":
       return agent.command ? commandArgv(agent.command, { prompt, cwd, model: agent.model }) : undefined
     default:

@@ -124,7 +124,7 @@ test("the interactive argv of each agent CLI that takes a first prompt; none for
     copilot: ["copilot", "--model", "gpt-5", "--interactive", "Help me"],
     command: ["my-agent", "--cwd", "/p", "Help me"],
     goose: undefined,
-    opencode: undefined,
+    opencode: ["opencode", "--prompt", "Help me"],
     cursor: undefined,
   })
 })
