@@ -10,7 +10,7 @@ import { loadConfig } from "../lib/config"
 import { ENRICH_FILE, enrichPrompt, readEnrichment, type Enrichment } from "../lib/enrich"
 import { generateTasks } from "../lib/generate"
 import type { PlanNote } from "../lib/plan-parse"
-import { planningAgent } from "../lib/planning-agent"
+import { planningAgent, requireInstalled } from "../lib/planning-agent"
 import { runTurn } from "../lib/run/agent-runner"
 import { ensureStateDir } from "../lib/valid-cache"
 import type { GenerateReport } from "../lib/json-shapes"
@@ -123,6 +123,7 @@ async function propose(ctx: Ctx, project: Project, planText: string, name: strin
   const choice = planningAgent(loadConfig(project.dir), { name })
   if (!choice.agent) throw usage(`--enrich needs an agent CLI: ${choice.reason}`, "add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich")
   const agent = choice.agent
+  requireInstalled(agent, ctx.env.PATH, "run 'flow generate' without --enrich")
   ensureStateDir(project.stateDir)
   const file = join(project.dir, ENRICH_FILE)
   rmSync(file, { force: true })

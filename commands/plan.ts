@@ -13,7 +13,7 @@ import { formatNote } from "../lib/plan-notes"
 import { parsePlan, type PlanNote } from "../lib/plan-parse"
 import { filesUnder, planPrompt } from "../lib/plan-prompt"
 import { planSkeleton } from "../lib/plan-skeleton"
-import { planningAgent } from "../lib/planning-agent"
+import { planningAgent, requireInstalled } from "../lib/planning-agent"
 import { findProject } from "../lib/project"
 import { runTurn } from "../lib/run/agent-runner"
 import { showProgress } from "../lib/agent-progress"
@@ -51,6 +51,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     throw new FlowError(`${shown(planFile)} is not empty; it was left as it is`, Exit.failure, "run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it")
   }
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values.offline })
+  if (choice.agent) requireInstalled(choice.agent, ctx.env.PATH, "run 'flow plan --offline' for a skeleton from PRD.md")
   const keepBackup = () => {
     if (previous.trim() !== "") copyFileSync(planFile, backupFile)
   }

@@ -9,7 +9,7 @@ import { Exit, FlowError, usage } from "../lib/errors"
 import { plural } from "../lib/findings"
 import type { RefineReport } from "../lib/json-shapes"
 import { filesUnder, refinePrompt } from "../lib/plan-prompt"
-import { interactiveArgv, planningAgent, type AgentChoice } from "../lib/planning-agent"
+import { interactiveArgv, planningAgent, requireInstalled, type AgentChoice } from "../lib/planning-agent"
 import { runAttached } from "../lib/proc"
 import { findProject } from "../lib/project"
 import { applyChanges, reviewPlan, reviewPrd, type Change, type ReviewFinding } from "../lib/review"
@@ -51,6 +51,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const text = readFileSync(file, "utf8")
   const findings = target === "PRD.md" ? reviewPrd(text) : reviewPlan(text)
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
+  // Only the terminal session hands over; checked before the first question so no answer is lost to it.
+  const handsOver = ctx.interactive && !values.json && !values.apply
+  if (handsOver && choice.agent && interactiveArgv(choice.agent, "", project.dir)) requireInstalled(choice.agent, ctx.env.PATH, "add --no-agent to review without it")
   const c = colours(ctx)
 
   if (values.apply) {

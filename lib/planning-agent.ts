@@ -3,6 +3,7 @@
 import type { AgentConfig, FlowConfig } from "./config"
 import { Exit, FlowError } from "./errors"
 import { closest } from "./suggest"
+import { adapterFor } from "./agents"
 import { commandArgv } from "./agents/command"
 
 export type AgentChoice = { agent?: AgentConfig; reason: string }
@@ -49,4 +50,15 @@ export function interactiveArgv(agent: AgentConfig, prompt: string, cwd: string)
     default:
       return undefined
   }
+}
+
+/**
+ * Fails, before anything is written or asked, when the agent's CLI is not on PATH: the error says how to
+ * install it and how to go on without it (`instead`).
+ */
+export function requireInstalled(agent: AgentConfig, path: string | undefined, instead: string): void {
+  const adapter = adapterFor(agent.cli, { command: agent.command })
+  // A path in a command template is used as written; only bare names are looked up.
+  if (adapter.binary.includes("/") || Bun.which(adapter.binary, { PATH: path ?? "" })) return
+  throw new FlowError(`agent ${agent.name} needs '${adapter.binary}', which is not on PATH`, Exit.failure, `${adapter.install}; or ${instead}`)
 }

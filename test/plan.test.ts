@@ -136,11 +136,16 @@ test.concurrent("an unusable agent plan exits 1 with its errors; a failing agent
   expect(dir.read("plan.md")).toBe(old)
 })
 
-test.concurrent("usage errors: an unknown agent, a script agent, a missing PRD.md", async () => {
+test.concurrent("usage errors: an unknown agent, a script agent, an agent not installed, a missing PRD.md", async () => {
   await using dir = await tempRepo({ "PRD.md": "# Shop\n", "flow.yaml": "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n" })
   expect(await flow(dir.path, ["plan", "--agent", "planer"])).toEqual({ code: 2, stdout: "", stderr: "error: flow.yaml has no agent named 'planer'\nhint: did you mean 'planner'?\n" })
   expect((await flow(dir.path, ["plan", "--agent", "runner"])).stderr).toStartWith("error: the agent 'runner' is a 'script' agent")
   expect((await flow(dir.path, ["plan", "extra"])).code).toBe(2)
+  expect(await flow(dir.path, ["plan"], { env: { PATH: "/nonexistent" } })).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: "error: agent planner needs 'claude', which is not on PATH\nhint: install Claude Code: npm install -g @anthropic-ai/claude-code; or run 'flow plan --offline' for a skeleton from PRD.md\n",
+  })
   await using bare = await tempRepo({ "tasks.yaml": "tasks: []\n" })
   expect(await flow(bare.path, ["plan"])).toEqual({
     code: 1,
