@@ -90,8 +90,7 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
   }
   for (const n of all) {
     if (n.id) continue
-    const number = "number" in n.heading ? n.heading.number : undefined
-    const base = shorten(toKebab(n.heading.title)) || `task-${(number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
+    const base = shorten(toKebab(n.heading.title)) || `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
     let id = base
     for (let k = 2; taken.has(id); k++) id = `${base}-${k}`
     if (id !== base) notes.push({ severity: "warning", line: n.heading.line, message: `${n.where} has the same id as an earlier section; it is '${id}'`, hint: `give it its own title or an id: {#${base}-<something>}` })
