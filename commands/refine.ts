@@ -98,9 +98,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       ...(f.change ? [{ value: "accept" as const, label: "Accept", hint: f.suggestion }] : []),
       ...(f.edit ? [{ value: "edit" as const, label: "Edit", hint: f.change ? "write your own fix" : f.suggestion }] : []),
       { value: "skip" as const, label: "Skip" },
+      { value: "stop" as const, label: "Stop here", hint: "keep what was accepted, skip the rest" },
     ]
     const answer = await clack.select({ message: "This finding:", options })
     if (clack.isCancel(answer)) throw cancelled(clack, shown)
+    if (answer === "stop") break
     if (answer === "accept") accepted.push(f.change!)
     if (answer === "edit") {
       const typed = await clack.text({ message: f.edit!.question, validate: (v) => (v?.trim() ? undefined : "write something, or press Esc to stop") })

@@ -243,3 +243,18 @@ test.concurrent("in a terminal, a CLI that takes no first prompt gets the prompt
   expect(screen).toContain("Help me improve the implementation plan plan.md, written from PRD.md. Its shape:")
   expect(screen).toContain("EXIT=0")
 })
+
+test.concurrent("in a terminal, 'Stop here' keeps what was accepted and skips the rest", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("PRD.md") })
+  {
+    using t = await terminal(dir.path, ["refine", "prd"])
+    await t.waitFor("1/7 PRD.md:10")
+    t.keys("Enter") // accept
+    await t.waitFor("2/7 PRD.md:13")
+    t.keys("Down", "Down", "Down", "Enter") // stop here
+    const screen = await t.waitFor("EXIT=")
+    expect(screen).toContain("Wrote PRD.md: 1 change; the previous version is in PRD.md.bak")
+    expect(screen).toContain("EXIT=0")
+  }
+  expect(dir.read("PRD.md")).toBe(fixture("PRD.md").replace("credit notes\n", "credit notes (target: <number and unit>)\n"))
+})
