@@ -110,14 +110,16 @@ function tidy(lines: readonly PlanLine[]): string {
   const out: string[] = []
   let fence: string | undefined
   for (const { text } of lines) {
-    const expanded = text.replace(/^\t+/, (t) => "    ".repeat(t.length))
-    const line = expanded.slice(Math.min(cut, indentOf(expanded)))
     if (fence !== undefined) {
+      // Inside a code block only the common indentation goes; tabs stay tabs (a Makefile needs them).
+      const line = text.slice(Math.min(cut, text.length - text.replace(/^ +/, "").length))
       out.push(line)
       const close = line.match(FENCE)
       if (close && close[1][0] === fence[0] && close[1].length >= fence.length && line.trim() === close[1]) fence = undefined
       continue
     }
+    const expanded = text.replace(/^\t+/, (t) => "    ".repeat(t.length))
+    const line = expanded.slice(Math.min(cut, indentOf(expanded)))
     const open = line.match(FENCE)
     if (open) fence = open[1]
     const trimmed = line.trimEnd()
