@@ -78,20 +78,18 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       stopListening?.()
     }
     const written = existsSync(planFile) ? readFileSync(planFile, "utf8") : ""
-    const restore = () => {
-      if (previous.trim() !== "") writeFileAtomic(planFile, previous)
-    }
+    // An agent that stopped before writing anything leaves the previous plan in place, not an empty file.
+    const asItWas = written.trim() === "" || written === previous
+    if (written.trim() === "" && previous.trim() !== "") writeFileAtomic(planFile, previous)
     if (abort.signal.aborted) {
       progress.stop("cancelled")
-      if (written.trim() === "") restore()
-      throw new FlowError(`cancelled: ${agent.name} was stopped`, Exit.cancelled, written.trim() === "" || written === previous ? "plan.md is as it was" : "plan.md holds what the agent wrote so far")
+      throw new FlowError(`cancelled: ${agent.name} was stopped`, Exit.cancelled, asItWas ? "plan.md is as it was" : "plan.md holds what the agent wrote so far")
     }
-    if (turn.code !== 0 || written.trim() === "" || written === previous) {
+    if (turn.code !== 0 || asItWas) {
       progress.stop(`${agent.name} failed`)
-      if (written.trim() === "") restore()
       const why = turn.code !== 0 ? `${agent.name} (${agent.cli}) failed with exit ${turn.code}` : `${agent.name} (${agent.cli}) finished without writing plan.md`
       throw new FlowError(`${why}${turn.tail ? `; its last output:\n${indent(turn.tail)}` : ""}`, Exit.failure,
-        `plan.md ${written === previous ? "is as it was" : "holds what the agent wrote"}; try again, or run 'flow plan --offline' for a skeleton from PRD.md`)
+        `plan.md ${asItWas ? "is as it was" : "holds what the agent wrote"}; try again, or run 'flow plan --offline' for a skeleton from PRD.md`)
     }
     progress.stop(`${agent.name} wrote plan.md`, turn.seconds)
   }

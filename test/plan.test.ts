@@ -131,6 +131,10 @@ test.concurrent("an unusable agent plan exits 1 with its errors; a failing agent
   expect({ code: failing.code, error: failing.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) failed with exit 3; its last output:" })
   expect(failing.stderr).toEndWith("hint: plan.md is as it was; try again, or run 'flow plan --offline' for a skeleton from PRD.md\n")
   expect(dir.read("plan.md")).toBe(old)
+  // An agent that empties plan.md and fails: the previous plan is put back.
+  const emptied = await flow(dir.path, ["plan", "--force"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", ": > plan.md"]]), FAKE_AGENT_EXIT: "1" } })
+  expect({ code: emptied.code, hint: emptied.stderr.split("\n").find((l) => l.startsWith("hint:")) }).toEqual({ code: 1, hint: "hint: plan.md is as it was; try again, or run 'flow plan --offline' for a skeleton from PRD.md" })
+  expect(dir.read("plan.md")).toBe(old)
   const idle = await flow(dir.path, ["plan", "--force"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: "[]" } })
   expect({ code: idle.code, error: idle.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) finished without writing plan.md; its last output:" })
   expect(dir.read("plan.md")).toBe(old)
