@@ -44,7 +44,7 @@ export type ParsedPlan = { title?: string; phases: PlanPhase[]; sections: PlanSe
 const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
 const FENCE = /^ {0,3}(`{3,}|~{3,})/
 // "Phase 2: API", "Phase 2 - API (week 2)", "Milestone 2. API", "2. API": the word is optional, the number is not.
-const PHASE = /^(?:(?:phase|milestone|stage|part)\s+)?(\d+)\s*(?:[:.)\-–—]\s*|\s+|$)(.*)$/i
+const PHASE = /^(?:(?:phase|milestone|stage|part)\s+)?(\d+(?:\.\d+)?)\s*(?:[:.)\-–—]\s*|\s+|$)(.*)$/i
 // "1.2 Title", "1.2. Title", "1.2: Title", "Task 1.2 - Title", "Section 1.2 Title"
 const SECTION = /^(?:(?:task|section|step|item)\s+)?(\d+)\.(\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/i
 const SUBTASK_NUMBER = /^(\d+\.\d+\.\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/
@@ -128,7 +128,7 @@ export function parsePlan(text: string): ParsedPlan {
       const m = content.match(PHASE)
       if (m) {
         phase = { n: Number(m[1]), title: cleanTitle(m[2]).title, line: line.n }
-        if (!/^phase\s+\d+\s*:\s*\S/i.test(content)) {
+        if (!/^phase\s+\d+(?:\.\d+)?\s*:\s*\S/i.test(content)) {
           const read = phase.title ? `phase ${phase.n} '${phase.title}'` : `phase ${phase.n}, without a title`
           out.notes.push({ severity: "warning", line: line.n, message: `read '## ${content}' as ${read}`, hint: "write phase headings as '## Phase <n>: <title>'" })
         }

@@ -1,13 +1,10 @@
 // Phase titles from the project's plan.md: SPEC section 1 gives its level-2 headings as
-// `## Phase <n>: <phase title>`. list and show use them for group headers; a missing plan.md, or a phase
-// with no such heading, simply has no title.
+// `## Phase <n>: <phase title>` (generate's parser also reads `Phase 2 - API`, `Milestone 2. API`, `2. API`).
+// list and show use them for group headers; a missing plan.md, or a phase with no such heading, simply has
+// no title.
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-
-// `## Phase 2: API layer`; also `Phase 2 - API`, `Phase 2. API` and `Phase 2 — API`, which generated plans
-// sometimes write, and an optional closing `##`. A heading without a title (`## Phase 2`) gives no title.
-const HEADING = /^##[ \t]+phase[ \t]+(\d+(?:\.\d+)?)(?:[ \t]*[:.\-–—][ \t]*|[ \t]+|$)(.*?)[ \t]*#*[ \t]*$/i
-const FENCE = /^[ \t]{0,3}(```|~~~)/
+import { parsePlan } from "./plan-parse"
 
 /** Phase number → title, from `<projectDir>/plan.md`; empty when the file is missing or unreadable. */
 export function readPhaseTitles(projectDir: string): Map<number, string> {
@@ -20,24 +17,13 @@ export function readPhaseTitles(projectDir: string): Map<number, string> {
   return parsePhaseTitles(text)
 }
 
-/** The first titled heading of each phase number wins; headings inside fenced code blocks are not headings. */
+/**
+ * The first titled heading of each phase number wins. The headings are read by `flow generate`'s parser
+ * (lib/plan-parse.ts), so a phase generate understands (`## Milestone 2. Billing`) has its title here too.
+ */
 export function parsePhaseTitles(text: string): Map<number, string> {
   const titles = new Map<number, string>()
-  let fence: string | undefined
-  for (const line of text.split(/\r?\n/)) {
-    const f = FENCE.exec(line)
-    if (f) {
-      if (fence === undefined) fence = f[1]
-      else if (f[1] === fence) fence = undefined
-      continue
-    }
-    if (fence !== undefined || !line.startsWith("##")) continue
-    const m = HEADING.exec(line)
-    if (!m) continue
-    const n = Number(m[1])
-    const title = m[2].trim()
-    if (title && !titles.has(n)) titles.set(n, title)
-  }
+  for (const phase of parsePlan(text).phases) if (phase.title && !titles.has(phase.n)) titles.set(phase.n, phase.title)
   return titles
 }
 
