@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The Debian packages that tests drive for real, installed when missing so that `npm test` is complete on a
+# fresh machine: tmux (flow refine's prompts and flow plan's spinner, in a real terminal).
+# Runs as npm's pretest; needs root or sudo when something is missing (as on CI or a dev container).
+set -euo pipefail
+missing=()
+command -v tmux >/dev/null || missing+=(tmux)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if ! command -v apt-get >/dev/null; then
+  echo "the tests need ${missing[*]}: install them with your package manager, then run npm test again" >&2
+  exit 1
+fi
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+echo "installing ${missing[*]} for the tests (apt-get, once)..." >&2
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
