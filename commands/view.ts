@@ -26,12 +26,14 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const server = await startViewServer(project, { port, user: ctx.env.USER || "person" })
   ctx.stdout(`${server.url}\n`)
   ctx.stderr(`flow view: serving ${project.dir} on ${server.url} (Ctrl-C to stop)\n`)
-  if (!values["no-open"]) {
-    const failed = await openBrowser(server.url, process.platform)
-    if (failed) ctx.stderr(`note: could not open a browser: ${failed}; open ${server.url} yourself\n`)
-  }
   const stopped = Promise.withResolvers<void>()
   const release = ctx.onInterrupt?.(() => stopped.resolve())
+  // Not awaited: some browsers keep xdg-open waiting until they close, and Ctrl-C must work meanwhile.
+  if (!values["no-open"]) {
+    void openBrowser(server.url, process.platform).then((failed) => {
+      if (failed) ctx.stderr(`note: could not open a browser: ${failed}; open ${server.url} yourself\n`)
+    })
+  }
   await stopped.promise
   release?.()
   await server.stop()
