@@ -54,15 +54,25 @@ export class ViewModel {
 
   /**
    * Reads the project's files again and moves the version on; an invalid tasks.yaml keeps the last good
-   * tasks. The first read throws instead: there is nothing to show yet.
+   * tasks. The first read throws instead: there is nothing to show yet. Calls run one after another, so a
+   * slow read (one that validates) never overwrites a newer one.
    */
-  async refresh(): Promise<void> {
+  refresh(): Promise<void> {
+    const run = this.queue.then(() => this.read())
+    this.queue = run.catch(() => undefined)
+    return run
+  }
+
+  private queue: Promise<void> = Promise.resolve()
+
+  private async read(): Promise<void> {
     try {
       const { data } = await readTasks(this.project)
       const index = indexTasks(data)
       this.loaded = { index, titles: readPhaseTitles(this.project.dir), key: layoutKey(index) }
       this.error = null
-      void this.layout(this.loaded.key)
+      // Started now, before a page asks; a failure reaches the page that asks for it.
+      this.layout(this.loaded.key)?.catch(() => undefined)
     } catch (e) {
       if (!(e instanceof FlowError) || !this.loaded) throw e
       this.error = `${e.message}${e.hint ? `\n${e.hint}` : ""}`
@@ -136,6 +146,8 @@ export class ViewModel {
     const known = this.layouts.get(wanted)
     if (known) return known
     const pending = this.readSavedLayout(wanted) ?? this.computeAndSave(loaded.index, wanted)
+    // A failed layout is not kept: the next request tries again.
+    pending.catch(() => this.layouts.delete(wanted))
     // Keep the current structure's layout and the one before it (an edit is often undone).
     for (const k of this.layouts.keys()) if (this.layouts.size >= 2 && k !== wanted) this.layouts.delete(k)
     this.layouts.set(wanted, pending)
