@@ -26,7 +26,7 @@ const TASKS = tasksYaml([
     instructions: "## Routes\n\nServe `GET /links` and **POST** /links.\n\n- validate input\n- return 201\n",
     acceptance_criteria: ["tests pass"],
   },
-  { id: "ui", title: "<img src=x onerror=alert(1)> UI", status: "todo", phase: 2, depends_on: ["api"], instructions: "<script>window.pwned = 1</script>" },
+  { id: "ui", title: "<img src=x onerror=alert(1)> UI", status: "todo", phase: 2, depends_on: ["api"], instructions: "<script>window.pwned = 1</script>\n\n[bad](javascript:alert(1)) [good](https://example.com/a?b=1&c=2)" },
   { id: "review", title: "Review the API", status: "todo", phase: 2, depends_on: ["setup"], checkpoint: true, instructions: "Look at it." },
 ])
 
@@ -100,7 +100,10 @@ test("texts from tasks.yaml are shown as text, never run as markup", async () =>
   await page.click('#nodes .node[data-id="ui"]')
   await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "ui")
   expect(await page.textContent("#detail-title")).toBe("<img src=x onerror=alert(1)> UI")
-  expect(await page.textContent("#detail-instructions")).toBe("<script>window.pwned = 1</script>")
+  expect(await page.innerHTML("#detail-instructions")).toBe(
+    "<p>&lt;script&gt;window.pwned = 1&lt;/script&gt;</p>\n" +
+      '<p>[bad](javascript:alert(1)) <a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">good</a></p>',
+  )
   expect(await page.evaluate(() => [(globalThis as unknown as Win).document.querySelectorAll("#side img, #graph img, #side script").length, (globalThis as unknown as Win).pwned])).toEqual([0, undefined])
 })
 
@@ -144,6 +147,22 @@ test("a checkpoint waiting for review is accepted from the page", async () => {
   await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector('#nodes .node[data-id="review"]')?.classList.contains("st-done"))
   expect(JSON.parse((await flow(dir.path, ["show", "review", "--json"])).stdout).task.status).toBe("done")
   expect(await page.$$("#inbox .card")).toEqual([])
+})
+
+test("search finds ids and titles, Enter selects; a status chip fades that status; Fit frames the graph", async () => {
+  await page.fill("#search", "api")
+  expect(await page.textContent("#matches")).toBe("2 matches")
+  expect(await page.$$eval("#nodes .node.match", (els) => els.map((e) => (e as unknown as El).dataset.id))).toEqual(["api", "review"])
+  await page.press("#search", "Enter")
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "api")
+  await page.fill("#search", "")
+  await page.uncheck('#filters input[data-status="done"]')
+  expect(await page.$$eval("#nodes .node.filtered", (els) => els.map((e) => (e as unknown as El).dataset.id).sort())).toEqual(["api", "review", "setup"])
+  await page.check('#filters input[data-status="done"]')
+  const zoomed = await page.getAttribute("#viewport", "transform")
+  await page.click("#fit")
+  expect(await page.getAttribute("#viewport", "transform")).not.toBe(zoomed)
+  await page.screenshot({ path: join(ARTIFACTS, "view-fit.png") })
 })
 
 test("a request naming a foreign Host is refused", async () => {
