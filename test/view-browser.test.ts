@@ -40,6 +40,8 @@ let url: string
 let context: BrowserContext
 let page: Page
 let profile: string
+/** Script errors and console errors of the page: the test before the last expects none. */
+const errors: string[] = []
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
@@ -53,7 +55,6 @@ beforeAll(async () => {
   profile = mkdtempSync(join(tmpdir(), "flow-view-profile-"))
   context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 900 } })
   page = context.pages()[0] ?? (await context.newPage())
-  const errors: string[] = []
   page.on("pageerror", (e) => errors.push(e.message))
   page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())))
   await page.goto(url)
@@ -165,6 +166,11 @@ test("search finds ids and titles, Enter selects; a status chip fades that statu
   await page.screenshot({ path: join(ARTIFACTS, "view-fit.png") })
 })
 
+test("the page logged no script or console error through all of the above", () => {
+  expect(errors).toEqual([])
+})
+
+// Last: the refused fetch below logs a console error in the page on purpose.
 test("a request naming a foreign Host is refused", async () => {
   const { port } = new URL(url)
   const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {

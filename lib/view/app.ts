@@ -13,7 +13,7 @@ import type { Question, QuestionsReport } from "../json-shapes"
 import { openExistingState } from "../state-db"
 import { mutateTasks } from "../tasks"
 import { applyStatus, formatChange } from "../transitions"
-import { ASSETS } from "./assets"
+import { FILES, INDEX_HTML } from "./assets"
 import type { ViewModel } from "./model"
 
 export type AppOptions = {
@@ -53,10 +53,9 @@ export function createApp(opts: AppOptions): Hono {
   app.get("/", (c) => {
     c.header("Content-Security-Policy", CSP)
     c.header("Cache-Control", "no-store")
-    return c.html(ASSETS.indexHtml.replace("{{TOKEN}}", opts.token))
+    return c.html(INDEX_HTML.replace("{{TOKEN}}", opts.token))
   })
-  app.get("/app.js", (c) => asset(c, ASSETS.appJs, "text/javascript; charset=utf-8"))
-  app.get("/style.css", (c) => asset(c, ASSETS.styleCss, "text/css; charset=utf-8"))
+  for (const [path, file] of FILES) app.get(path, (c) => asset(c, file.body, file.type))
 
   app.get("/api/tasks", (c) => guarded(c, () => c.json(model.tasks())))
   app.get("/api/tasks/:id", (c) =>
