@@ -57,8 +57,10 @@ beforeAll(async () => {
   page = context.pages()[0] ?? (await context.newPage())
   page.on("pageerror", (e) => errors.push(e.message))
   page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())))
+  // A loaded machine (the whole suite runs at once) can make the first layout slow: generous limits.
+  page.setDefaultTimeout(60_000)
   await page.goto(url)
-  await page.waitForSelector('#nodes .node[data-id="api"]')
+  await page.waitForSelector('#nodes .node[data-id="api"]', { timeout: 100_000 })
   expect(errors).toEqual([])
 })
 
