@@ -207,6 +207,27 @@ test.concurrent("a status change keeps the layout; a new dependency lays out aga
   expect((await get("/api/layout/unknown")).status).toBe(404)
 })
 
+test.concurrent("a cold layout reports its progress phase by phase; a saved one is read back without ELK", async () => {
+  await using dir = await project()
+  const model = new ViewModel(projectAt(dir.path))
+  const events: unknown[] = []
+  model.subscribe((e) => events.push(e))
+  await model.refresh()
+  const layout = await model.layout()
+  expect(events).toEqual([
+    { type: "layout", key: layout?.key, done: 0, total: 2 },
+    { type: "version", version: 1 },
+    { type: "layout", key: layout?.key, done: 1, total: 2 },
+    { type: "layout", key: layout?.key, done: 2, total: 2 },
+  ])
+  const again = new ViewModel(projectAt(dir.path))
+  const later: unknown[] = []
+  again.subscribe((e) => later.push(e))
+  await again.refresh()
+  expect(await again.layout()).toEqual(layout as NonNullable<typeof layout>)
+  expect(later).toEqual([{ type: "version", version: 1 }])
+})
+
 test.concurrent("a broken tasks.yaml is reported while the last good tasks stay on show", async () => {
   await using dir = await project()
   const { model, get } = await serve(dir)
