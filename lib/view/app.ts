@@ -73,15 +73,17 @@ export function createApp(opts: AppOptions): Hono {
       return c.json(await layout)
     }),
   )
-  app.get("/api/questions", async (c) => {
-    const db = await openExistingState(model.project)
-    let questions: Question[] = []
-    if (db) {
-      using open = db
-      questions = await open.questions.pending()
-    }
-    return c.json<QuestionsReport>({ questions })
-  })
+  app.get("/api/questions", (c) =>
+    guarded(c, async () => {
+      const db = await openExistingState(model.project)
+      let questions: Question[] = []
+      if (db) {
+        using open = db
+        questions = await open.questions.pending()
+      }
+      return c.json<QuestionsReport>({ questions })
+    }),
+  )
 
   app.post("/api/questions/:id/answer", async (c) => {
     const refused = checkWriter(c, opts)
@@ -90,13 +92,15 @@ export function createApp(opts: AppOptions): Hono {
     const text = typeof body?.answer === "string" ? body.answer.trim() : ""
     if (!text) return c.json<ApiError>({ error: "the answer is empty", hint: "send {\"answer\": \"<text>\"}" }, 400)
     const id = c.req.param("id")
-    const db = await openExistingState(model.project)
-    if (!db) return c.json<ApiError>({ error: `no question '${id}': no question has been asked in this project` }, 404)
-    using open = db
-    const { before, after } = await open.questions.answer(id, text, opts.user)
-    if (!before) return c.json<ApiError>({ error: `no question '${id}'` }, 404)
-    if (!after) return c.json<ApiError>({ error: `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}`, hint: "reload the questions" }, 409)
-    return c.json({ question: after })
+    return guarded(c, async () => {
+      const db = await openExistingState(model.project)
+      if (!db) return c.json<ApiError>({ error: `no question '${id}': no question has been asked in this project` }, 404)
+      using open = db
+      const { before, after } = await open.questions.answer(id, text, opts.user)
+      if (!before) return c.json<ApiError>({ error: `no question '${id}'` }, 404)
+      if (!after) return c.json<ApiError>({ error: `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}`, hint: "reload the questions" }, 409)
+      return c.json({ question: after })
+    })
   })
 
   // A checkpoint's review (SPEC 3.2 rule 5): the reviewer marks it done, or blocked with a note.
