@@ -179,6 +179,12 @@ test.concurrent("events: the current version at once, then one frame per change"
   await model.refresh()
   expect(await next()).toBe('event: version\ndata: {"type":"version","version":2}\n\n')
   await reader.cancel()
+  // A quiet stream gets a comment now and then, so nothing between takes it for a dead one.
+  const quiet = createApp({ model, port: PORT, token: TOKEN, user: "alice", heartbeatSeconds: 0.05 })
+  const stream = ((await quiet.request(`${ORIGIN}/api/events`)).body as ReadableStream<Uint8Array>).getReader()
+  expect(decoder.decode((await stream.read()).value)).toBe('event: version\ndata: {"version":2}\n\n')
+  expect(decoder.decode((await stream.read()).value)).toBe(": ping\n\n")
+  await stream.cancel()
 })
 
 test.concurrent("a status change keeps the layout; a new dependency lays out again; every task has a box", async () => {
