@@ -56,7 +56,8 @@ export async function renderDetails(id, keepScroll) {
   const html = [
     `<h2 id="detail-title">${esc(t.title)}</h2>`,
     `<p><code id="detail-id">${esc(t.id)}</code> <span class="pill ${esc(t.status)}" id="detail-status">${esc(t.status)}</span></p>`,
-    graph?.review ? reviewCard(id) : "",
+    // The review itself is in the list at the top of the panel, which keeps what is typed across updates.
+    graph?.review ? '<p class="waiting">⚑ This checkpoint waits for your review: accept or block it at the top of this panel.</p>' : "",
     fieldRows(report),
     `<h3>Instructions</h3><div class="md" id="detail-instructions">${t.instructions?.trim() ? markdown(t.instructions) : '<p class="hint">none</p>'}</div>`,
     `<h3>Acceptance criteria</h3>${list(t.acceptance_criteria)}`,
