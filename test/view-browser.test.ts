@@ -172,6 +172,21 @@ test("the page logged no script or console error through all of the above", () =
   expect(errors).toEqual([])
 })
 
+// After the error check: while the server is down the page logs failed connections.
+test("a new flow view on the same port: the open page reloads itself, with the new server's token", async () => {
+  const { port } = new URL(url)
+  server.kill("SIGINT")
+  await server.exited
+  expect((await flow(dir.path, ["ask", "ui", "Dark mode?"])).stdout).toBe("q-2\n")
+  server = Bun.spawn([...flowArgv(), "view", "--no-open", "--port", port], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  expect(await firstLine(server.stdout as ReadableStream<Uint8Array>)).toBe(url)
+  await page.waitForSelector('.card[data-question="q-2"]', { timeout: 60_000 })
+  await page.fill('.card[data-question="q-2"] textarea', "yes")
+  await page.click('.card[data-question="q-2"] button[data-answer]')
+  await page.waitForSelector('.card[data-question="q-2"]', { state: "detached" })
+  expect((await flow(dir.path, ["questions"])).stdout).toBe("No pending questions.\n")
+})
+
 // Last: the refused fetch below logs a console error in the page on purpose.
 test("a request naming a foreign Host is refused", async () => {
   const { port } = new URL(url)

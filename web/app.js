@@ -92,6 +92,8 @@ function hideProgress() {
 function connect() {
   const source = new EventSource("/api/events")
   source.addEventListener("open", () => {
+    // Each connection starts with the server's current version.
+    state.wanted = 0
     $("live").textContent = "live"
     $("live").classList.remove("off")
   })
@@ -101,6 +103,12 @@ function connect() {
   })
   source.addEventListener("version", (e) => {
     const { version } = JSON.parse(e.data)
+    // A version going back means a new `flow view` on this port: its token differs, so load its page
+    // (the selection stays in the URL's #id).
+    if (state.report && version < state.report.version && state.wanted === 0) {
+      location.reload()
+      return
+    }
     state.wanted = Math.max(state.wanted, version)
     // Before the first load, that load brings this version (or a newer one).
     if (state.report && version > state.report.version) void refresh()
