@@ -43,9 +43,12 @@ export function phaseGroups(index: Map<string, Indexed>): Map<number | null, Ind
   return new Map([...groups].sort(([a], [b]) => (a ?? Number.POSITIVE_INFINITY) - (b ?? Number.POSITIVE_INFINITY)))
 }
 
+/** Part of every key: changing how layouts are computed or stored makes saved ones stale. */
+const LAYOUT_FORMAT = 1
+
 /** A hash of what the layout depends on: ids, nesting, phases of top-level tasks, dependencies. */
 export function layoutKey(index: Map<string, Indexed>): string {
-  const parts: string[] = []
+  const parts: string[] = [`format ${LAYOUT_FORMAT} ${NODE_WIDTH}x${NODE_HEIGHT}`]
   for (const { task, parent } of index.values()) {
     parts.push(`${task.id}|${parent?.id ?? ""}|${parent ? "" : (task.phase ?? "")}|${(task.depends_on ?? []).join(",")}`)
   }
