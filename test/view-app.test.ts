@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { ListReport, QuestionsReport, ShowReport } from "../lib/json-shapes"
+import { ListReport, QuestionsReport, ShowReport, ViewTaskReport, ViewTasksReport } from "../lib/json-shapes"
 import { projectAt } from "../lib/project"
 import { openState } from "../lib/state-db"
 import { createApp, TOKEN_HEADER } from "../lib/view/app"
@@ -57,6 +57,7 @@ test.concurrent("GET /api/tasks is flow list --json with every task, plus what t
   expect(res.status).toBe(200)
   const body = await json(res)
   expect(ListReport(body)).toEqual(body) // the list shape, extra keys allowed
+  expect(ViewTasksReport.onDeepUndeclaredKey("reject")(body)).toEqual(body)
   const summary = (id: string, rest: object) => ({ id, phase: null, parent: null, depth: 0, depends_on: [], agent_name: null, checkpoint: false, validation_task_id: null, steps: { done: 0, total: 0 }, review: false, ...rest })
   expect(body).toEqual({
     version: 1,
@@ -92,7 +93,9 @@ test.concurrent("GET /api/tasks/:id is flow show --json with the exact prompt of
   const { get } = await serve(dir)
   const res = await get("/api/tasks/api")
   expect(res.status).toBe(200)
-  const { prompt, resume_prompt, ...show } = await json(res)
+  const body = await json(res)
+  expect(ViewTaskReport.onDeepUndeclaredKey("reject")(body)).toEqual(body)
+  const { prompt, resume_prompt, ...show } = body
   const cli = await flow(dir.path, ["show", "api", "--json"])
   expect(show).toEqual(JSON.parse(cli.stdout))
   expect(ShowReport.onDeepUndeclaredKey("reject")(show)).toEqual(show)

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import { writeFileAtomic } from "../atomic-write"
 import { FlowError } from "../errors"
-import type { ListReport, ShowReport, TaskSummary } from "../json-shapes"
+import type { GraphTask, ListReport, ViewTaskReport, ViewTasksReport } from "../json-shapes"
 import { phaseHeader, readPhaseTitles } from "../plan-phases"
 import type { Project } from "../project"
 import { currentStep, stepPrompt, taskPrompt } from "../prompt"
@@ -15,27 +15,6 @@ import { taskSummary } from "../task-lines"
 import { readTasks } from "../tasks"
 import { ensureStateDir } from "../valid-cache"
 import { computeLayout, layoutKey, phaseGroups, type Layout } from "./layout"
-
-/** One task of the graph: its `flow list --json` form and what the page draws besides. */
-export type GraphTask = TaskSummary & {
-  validation_task_id: string | null
-  steps: { done: number; total: number }
-  /** a checkpoint whose dependencies and subtasks are done: it waits for a person (SPEC 3.2 rule 5) */
-  review: boolean
-}
-
-/** GET /api/tasks: `flow list --json` (every task) with the version, the layout key and the file's error. */
-export type TasksReport = {
-  version: number
-  project: string
-  /** why tasks.yaml could not be read; the tasks are then the last valid ones */
-  error: string | null
-  layout_key: string
-  phases: { phase: number | null; title: string; tasks: GraphTask[] }[]
-}
-
-/** GET /api/tasks/:id: `flow show --json` and the prompts an agent receives for the task. */
-export type TaskReport = ShowReport & { prompt: string; resume_prompt: string | null }
 
 export type ViewEvent = { type: "version"; version: number } | { type: "layout"; key: string; done: number; total: number }
 
@@ -95,9 +74,9 @@ export class ViewModel {
     return this.loaded
   }
 
-  tasks(): TasksReport {
+  tasks(): ViewTasksReport {
     const { index, titles, key } = this.current()
-    const phases: TasksReport["phases"] = []
+    const phases: ViewTasksReport["phases"] = []
     for (const [phase, tops] of phaseGroups(index)) {
       const tasks: GraphTask[] = []
       for (const top of tops) {
@@ -106,12 +85,12 @@ export class ViewModel {
       }
       phases.push({ phase, title: phase === null ? "No phase" : phaseHeader(phase, titles), tasks })
     }
-    const report: TasksReport = { version: this.version, project: basename(this.project.dir), error: this.error, layout_key: key, phases }
+    const report: ViewTasksReport = { version: this.version, project: basename(this.project.dir), error: this.error, layout_key: key, phases }
     return report satisfies ListReport
   }
 
   /** `flow show --json` of one task with its prompts, or undefined for an unknown id. */
-  task(id: string): TaskReport | undefined {
+  task(id: string): ViewTaskReport | undefined {
     const { index, titles } = this.current()
     const entry = index.get(id)
     if (!entry) return undefined
