@@ -40,7 +40,7 @@ export function drawGraph() {
   const { layout } = state
   const titles = new Map(state.report.phases.map((p) => [p.phase, p.title]))
   $("bands").innerHTML = layout.phases
-    .map((b) => `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(titles.get(b.phase) ?? "No phase")}</text></g>`)
+    .map((b) => `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(`${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)}</text></g>`)
     .join("")
   const routed = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e.points]))
   const edges = []
