@@ -1,10 +1,10 @@
 import { parse, positionalsExactly } from "../lib/cli"
 import type { Ctx } from "../lib/context"
-import type { ShowReport } from "../lib/json-shapes"
 import { readPhaseTitles } from "../lib/plan-phases"
 import { findProject } from "../lib/project"
-import { indexTasks, type Indexed, type Task } from "../lib/task-index"
-import { taskLine, taskSummary } from "../lib/task-lines"
+import { descendantsOf, effectivePhase, pointingAt, showReport } from "../lib/show-report"
+import { indexTasks, type Indexed } from "../lib/task-index"
+import { taskLine } from "../lib/task-lines"
 import { requireTask } from "../lib/task-lookup"
 import { readTasks } from "../lib/tasks"
 
@@ -27,34 +27,15 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const index = indexTasks(data)
   const entry = requireTask(index, id)
   const { task } = entry
-  // One pass over every task for what points at this one.
-  const dependents: string[] = []
-  const validates: string[] = []
-  for (const { task: other } of index.values()) {
-    if (other.depends_on?.includes(id)) dependents.push(other.id)
-    if (other.validation_task_id === id) validates.push(other.id)
-  }
-  // A valid file names only existing dependencies (validate checks it before a file is trusted).
+  const { validates } = pointingAt(index, id)
   const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
   const { phase, from } = effectivePhase(entry, index)
-  const phaseTitle = phase === null ? null : (readPhaseTitles(project.dir).get(phase) ?? null)
-  const descendants = descendantsOf(task, entry.depth)
-
+  const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir)
   if (values.json) {
-    const { subtasks: _, ...record } = task
-    const report: ShowReport = {
-      task: record,
-      subtasks: descendants.map((d) => taskSummary(d.task, d.parent, d.depth)),
-      dependencies: (task.depends_on ?? []).map((dep) => ({ id: dep, status: statusOf(dep) })),
-      dependents,
-      validates,
-      parent: entry.parent?.id ?? null,
-      phase,
-      phase_title: phaseTitle,
-    }
-    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles), null, 2)}\n`)
     return
   }
+  const descendants = descendantsOf(task, entry.depth)
 
   const out = [
     `Task: ${task.id}`,
@@ -113,32 +94,4 @@ function bullets(out: string[], label: string, items: string[] | undefined): voi
 function firstLine(text: string): string {
   const line = text.trim().split("\n", 1)[0].trimEnd()
   return line ? ` ${line}` : ""
-}
-
-/**
- * The task's own phase; for a subtask without one, its top-level task's, which is the group `flow list`
- * shows it in and the phase `flow next` orders it by. `from` is the task the phase was read from.
- */
-function effectivePhase(entry: Indexed, index: Map<string, Indexed>): { phase: number | null; from: Task } {
-  if (entry.task.phase !== undefined) return { phase: entry.task.phase, from: entry.task }
-  let top = entry
-  while (top.parent) top = index.get(top.parent.id) as Indexed
-  return { phase: top.task.phase ?? null, from: top.task }
-}
-
-/** Every descendant in file order with its absolute depth, walked without recursion. */
-function descendantsOf(task: Task, depth: number): { task: Task; parent: Task; depth: number }[] {
-  const out: { task: Task; parent: Task; depth: number }[] = []
-  const stack: { task: Task; parent: Task; depth: number }[] = []
-  const push = (parent: Task, d: number) => {
-    const children = parent.subtasks ?? []
-    for (let i = children.length - 1; i >= 0; i--) stack.push({ task: children[i], parent, depth: d })
-  }
-  push(task, depth + 1)
-  while (stack.length > 0) {
-    const next = stack.pop() as { task: Task; parent: Task; depth: number }
-    out.push(next)
-    push(next.task, next.depth + 1)
-  }
-  return out
 }

@@ -176,3 +176,29 @@ export const RefineReport = type({
   }).array(),
 })
 export type RefineReport = typeof RefineReport.infer
+
+// --- flow view's JSON API (lib/view/app.ts, docs/VIEW.md) ---
+
+/** One task of the inspector's graph: its `flow list --json` form and what the page draws besides. */
+export const GraphTask = TaskSummary.and({
+  validation_task_id: "string | null",
+  steps: { done: "number", total: "number" },
+  /** a checkpoint whose dependencies and subtasks are done: it waits for a person (SPEC 3.2 rule 5) */
+  review: "boolean",
+})
+export type GraphTask = typeof GraphTask.infer
+
+/** GET /api/tasks: `flow list --json` (every task) with the version, the layout key and the file's error. */
+export const ViewTasksReport = type({
+  version: "number",
+  project: "string",
+  /** why tasks.yaml cannot be read now; the tasks are then the last valid ones */
+  error: "string | null",
+  layout_key: "string",
+  phases: type({ phase: "number | null", title: "string", tasks: GraphTask.array() }).array(),
+})
+export type ViewTasksReport = typeof ViewTasksReport.infer
+
+/** GET /api/tasks/:id: `flow show --json` and the prompts an agent receives for the task. */
+export const ViewTaskReport = ShowReport.and({ prompt: "string", resume_prompt: "string | null" })
+export type ViewTaskReport = typeof ViewTaskReport.infer

@@ -1,0 +1,189 @@
+// The inspector's HTTP app (Hono): the embedded page, the JSON API and the change events. Served by
+// lib/view/server.ts on 127.0.0.1; tests call `createApp(...).request()` in memory.
+//
+// Security (docs/VIEW.md): a request whose Host is not this server's loopback address and port is refused
+// (DNS rebinding: a foreign site resolving its name to 127.0.0.1 would otherwise read the API); the two
+// writing endpoints need the per-server token that only the served page carries, in a header a cross-site
+// form cannot set, and an Origin equal to the server's own; nothing is read from disk by request path.
+import { Hono, type Context } from "hono"
+import { streamSSE } from "hono/streaming"
+import { isoSeconds } from "../clock"
+import { FlowError } from "../errors"
+import type { Question, QuestionsReport } from "../json-shapes"
+import { openExistingState } from "../state-db"
+import { mutateTasks } from "../tasks"
+import { applyStatus, formatChange } from "../transitions"
+import { FILES, INDEX_HTML } from "./assets"
+import type { ViewModel } from "./model"
+
+export type AppOptions = {
+  model: ViewModel
+  /** the port the server listens on: the Host header must name it */
+  port: number
+  /** the per-server secret the page sends with every answer */
+  token: string
+  /** who answers from the page (answered_by) */
+  user: string
+  /** seconds between SSE keep-alive comments (tests shorten it) */
+  heartbeatSeconds?: number
+}
+
+export const TOKEN_HEADER = "x-flow-token"
+
+// The page loads nothing but its own files: scripts and styles only from this origin, no inline script.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+type ApiError = { error: string; hint?: string }
+
+export function createApp(opts: AppOptions): Hono {
+  const { model } = opts
+  const hosts = new Set([`127.0.0.1:${opts.port}`, `localhost:${opts.port}`])
+  const app = new Hono()
+
+  app.use("*", async (c, next) => {
+    const host = c.req.header("host") ?? new URL(c.req.url).host
+    if (!hosts.has(host)) {
+      return c.text(`flow view: refused a request for host '${host}': only http://127.0.0.1:${opts.port} is served\n`, 403)
+    }
+    await next()
+    c.header("X-Content-Type-Options", "nosniff")
+    c.header("Referrer-Policy", "no-referrer")
+  })
+
+  app.get("/", (c) => {
+    c.header("Content-Security-Policy", CSP)
+    c.header("Cache-Control", "no-store")
+    return c.html(INDEX_HTML.replace("{{TOKEN}}", opts.token))
+  })
+  for (const [path, file] of FILES) app.get(path, (c) => asset(c, file.body, file.type))
+
+  app.get("/api/tasks", (c) => guarded(c, () => c.json(model.tasks())))
+  app.get("/api/tasks/:id", (c) =>
+    guarded(c, async () => {
+      const id = c.req.param("id")
+      const report = await model.task(id)
+      return report ? c.json(report) : c.json<ApiError>({ error: `no task '${id}'`, hint: "it may have been removed from tasks.yaml" }, 404)
+    }),
+  )
+  app.get("/api/layout/:key", (c) =>
+    guarded(c, async () => {
+      const layout = model.layout(c.req.param("key"))
+      if (!layout) return c.json<ApiError>({ error: `no layout '${c.req.param("key")}': the graph has changed since`, hint: "fetch /api/tasks for the current layout_key" }, 404)
+      c.header("Cache-Control", "private, max-age=31536000, immutable")
+      return c.json(await layout)
+    }),
+  )
+  app.get("/api/questions", (c) =>
+    guarded(c, async () => {
+      const db = await openExistingState(model.project)
+      let questions: Question[] = []
+      if (db) {
+        using open = db
+        questions = await open.questions.pending()
+      }
+      return c.json<QuestionsReport>({ questions })
+    }),
+  )
+
+  app.post("/api/questions/:id/answer", async (c) => {
+    const refused = checkWriter(c, opts)
+    if (refused) return refused
+    const body = await jsonBody(c)
+    const text = typeof body?.answer === "string" ? body.answer.trim() : ""
+    if (!text) return c.json<ApiError>({ error: "the answer is empty", hint: "send {\"answer\": \"<text>\"}" }, 400)
+    const id = c.req.param("id")
+    return guarded(c, async () => {
+      const db = await openExistingState(model.project)
+      if (!db) return c.json<ApiError>({ error: `no question '${id}': no question has been asked in this project` }, 404)
+      using open = db
+      const { before, after } = await open.questions.answer(id, text, opts.user)
+      if (!before) return c.json<ApiError>({ error: `no question '${id}'` }, 404)
+      if (!after) return c.json<ApiError>({ error: `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}`, hint: "reload the questions" }, 409)
+      return c.json({ question: after })
+    })
+  })
+
+  // A checkpoint's review (SPEC 3.2 rule 5): the reviewer marks it done, or blocked with a note.
+  app.post("/api/tasks/:id/review", async (c) => {
+    const refused = checkWriter(c, opts)
+    if (refused) return refused
+    const body = await jsonBody(c)
+    const id = c.req.param("id")
+    const decision = body?.decision
+    const reason = typeof body?.reason === "string" ? body.reason.trim() : ""
+    if (decision !== "done" && decision !== "block") return c.json<ApiError>({ error: "decision must be 'done' or 'block'" }, 400)
+    if (decision === "block" && !reason) return c.json<ApiError>({ error: "blocking a checkpoint needs a reason", hint: "say what the review found" }, 400)
+    return guarded(c, async () => {
+      const changes = await mutateTasks(model.project, `flow view: review ${id}`, (editor) => {
+        const task = editor.task(id)
+        if (!task) throw new FlowError(`no task '${id}'`, undefined, "it may have been removed from tasks.yaml")
+        if (task.checkpoint !== true) throw new FlowError(`'${id}' is not a checkpoint`, undefined, `use 'flow done ${id}' or 'flow block ${id}' in a terminal`)
+        const applied = applyStatus(editor, id, decision === "done" ? "done" : "blocked", isoSeconds())
+        if (reason) editor.append({ taskId: id }, "ai_notes", decision === "block" ? `Blocked: ${reason}` : `Review: ${reason}`)
+        return applied.changes
+      })
+      return c.json({ changes: changes.map(formatChange) })
+    })
+  })
+
+  app.get("/api/events", (c) =>
+    streamSSE(c, async (stream) => {
+      const closed = Promise.withResolvers<void>()
+      stream.onAbort(() => closed.resolve())
+      // Events are written in order, one at a time, whatever the pace of the model.
+      let chain: Promise<unknown> = stream.writeSSE({ event: "version", data: JSON.stringify({ version: model.version }) })
+      const off = model.subscribe((e) => {
+        chain = chain.then(() => stream.writeSSE({ event: e.type, data: JSON.stringify(e) })).catch(() => closed.resolve())
+      })
+      // A comment now and then keeps proxies and the browser from taking a quiet stream for a dead one.
+      const ping = setInterval(() => {
+        chain = chain.then(() => stream.write(": ping\n\n")).catch(() => closed.resolve())
+      }, (opts.heartbeatSeconds ?? 15) * 1000)
+      await closed.promise
+      clearInterval(ping)
+      off()
+    }),
+  )
+
+  app.notFound((c) => c.json<ApiError>({ error: `nothing at ${c.req.path}` }, 404))
+  return app
+}
+
+function asset(c: Context, body: string, type: string): Response {
+  c.header("Content-Type", type)
+  c.header("Cache-Control", "no-cache")
+  return c.body(body)
+}
+
+/** A FlowError (an invalid tasks.yaml, a refused change) becomes a JSON error; anything else is a bug. */
+async function guarded(c: Context, fn: () => Response | Promise<Response>): Promise<Response> {
+  try {
+    return await fn()
+  } catch (e) {
+    if (!(e instanceof FlowError)) throw e
+    return c.json<ApiError>({ error: e.message, ...(e.hint ? { hint: e.hint } : {}) }, 409)
+  }
+}
+
+/** The token and same-origin checks of the writing endpoints; a Response when the request is refused. */
+function checkWriter(c: Context, opts: AppOptions): Response | undefined {
+  if (c.req.header(TOKEN_HEADER) !== opts.token) {
+    return c.json<ApiError>({ error: "missing or wrong token", hint: "answer from the page 'flow view' opened, or with 'flow answer'" }, 403)
+  }
+  const origin = c.req.header("origin")
+  const host = c.req.header("host") ?? new URL(c.req.url).host
+  const site = c.req.header("sec-fetch-site")
+  if (origin !== `http://${host}` || (site !== undefined && site !== "same-origin")) {
+    return c.json<ApiError>({ error: `cross-origin request refused (origin ${origin ?? "missing"})` }, 403)
+  }
+  return undefined
+}
+
+async function jsonBody(c: Context): Promise<Record<string, unknown> | undefined> {
+  try {
+    const body = await c.req.json()
+    return typeof body === "object" && body !== null ? (body as Record<string, unknown>) : undefined
+  } catch {
+    return undefined
+  }
+}

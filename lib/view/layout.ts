@@ -1,0 +1,216 @@
+// Positions of the inspector's graph, computed by elkjs (layered) in the server and sent to the page.
+// One ELK graph per phase (a large phase in parts of at most MAX_BAND_TASKS boxes), placed side by side as bands: a whole 2,000-task graph takes about 12 s in one
+// ELK run (and 200 s with ELK's own partitioning by phase), ten phases of 200 take about 2 s together, and
+// the bands come out without overlap. Dependencies inside a phase are routed by ELK; those between phases
+// are drawn by the page from box to box. Subtasks are compound children of their parent.
+// The result depends only on the graph's structure (ids, nesting, phases, dependencies): node boxes have
+// a fixed size, so a title or status change never lays out again (see `layoutKey`).
+import ELK, { type ElkExtendedEdge, type ElkNode } from "elkjs/lib/elk.bundled.js"
+import type { Indexed, Task } from "../task-index"
+
+export const NODE_WIDTH = 200
+export const NODE_HEIGHT = 48
+/** room above a parent's children for its own label */
+const PARENT_HEADER = 30
+const BAND_GAP = 80
+const BAND_HEADER = 50
+
+export type Box = { x: number; y: number; width: number; height: number }
+/** A phase's band; a large phase is cut into several parts (`part` of `parts`, from 1). */
+export type PhaseBand = Box & { phase: number | null; part: number; parts: number }
+export type LaidEdge = { from: string; to: string; points: [number, number][] }
+
+/** Absolute positions of every task box and phase band, and the routes of the dependencies ELK drew. */
+export type Layout = {
+  key: string
+  width: number
+  height: number
+  phases: PhaseBand[]
+  nodes: Record<string, Box>
+  /** dependencies inside one phase, routed around the boxes; the others are drawn by the page */
+  edges: LaidEdge[]
+}
+
+export type Progress = (done: number, total: number) => void
+
+/** The phase group of each task: its top-level task's phase (the group `flow list` shows it in). */
+export function phaseGroups(index: Map<string, Indexed>): Map<number | null, Indexed[]> {
+  const groups = new Map<number | null, Indexed[]>()
+  for (const entry of index.values()) {
+    if (entry.parent) continue
+    const phase = entry.task.phase ?? null
+    groups.set(phase, [...(groups.get(phase) ?? []), entry])
+  }
+  return new Map([...groups].sort(([a], [b]) => (a ?? Number.POSITIVE_INFINITY) - (b ?? Number.POSITIVE_INFINITY)))
+}
+
+/** Part of every key: changing how layouts are computed or stored makes saved ones stale. */
+const LAYOUT_FORMAT = 2
+/**
+ * The most boxes one ELK run gets. ELK's time grows much faster than the graph (2,000 tasks in one run: 12 s;
+ * in ten runs of 200: 1.4 s), so a larger phase, or a file without phases, is cut into parts by dependency
+ * depth, laid side by side like phases.
+ */
+export const MAX_BAND_TASKS = 250
+
+/** A hash of what the layout depends on: ids, nesting, phases of top-level tasks, dependencies. */
+export function layoutKey(index: Map<string, Indexed>): string {
+  const parts: string[] = [`format ${LAYOUT_FORMAT} ${NODE_WIDTH}x${NODE_HEIGHT}`]
+  for (const { task, parent } of index.values()) {
+    parts.push(`${task.id}|${parent?.id ?? ""}|${parent ? "" : (task.phase ?? "")}|${(task.depends_on ?? []).join(",")}`)
+  }
+  return Bun.hash(parts.join("\n")).toString(36)
+}
+
+let elk: InstanceType<typeof ELK> | undefined
+
+function engine(): InstanceType<typeof ELK> {
+  if (!elk) {
+    elk = new ELK()
+    // elk.bundled.js installs a worker-style onmessage handler on the global object; Bun then treats the
+    // process as a worker that waits for messages and never exits.
+    ;(globalThis as { onmessage?: unknown }).onmessage = null
+  }
+  return elk
+}
+
+const LAYOUT_OPTIONS = {
+  "elk.algorithm": "layered",
+  "elk.direction": "RIGHT",
+  "elk.hierarchyHandling": "INCLUDE_CHILDREN",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "50",
+  "elk.spacing.nodeNode": "18",
+  "elk.json.shapeCoords": "ROOT",
+  "elk.json.edgeCoords": "ROOT",
+}
+
+type Band = { phase: number | null; tops: Indexed[]; part: number; parts: number }
+
+/** The bands to lay out: one per phase, or several for a phase with more than MAX_BAND_TASKS boxes. */
+export function bands(index: Map<string, Indexed>): Band[] {
+  const out: Band[] = []
+  for (const [phase, tops] of phaseGroups(index)) {
+    const sizes = new Map(tops.map((e) => [e.task.id, boxCount(e.task)]))
+    const total = [...sizes.values()].reduce((a, b) => a + b, 0)
+    if (total <= MAX_BAND_TASKS) {
+      out.push({ phase, tops, part: 1, parts: 1 })
+      continue
+    }
+    // Deepest-first order of dependencies inside the phase, so each part mostly depends on the parts before it.
+    const depth = depthsWithin(tops)
+    const ordered = [...tops].sort((a, b) => (depth.get(a.task.id) as number) - (depth.get(b.task.id) as number) || a.order - b.order)
+    const parts: Indexed[][] = [[]]
+    let size = 0
+    for (const entry of ordered) {
+      const n = sizes.get(entry.task.id) as number
+      if (size > 0 && size + n > MAX_BAND_TASKS) {
+        parts.push([])
+        size = 0
+      }
+      parts[parts.length - 1].push(entry)
+      size += n
+    }
+    parts.forEach((part, i) => out.push({ phase, tops: part, part: i + 1, parts: parts.length }))
+  }
+  return out
+}
+
+/** Boxes a top-level task takes: itself and every subtask. */
+function boxCount(task: Task): number {
+  let n = 1
+  for (const sub of task.subtasks ?? []) n += boxCount(sub)
+  return n
+}
+
+/** Longest chain of dependencies among these top-level tasks, walked without recursion (chains can be long). */
+function depthsWithin(tops: Indexed[]): Map<string, number> {
+  const byId = new Map(tops.map((e) => [e.task.id, e.task]))
+  const depth = new Map<string, number>()
+  const inside = (id: string) => (byId.get(id)?.depends_on ?? []).filter((dep) => byId.has(dep))
+  for (const start of byId.keys()) {
+    if (depth.has(start)) continue
+    const stack = [start]
+    const open = new Set<string>()
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]
+      if (depth.has(id)) {
+        stack.pop()
+        continue
+      }
+      const waiting = inside(id).filter((dep) => !depth.has(dep) && !open.has(dep))
+      if (waiting.length > 0 && !open.has(id)) {
+        open.add(id)
+        stack.push(...waiting)
+        continue
+      }
+      // A cycle cannot occur in a valid file; a dependency still open is counted as depth 0.
+      depth.set(id, Math.max(0, ...inside(id).map((dep) => (depth.get(dep) ?? -1) + 1)))
+      open.delete(id)
+      stack.pop()
+    }
+  }
+  return depth
+}
+
+/** Lays out every band in turn (yielding between them, so the server keeps answering). */
+export async function computeLayout(index: Map<string, Indexed>, onProgress?: Progress): Promise<Layout> {
+  const todo = bands(index)
+  const layout: Layout = { key: layoutKey(index), width: 0, height: 0, phases: [], nodes: {}, edges: [] }
+  let x = 0
+  let done = 0
+  for (const { phase, tops, part, parts } of todo) {
+    onProgress?.(done, todo.length)
+    const inBand = new Set<string>()
+    const children = tops.map((e) => elkNode(e.task, inBand))
+    const edges: ElkExtendedEdge[] = []
+    for (const id of inBand) {
+      for (const dep of new Set(index.get(id)?.task.depends_on ?? [])) {
+        if (inBand.has(dep)) edges.push({ id: `${dep}>${id}`, sources: [dep], targets: [id] })
+      }
+    }
+    const graph: ElkNode = { id: `band-${phase}-${part}`, layoutOptions: LAYOUT_OPTIONS, children, edges }
+    const out: ElkNode = await engine().layout(graph)
+    const dx = x
+    const dy = BAND_HEADER
+    const walk = (nodes: ElkNode[] | undefined) => {
+      for (const n of nodes ?? []) {
+        layout.nodes[n.id] = { x: (n.x ?? 0) + dx, y: (n.y ?? 0) + dy, width: n.width ?? NODE_WIDTH, height: n.height ?? NODE_HEIGHT }
+        walk(n.children)
+      }
+    }
+    walk(out.children)
+    for (const e of out.edges ?? []) {
+      const s = e.sections?.[0]
+      if (!s) continue
+      const pts = [s.startPoint, ...(s.bendPoints ?? []), s.endPoint].map((p): [number, number] => [round(p.x + dx), round(p.y + dy)])
+      layout.edges.push({ from: e.sources[0], to: e.targets[0], points: pts })
+    }
+    const width = Math.max(out.width ?? 0, NODE_WIDTH)
+    const height = (out.height ?? 0) + BAND_HEADER
+    layout.phases.push({ phase, part, parts, x, y: 0, width, height })
+    layout.height = Math.max(layout.height, height)
+    x += width + BAND_GAP
+    done++
+    // Give pending requests (and the progress events) a turn between two blocking ELK runs.
+    await Bun.sleep(0)
+  }
+  for (const band of layout.phases) band.height = layout.height
+  layout.width = Math.max(0, x - BAND_GAP)
+  onProgress?.(done, todo.length)
+  return layout
+}
+
+function elkNode(task: Task, seen: Set<string>): ElkNode {
+  seen.add(task.id)
+  const subtasks = task.subtasks ?? []
+  if (subtasks.length === 0) return { id: task.id, width: NODE_WIDTH, height: NODE_HEIGHT }
+  return {
+    id: task.id,
+    layoutOptions: { "elk.padding": `[top=${PARENT_HEADER},left=12,bottom=12,right=12]` },
+    children: subtasks.map((s) => elkNode(s, seen)),
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10
+}

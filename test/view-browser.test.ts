@@ -1,0 +1,206 @@
+// `flow view` end to end in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
+// the page served by the real CLI (dist/flow when FLOW_BIN is set), a task's instructions and prompt, a
+// `flow done` from the shell reaching the page without a reload, a question answered from the page, a
+// checkpoint accepted from the page, escaped texts, and a foreign Host refused. Screenshots go to
+// test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
+import { afterAll, beforeAll, expect, test } from "bun:test"
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { chromium, type BrowserContext, type Page } from "playwright-core"
+import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+const ARTIFACTS = join(ROOT, "test-artifacts")
+const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+const TASKS = tasksYaml([
+  { id: "setup", title: "Set up the repo", status: "done", phase: 1, instructions: "Create the repo." },
+  {
+    id: "api",
+    title: "API layer",
+    status: "in_progress",
+    phase: 1,
+    depends_on: ["setup"],
+    instructions: "## Routes\n\nServe `GET /links` and **POST** /links.\n\n- validate input\n- return 201\n",
+    acceptance_criteria: ["tests pass"],
+  },
+  { id: "ui", title: "<img src=x onerror=alert(1)> UI", status: "todo", phase: 2, depends_on: ["api"], instructions: "<script>window.pwned = 1</script>\n\n[bad](javascript:alert(1)) [good](https://example.com/a?b=1&c=2)" },
+  { id: "review", title: "Review the API", status: "todo", phase: 2, depends_on: ["setup"], checkpoint: true, instructions: "Look at it." },
+])
+
+// The page's globals, typed just enough for the callbacks that run in the browser (this project has no DOM lib).
+type El = { textContent: string | null; classList: { contains: (name: string) => boolean }; dataset: Record<string, string> }
+type Win = { document: { querySelector: (s: string) => El | null; querySelectorAll: (s: string) => { length: number } }; pwned?: number; notReloaded?: boolean }
+
+let dir: TempDir
+let server: ReturnType<typeof Bun.spawn>
+let url: string
+let context: BrowserContext
+let page: Page
+let profile: string
+/** Script errors and console errors of the page: the test before the last expects none. */
+const errors: string[] = []
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(`Chromium is missing at ${CHROMIUM}: install it (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`)
+  }
+  mkdirSync(ARTIFACTS, { recursive: true })
+  dir = await tempRepo({ "tasks.yaml": TASKS, "plan.md": "# Implementation Plan\n\n## Phase 1: Core\n\n## Phase 2: Front\n" })
+  server = Bun.spawn([...flowArgv(), "view", "--no-open"], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  url = await firstLine(server.stdout as ReadableStream<Uint8Array>)
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
+  profile = mkdtempSync(join(tmpdir(), "flow-view-profile-"))
+  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 900 } })
+  page = context.pages()[0] ?? (await context.newPage())
+  page.on("pageerror", (e) => errors.push(e.message))
+  page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())))
+  // A loaded machine (the whole suite runs at once) can make the first layout slow: generous limits.
+  page.setDefaultTimeout(60_000)
+  await page.goto(url)
+  await page.waitForSelector('#nodes .node[data-id="api"]', { timeout: 100_000 })
+  expect(errors).toEqual([])
+})
+
+afterAll(async () => {
+  await context?.close()
+  server?.kill("SIGTERM")
+  await server?.exited
+  if (profile) rmSync(profile, { recursive: true, force: true })
+  await dir?.[Symbol.asyncDispose]()
+})
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const reader = stream.getReader()
+  let text = ""
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`flow view ended before printing its address: ${text}`)
+    text += new TextDecoder().decode(value)
+  }
+  reader.releaseLock()
+  return text.split("\n")[0]
+}
+
+const nodeClass = (id: string) => page.getAttribute(`#nodes .node[data-id="${id}"]`, "class")
+
+test("a click shows the task's instructions as Markdown and the exact prompt of flow prompt", async () => {
+  await page.click('#nodes .node[data-id="api"]')
+  await page.waitForSelector("#prompt")
+  expect(await page.textContent("#detail-title")).toBe("API layer")
+  expect(await page.innerHTML("#detail-instructions")).toBe(
+    "<h4>Routes</h4>\n<p>Serve <code>GET /links</code> and <strong>POST</strong> /links.</p>\n<ul><li>validate input</li><li>return 201</li></ul>",
+  )
+  expect(await page.textContent("#prompt")).toBe((await flow(dir.path, ["prompt", "api"])).stdout)
+  // The chain of the selection is lit: its dependency and its dependent.
+  expect(await page.$$eval("#nodes .node.on", (els) => els.map((e) => (e as unknown as El).dataset.id).sort())).toEqual(["api", "setup", "ui"])
+  await page.screenshot({ path: join(ARTIFACTS, "view-selected.png") })
+})
+
+test("texts from tasks.yaml are shown as text, never run as markup", async () => {
+  await page.click('#nodes .node[data-id="ui"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "ui")
+  expect(await page.textContent("#detail-title")).toBe("<img src=x onerror=alert(1)> UI")
+  expect(await page.innerHTML("#detail-instructions")).toBe(
+    "<p>&lt;script&gt;window.pwned = 1&lt;/script&gt;</p>\n" +
+      '<p>[bad](javascript:alert(1)) <a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">good</a></p>',
+  )
+  expect(await page.evaluate(() => [(globalThis as unknown as Win).document.querySelectorAll("#side img, #graph img, #side script").length, (globalThis as unknown as Win).pwned])).toEqual([0, undefined])
+})
+
+test("flow done from the shell recolours the task without a reload, keeping selection, pan and zoom", async () => {
+  await page.click('#nodes .node[data-id="api"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "api")
+  await page.mouse.move(400, 400)
+  await page.mouse.wheel(0, -300)
+  await page.evaluate(() => ((globalThis as unknown as Win).notReloaded = true))
+  const transform = await page.getAttribute("#viewport", "transform")
+  expect(await nodeClass("api")).toContain("st-in_progress")
+  const started = performance.now()
+  expect((await flow(dir.path, ["done", "api"])).code).toBe(0)
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector('#nodes .node[data-id="api"]')?.classList.contains("st-done"))
+  const lag = performance.now() - started
+  expect(await page.evaluate(() => (globalThis as unknown as Win).notReloaded)).toBe(true)
+  expect(await page.getAttribute("#viewport", "transform")).toBe(transform)
+  expect(await nodeClass("api")).toContain("selected")
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-status")?.textContent === "done")
+  expect(await nodeClass("ui")).toContain("st-ready_for_agent") // promoted by the same write
+  expect(lag).toBeLessThan(5000) // the CLI's start-up included; bench/view.ts measures the page's share
+  await page.screenshot({ path: join(ARTIFACTS, "view-after-done.png") })
+})
+
+test("a question asked by an agent is answered from the page; flow questions is then empty", async () => {
+  expect((await flow(dir.path, ["ask", "api", "Which database?"])).stdout).toBe("q-1\n")
+  await page.waitForSelector('.card[data-question="q-1"]')
+  expect(await page.textContent('.card[data-question="q-1"] .text')).toBe("Which database?")
+  await page.fill('.card[data-question="q-1"] textarea', "SQLite")
+  await page.screenshot({ path: join(ARTIFACTS, "view-question.png") })
+  await page.click('.card[data-question="q-1"] button[data-answer]')
+  await page.waitForSelector('.card[data-question="q-1"]', { state: "detached" })
+  expect(await flow(dir.path, ["questions"])).toEqual({ code: 0, stdout: "No pending questions.\n", stderr: "" })
+  const all = JSON.parse((await flow(dir.path, ["questions", "--all", "--json"])).stdout)
+  expect(all.questions[0]).toMatchObject({ id: "q-1", answer: "SQLite" })
+})
+
+test("a checkpoint waiting for review is accepted from the page", async () => {
+  expect(await nodeClass("review")).toContain("review")
+  await page.click('#inbox .card[data-review="review"] button[data-decision="done"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector('#nodes .node[data-id="review"]')?.classList.contains("st-done"))
+  expect(JSON.parse((await flow(dir.path, ["show", "review", "--json"])).stdout).task.status).toBe("done")
+  expect(await page.$$("#inbox .card")).toEqual([])
+})
+
+test("search finds ids and titles, Enter selects; a status chip fades that status; Fit frames the graph", async () => {
+  await page.fill("#search", "api")
+  expect(await page.textContent("#matches")).toBe("2 matches")
+  expect(await page.$$eval("#nodes .node.match", (els) => els.map((e) => (e as unknown as El).dataset.id))).toEqual(["api", "review"])
+  await page.press("#search", "Enter")
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "api")
+  await page.fill("#search", "")
+  await page.uncheck('#filters input[data-status="done"]')
+  expect(await page.$$eval("#nodes .node.filtered", (els) => els.map((e) => (e as unknown as El).dataset.id).sort())).toEqual(["api", "review", "setup"])
+  await page.check('#filters input[data-status="done"]')
+  const zoomed = await page.getAttribute("#viewport", "transform")
+  await page.click("#fit")
+  expect(await page.getAttribute("#viewport", "transform")).not.toBe(zoomed)
+  await page.screenshot({ path: join(ARTIFACTS, "view-fit.png") })
+})
+
+test("the page logged no script or console error through all of the above", () => {
+  expect(errors).toEqual([])
+})
+
+// After the error check: while the server is down the page logs failed connections.
+test("a new flow view on the same port: the open page reloads itself, with the new server's token", async () => {
+  const { port } = new URL(url)
+  server.kill("SIGINT")
+  await server.exited
+  expect((await flow(dir.path, ["ask", "ui", "Dark mode?"])).stdout).toBe("q-2\n")
+  server = Bun.spawn([...flowArgv(), "view", "--no-open", "--port", port], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  expect(await firstLine(server.stdout as ReadableStream<Uint8Array>)).toBe(url)
+  await page.waitForSelector('.card[data-question="q-2"]', { timeout: 60_000 })
+  await page.fill('.card[data-question="q-2"] textarea', "yes")
+  await page.click('.card[data-question="q-2"] button[data-answer]')
+  await page.waitForSelector('.card[data-question="q-2"]', { state: "detached" })
+  expect((await flow(dir.path, ["questions"])).stdout).toBe("No pending questions.\n")
+})
+
+// Last: the refused fetch below logs a console error in the page on purpose.
+test("a request naming a foreign Host is refused", async () => {
+  const { port } = new URL(url)
+  const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port: Number(port), path: "/api/tasks", headers: { host: "rebind.example" } }, (r) => {
+      let body = ""
+      r.on("data", (c) => (body += c))
+      r.on("end", () => resolve({ status: r.statusCode ?? 0, body }))
+    })
+    req.on("error", reject)
+    req.end()
+  })
+  expect(res).toEqual({ status: 403, body: `flow view: refused a request for host 'rebind.example': only http://127.0.0.1:${port} is served\n` })
+  // And from the page itself, a write without the token is refused too.
+  const status = await page.evaluate(async () => (await fetch("/api/tasks/review/review", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status)
+  expect(status).toBe(403)
+})

@@ -1,0 +1,166 @@
+// flow view's page: the task graph (positions come from the server's elkjs layout), a details panel, and the
+// questions and checkpoints waiting for a person. Plain JS, no framework, nothing from the internet.
+// Every text from the project goes through esc() (or textContent) before it reaches the DOM.
+import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
+import { onCardClick, renderDetails, renderInbox, select } from "./panel.js"
+import { $, api, state } from "./state.js"
+import { esc } from "./text.js"
+
+/** Fetches what changed and redraws; calls made while one runs are folded into one more run. */
+export async function refresh() {
+  if (state.loading) {
+    state.again = true
+    return state.loading
+  }
+  state.loading = (async () => {
+    do {
+      state.again = false
+      try {
+        await load()
+      } catch (e) {
+        showBanner(`flow view: ${e.message}`, true)
+      }
+    } while (state.again || (state.report && state.wanted > state.report.version))
+  })()
+  await state.loading
+  state.loading = null
+}
+
+async function load() {
+  const t0 = performance.now()
+  const [report, questions] = await Promise.all([api("/api/tasks"), api("/api/questions")])
+  state.report = report
+  state.questions = questions.questions
+  state.tasks = new Map()
+  state.dependents = new Map()
+  for (const phase of report.phases) for (const t of phase.tasks) state.tasks.set(t.id, t)
+  state.parents = new Set()
+  for (const t of state.tasks.values()) {
+    for (const d of t.depends_on) state.dependents.set(d, [...(state.dependents.get(d) ?? []), t.id])
+    if (t.parent) state.parents.add(t.parent)
+  }
+  $("project").textContent = `flow view: ${report.project}`
+  document.title = `flow view: ${report.project}`
+  if (report.error) showBanner(`tasks.yaml cannot be read; showing the last valid version.\n${report.error}`, true)
+  else hideBanner()
+  if (report.layout_key !== state.layoutKey) {
+    if (!state.layout) showProgress("Laying out the graph…")
+    state.layout = await api(`/api/layout/${encodeURIComponent(report.layout_key)}`)
+    state.layoutKey = report.layout_key
+    hideProgress()
+    // Fit before drawing: measuring the canvas after 2,000 new nodes would force a full layout of them.
+    if (!state.fitted) {
+      fit()
+      state.fitted = true
+    }
+    drawGraph()
+  } else {
+    updateNodes()
+  }
+  applyHighlights()
+  renderCounts()
+  renderInbox()
+  if (state.selected) {
+    if (state.tasks.has(state.selected)) await renderDetails(state.selected, true)
+    else select(null)
+  }
+  document.body.dataset.version = String(report.version)
+  // For the benchmark and the browser test: milliseconds from the page's request to the first full paint.
+  if (!document.body.dataset.paintedMs) requestAnimationFrame(() => setTimeout(() => (document.body.dataset.paintedMs = String(Math.round(performance.now())))))
+}
+
+function showBanner(text, isError) {
+  const b = $("banner")
+  b.textContent = text
+  b.className = isError ? "error" : ""
+  b.hidden = false
+}
+function hideBanner() {
+  $("banner").hidden = true
+}
+function showProgress(text, done, total) {
+  const p = $("progress")
+  p.hidden = false
+  p.innerHTML = `${esc(text)}${total ? `<progress max="${total}" value="${done}"></progress>` : "<progress></progress>"}`
+}
+function hideProgress() {
+  $("progress").hidden = true
+}
+
+// ---------- live updates ----------
+
+function connect() {
+  const source = new EventSource("/api/events")
+  source.addEventListener("open", () => {
+    // Each connection starts with the server's current version.
+    state.wanted = 0
+    $("live").textContent = "live"
+    $("live").classList.remove("off")
+  })
+  source.addEventListener("error", () => {
+    $("live").textContent = "reconnecting"
+    $("live").classList.add("off")
+  })
+  source.addEventListener("version", (e) => {
+    const { version } = JSON.parse(e.data)
+    // A version going back means a new `flow view` on this port: its token differs, so load its page
+    // (the selection stays in the URL's #id).
+    if (state.report && version < state.report.version && state.wanted === 0) {
+      location.reload()
+      return
+    }
+    state.wanted = Math.max(state.wanted, version)
+    // Before the first load, that load brings this version (or a newer one).
+    if (state.report && version > state.report.version) void refresh()
+  })
+  source.addEventListener("layout", (e) => {
+    const { done, total } = JSON.parse(e.data)
+    if (done < total && !state.layout) showProgress(`Laying out the graph: phase ${done + 1} of ${total}…`, done, total)
+  })
+}
+
+// ---------- start ----------
+
+function start() {
+  buildFilters()
+  setUpPanZoom()
+  applyView()
+  $("search").addEventListener("input", (e) => {
+    state.search = e.target.value
+    state.matchAt = -1
+    applyHighlights()
+  })
+  $("search").addEventListener("keydown", (e) => {
+    if (e.key !== "Enter" || state.matches.length === 0) return
+    state.matchAt = (state.matchAt + 1) % state.matches.length
+    select(state.matches[state.matchAt], true)
+  })
+  document.addEventListener("click", (e) => {
+    const link = e.target.closest("a.task")
+    if (link) {
+      e.preventDefault()
+      select(link.dataset.task, true)
+      return
+    }
+    const copy = e.target.closest("button[data-copy]")
+    if (copy) void navigator.clipboard?.writeText($(copy.dataset.copy).textContent)
+  })
+  $("side").addEventListener("click", (e) => void onCardClick(e))
+  document.addEventListener("keydown", (e) => {
+    if (e.target.closest("input, textarea")) return
+    if (e.key === "f" || e.key === "F") fit()
+    if (e.key === "Escape") select(null)
+    if (e.key === "/") {
+      e.preventDefault()
+      $("search").focus()
+    }
+  })
+  const initial = decodeURIComponent(location.hash.slice(1))
+  showProgress("Loading the tasks…")
+  connect()
+  void refresh().then(() => {
+    if (initial && state.tasks.has(initial)) select(initial, true)
+  })
+}
+
+start()

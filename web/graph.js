@@ -1,0 +1,210 @@
+// The graph: nodes, arrows and phase bands from the server's layout; highlights (selection chain, search,
+// status filter); pan, zoom and fit.
+import { select } from "./panel.js"
+import { $, STATUSES, state, SVG, VIEWPORT } from "./state.js"
+import { esc } from "./text.js"
+
+export function nodeMarkup(t, box) {
+  const parent = state.parents.has(t.id)
+  const classes = ["node", `st-${t.status}`, parent ? "parent" : "", t.checkpoint ? "checkpoint" : "", t.review ? "review" : ""].filter(Boolean).join(" ")
+  const badges = [t.checkpoint ? "⚑ checkpoint" : "", t.validation_task_id ? `✓ by ${t.validation_task_id}` : "", t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "", t.agent_name ? `@${t.agent_name}` : ""].filter(Boolean).join("  ")
+  const head = `<g class="${classes}" data-id="${esc(t.id)}" transform="translate(${box.x},${box.y})"><title>${esc(`${t.id}: ${t.title} (${t.status})`)}</title><rect width="${box.width}" height="${box.height}"></rect>`
+  if (parent) {
+    const room = Math.max(8, Math.floor((box.width - 24) / 7) - t.id.length - 2)
+    return `${head}<rect class="bar" width="6" height="24" rx="3"></rect><text class="title" x="12" y="19"><tspan class="id">${esc(t.id)}</tspan>  ${esc(clip(t.title, room))}  <tspan class="badge">${esc(badges)}</tspan></text></g>`
+  }
+  const room = Math.max(8, Math.floor((box.width - 16) / 7))
+  return `${head}<rect class="bar" width="6" height="${box.height}" rx="3"></rect><text class="id" x="12" y="14">${esc(t.id)}</text>` +
+    `<text class="title" x="12" y="30">${esc(clip(t.title, room))}</text><text class="badge" x="12" y="43">${esc(badges)}</text></g>`
+}
+
+export function clip(text, chars) {
+  const one = text.replace(/\s+/g, " ")
+  return one.length > chars ? `${one.slice(0, chars - 1)}…` : one
+}
+
+export function edgePath(points) {
+  return `M${points.map((p) => `${p[0]},${p[1]}`).join("L")}`
+}
+
+export function curve(a, b) {
+  const x1 = a.x + a.width
+  const y1 = a.y + a.height / 2
+  const x2 = b.x
+  const y2 = b.y + b.height / 2
+  const dx = Math.max(40, Math.abs(x2 - x1) / 2)
+  return `M${x1},${y1}C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`
+}
+
+export function drawGraph() {
+  const { layout } = state
+  const titles = new Map(state.report.phases.map((p) => [p.phase, p.title]))
+  $("bands").innerHTML = layout.phases
+    .map((b) => `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(`${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)}</text></g>`)
+    .join("")
+  const routed = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e.points]))
+  const edges = []
+  for (const t of state.tasks.values()) {
+    const to = layout.nodes[t.id]
+    for (const d of t.depends_on) {
+      const from = layout.nodes[d]
+      if (!from || !to) continue
+      const points = routed.get(`${d}>${t.id}`)
+      edges.push(`<path class="edge" data-from="${esc(d)}" data-to="${esc(t.id)}" d="${points ? edgePath(points) : curve(from, to)}"></path>`)
+    }
+    if (t.validation_task_id && layout.nodes[t.validation_task_id] && to) {
+      edges.push(`<path class="edge validates" data-from="${esc(t.id)}" data-to="${esc(t.validation_task_id)}" d="${curve(to, layout.nodes[t.validation_task_id])}"></path>`)
+    }
+  }
+  $("edges").innerHTML = edges.join("")
+  // Parents first, so their children are drawn on top of them.
+  const ordered = [...state.tasks.values()].sort((a, b) => a.depth - b.depth)
+  state.drawn = new Map()
+  const nodes = []
+  for (const t of ordered) {
+    if (!layout.nodes[t.id]) continue
+    const markup = nodeMarkup(t, layout.nodes[t.id])
+    state.drawn.set(t.id, markup)
+    nodes.push(markup)
+  }
+  $("nodes").innerHTML = nodes.join("")
+}
+
+/** A status or title change: the same layout, new classes and texts on the existing nodes. */
+export function updateNodes() {
+  for (const g of $("nodes").children) {
+    const t = state.tasks.get(g.dataset.id)
+    if (!t) continue
+    const fresh = nodeMarkup(t, state.layout.nodes[t.id])
+    if (state.drawn.get(t.id) === fresh) continue
+    state.drawn.set(t.id, fresh)
+    g.outerHTML = fresh
+  }
+}
+
+export function chainOf(id) {
+  const on = new Set([id])
+  const walk = (start, next) => {
+    const stack = [start]
+    while (stack.length) {
+      for (const n of next(stack.pop()) ?? []) if (!on.has(n)) (on.add(n), stack.push(n))
+    }
+  }
+  walk(id, (x) => state.tasks.get(x)?.depends_on)
+  walk(id, (x) => state.dependents.get(x))
+  // A subtask waits for its parent's dependencies too.
+  for (let p = state.tasks.get(id)?.parent; p; p = state.tasks.get(p)?.parent) {
+    on.add(p)
+    walk(p, (x) => state.tasks.get(x)?.depends_on)
+  }
+  return on
+}
+
+export function applyHighlights() {
+  const chain = state.selected && state.tasks.has(state.selected) ? chainOf(state.selected) : null
+  const q = state.search.trim().toLowerCase()
+  state.matches = []
+  for (const g of $("nodes").children) {
+    const id = g.dataset.id
+    const t = state.tasks.get(id)
+    const match = q !== "" && (id.toLowerCase().includes(q) || t.title.toLowerCase().includes(q))
+    if (match) state.matches.push(id)
+    g.classList.toggle("match", match)
+    g.classList.toggle("on", chain ? chain.has(id) : false)
+    g.classList.toggle("selected", id === state.selected)
+    g.classList.toggle("filtered", state.hidden.has(t.status))
+  }
+  for (const e of $("edges").children) {
+    e.classList.toggle("hot", chain ? chain.has(e.dataset.from) && chain.has(e.dataset.to) : false)
+  }
+  VIEWPORT.classList.toggle("dim", chain !== null)
+  $("matches").textContent = q ? `${state.matches.length} match${state.matches.length === 1 ? "" : "es"}` : ""
+}
+
+export function renderCounts() {
+  const counts = Object.fromEntries(STATUSES.map((s) => [s, 0]))
+  for (const t of state.tasks.values()) counts[t.status] = (counts[t.status] ?? 0) + 1
+  for (const s of STATUSES) {
+    const el = $(`count-${s}`)
+    if (el) el.textContent = String(counts[s])
+  }
+  $("counts").textContent = `${state.tasks.size} tasks`
+}
+
+export function buildFilters() {
+  $("filters").innerHTML = STATUSES.map((s) => `<label title="show ${s}"><input type="checkbox" data-status="${s}" checked><i class="dot ${s}"></i>${s} <span id="count-${s}">0</span></label>`).join("")
+  $("filters").addEventListener("change", (e) => {
+    const s = e.target.dataset.status
+    if (e.target.checked) state.hidden.delete(s)
+    else state.hidden.add(s)
+    applyHighlights()
+  })
+}
+
+// ---------- pan, zoom, fit ----------
+
+export function applyView() {
+  const { x, y, k } = state.view
+  VIEWPORT.setAttribute("transform", `translate(${x},${y}) scale(${k})`)
+  // Far out, the texts are unreadable anyway; not drawing them keeps 2,000 tasks quick to paint.
+  SVG.classList.toggle("far", k < 0.35)
+}
+
+export function fit() {
+  if (!state.layout) return
+  const r = SVG.getBoundingClientRect()
+  const w = Math.max(1, state.layout.width)
+  const h = Math.max(1, state.layout.height)
+  const k = Math.min(2, Math.max(0.02, Math.min((r.width - 40) / w, (r.height - 40) / h)))
+  state.view = { k, x: (r.width - w * k) / 2, y: Math.max(20, (r.height - h * k) / 2) }
+  applyView()
+}
+
+export function centerOn(id) {
+  const box = state.layout?.nodes[id]
+  if (!box) return
+  const r = SVG.getBoundingClientRect()
+  const k = Math.max(state.view.k, 0.8)
+  state.view = { k, x: r.width / 2 - (box.x + box.width / 2) * k, y: r.height / 2 - (box.y + box.height / 2) * k }
+  applyView()
+}
+
+export function setUpPanZoom() {
+  let drag = null
+  SVG.addEventListener("pointerdown", (e) => {
+    if (e.button !== 0) return
+    drag = { x: e.clientX, y: e.clientY, vx: state.view.x, vy: state.view.y, moved: false }
+    SVG.setPointerCapture(e.pointerId)
+  })
+  SVG.addEventListener("pointermove", (e) => {
+    if (!drag) return
+    const dx = e.clientX - drag.x
+    const dy = e.clientY - drag.y
+    if (!drag.moved && Math.hypot(dx, dy) < 4) return
+    drag.moved = true
+    SVG.classList.add("dragging")
+    state.view.x = drag.vx + dx
+    state.view.y = drag.vy + dy
+    applyView()
+  })
+  SVG.addEventListener("pointerup", (e) => {
+    const clicked = drag && !drag.moved
+    drag = null
+    SVG.classList.remove("dragging")
+    if (!clicked) return
+    const target = document.elementFromPoint(e.clientX, e.clientY)?.closest?.(".node")
+    select(target ? target.dataset.id : null)
+  })
+  SVG.addEventListener("wheel", (e) => {
+    e.preventDefault()
+    const r = SVG.getBoundingClientRect()
+    const px = e.clientX - r.left
+    const py = e.clientY - r.top
+    const k = Math.min(4, Math.max(0.02, state.view.k * Math.exp(-e.deltaY * 0.0015)))
+    const f = k / state.view.k
+    state.view = { k, x: px - (px - state.view.x) * f, y: py - (py - state.view.y) * f }
+    applyView()
+  }, { passive: false })
+  $("fit").addEventListener("click", fit)
+}
+

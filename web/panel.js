@@ -1,0 +1,136 @@
+// The side panel: the selected task's details (every field, Markdown instructions, steps, notes, links, the
+// exact prompt) and the questions and checkpoints waiting for a person, answered from here.
+import { refresh } from "./app.js"
+import { applyHighlights, centerOn } from "./graph.js"
+import { $, api, state, taskLink, TOKEN } from "./state.js"
+import { esc, inline, markdown } from "./text.js"
+
+export function select(id, center = false) {
+  state.selected = id
+  history.replaceState(null, "", id ? `#${encodeURIComponent(id)}` : location.pathname)
+  applyHighlights()
+  if (center && id) centerOn(id)
+  if (id) void renderDetails(id, false)
+  else $("details").innerHTML = '<p class="hint">Select a task to see its fields, instructions and the exact prompt its agent receives.</p>'
+}
+
+export const SHOWN_KEYS = new Set(["id", "title", "status", "instructions", "acceptance_criteria", "ai_notes", "steps", "depends_on"])
+
+export function fieldRows(report) {
+  const t = report.task
+  const rows = [
+    ["Phase", report.phase === null ? "none" : esc(report.phase_title ? `${report.phase}: ${report.phase_title}` : String(report.phase)) + (t.phase === undefined && report.phase !== null ? " (inherited)" : "")],
+    ["Parent", report.parent ? taskLink(report.parent) : "none"],
+    ["Agent", esc(t.agent_name ?? "none")],
+  ]
+  if (t.checkpoint !== undefined) rows.push(["Checkpoint", t.checkpoint ? "yes: waits for a person to accept it" : "no"])
+  if (t.validation_task_id) rows.push(["Validated by", taskLink(t.validation_task_id)])
+  if (report.validates.length) rows.push(["Validates", report.validates.map(taskLink).join(", ")])
+  for (const [key, value] of Object.entries(t)) {
+    if (SHOWN_KEYS.has(key) || ["phase", "agent_name", "checkpoint", "validation_task_id"].includes(key)) continue
+    rows.push([esc(key), esc(typeof value === "string" ? value : JSON.stringify(value))])
+  }
+  return `<table class="fields">${rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join("")}</table>`
+}
+
+export function list(items, render = (x) => inline(x)) {
+  return items && items.length ? `<ul class="plain">${items.map((i) => `<li>${render(i)}</li>`).join("")}</ul>` : '<p class="hint">none</p>'
+}
+
+export async function renderDetails(id, keepScroll) {
+  const side = $("side")
+  const scroll = side.scrollTop
+  let report
+  try {
+    report = await api(`/api/tasks/${encodeURIComponent(id)}`)
+  } catch (e) {
+    $("details").innerHTML = `<p class="err">${esc(e.message)}</p>`
+    return
+  }
+  if (state.selected !== id) return
+  const t = report.task
+  const graph = state.tasks.get(id)
+  const steps = (t.steps ?? []).map((s) => `<div class="step"><span class="pill ${esc(s.status ?? "pending")}">${esc(s.status ?? "pending")}</span> <code>${esc(s.id)}</code>` +
+    `${s.started_at ? ` <span class="when">started ${esc(s.started_at)}</span>` : ""}${s.completed_at ? ` <span class="when">done ${esc(s.completed_at)}</span>` : ""}` +
+    `<div class="md">${markdown(s.instruction)}</div>${s.acceptance_criteria?.length ? `Done when:${list(s.acceptance_criteria)}` : ""}</div>`).join("")
+  const html = [
+    `<h2 id="detail-title">${esc(t.title)}</h2>`,
+    `<p><code id="detail-id">${esc(t.id)}</code> <span class="pill ${esc(t.status)}" id="detail-status">${esc(t.status)}</span></p>`,
+    // The review itself is in the list at the top of the panel, which keeps what is typed across updates.
+    graph?.review ? '<p class="waiting">⚑ This checkpoint waits for your review: accept or block it at the top of this panel.</p>' : "",
+    fieldRows(report),
+    `<h3>Instructions</h3><div class="md" id="detail-instructions">${t.instructions?.trim() ? markdown(t.instructions) : '<p class="hint">none</p>'}</div>`,
+    `<h3>Acceptance criteria</h3>${list(t.acceptance_criteria)}`,
+    t.steps?.length ? `<h3>Steps</h3>${steps}` : "",
+    `<h3>Notes</h3>${list(t.ai_notes, (n) => `<span class="note">${esc(n)}</span>`)}`,
+    `<h3>Depends on</h3>${list(report.dependencies, (d) => taskLink(d.id))}`,
+    `<h3>Dependents</h3>${list(report.dependents, taskLink)}`,
+    report.subtasks.length ? `<h3>Subtasks</h3>${list(report.subtasks, (s) => `${"&nbsp;&nbsp;".repeat(s.depth - graph.depth - 1)}${taskLink(s.id)} ${esc(s.title)}`)}` : "",
+    `<h3>Prompt <button type="button" data-copy="prompt">Copy</button></h3><p class="hint">Exactly what an agent receives for this task.</p><pre class="prompt" id="prompt">${esc(report.prompt)}</pre>`,
+    report.resume_prompt ? `<h3>Resume prompt <button type="button" data-copy="resume-prompt">Copy</button></h3><p class="hint">What the agent gets when the session resumes for the current step.</p><pre class="prompt" id="resume-prompt">${esc(report.resume_prompt)}</pre>` : "",
+  ]
+  $("details").innerHTML = html.join("\n")
+  if (keepScroll) side.scrollTop = scroll
+}
+
+// ---------- questions and checkpoints ----------
+
+export function reviewCard(id) {
+  return `<div class="card" data-review="${esc(id)}"><div class="meta">Checkpoint ${taskLink(id)} waits for your review</div>` +
+    `<textarea placeholder="Reason (needed to block; kept as a note)"></textarea>` +
+    `<button type="button" class="primary" data-decision="done">Accept (done)</button> <button type="button" class="danger" data-decision="block">Block</button> <span class="err"></span></div>`
+}
+
+export function renderInbox() {
+  const reviews = [...state.tasks.values()].filter((t) => t.review)
+  const parts = []
+  if (state.questions.length) {
+    parts.push(`<h3>Questions (${state.questions.length})</h3>`)
+    for (const q of state.questions) {
+      parts.push(`<div class="card" data-question="${esc(q.id)}"><div class="meta"><b>${esc(q.id)}</b> · ${taskLink(q.task_id)}${q.agent ? ` · ${esc(q.agent)}` : ""} · asked ${esc(q.asked_at)}</div>` +
+        `<div class="text">${esc(q.text)}</div><textarea placeholder="Your answer"></textarea><button type="button" class="primary" data-answer>Answer</button> <span class="err"></span></div>`)
+    }
+  }
+  if (reviews.length) {
+    parts.push(`<h3>Checkpoints to review (${reviews.length})</h3>`)
+    for (const t of reviews) parts.push(reviewCard(t.id))
+  }
+  // Keep what a person is typing: the inbox is redrawn only when its items change.
+  const html = parts.join("")
+  if ($("inbox").dataset.html !== html) {
+    const typed = new Map([...$("inbox").querySelectorAll(".card")].map((c) => [c.dataset.question ?? `r:${c.dataset.review}`, c.querySelector("textarea")?.value ?? ""]))
+    $("inbox").innerHTML = html
+    $("inbox").dataset.html = html
+    for (const c of $("inbox").querySelectorAll(".card")) {
+      const value = typed.get(c.dataset.question ?? `r:${c.dataset.review}`)
+      if (value) c.querySelector("textarea").value = value
+    }
+  }
+}
+
+export async function post(path, body) {
+  return api(path, { method: "POST", headers: { "content-type": "application/json", "x-flow-token": TOKEN }, body: JSON.stringify(body) })
+}
+
+export async function onCardClick(e) {
+  const button = e.target.closest("button")
+  const card = e.target.closest(".card")
+  if (!button || !card) return
+  const error = card.querySelector(".err")
+  const text = card.querySelector("textarea")?.value ?? ""
+  button.disabled = true
+  try {
+    if (card.dataset.question !== undefined && button.hasAttribute("data-answer")) {
+      await post(`/api/questions/${encodeURIComponent(card.dataset.question)}/answer`, { answer: text })
+    } else if (card.dataset.review !== undefined && button.dataset.decision) {
+      await post(`/api/tasks/${encodeURIComponent(card.dataset.review)}/review`, { decision: button.dataset.decision, reason: text })
+    } else return
+    error.textContent = ""
+    await refresh()
+  } catch (err) {
+    error.textContent = err.message
+  } finally {
+    button.disabled = false
+  }
+}
+

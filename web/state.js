@@ -1,0 +1,42 @@
+// The page's shared state, its DOM handles and the API call helper.
+import { esc } from "./text.js"
+
+export const STATUSES = ["todo", "ready_for_agent", "assigned", "in_progress", "done", "blocked"]
+export const TOKEN = document.querySelector('meta[name="flow-token"]').getAttribute("content")
+export const $ = (id) => document.getElementById(id)
+export const SVG = $("graph")
+export const VIEWPORT = $("viewport")
+
+export const state = {
+  tasks: new Map(), // id → GraphTask
+  report: null,
+  layout: null,
+  layoutKey: null,
+  selected: null,
+  view: { x: 20, y: 20, k: 1 },
+  fitted: false,
+  search: "",
+  matches: [],
+  matchAt: -1,
+  hidden: new Set(),
+  dependents: new Map(), // id → ids depending on it
+  parents: new Set(), // ids of tasks with subtasks
+  drawn: new Map(), // id → the markup its node was last drawn with
+  questions: [],
+  loading: null,
+  wanted: 0, // the newest version the server announced
+  again: false,
+}
+
+export function taskLink(id) {
+  const t = state.tasks.get(id)
+  return `<a href="#${esc(id)}" class="task" data-task="${esc(id)}">${esc(id)}</a>${t ? ` <span class="pill ${esc(t.status)}">${esc(t.status)}</span>` : ""}`
+}
+
+export async function api(path, init) {
+  const res = await fetch(path, init)
+  const body = await res.json().catch(() => ({ error: `${res.status} ${res.statusText}` }))
+  if (!res.ok) throw new Error(body.hint ? `${body.error} (${body.hint})` : body.error)
+  return body
+}
+

@@ -1,0 +1,79 @@
+// Text for the page: HTML escaping and a small, safe Markdown renderer (docs/VIEW.md). Every text from the
+// project reaches the DOM through esc() (or textContent); no HTML from the project ever passes.
+
+const ESC = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }
+export function esc(text) {
+  return String(text ?? "").replace(/[&<>"']/g, (c) => ESC[c])
+}
+
+/** Inline Markdown on one line: `code`, **bold**, *italic*, [text](http…). Escapes everything else. */
+export function inline(text) {
+  return String(text)
+    .split(/(`[^`]+`)/)
+    .map((part) => {
+      if (part.length > 1 && part.startsWith("`") && part.endsWith("`")) return `<code>${esc(part.slice(1, -1))}</code>`
+      return esc(part)
+        .replace(/\*\*(.+?)\*\*/g, "<strong>$1</strong>")
+        .replace(/(^|[\s(])\*(?!\s)(.+?)\*(?=$|[\s).,;:!?])/g, "$1<em>$2</em>")
+        .replace(/\[([^\]]+)\]\(((?:https?:|mailto:)[^\s)]+)\)/g, '<a href="$2" target="_blank" rel="noopener noreferrer">$1</a>')
+    })
+    .join("")
+}
+
+/** A small, safe Markdown renderer: headings, paragraphs, lists, fenced code, quotes. No raw HTML passes. */
+export function markdown(text) {
+  const lines = String(text ?? "").replace(/\r\n?/g, "\n").split("\n")
+  const out = []
+  let para = []
+  let list = null // { tag, items }
+  const flushPara = () => {
+    if (para.length) out.push(`<p>${para.map(inline).join("<br>")}</p>`)
+    para = []
+  }
+  const flushList = () => {
+    if (list) out.push(`<${list.tag}>${list.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${list.tag}>`)
+    list = null
+  }
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    const fence = /^\s*(```|~~~)/.exec(line)
+    if (fence) {
+      flushPara()
+      flushList()
+      const code = []
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) code.push(lines[i])
+      out.push(`<pre><code>${esc(code.join("\n"))}</code></pre>`)
+      continue
+    }
+    const heading = /^(#{1,6})\s+(.*)$/.exec(line)
+    const bullet = /^\s*[-*+]\s+(.*)$/.exec(line)
+    const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line)
+    if (heading) {
+      flushPara()
+      flushList()
+      const level = Math.min(6, heading[1].length + 2)
+      out.push(`<h${level}>${inline(heading[2])}</h${level}>`)
+    } else if (bullet || numbered) {
+      flushPara()
+      const tag = bullet ? "ul" : "ol"
+      if (list && list.tag !== tag) flushList()
+      list = list ?? { tag, items: [] }
+      list.items.push((bullet ?? numbered)[1])
+    } else if (line.trim() === "") {
+      flushPara()
+      flushList()
+    } else if (list && /^\s{2,}\S/.test(line)) {
+      list.items[list.items.length - 1] += ` ${line.trim()}`
+    } else if (/^>\s?/.test(line)) {
+      flushPara()
+      flushList()
+      out.push(`<blockquote>${inline(line.replace(/^>\s?/, ""))}</blockquote>`)
+    } else {
+      flushList()
+      para.push(line)
+    }
+  }
+  flushPara()
+  flushList()
+  return out.join("\n")
+}
