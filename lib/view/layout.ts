@@ -1,4 +1,4 @@
-// Positions of the inspector's graph, computed by elkjs (layered) in the server and sent to the page.
+// Positions of the inspector's graph, computed by elkjs (layered) in the server, on a worker thread (layout-engine.ts), and sent to the page.
 // One ELK graph per phase (a large phase in parts of at most MAX_BAND_TASKS boxes), placed side by side as bands: a whole 2,000-task graph takes about 12 s in one
 // ELK run (and 200 s with ELK's own partitioning by phase), ten phases of 200 take about 2 s together, and
 // the bands come out without overlap. Dependencies inside a phase are routed by ELK; those between phases
