@@ -60,3 +60,14 @@ export function layoutGraph(graph: ElkNode): Promise<ElkNode> {
   w.postMessage({ id, graph } satisfies EngineRequest)
   return promise
 }
+
+/** Ends the worker (flow view's Ctrl-C must not wait for a layout): what waits fails; a later layout starts a new one. */
+export function stopLayoutEngine(): void {
+  const w = worker
+  if (!w) return
+  worker = undefined
+  const stopped = new Error("the layout was stopped: flow view is ending")
+  for (const waiting of pending.values()) waiting.reject(stopped)
+  pending.clear()
+  w.terminate()
+}

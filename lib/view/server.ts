@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { Exit, FlowError } from "../errors"
 import type { Project } from "../project"
 import { createApp } from "./app"
-import { startLayoutEngine } from "./layout-engine"
+import { startLayoutEngine, stopLayoutEngine } from "./layout-engine"
 import { LAYOUT_FILE, ViewModel } from "./model"
 import { watchProject } from "./watch"
 
@@ -45,6 +45,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
     model,
     stop: async () => {
       await unwatch()
+      stopLayoutEngine()
       await server.stop(true)
     },
   }
