@@ -24,10 +24,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--port must be a port number from 0 to 65535 (was '${values.port}')`)
   const project = findProject(ctx)
   const server = await startViewServer(project, { port, user: ctx.env.USER || "person" })
-  ctx.stdout(`${server.url}\n`)
-  ctx.stderr(`flow view: serving ${project.dir} on ${server.url} (Ctrl-C to stop)\n`)
+  // Ctrl-C is a normal stop from the moment the address is out (a script may send it at once).
   const stopped = Promise.withResolvers<void>()
   const release = ctx.onInterrupt?.(() => stopped.resolve())
+  ctx.stdout(`${server.url}\n`)
+  ctx.stderr(`flow view: serving ${project.dir} on ${server.url} (Ctrl-C to stop)\n`)
   // Not awaited: some browsers keep xdg-open waiting until they close, and Ctrl-C must work meanwhile.
   if (!values["no-open"]) {
     void openBrowser(server.url, process.platform).then((failed) => {

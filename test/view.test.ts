@@ -39,6 +39,23 @@ test.concurrent("view prints its loopback address first, serves the page and the
   expect(await new Response(view.proc.stderr).text()).toBe(`flow view: serving ${dir.path} on ${view.url} (Ctrl-C to stop)\n`)
 })
 
+test.concurrent("Ctrl-C during a cold layout exits 0 at once, without waiting for ELK", async () => {
+  // 2,000 tasks in 10 phases, chained inside each: a cold layout of several seconds; Ctrl-C comes at once.
+  const lines = ["tasks:"]
+  for (let i = 0; i < 2000; i++) {
+    lines.push(`  - id: t${i}`, `    title: Task ${i}`, "    status: todo", `    phase: ${(i % 10) + 1}`, "    instructions: x")
+    if (i >= 10) lines.push(`    depends_on: [t${i - 10}]`)
+  }
+  await using dir = await tempRepo({ "tasks.yaml": `${lines.join("\n")}\n` })
+  const view = await startView(dir)
+  const start = performance.now()
+  view.proc.kill("SIGINT")
+  expect(await view.proc.exited).toBe(0)
+  // The layout was abandoned, not finished and saved.
+  expect(await Bun.file(`${dir.path}/.flow/view-layout.json`).exists()).toBe(false)
+  expect(performance.now() - start).toBeLessThan(5000)
+})
+
 test.concurrent("a port in use is an error naming it, with exit 1", async () => {
   await using dir = await tempRepo({ "tasks.yaml": TASKS })
   await using first = await startView(dir)

@@ -1,12 +1,13 @@
-// Positions of the inspector's graph, computed by elkjs (layered) in the server and sent to the page.
+// Positions of the inspector's graph, computed by elkjs (layered) in the server, on a worker thread (layout-engine.ts), and sent to the page.
 // One ELK graph per phase (a large phase in parts of at most MAX_BAND_TASKS boxes), placed side by side as bands: a whole 2,000-task graph takes about 12 s in one
 // ELK run (and 200 s with ELK's own partitioning by phase), ten phases of 200 take about 2 s together, and
 // the bands come out without overlap. Dependencies inside a phase are routed by ELK; those between phases
 // are drawn by the page from box to box. Subtasks are compound children of their parent.
 // The result depends only on the graph's structure (ids, nesting, phases, dependencies): node boxes have
 // a fixed size, so a title or status change never lays out again (see `layoutKey`).
-import ELK, { type ElkExtendedEdge, type ElkNode } from "elkjs/lib/elk.bundled.js"
+import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk.bundled.js"
 import type { Indexed, Task } from "../task-index"
+import { layoutGraph } from "./layout-engine"
 
 export const NODE_WIDTH = 200
 export const NODE_HEIGHT = 48
@@ -62,18 +63,6 @@ export function layoutKey(index: Map<string, Indexed>): string {
   return Bun.hash(parts.join("\n")).toString(36)
 }
 
-let elk: InstanceType<typeof ELK> | undefined
-
-function engine(): InstanceType<typeof ELK> {
-  if (!elk) {
-    elk = new ELK()
-    // elk.bundled.js installs a worker-style onmessage handler on the global object; Bun then treats the
-    // process as a worker that waits for messages and never exits.
-    ;(globalThis as { onmessage?: unknown }).onmessage = null
-  }
-  return elk
-}
-
 const LAYOUT_OPTIONS = {
   "elk.algorithm": "layered",
   "elk.direction": "RIGHT",
@@ -84,7 +73,7 @@ const LAYOUT_OPTIONS = {
   "elk.json.edgeCoords": "ROOT",
 }
 
-type Band = { phase: number | null; tops: Indexed[]; part: number; parts: number }
+export type Band = { phase: number | null; tops: Indexed[]; part: number; parts: number }
 
 /** The bands to lay out: one per phase, or several for a phase with more than MAX_BAND_TASKS boxes. */
 export function bands(index: Map<string, Indexed>): Band[] {
@@ -152,24 +141,34 @@ function depthsWithin(tops: Indexed[]): Map<string, number> {
   return depth
 }
 
-/** Lays out every band in turn (yielding between them, so the server keeps answering). */
+/** The ELK graph of one band: its tasks (subtasks as compound children) and the dependencies inside it. */
+export function bandGraph(index: Map<string, Indexed>, { phase, tops, part }: Band): ElkNode {
+  const inBand = new Set<string>()
+  const children = tops.map((e) => elkNode(e.task, inBand))
+  const edges: ElkExtendedEdge[] = []
+  for (const id of inBand) {
+    for (const dep of new Set(index.get(id)?.task.depends_on ?? [])) {
+      if (inBand.has(dep)) edges.push({ id: `${dep}>${id}`, sources: [dep], targets: [id] })
+    }
+  }
+  return { id: `band-${phase}-${part}`, layoutOptions: LAYOUT_OPTIONS, children, edges }
+}
+
+/**
+ * Lays out every band: all are sent to the ELK worker at once (it lays them out one after another) and
+ * placed side by side as they come back, with a progress call for each.
+ */
 export async function computeLayout(index: Map<string, Indexed>, onProgress?: Progress): Promise<Layout> {
   const todo = bands(index)
   const layout: Layout = { key: layoutKey(index), width: 0, height: 0, phases: [], nodes: {}, edges: [] }
+  const results = todo.map((band) => layoutGraph(bandGraph(index, band)))
+  // Every band's promise is awaited below, in order; until then a failure must not count as unhandled.
+  for (const r of results) r.catch(() => undefined)
   let x = 0
   let done = 0
-  for (const { phase, tops, part, parts } of todo) {
+  for (const [i, { phase, part, parts }] of todo.entries()) {
     onProgress?.(done, todo.length)
-    const inBand = new Set<string>()
-    const children = tops.map((e) => elkNode(e.task, inBand))
-    const edges: ElkExtendedEdge[] = []
-    for (const id of inBand) {
-      for (const dep of new Set(index.get(id)?.task.depends_on ?? [])) {
-        if (inBand.has(dep)) edges.push({ id: `${dep}>${id}`, sources: [dep], targets: [id] })
-      }
-    }
-    const graph: ElkNode = { id: `band-${phase}-${part}`, layoutOptions: LAYOUT_OPTIONS, children, edges }
-    const out: ElkNode = await engine().layout(graph)
+    const out = await results[i]
     const dx = x
     const dy = BAND_HEADER
     const walk = (nodes: ElkNode[] | undefined) => {
@@ -191,8 +190,6 @@ export async function computeLayout(index: Map<string, Indexed>, onProgress?: Pr
     layout.height = Math.max(layout.height, height)
     x += width + BAND_GAP
     done++
-    // Give pending requests (and the progress events) a turn between two blocking ELK runs.
-    await Bun.sleep(0)
   }
   for (const band of layout.phases) band.height = layout.height
   layout.width = Math.max(0, x - BAND_GAP)

@@ -21,7 +21,8 @@ export type ViewEvent = { type: "version"; version: number } | { type: "layout";
 
 type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string }
 
-const LAYOUT_FILE = "view-layout.json"
+/** The last layout, in the project's .flow/: a new `flow view` on an unchanged graph starts without ELK. */
+export const LAYOUT_FILE = "view-layout.json"
 
 export class ViewModel {
   version = 0

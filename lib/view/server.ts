@@ -1,15 +1,20 @@
 // `flow view`'s server: the app on Bun.serve, bound to the loopback interface only, and the browser.
 import { randomBytes } from "node:crypto"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Exit, FlowError } from "../errors"
 import type { Project } from "../project"
 import { createApp } from "./app"
-import { ViewModel } from "./model"
+import { startLayoutEngine, stopLayoutEngine } from "./layout-engine"
+import { LAYOUT_FILE, ViewModel } from "./model"
 import { watchProject } from "./watch"
 
 export type ViewServer = { url: string; model: ViewModel; stop: () => Promise<void> }
 
 /** Reads the project (a FlowError when tasks.yaml is missing or invalid), then serves it on `port` (0: any free one). */
 export async function startViewServer(project: Project, opts: { port: number; user: string }): Promise<ViewServer> {
+  // Without a saved layout the graph will need ELK: its worker loads and warms up while tasks.yaml is read.
+  if (!existsSync(join(project.stateDir, LAYOUT_FILE))) startLayoutEngine()
   const model = new ViewModel(project)
   await model.refresh()
   const token = randomBytes(24).toString("hex")
@@ -40,6 +45,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
     model,
     stop: async () => {
       await unwatch()
+      stopLayoutEngine()
       await server.stop(true)
     },
   }
