@@ -20,7 +20,8 @@ stdout is the page's address.`,
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
-  const port = values.port === undefined ? 0 : Number(values.port)
+  // Digits only: Number() would also take "", "1e3" and "0x50".
+  const port = values.port === undefined ? 0 : /^\d{1,5}$/.test(values.port) ? Number(values.port) : NaN
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--port must be a port number from 0 to 65535 (was '${values.port}')`)
   const project = findProject(ctx)
   const server = await startViewServer(project, { port, user: ctx.env.USER || "person" })

@@ -5,11 +5,12 @@ import { readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import type { Project } from "./project"
 import { taskPrompt, type PromptInput } from "./prompt"
+import { branchOf } from "./run/workspace"
 import { openExistingState, type StateDb } from "./state-db"
 import type { Indexed } from "./task-index"
 
 export type ProjectPromptOptions = {
-  /** where the agent works, when the orchestrator knows it */
+  /** where the agent works; without it, the branch the orchestrator would give the task */
   workspace?: PromptInput["workspace"]
   /** an open state database; without one the project's is opened for the call, if it has one */
   db?: StateDb
@@ -22,7 +23,10 @@ export async function projectTaskPrompt(project: Project, index: Map<string, Ind
     using db = await openExistingState(project)
     if (db) questions = await db.questions.forTask(taskId)
   }
-  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace: options.workspace, questions })
+  // The branch line is part of what the run sends, so the preview names the branch the run would use.
+  const task = index.get(taskId)?.task
+  const workspace = options.workspace ?? (task ? { branch: await branchOf(task) } : undefined)
+  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace, questions })
 }
 
 function readGuidelines(dir: string): string | undefined {

@@ -11,8 +11,8 @@ export type PromptInput = {
   guidelines?: string
   /** the project folder's name, for the opening line */
   projectName: string
-  /** where the agent works, when the orchestrator knows it */
-  workspace?: { path: string; branch: string }
+  /** the branch the agent works on (in its own worktree) */
+  workspace?: { branch: string }
   /** the task's questions from .flow/state.db: the answered ones are part of its context */
   questions?: readonly Pick<Question, "id" | "text" | "answer">[]
 }

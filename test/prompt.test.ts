@@ -30,6 +30,7 @@ const TASKS = `tasks:
     title: Check the API
     status: todo
     depends_on: [api]
+    worktree: checks/api
     instructions: Run the API tests.
 `
 
@@ -38,6 +39,7 @@ test.concurrent("the prompt of a task with steps carries guidelines, context, de
   const name = dir.path.split("/").pop()
   const r = await flow(dir.path, ["prompt", "api"])
   expect(r).toEqual({ code: 0, stderr: "", stdout: `You are a coding agent working on task 'api' of the project '${name}', orchestrated by flow.
+Your working directory is a git worktree on branch 'flow/api': work and commit only there.
 
 # Rules
 
@@ -91,6 +93,8 @@ Run these commands from your working directory (flow finds the project through F
 test.concurrent("a validating task is told what to check; --resume gives the short step prompt; errors", async () => {
   await using dir = await tempRepo({ "tasks.yaml": TASKS })
   const check = await flow(dir.path, ["prompt", "api-check"])
+  // The branch `flow run` gives the task: its worktree field here.
+  expect(check.stdout.split("\n")[1]).toBe("Your working directory is a git worktree on branch 'checks/api': work and commit only there.")
   expect(check.stdout).toContain(`## You validate api
 
 Check the work of 'api' (HTTP API) against its acceptance criteria:

@@ -13,7 +13,8 @@ import { watchProject } from "../lib/view/watch"
 import { flow, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
 const PORT = 4321
-const ORIGIN = `http://127.0.0.1:${PORT}`
+const HOST = `127.0.0.1:${PORT}`
+const ORIGIN = `http://${HOST}`
 const TOKEN = "t0ken"
 
 const TASKS = tasksYaml([
@@ -42,9 +43,10 @@ async function serve(dir: TempDir) {
   const model = new ViewModel(projectAt(dir.path))
   await model.refresh()
   const app = createApp({ model, port: PORT, token: TOKEN, user: "alice", heartbeatSeconds: 3600 })
-  const get = (path: string, headers: Record<string, string> = {}) => app.request(`${ORIGIN}${path}`, { headers })
+  // A browser always sends Host; app.request does not, so the helpers send what the browser would.
+  const get = (path: string, headers: Record<string, string> = {}) => app.request(`${ORIGIN}${path}`, { headers: { host: HOST, ...headers } })
   const post = (path: string, body: unknown, headers: Record<string, string> = { [TOKEN_HEADER]: TOKEN, origin: ORIGIN }) =>
-    app.request(`${ORIGIN}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+    app.request(`${ORIGIN}${path}`, { method: "POST", headers: { host: HOST, "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) })
   return { model, app, get, post }
 }
 
@@ -107,11 +109,14 @@ test.concurrent("GET /api/tasks/:id is flow show --json with the exact prompt of
 
 test.concurrent("a request for a foreign Host is refused; the page carries the token under a strict CSP", async () => {
   await using dir = await project()
-  const { get } = await serve(dir)
+  const { app, get } = await serve(dir)
   for (const host of ["evil.example:4321", "127.0.0.1:80", "localhost.evil.example"]) {
     const res = await get("/api/tasks", { host })
     expect({ status: res.status, text: await res.text() }).toEqual({ status: 403, text: `flow view: refused a request for host '${host}': only http://127.0.0.1:4321 is served\n` })
   }
+  // HTTP/1.0 allows a request without Host: it names no address, so it is refused too (not a 500).
+  const bare = await app.request(`/api/tasks`)
+  expect({ status: bare.status, text: await bare.text() }).toEqual({ status: 403, text: "flow view: refused a request without a Host header: only http://127.0.0.1:4321 is served\n" })
   const page = await get("/")
   expect(page.status).toBe(200)
   expect(await page.text()).toContain(`<meta name="flow-token" content="${TOKEN}">`)
@@ -142,6 +147,11 @@ test.concurrent("an answer needs the token and the same origin; then the questio
   ]
   expect(refusals.map((r) => r.status)).toEqual([403, 403, 403, 403, 403])
   expect((await post("/api/questions/q-1/answer", { answer: "  " })).status).toBe(400)
+  const notJson = await post("/api/questions/q-1/answer", "SQLite")
+  expect({ status: notJson.status, body: await json(notJson) }).toEqual({
+    status: 400,
+    body: { error: "the request body is not JSON", hint: "send a JSON object with Content-Type: application/json" },
+  })
   expect(await json(post("/api/questions/q-9/answer", { answer: "x" }))).toEqual({ error: "no question 'q-9'" })
 
   const ok = await post("/api/questions/q-1/answer", { answer: "SQLite" })
@@ -178,14 +188,19 @@ test.concurrent("events: the current version at once, then one frame per change"
   const reader = (res.body as ReadableStream<Uint8Array>).getReader()
   const decoder = new TextDecoder()
   const next = async () => decoder.decode((await reader.read()).value)
-  expect(await next()).toBe('event: version\ndata: {"version":1}\n\n')
+  // The first frame names the server, as the page does: a page from another server reloads.
+  const instance = /<meta name="flow-instance" content="([0-9a-f]{16})">/.exec(await (await get("/")).text())?.[1]
+  expect(instance).toBeString()
+  expect(await next()).toBe(`event: version\ndata: {"version":1,"instance":"${instance}"}\n\n`)
   await model.refresh()
   expect(await next()).toBe('event: version\ndata: {"type":"version","version":2}\n\n')
   await reader.cancel()
   // A quiet stream gets a comment now and then, so nothing between takes it for a dead one.
   const quiet = createApp({ model, port: PORT, token: TOKEN, user: "alice", heartbeatSeconds: 0.05 })
-  const stream = ((await quiet.request(`${ORIGIN}/api/events`)).body as ReadableStream<Uint8Array>).getReader()
-  expect(decoder.decode((await stream.read()).value)).toBe('event: version\ndata: {"version":2}\n\n')
+  const stream = ((await quiet.request(`${ORIGIN}/api/events`, { headers: { host: HOST } })).body as ReadableStream<Uint8Array>).getReader()
+  const other = /^event: version\ndata: \{"version":2,"instance":"([0-9a-f]{16})"\}\n\n$/.exec(decoder.decode((await stream.read()).value))?.[1]
+  expect(other).toBeString()
+  expect(other).not.toBe(instance) // each server its own
   expect(decoder.decode((await stream.read()).value)).toBe(": ping\n\n")
   await stream.cancel()
 })

@@ -131,6 +131,18 @@ test("flow done from the shell recolours the task without a reload, keeping sele
   await page.screenshot({ path: join(ARTIFACTS, "view-after-done.png") })
 })
 
+test("a validator set or changed in tasks.yaml moves its dashed arrow, with no new layout", async () => {
+  const arrows = () => page.$$eval("#edges .edge.validates", (els) => els.map((e) => `${(e as unknown as El).dataset.from}>${(e as unknown as El).dataset.to}`))
+  expect(await arrows()).toEqual([])
+  const setValidator = (id: string) => dir.write("tasks.yaml", dir.read("tasks.yaml").replace(/^(\s*)- id: api\n(?:\s*validation_task_id: \S+\n)?/m, `$1- id: api\n$1  validation_task_id: ${id}\n`))
+  setValidator("review")
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelectorAll("#edges .edge.validates").length === 1)
+  expect(await arrows()).toEqual(["api>review"])
+  setValidator("ui")
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector('#edges .edge.validates[data-to="ui"]') !== null)
+  expect(await arrows()).toEqual(["api>ui"])
+})
+
 test("a question asked by an agent is answered from the page; flow questions is then empty", async () => {
   expect((await flow(dir.path, ["ask", "api", "Which database?"])).stdout).toBe("q-1\n")
   await page.waitForSelector('.card[data-question="q-1"]')
@@ -175,11 +187,15 @@ test("the page logged no script or console error through all of the above", () =
 // After the error check: while the server is down the page logs failed connections.
 test("a new flow view on the same port: the open page reloads itself, with the new server's token", async () => {
   const { port } = new URL(url)
+  await page.evaluate(() => ((globalThis as unknown as Win).notReloaded = true))
   server.kill("SIGINT")
   await server.exited
-  expect((await flow(dir.path, ["ask", "ui", "Dark mode?"])).stdout).toBe("q-2\n")
+  // Nothing changes while no server runs: the new one starts at the same version as the page has seen,
+  // so only the server's instance tells the page that its token is dead.
   server = Bun.spawn([...flowArgv(), "view", "--no-open", "--port", port], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
   expect(await firstLine(server.stdout as ReadableStream<Uint8Array>)).toBe(url)
+  await page.waitForFunction(() => (globalThis as unknown as Win).notReloaded === undefined && (globalThis as unknown as Win).document.querySelector("#live")?.textContent === "live")
+  expect((await flow(dir.path, ["ask", "ui", "Dark mode?"])).stdout).toBe("q-2\n")
   await page.waitForSelector('.card[data-question="q-2"]', { timeout: 60_000 })
   await page.fill('.card[data-question="q-2"] textarea', "yes")
   await page.click('.card[data-question="q-2"] button[data-answer]')

@@ -3,7 +3,7 @@
 // Every text from the project goes through esc() (or textContent) before it reaches the DOM.
 import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
 import { onCardClick, renderDetails, renderInbox, select } from "./panel.js"
-import { $, api, state } from "./state.js"
+import { $, api, INSTANCE, state } from "./state.js"
 import { esc } from "./text.js"
 
 /** Fetches what changed and redraws; calls made while one runs are folded into one more run. */
@@ -102,10 +102,10 @@ function connect() {
     $("live").classList.add("off")
   })
   source.addEventListener("version", (e) => {
-    const { version } = JSON.parse(e.data)
-    // A version going back means a new `flow view` on this port: its token differs, so load its page
+    const { version, instance } = JSON.parse(e.data)
+    // Another `flow view` now serves this port: this page's token is dead, so load the new server's page
     // (the selection stays in the URL's #id).
-    if (state.report && version < state.report.version && state.wanted === 0) {
+    if (instance !== undefined && instance !== INSTANCE) {
       location.reload()
       return
     }
@@ -155,12 +155,21 @@ function start() {
       $("search").focus()
     }
   })
-  const initial = decodeURIComponent(location.hash.slice(1))
+  const initial = taskFromHash()
   showProgress("Loading the tasks…")
   connect()
   void refresh().then(() => {
     if (initial && state.tasks.has(initial)) select(initial, true)
   })
+}
+
+/** The task id in the URL's #fragment; a malformed one (a hand-typed %) selects nothing. */
+function taskFromHash() {
+  try {
+    return decodeURIComponent(location.hash.slice(1))
+  } catch {
+    return ""
+  }
 }
 
 start()

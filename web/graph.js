@@ -42,6 +42,23 @@ export function drawGraph() {
   $("bands").innerHTML = layout.phases
     .map((b) => `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(`${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)}</text></g>`)
     .join("")
+  drawEdges()
+  // Parents first, so their children are drawn on top of them.
+  const ordered = [...state.tasks.values()].sort((a, b) => a.depth - b.depth)
+  state.drawn = new Map()
+  const nodes = []
+  for (const t of ordered) {
+    if (!layout.nodes[t.id]) continue
+    const markup = nodeMarkup(t, layout.nodes[t.id])
+    state.drawn.set(t.id, markup)
+    nodes.push(markup)
+  }
+  $("nodes").innerHTML = nodes.join("")
+}
+
+/** Dependency arrows (routed by ELK) and validation links (not part of the layout: drawn straight). */
+function drawEdges() {
+  const { layout } = state
   const routed = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e.points]))
   const edges = []
   for (const t of state.tasks.values()) {
@@ -57,21 +74,17 @@ export function drawGraph() {
     }
   }
   $("edges").innerHTML = edges.join("")
-  // Parents first, so their children are drawn on top of them.
-  const ordered = [...state.tasks.values()].sort((a, b) => a.depth - b.depth)
-  state.drawn = new Map()
-  const nodes = []
-  for (const t of ordered) {
-    if (!layout.nodes[t.id]) continue
-    const markup = nodeMarkup(t, layout.nodes[t.id])
-    state.drawn.set(t.id, markup)
-    nodes.push(markup)
-  }
-  $("nodes").innerHTML = nodes.join("")
+  state.validations = validationLinks()
+}
+
+function validationLinks() {
+  return [...state.tasks.values()].filter((t) => t.validation_task_id).map((t) => `${t.id}>${t.validation_task_id}`).join(" ")
 }
 
 /** A status or title change: the same layout, new classes and texts on the existing nodes. */
 export function updateNodes() {
+  // A validator is no part of the layout key, so a changed one arrives here: redraw the arrows for it.
+  if (validationLinks() !== state.validations) drawEdges()
   for (const g of $("nodes").children) {
     const t = state.tasks.get(g.dataset.id)
     if (!t) continue

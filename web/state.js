@@ -3,6 +3,7 @@ import { esc } from "./text.js"
 
 export const STATUSES = ["todo", "ready_for_agent", "assigned", "in_progress", "done", "blocked"]
 export const TOKEN = document.querySelector('meta[name="flow-token"]').getAttribute("content")
+export const INSTANCE = document.querySelector('meta[name="flow-instance"]').getAttribute("content")
 export const $ = (id) => document.getElementById(id)
 export const SVG = $("graph")
 export const VIEWPORT = $("viewport")
@@ -22,6 +23,7 @@ export const state = {
   dependents: new Map(), // id → ids depending on it
   parents: new Set(), // ids of tasks with subtasks
   drawn: new Map(), // id → the markup its node was last drawn with
+  validations: "", // the validation links the arrows were last drawn for
   questions: [],
   loading: null,
   wanted: 0, // the newest version the server announced

@@ -335,7 +335,7 @@ export class TaskWorker {
 
   private async taskPrompt(): Promise<string> {
     const { data } = await readTasks(this.s.project)
-    return projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { path: this.ws!.path, branch: this.ws!.branch }, db: this.s.db })
+    return projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { branch: this.ws!.branch }, db: this.s.db })
   }
 
   /** Agents find the project and their task through the environment, and `flow` on their PATH. */

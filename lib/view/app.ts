@@ -6,6 +6,7 @@
 // writing endpoints need the per-server token that only the served page carries, in a header a cross-site
 // form cannot set, and an Origin equal to the server's own; nothing is read from disk by request path.
 import { Hono, type Context } from "hono"
+import { randomBytes } from "node:crypto"
 import { streamSSE } from "hono/streaming"
 import { isoSeconds } from "../clock"
 import { FlowError } from "../errors"
@@ -39,11 +40,14 @@ export function createApp(opts: AppOptions): Hono {
   const { model } = opts
   const hosts = new Set([`127.0.0.1:${opts.port}`, `localhost:${opts.port}`])
   const app = new Hono()
+  // Names this server to its pages: a page from an earlier `flow view` on the same port holds a dead token,
+  // and reloads when the events it reconnects to come from another instance.
+  const instance = randomBytes(8).toString("hex")
 
   app.use("*", async (c, next) => {
-    const host = c.req.header("host") ?? new URL(c.req.url).host
-    if (!hosts.has(host)) {
-      return c.text(`flow view: refused a request for host '${host}': only http://127.0.0.1:${opts.port} is served\n`, 403)
+    const host = c.req.header("host")
+    if (host === undefined || !hosts.has(host)) {
+      return c.text(`flow view: refused a request ${host === undefined ? "without a Host header" : `for host '${host}'`}: only http://127.0.0.1:${opts.port} is served\n`, 403)
     }
     await next()
     c.header("X-Content-Type-Options", "nosniff")
@@ -53,7 +57,7 @@ export function createApp(opts: AppOptions): Hono {
   app.get("/", (c) => {
     c.header("Content-Security-Policy", CSP)
     c.header("Cache-Control", "no-store")
-    return c.html(INDEX_HTML.replace("{{TOKEN}}", opts.token))
+    return c.html(INDEX_HTML.replace("{{TOKEN}}", opts.token).replace("{{INSTANCE}}", instance))
   })
   for (const [path, file] of FILES) app.get(path, (c) => asset(c, file.body, file.type))
 
@@ -89,7 +93,8 @@ export function createApp(opts: AppOptions): Hono {
     const refused = checkWriter(c, opts)
     if (refused) return refused
     const body = await jsonBody(c)
-    const text = typeof body?.answer === "string" ? body.answer.trim() : ""
+    if (body instanceof Response) return body
+    const text = typeof body.answer === "string" ? body.answer.trim() : ""
     if (!text) return c.json<ApiError>({ error: "the answer is empty", hint: "send {\"answer\": \"<text>\"}" }, 400)
     const id = c.req.param("id")
     return guarded(c, async () => {
@@ -108,9 +113,10 @@ export function createApp(opts: AppOptions): Hono {
     const refused = checkWriter(c, opts)
     if (refused) return refused
     const body = await jsonBody(c)
+    if (body instanceof Response) return body
     const id = c.req.param("id")
-    const decision = body?.decision
-    const reason = typeof body?.reason === "string" ? body.reason.trim() : ""
+    const decision = body.decision
+    const reason = typeof body.reason === "string" ? body.reason.trim() : ""
     if (decision !== "done" && decision !== "block") return c.json<ApiError>({ error: "decision must be 'done' or 'block'" }, 400)
     if (decision === "block" && !reason) return c.json<ApiError>({ error: "blocking a checkpoint needs a reason", hint: "say what the review found" }, 400)
     return guarded(c, async () => {
@@ -131,7 +137,7 @@ export function createApp(opts: AppOptions): Hono {
       const closed = Promise.withResolvers<void>()
       stream.onAbort(() => closed.resolve())
       // Events are written in order, one at a time, whatever the pace of the model.
-      let chain: Promise<unknown> = stream.writeSSE({ event: "version", data: JSON.stringify({ version: model.version }) })
+      let chain: Promise<unknown> = stream.writeSSE({ event: "version", data: JSON.stringify({ version: model.version, instance }) })
       const off = model.subscribe((e) => {
         chain = chain.then(() => stream.writeSSE({ event: e.type, data: JSON.stringify(e) })).catch(() => closed.resolve())
       })
@@ -171,7 +177,7 @@ function checkWriter(c: Context, opts: AppOptions): Response | undefined {
     return c.json<ApiError>({ error: "missing or wrong token", hint: "answer from the page 'flow view' opened, or with 'flow answer'" }, 403)
   }
   const origin = c.req.header("origin")
-  const host = c.req.header("host") ?? new URL(c.req.url).host
+  const host = c.req.header("host") // checked against this server's address by the first middleware
   const site = c.req.header("sec-fetch-site")
   if (origin !== `http://${host}` || (site !== undefined && site !== "same-origin")) {
     return c.json<ApiError>({ error: `cross-origin request refused (origin ${origin ?? "missing"})` }, 403)
@@ -179,11 +185,14 @@ function checkWriter(c: Context, opts: AppOptions): Response | undefined {
   return undefined
 }
 
-async function jsonBody(c: Context): Promise<Record<string, unknown> | undefined> {
+/** The request's JSON object, or the 400 answer for a body that is not one. */
+async function jsonBody(c: Context): Promise<Record<string, unknown> | Response> {
+  let body: unknown
   try {
-    const body = await c.req.json()
-    return typeof body === "object" && body !== null ? (body as Record<string, unknown>) : undefined
+    body = await c.req.json()
   } catch {
-    return undefined
+    return c.json<ApiError>({ error: "the request body is not JSON", hint: "send a JSON object with Content-Type: application/json" }, 400)
   }
+  if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>
+  return c.json<ApiError>({ error: "the request body is not a JSON object", hint: "send a JSON object such as {\"answer\": \"<text>\"}" }, 400)
 }
