@@ -69,7 +69,7 @@ test.concurrent("a port in use is an error naming it, with exit 1", async () => 
 
 test.concurrent("bad arguments are usage errors; a missing or invalid tasks.yaml is exit 3, before anything is served", async () => {
   await using dir = await tempRepo({ "tasks.yaml": TASKS })
-  for (const port of ["http", "", "1e3", "0x50", "-1", "65536"]) {
+  for (const port of ["http", "", "1e3", "0x50", "65536"]) {
     expect(await flow(dir.path, ["view", "--port", port])).toEqual({ code: 2, stdout: "", stderr: `error: --port must be a port number from 0 to 65535 (was '${port}')\n` })
   }
   expect(await flow(dir.path, ["view", "graph"])).toEqual({ code: 2, stdout: "", stderr: "error: unexpected argument 'graph'\nhint: usage: flow view [--port <n>] [--no-open]\n" })
