@@ -106,6 +106,22 @@ test("requirements written as headings with prose under them are sections of the
   ])
 })
 
+test("a byte order mark before the first heading changes nothing for the skeleton and the reviews", () => {
+  const prd = "# P\n\n## Requirements\n- FR-1: export in 2 s\n"
+  const plan = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- `a.ts` does it\n"
+  // JSON drops the findings' edit functions, which differ by identity.
+  const seen = (text: string, bom: string) => JSON.stringify({ skeleton: planSkeleton(bom + text).text, prd: reviewPrd(bom + text), plan: reviewPlan(bom + plan) })
+  expect(seen(prd, "\uFEFF")).toBe(seen(prd, ""))
+  expect(reviewPlan(`\uFEFF${plan}`)).toEqual([])
+})
+
+test("headings inside a multi-line HTML comment of the PRD are not requirement groups", () => {
+  const prd = "# P\n\n## Requirements\n<!--\n### Example group\n- an example item\n-->\n- FR-1: export in 2 s\n"
+  expect(planSkeleton(prd).text.split("\n").filter((l) => l.startsWith("#"))).toEqual([
+    "# Implementation Plan", "## Phase 1: Requirements", "### 1.1 Export in 2 s", "## Phase 2: Acceptance", "### 2.1 Check the success criteria (checkpoint)",
+  ])
+})
+
 test("the interactive argv of each agent CLI that takes a first prompt; none for the others", () => {
   const argv = (cli: string, extra: Record<string, unknown> = {}) => interactiveArgv({ name: "a", cli, ...extra } as AgentConfig, "Help me", "/p")
   expect({
