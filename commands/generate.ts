@@ -73,6 +73,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       added: ok ? g.added : [],
       removed: ok ? g.removed : [],
       kept: ok ? g.kept : [],
+      requeued: ok ? g.requeued : [],
       ...(proposals ? { enriched: ok ? g.enriched : [], enriched_by: proposals.agent } : {}),
       notes: g.notes,
       ...(dryRun && ok ? { text: g.text } : {}),
@@ -99,6 +100,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)
   if (report.removed.length) say(`  removed: ${report.removed.map((r) => `${r.id} (was ${r.status})`).join(", ")}\n`)
   if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
+  if (report.requeued.length) say(`  back to todo, a new dependency is not done: ${report.requeued.join(", ")}\n`)
   return Exit.ok
 }
 
