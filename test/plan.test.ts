@@ -66,6 +66,14 @@ Next: name the files and components of each section ('flow refine plan' helps), 
   expect(JSON.parse(g.stdout).tasks).toBe(6)
 })
 
+test.concurrent("offline, items right under Requirements are a phase of their own, and PRD lines that read like labels cannot become them", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("skeletons/loose.PRD.md") })
+  const r = await flow(dir.path, ["plan", "--offline"])
+  expect({ code: r.code, stderr: r.stderr, first: r.stdout.split("\n")[0] }).toEqual({ code: 0, stderr: "", first: "Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 4 phases, 6 sections" })
+  expect(dir.read("plan.md")).toBe(fixture("skeletons/loose.plan.md"))
+  expect(await flow(dir.path, ["generate"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 6 tasks in 4 phases from plan.md\n", stderr: "" })
+})
+
 test.concurrent("a plan.md that is not empty is replaced only with --force, and kept as plan.md.bak", async () => {
   const old = "# Implementation Plan\n\n## Phase 1: Mine\n\n### 1.1 Hand-written\n- keep me\n"
   await using dir = await tempRepo({ "PRD.md": fixture("../../lib/templates/demo/PRD.md"), "plan.md": old })
