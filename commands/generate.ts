@@ -43,7 +43,7 @@ in the plan (an unknown reference, a duplicate id, a cycle) stops the command be
 export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
-  const project = projectWithPlan(ctx)
+  const project = projectWithPlan(ctx, positionals[0] !== undefined)
   const planFile = positionals[0] ? resolve(ctx.cwd, positionals[0]) : join(project.dir, "plan.md")
   const shownPlan = relative(ctx.cwd, planFile) || planFile
   const shownTasks = relative(ctx.cwd, project.tasksFile) || project.tasksFile
@@ -108,12 +108,15 @@ function countTasks(tasks: readonly { subtasks?: readonly unknown[] }[]): number
   return tasks.reduce((n, t) => n + 1 + countTasks((t.subtasks ?? []) as { subtasks?: unknown[] }[]), 0)
 }
 
-/** The project; a folder holding only plan.md counts as one, so a plan can be turned into tasks anywhere. */
-function projectWithPlan(ctx: Ctx): Project {
+/**
+ * The project; outside one, the working folder when it holds plan.md or a plan file is named, so a plan can be
+ * turned into tasks anywhere.
+ */
+function projectWithPlan(ctx: Ctx, planNamed: boolean): Project {
   try {
     return findProject(ctx)
   } catch (e) {
-    if (e instanceof FlowError && !ctx.env.FLOW_PROJECT && existsSync(join(ctx.cwd, "plan.md"))) return projectAt(resolve(ctx.cwd), ctx.env)
+    if (e instanceof FlowError && !ctx.env.FLOW_PROJECT && (planNamed || existsSync(join(ctx.cwd, "plan.md")))) return projectAt(resolve(ctx.cwd), ctx.env)
     throw e
   }
 }

@@ -178,6 +178,12 @@ test.concurrent("flow generate <plan-file> reads another file", async () => {
   expect(dir.read("tasks.yaml")).toBe(read("crlf.yaml"))
 })
 
+test.concurrent("flow generate <plan-file> outside any project writes tasks.yaml in the working folder", async () => {
+  await using dir = await tempRepo({ "p1.md": read("basic.md") })
+  expect(await flow(dir.path, ["generate", "p1.md"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 4 tasks in 2 phases from p1.md\n", stderr: "" })
+  expect(dir.read("tasks.yaml")).toBe(read("basic.yaml"))
+})
+
 test.concurrent("--enrich: an agent's proposals for instructions and criteria are checked and laid over the generated tasks", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("basic.md"), "flow.yaml": "agents:\n  - name: planner\n    cli: claude\n" })
   const bin = join(dir.path, ".test-bin")

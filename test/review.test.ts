@@ -6,6 +6,7 @@ import { planSkeleton } from "../lib/plan-skeleton"
 import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/review"
 import type { AgentConfig } from "../lib/config"
 import { interactiveArgv } from "../lib/planning-agent"
+import { planPrompt } from "../lib/plan-prompt"
 
 const lines = (text: string) => text.split("\n").map((t, i) => ({ n: i + 1, text: t }))
 
@@ -120,6 +121,12 @@ test("headings inside a multi-line HTML comment of the PRD are not requirement g
   expect(planSkeleton(prd).text.split("\n").filter((l) => l.startsWith("#"))).toEqual([
     "# Implementation Plan", "## Phase 1: Requirements", "### 1.1 Export in 2 s", "## Phase 2: Acceptance", "### 2.1 Check the success criteria (checkpoint)",
   ])
+})
+
+test("a prompt names at most 50 files of a folder and says how many more there are", () => {
+  const designs = Array.from({ length: 53 }, (_, i) => `screens/s${String(i).padStart(2, "0")}.png`)
+  const line = planPrompt({ guidelines: false, designs, research: [] }).split("\n").find((l) => l.startsWith("Design files"))
+  expect(line).toBe(`Design files in designs/: ${designs.slice(0, 50).join(", ")} and 3 more. Read the ones that matter.`)
 })
 
 test("the interactive argv of each agent CLI that takes a first prompt; none for the others", () => {
