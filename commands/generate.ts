@@ -29,8 +29,9 @@ depends on the last tasks of the previous phase); 'Validated by: 2.3' becomes va
 '#### <n>.<m>.<k> <title>' headings subtasks. docs/PLANNING.md has every rule.
 With --enrich (or --agent <name>) an agent CLI then proposes sharper instructions and acceptance criteria
 as JSON, which flow checks and lays over the generated tasks; ids and dependencies stay the plan's.
-Generating again keeps the status, notes, times and step progress of every task whose id is still there,
-and lists what was added, removed and kept. Text that fits no section is reported with its line; an error
+Generating again keeps the status, notes, times and step progress (steps matched by their text) of every
+task whose id is still there, and lists what was added, removed and kept; a ready task the plan gives a new
+dependency that is not done goes back to todo. Text that fits no section is reported with its line; an error
 in the plan (an unknown reference, a duplicate id, a cycle) stops the command before it writes anything.`,
   options: {
     enrich: { type: "boolean", help: "then let the first agent CLI of flow.yaml propose better instructions and acceptance criteria" },

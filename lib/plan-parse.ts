@@ -55,14 +55,16 @@ const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
 const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
 
 const EMPHASIS = String.raw`(?:\*{1,2}|_{1,2})`
-const LABEL_LINE = new RegExp(String.raw`^(?:(?:[-*+]|\d+[.)])\s+)?${EMPHASIS}?\s*(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`, "i")
+// A bullet or a number, then emphasis: what may come before a label's words.
+const LABEL_LEAD = String.raw`^(?:(?:[-*+]|\d+[.)])\s+)?${EMPHASIS}?\s*`
+const LABEL_LINE = new RegExp(String.raw`${LABEL_LEAD}(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`, "i")
 // The label's end: a colon with emphasis closing before or after it, emphasis alone, or the end of the line.
 const LABEL_END = new RegExp(String.raw`^\s*(?:${EMPHASIS}?\s*:\s*${EMPHASIS}?|${EMPHASIS}(?=\s|$)|$)\s*`)
 // What a dependency label without a colon, or the less usual "Dependencies", must start with to be read as one:
 // a section number or "none". Otherwise "Dependencies: add zod" in a work item would be taken for references.
 const REFS_START = /^(?:(?:section|task)\s+)?(?:\d+\.\d+|none\b|n\/a\b)/i
 // Lines that start like a label; one that is not read as a label is reported rather than silently kept as text.
-const LABEL_LIKE = /^(?:(?:[-*+]|\d+[.)])\s+)?(?:\*{1,2}|_{1,2})?\s*(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b/i
+const LABEL_LIKE = new RegExp(String.raw`${LABEL_LEAD}(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b`, "i")
 
 export type LabelKind = "acceptance" | "depends" | "validated"
 
@@ -75,15 +77,14 @@ export type Label = { kind: LabelKind; rest: string }
  * `Dependencies: 1.2` when a section number follows.
  */
 export function readLabel(text: string): Label | undefined {
-  const m = text.replace(/^\s*#{1,6}\s+/, "").trimStart().match(LABEL_LINE)
+  const m = withoutHeadingMarks(text).match(LABEL_LINE)
   if (!m) return undefined
   const word = m[1].toLowerCase().replace(/\s+/g, " ")
   const kind: LabelKind = word.startsWith("depend") ? "depends" : word.startsWith("validated") ? "validated" : "acceptance"
   const end = m[2].match(LABEL_END)
-  const rest = end ? m[2].slice(end[0].length).replace(/\s*(?:\*{1,2}|_{1,2})\s*$/, "").trim() : m[2].trim()
-  if (kind === "depends" && (!end || word === "dependencies") && rest !== "" && !REFS_START.test(rest)) return undefined
+  const rest = end ? m[2].slice(end[0].length).replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "").trim() : m[2].trim()
   if (!end && kind !== "depends") return undefined
-  if (!end && !/^\s/.test(m[2])) return undefined
+  if (kind === "depends" && (!end || word === "dependencies") && rest !== "" && !REFS_START.test(rest)) return undefined
   return { kind, rest }
 }
 
@@ -94,7 +95,11 @@ export function labelOpensList(label: Label): boolean {
 
 /** Whether a line that is no label starts like one (`Depends on the API`): it is worth a warning. */
 export function looksLikeLabel(text: string): boolean {
-  return LABEL_LIKE.test(text.replace(/^\s*#{1,6}\s+/, "").trimStart())
+  return LABEL_LIKE.test(withoutHeadingMarks(text))
+}
+
+function withoutHeadingMarks(text: string): string {
+  return text.replace(/^\s*#{1,6}\s+/, "").trimStart()
 }
 
 /** Splits plan.md into its phases and sections; every line lands in a section or in a note. */
