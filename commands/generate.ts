@@ -29,8 +29,9 @@ depends on the last tasks of the previous phase); 'Validated by: 2.3' becomes va
 '#### <n>.<m>.<k> <title>' headings subtasks. docs/PLANNING.md has every rule.
 With --enrich (or --agent <name>) an agent CLI then proposes sharper instructions and acceptance criteria
 as JSON, which flow checks and lays over the generated tasks; ids and dependencies stay the plan's.
-Generating again keeps the status, notes, times and step progress of every task whose id is still there,
-and lists what was added, removed and kept. Text that fits no section is reported with its line; an error
+Generating again keeps the status, notes, times and step progress (steps matched by their text) of every
+task whose id is still there, and lists what was added, removed and kept; a ready task the plan gives a new
+dependency that is not done goes back to todo. Text that fits no section is reported with its line; an error
 in the plan (an unknown reference, a duplicate id, a cycle) stops the command before it writes anything.`,
   options: {
     enrich: { type: "boolean", help: "then let the first agent CLI of flow.yaml propose better instructions and acceptance criteria" },
@@ -43,7 +44,7 @@ in the plan (an unknown reference, a duplicate id, a cycle) stops the command be
 export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
-  const project = projectWithPlan(ctx)
+  const project = projectWithPlan(ctx, positionals[0] !== undefined)
   const planFile = positionals[0] ? resolve(ctx.cwd, positionals[0]) : join(project.dir, "plan.md")
   const shownPlan = relative(ctx.cwd, planFile) || planFile
   const shownTasks = relative(ctx.cwd, project.tasksFile) || project.tasksFile
@@ -73,6 +74,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       added: ok ? g.added : [],
       removed: ok ? g.removed : [],
       kept: ok ? g.kept : [],
+      requeued: ok ? g.requeued : [],
       ...(proposals ? { enriched: ok ? g.enriched : [], enriched_by: proposals.agent } : {}),
       notes: g.notes,
       ...(dryRun && ok ? { text: g.text } : {}),
@@ -99,6 +101,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)
   if (report.removed.length) say(`  removed: ${report.removed.map((r) => `${r.id} (was ${r.status})`).join(", ")}\n`)
   if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
+  if (report.requeued.length) say(`  back to todo, a new dependency is not done: ${report.requeued.join(", ")}\n`)
   return Exit.ok
 }
 
@@ -106,12 +109,15 @@ function countTasks(tasks: readonly { subtasks?: readonly unknown[] }[]): number
   return tasks.reduce((n, t) => n + 1 + countTasks((t.subtasks ?? []) as { subtasks?: unknown[] }[]), 0)
 }
 
-/** The project; a folder holding only plan.md counts as one, so a plan can be turned into tasks anywhere. */
-function projectWithPlan(ctx: Ctx): Project {
+/**
+ * The project; outside one, the working folder when it holds plan.md or a plan file is named, so a plan can be
+ * turned into tasks anywhere.
+ */
+function projectWithPlan(ctx: Ctx, planNamed: boolean): Project {
   try {
     return findProject(ctx)
   } catch (e) {
-    if (e instanceof FlowError && !ctx.env.FLOW_PROJECT && existsSync(join(ctx.cwd, "plan.md"))) return projectAt(resolve(ctx.cwd), ctx.env)
+    if (e instanceof FlowError && !ctx.env.FLOW_PROJECT && (planNamed || existsSync(join(ctx.cwd, "plan.md")))) return projectAt(resolve(ctx.cwd), ctx.env)
     throw e
   }
 }

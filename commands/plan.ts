@@ -39,6 +39,7 @@ A plan.md that is not empty is replaced only with --force, and then kept as plan
 export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
+  if (values.offline && values.agent !== undefined) throw usage("--agent and --offline exclude each other", "--agent <name> writes the plan with that agent; --offline writes the skeleton without one")
   const project = findProject(ctx)
   const shown = (file: string) => relative(ctx.cwd, file) || file
   const prdFile = join(project.dir, "PRD.md")

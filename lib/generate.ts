@@ -22,7 +22,7 @@ const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
 /** Generated ids stay short: they become branch and worktree names. */
 const MAX_ID = 40
 
-export type Generation = GeneratedTasks & Carried & {
+export type Generation = GeneratedTasks & Omit<Carried, "warnings"> & {
   /** the new tasks.yaml; undefined when a note is an error */
   text?: string
   /** ids whose instructions or acceptance criteria came from an agent's proposals */
@@ -35,8 +35,10 @@ export type Generation = GeneratedTasks & Carried & {
  */
 export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment): Promise<Generation> {
   const generated = planToTasks(parsePlan(planText))
-  const carried = carryProgress(generated.tasks, old)
+  const { warnings, ...carried } = carryProgress(generated.tasks, old, generated.lines)
   const notes = generated.notes
+  notes.push(...warnings)
+  notes.sort(byLine)
   if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried, enriched: [] }
   const enriched = enrichment ? applyEnrichment(generated.tasks, enrichment) : []
   const text = renderTasks(generated.tasks, generated.phases)
@@ -168,7 +170,7 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
   const tasks = roots.map((r) => build(r, true))
   const phases = new Map<number, string>()
   for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
-  return { tasks, phases, notes: notes.sort((a, b) => (a.line ?? 0) - (b.line ?? 0)), lines }
+  return { tasks, phases, notes: notes.sort(byLine), lines }
 }
 
 function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, notes: PlanNote[]): Step {
@@ -187,6 +189,10 @@ function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, 
   const step: Step = { id: `${taskId}.${k}`, instruction }
   if (body.acceptance.length > 0) step.acceptance_criteria = body.acceptance
   return step
+}
+
+function byLine(a: PlanNote, b: PlanNote): number {
+  return (a.line ?? 0) - (b.line ?? 0)
 }
 
 /** A kebab id cut at a dash to at most MAX_ID characters. */

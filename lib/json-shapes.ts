@@ -137,6 +137,8 @@ export const GenerateReport = type({
   added: "string[]",
   removed: type({ id: "string", status: "string" }).array(),
   kept: "string[]",
+  /** kept ids that were ready_for_agent and are todo again: the plan gave them a dependency that is not done */
+  requeued: "string[]",
   notes: PlanNote.array(),
   "text?": "string",
   /** with --enrich: the agent, and the ids whose instructions or criteria it changed */

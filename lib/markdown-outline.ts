@@ -1,6 +1,7 @@
 // A Markdown file as a flat list of ATX headings, each with its own lines up to the next heading, and the
-// list items of a block of lines. Fence-aware: a `#` inside a code block is code. Used to read PRD.md
+// list items of a block of lines. A `#` inside a code block or an HTML comment is not a heading. Used to read PRD.md
 // (flow plan's skeleton, flow refine's review) and plan.md (the review).
+import { splitLines, trackBlocks } from "./markdown-blocks"
 import type { PlanLine } from "./plan-parse"
 
 export type OutlineHeading = {
@@ -18,26 +19,15 @@ export type Outline = {
 }
 
 const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
-const FENCE = /^\s*(`{3,}|~{3,})/
 
 /** The headings of `text` in order, each with its own lines. */
 export function outline(text: string): Outline {
-  const lines = text.replace(/\r\n?/g, "\n").split("\n")
-  if (lines.at(-1) === "") lines.pop()
   const out: Outline = { preamble: [], headings: [] }
-  let fence: string | undefined
-  lines.forEach((raw, i) => {
+  const blocks = trackBlocks()
+  splitLines(text).forEach((raw, i) => {
     const line = { n: i + 1, text: raw }
     const target = out.headings.at(-1)?.lines ?? out.preamble
-    if (fence !== undefined) {
-      const close = raw.match(FENCE)
-      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && raw.trim() === close[1]) fence = undefined
-      target.push(line)
-      return
-    }
-    const open = raw.match(FENCE)
-    if (open) fence = open[1]
-    const h = open ? null : raw.match(HEADING)
+    const h = blocks.line(raw) ? null : raw.match(HEADING)
     if (h) out.headings.push({ level: h[1].length, title: (h[2] ?? "").trim(), line: line.n, lines: [] })
     else target.push(line)
   })
@@ -79,18 +69,12 @@ const ITEM = /^(\s*)([-*+]|\d+[.)])\s+(?:\[([ xX])\]\s+)?(.*)$/
 export function listItems(lines: readonly PlanLine[]): ListItem[] {
   const items: ListItem[] = []
   let base: number | undefined
-  let inComment = false
-  let fence: string | undefined
+  const blocks = trackBlocks()
   for (const { n, text } of lines) {
-    if (inComment || /^\s*<!--/.test(text)) {
-      inComment = !text.includes("-->")
-      continue
-    }
+    const block = blocks.line(text)
+    if (block === "comment") continue
     // A code block is not a list, even when it holds lines starting with '-' (YAML, diffs).
-    const f = text.match(FENCE)
-    if (fence !== undefined || f) {
-      if (fence === undefined) fence = f![1]
-      else if (f && f[1][0] === fence[0] && f[1].length >= fence.length && text.trim() === f[1]) fence = undefined
+    if (block === "code") {
       const last = items.at(-1)
       if (last) {
         last.nested.push(text.slice(Math.min(text.length - text.trimStart().length, last.column)))
@@ -118,12 +102,6 @@ export function listItems(lines: readonly PlanLine[]): ListItem[] {
 
 /** Non-blank lines that are not HTML comments: the text a person actually wrote. */
 export function writtenLines(lines: readonly PlanLine[]): PlanLine[] {
-  let inComment = false
-  return lines.filter(({ text }) => {
-    if (inComment || /^\s*<!--/.test(text)) {
-      inComment = !text.includes("-->")
-      return false
-    }
-    return text.trim() !== ""
-  })
+  const blocks = trackBlocks()
+  return lines.filter(({ text }) => blocks.line(text) !== "comment" && text.trim() !== "")
 }

@@ -1,7 +1,8 @@
 // The text under one plan heading → a task's instructions, acceptance criteria and references. The work
 // items are kept as written (bullets, numbered lists, nested lists, code blocks): an agent reads Markdown
 // well, and rewording would lose detail. Only the labelled lines are taken out of the text.
-import { LABEL, type PlanLine, type PlanNote } from "./plan-parse"
+import { trackBlocks } from "./markdown-blocks"
+import { looksLikeLabel, readLabel, type PlanLine, type PlanNote } from "./plan-parse"
 
 /** A `Depends on:` or `Validated by:` line: what it names, and where. */
 export type PlanRefs = { refs: string[]; line: number }
@@ -15,7 +16,6 @@ export type PlanBody = {
   notes: PlanNote[]
 }
 
-const FENCE = /^\s*(`{3,}|~{3,})/
 const LIST_ITEM = /^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$/
 const NONE = /^(?:none|nothing|-|n\/a|no dependencies)\.?$/i
 
@@ -25,34 +25,28 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
   const kept: PlanLine[] = []
   // After a label, the list items that follow belong to it until a line that is not one.
   let list: { kind: "acceptance" | "depends"; indent: number; items: number } | undefined
-  let fence: string | undefined
+  // A bare 'Depends on:' and where it is, until a list item gives it references.
+  let bareDepends: number | undefined
+  const blocks = trackBlocks()
 
   for (const line of lines) {
     const text = line.text
-    if (fence !== undefined) {
-      kept.push(line)
-      const close = text.match(FENCE)
-      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && text.trim() === close[1]) fence = undefined
-      continue
-    }
-    const open = text.match(FENCE)
-    if (open) {
+    if (blocks.line(text)) {
       list = undefined
-      fence = open[1]
       kept.push(line)
       continue
     }
-    const label = text.replace(/^\s*#{1,6}\s+/, "").trimStart().match(LABEL)
+    const label = readLabel(text)
     if (label) {
-      const kind = label[1].toLowerCase().replace(/\s+/g, " ")
-      const rest = label[2].replace(/(\*\*|__)\s*$/, "").trim()
+      const { kind, rest } = label
       const indent = indentOf(text)
-      if (kind.startsWith("depends")) {
+      if (kind === "depends") {
         if (body.dependsOn) body.notes.push({ severity: "warning", line: line.n, message: `${where} has a second 'Depends on' line; both are used` })
         const refs = splitRefs(rest)
         body.dependsOn = { refs: [...(body.dependsOn?.refs ?? []), ...refs], line: line.n }
         list = rest ? undefined : { kind: "depends", indent, items: 0 }
-      } else if (kind.startsWith("validated")) {
+        bareDepends = rest ? undefined : line.n
+      } else if (kind === "validated") {
         const refs = splitRefs(rest)
         if (refs.length !== 1) {
           body.notes.push({ severity: "error", line: line.n, message: `'Validated by' in ${where} must name exactly one task (it names ${refs.length})`, hint: "write 'Validated by: <n>.<m>' with the section of the task that checks this one" })
@@ -69,7 +63,10 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
       const item = text.match(LIST_ITEM)
       if (item && item[1].length >= list.indent) {
         if (list.kind === "acceptance") body.acceptance.push(item[2].trim())
-        else body.dependsOn!.refs.push(...splitRefs(item[2]))
+        else {
+          body.dependsOn!.refs.push(...splitRefs(item[2]))
+          bareDepends = undefined
+        }
         list.items++
         continue
       }
@@ -80,7 +77,17 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
       }
       list = undefined
     }
+    if (looksLikeLabel(text)) {
+      body.notes.push({ severity: "warning", line: line.n, message: `${where}: '${text.trim()}' reads like a label but is not one: it stays in the instructions`,
+        hint: "write 'Depends on: 1.2, 2.1' (section numbers or task ids), 'Validated by: 2.3' or 'Done when:' with the colon, or reword the line" })
+    }
     kept.push(line)
+  }
+  if (bareDepends !== undefined && body.dependsOn?.refs.length === 0) {
+    // Read as "none", an empty label would silently drop the default dependencies on the previous phase.
+    body.dependsOn = undefined
+    body.notes.push({ severity: "warning", line: bareDepends, message: `'Depends on' in ${where} names nothing: the default dependencies are used`,
+      hint: "list the section numbers after it ('Depends on: 1.2'), or write 'Depends on: none' for none" })
   }
   body.instructions = tidy(kept)
   return body
@@ -108,20 +115,18 @@ function tidy(lines: readonly PlanLine[]): string {
   const indents = lines.filter((l) => l.text.trim() !== "").map((l) => indentOf(l.text.replace(/\t/g, "    ")))
   const cut = indents.length ? Math.min(...indents) : 0
   const out: string[] = []
-  let fence: string | undefined
+  const blocks = trackBlocks()
   for (const { text } of lines) {
-    if (fence !== undefined) {
+    if (blocks.open?.kind === "code") {
       // Inside a code block only the common indentation goes; tabs stay tabs (a Makefile needs them).
       const line = text.slice(Math.min(cut, text.length - text.replace(/^ +/, "").length))
       out.push(line)
-      const close = line.match(FENCE)
-      if (close && close[1][0] === fence[0] && close[1].length >= fence.length && line.trim() === close[1]) fence = undefined
+      blocks.line(line)
       continue
     }
     const expanded = text.replace(/^\t+/, (t) => "    ".repeat(t.length))
     const line = expanded.slice(Math.min(cut, indentOf(expanded)))
-    const open = line.match(FENCE)
-    if (open) fence = open[1]
+    blocks.line(line)
     const trimmed = line.trimEnd()
     if (trimmed === "" && (out.length === 0 || out.at(-1) === "")) continue
     out.push(trimmed)

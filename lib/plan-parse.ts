@@ -1,6 +1,8 @@
 // plan.md → phases, sections and their sub-headings, every piece with its line in the file (SPEC section 1,
 // "Plan shape"). Pure: no IO. Real plans are messy, so the parser is generous about heading forms and
 // reports, with line numbers, every piece of text it could not place instead of dropping it.
+import { splitLines, trackBlocks } from "./markdown-blocks"
+import { writtenLines } from "./markdown-outline"
 
 /** One source line: its 1-based number in plan.md and its text. */
 export type PlanLine = { n: number; text: string }
@@ -42,7 +44,6 @@ export type PlanSection = {
 export type ParsedPlan = { title?: string; phases: PlanPhase[]; sections: PlanSection[]; notes: PlanNote[] }
 
 const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
-const FENCE = /^ {0,3}(`{3,}|~{3,})/
 // "Phase 2: API", "Phase 2 - API (week 2)", "Milestone 2. API", "2. API": the word is optional, the number is not.
 const PHASE = /^(?:(?:phase|milestone|stage|part)\s+)?(\d+(?:\.\d+)?)\s*(?:[:.)\-–—]\s*|\s+|$)(.*)$/i
 // "1.2 Title", "1.2. Title", "1.2: Title", "Task 1.2 - Title", "Section 1.2 Title"
@@ -53,23 +54,67 @@ const STEP_WORD = /^step\s*(\d+)?\s*[:.)\-–—]?\s*(.*)$/i
 const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
 const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
 
-/** A label line that `flow generate` reads inside a section (also when written as a level-4 heading). */
-export const LABEL = /^(?:[-*+]\s+)?(?:\*\*|__)?\s*(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|validated\s+by)\s*(?::\s*(?:\*\*|__)?|(?:\*\*|__)\s*:?|$)\s*(.*)$/i
+const EMPHASIS = String.raw`(?:\*{1,2}|_{1,2})`
+// A bullet or a number, then emphasis: what may come before a label's words.
+const LABEL_LEAD = String.raw`^(?:(?:[-*+]|\d+[.)])\s+)?${EMPHASIS}?\s*`
+const LABEL_LINE = new RegExp(String.raw`${LABEL_LEAD}(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`, "i")
+// The label's end: a colon with emphasis closing before or after it, emphasis alone, or the end of the line.
+const LABEL_END = new RegExp(String.raw`^\s*(?:${EMPHASIS}?\s*:\s*${EMPHASIS}?|${EMPHASIS}(?=\s|$)|$)\s*`)
+// What a dependency label without a colon, or the less usual "Dependencies", must start with to be read as one:
+// a section number or "none". Otherwise "Dependencies: add zod" in a work item would be taken for references.
+const REFS_START = /^(?:(?:section|task)\s+)?(?:\d+\.\d+|none\b|n\/a\b)/i
+// Lines that start like a label; one that is not read as a label is reported rather than silently kept as text.
+const LABEL_LIKE = new RegExp(String.raw`${LABEL_LEAD}(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b`, "i")
+
+export type LabelKind = "acceptance" | "depends" | "validated"
+
+/** A label line that `flow generate` reads inside a section: what it labels and the text after it. */
+export type Label = { kind: LabelKind; rest: string }
+
+/**
+ * Reads a label line: plain (`Done when:`), emphasised (`**Acceptance criteria:**`, `*Done when:*`), a list
+ * item (`- Depends on: 1.1`, `2. Depends on: 1.1`) or a heading (`#### Acceptance`); `Depends on 1.1` and
+ * `Dependencies: 1.2` when a section number follows.
+ */
+export function readLabel(text: string): Label | undefined {
+  const m = withoutHeadingMarks(text).match(LABEL_LINE)
+  if (!m) return undefined
+  const word = m[1].toLowerCase().replace(/\s+/g, " ")
+  const kind: LabelKind = word.startsWith("depend") ? "depends" : word.startsWith("validated") ? "validated" : "acceptance"
+  const end = m[2].match(LABEL_END)
+  const rest = end ? m[2].slice(end[0].length).replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "").trim() : m[2].trim()
+  if (!end && kind !== "depends") return undefined
+  if (kind === "depends" && (!end || word === "dependencies") && rest !== "" && !REFS_START.test(rest)) return undefined
+  return { kind, rest }
+}
+
+/** Whether a label is followed by a list of its items: acceptance always, `Depends on` only when bare. */
+export function labelOpensList(label: Label): boolean {
+  return label.kind === "acceptance" || (label.kind === "depends" && label.rest === "")
+}
+
+/** Whether a line that is no label starts like one (`Depends on the API`): it is worth a warning. */
+export function looksLikeLabel(text: string): boolean {
+  return LABEL_LIKE.test(withoutHeadingMarks(text))
+}
+
+function withoutHeadingMarks(text: string): string {
+  return text.replace(/^\s*#{1,6}\s+/, "").trimStart()
+}
 
 /** Splits plan.md into its phases and sections; every line lands in a section or in a note. */
 export function parsePlan(text: string): ParsedPlan {
-  const lines = text.replace(/\r\n?/g, "\n").split("\n")
-  if (lines.at(-1) === "") lines.pop()
+  const lines = splitLines(text)
   const out: ParsedPlan = { phases: [], sections: [], notes: [] }
   let phase: PlanPhase | undefined
   let section: PlanSection | undefined
   let child: PlanChild | undefined
   // Text that belongs to no section: collected per region and reported once per region.
   let stray: { where: string; lines: PlanLine[] } | undefined = { where: "before the first phase", lines: [] }
-  let fence: { marker: string; line: number } | undefined
+  const blocks = trackBlocks()
 
   const flushStray = () => {
-    const content = stray?.lines.filter((l) => l.text.trim() !== "" && !/^\s*<!--.*-->\s*$/.test(l.text)) ?? []
+    const content = writtenLines(stray?.lines ?? [])
     if (stray && content.length > 0) {
       const first = content[0].n
       const last = content.at(-1)!.n
@@ -90,15 +135,8 @@ export function parsePlan(text: string): ParsedPlan {
 
   lines.forEach((raw, i) => {
     const line: PlanLine = { n: i + 1, text: raw }
-    if (fence) {
-      place(line)
-      const close = raw.match(FENCE)
-      if (close && close[1][0] === fence.marker[0] && close[1].length >= fence.marker.length && raw.trim() === close[1]) fence = undefined
-      return
-    }
-    const open = raw.match(FENCE)
-    if (open) {
-      fence = { marker: open[1], line: line.n }
+    // A heading in a code block or an HTML comment is text, not a task.
+    if (blocks.line(raw)) {
       place(line)
       return
     }
@@ -175,6 +213,14 @@ export function parsePlan(text: string): ParsedPlan {
       if (kind) {
         const { title, id, checkpoint } = cleanTitle(kind.title)
         child = { kind: kind.kind, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
+        const other = section.children.find((c) => c.kind !== kind.kind)
+        if (other) {
+          // A task with both would never run: it waits for its subtasks, and its steps keep it from finishing.
+          // Markdown makes a `#### Step` after a `#### 1.2.1` its sibling, not its child, so it is not guessed.
+          const [step, subtask] = kind.kind === "step" ? [child, other] : [other, child]
+          out.notes.push({ severity: "error", line: line.n, message: `section ${section.number ?? `'${section.title}'`} has both steps (line ${step.line}) and subtasks (line ${subtask.line}): a task has one or the other`,
+            hint: "move the steps into their own section, or write them as the subtask's text" })
+        }
         section.children.push(child)
         return
       }
@@ -182,8 +228,11 @@ export function parsePlan(text: string): ParsedPlan {
     // Level 5-6, and level-4 headings that are neither steps nor subtasks (a "#### Notes"): text of the section.
     place(line)
   })
-  if (fence) {
-    out.notes.push({ severity: "warning", line: fence.line, message: "this code block is never closed: it runs to the end of the file", hint: `close it with ${fence.marker}` })
+  const open = blocks.open
+  if (open?.kind === "code") {
+    out.notes.push({ severity: "warning", line: open.at, message: "this code block is never closed: it runs to the end of the file", hint: `close it with ${open.marker}` })
+  } else if (open) {
+    out.notes.push({ severity: "warning", line: open.at, message: "this HTML comment is never closed: it runs to the end of the file", hint: "close it with -->" })
   }
   flushStray()
   if (out.title === undefined && out.sections.length > 0) {
@@ -204,7 +253,7 @@ function sectionsIn(plan: ParsedPlan, phase: number): number {
 }
 
 function childKind(content: string): { kind: PlanChild["kind"]; number?: string; title: string } | undefined {
-  if (LABEL.test(content)) return undefined
+  if (readLabel(content)) return undefined
   const step = content.match(STEP_WORD)
   if (step) return { kind: "step", title: step[2] }
   const numbered = content.match(SUBTASK_NUMBER)

@@ -1,16 +1,23 @@
 // The prompts flow gives an agent CLI to write or refine a plan: the files to read and the exact plan
 // shape `flow generate` reads (SPEC section 1), so what the agent writes turns into tasks without edits.
-import { readdirSync } from "node:fs"
-import { join } from "node:path"
+import { readdirSync, statSync } from "node:fs"
+import { join, sep } from "node:path"
 
-/** Names of the files directly under `dir/sub` (designs/, research/), sorted; none when it is missing. */
+/** Paths of the files under `dir/sub` (designs/, research/) and its sub-folders, relative to it and sorted; none when it is missing. */
 export function filesUnder(dir: string, sub: string): string[] {
+  let entries: string[]
   try {
-    return readdirSync(join(dir, sub), { withFileTypes: true }).filter((e) => e.isFile() && !e.name.startsWith(".")).map((e) => e.name).sort()
+    entries = readdirSync(join(dir, sub), { recursive: true, encoding: "utf8" })
   } catch {
     return []
   }
+  // Hidden files and folders (.DS_Store, .git) are no design or research.
+  const visible = entries.filter((path) => !path.split(sep).some((part) => part.startsWith(".")))
+  return visible.filter((path) => statSync(join(dir, sub, path), { throwIfNoEntry: false })?.isFile()).map((path) => path.split(sep).join("/")).sort()
 }
+
+/** A prompt names at most this many files of a folder: past that, the agent lists the folder itself. */
+const MAX_LISTED = 50
 
 export type PlanInputs = { guidelines: boolean; designs: string[]; research: string[] }
 
@@ -71,7 +78,12 @@ suggest concrete improvements. Edit ${file} only after I agree to a change.
 
 function listing({ designs, research }: PlanInputs): string {
   const parts: string[] = []
-  if (designs.length > 0) parts.push(`Design files in designs/: ${designs.join(", ")}.`)
-  if (research.length > 0) parts.push(`Research notes in research/: ${research.join(", ")}.`)
+  if (designs.length > 0) parts.push(`Design files in designs/: ${capped(designs)}.`)
+  if (research.length > 0) parts.push(`Research notes in research/: ${capped(research)}.`)
   return parts.length > 0 ? `\n${parts.join("\n")} Read the ones that matter.` : ""
+}
+
+function capped(files: readonly string[]): string {
+  if (files.length <= MAX_LISTED) return files.join(", ")
+  return `${files.slice(0, MAX_LISTED).join(", ")} and ${files.length - MAX_LISTED} more`
 }

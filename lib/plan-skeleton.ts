@@ -2,7 +2,7 @@
 // group, a section per requirement (its text as the work item), and the success criteria as the checks of
 // a last checkpoint phase. It invents nothing: the files and components are left for a person to name.
 import { childrenOf, findHeading, listItems, outline, writtenLines, type ListItem, type Outline, type OutlineHeading } from "./markdown-outline"
-import type { PlanNote } from "./plan-parse"
+import { looksLikeLabel, readLabel, type PlanNote } from "./plan-parse"
 
 export type Skeleton = { text: string; notes: PlanNote[]; phases: number; sections: number }
 
@@ -31,14 +31,14 @@ export function planSkeleton(prd: string): Skeleton {
     }
     group.items.forEach((item, i) => {
       sections++
-      out.push("", `### ${phase}.${i + 1} ${sectionTitle(item.text)}`, `- ${item.text}`, ...item.nested.map((l) => `  ${l}`))
+      out.push("", `### ${phase}.${i + 1} ${sectionTitle(item.text)}`, defuse(`- ${item.text}`), ...item.nested.map((l) => defuse(`  ${l}`)))
     })
   }
   const criteria = successCriteria(doc, notes)
   phase++
   sections++
   out.push("", `## Phase ${phase}: Acceptance`, "", `### ${phase}.1 Check the success criteria (checkpoint)`, "- A person checks every success criterion of PRD.md against the running product", "", "Done when:")
-  if (criteria.length > 0) out.push(...criteria.map((c) => `- ${c.text}`))
+  if (criteria.length > 0) out.push(...criteria.map((c) => defuse(`- ${c.text}`)))
   else out.push("- every requirement above is met (PRD.md lists no success criteria)")
   return { text: `${out.join("\n")}\n`, notes, phases: phase, sections }
 }
@@ -50,7 +50,11 @@ function requirementGroups(doc: Outline, notes: PlanNote[]): Group[] {
   const top = findHeading(doc, 2, /^requirements\b/i)
   if (top) {
     const subs = childrenOf(doc, top).filter((h) => h.level === top.level + 1)
-    if (subs.length > 0) return subs.map((h) => group(doc, h))
+    if (subs.length > 0) {
+      // Items written under '## Requirements' before its first sub-heading are requirements too.
+      const direct = listItems(top.lines)
+      return [...(direct.length > 0 ? [{ title: top.title, line: top.line, items: direct }] : []), ...subs.map((h) => group(doc, h))]
+    }
     return [group(doc, top)]
   }
   const loose = doc.headings.filter((h) => h.level === 2 && /requirements/i.test(h.title))
@@ -79,6 +83,15 @@ function successCriteria(doc: Outline, notes: PlanNote[]): ListItem[] {
   const items = listItems([heading, ...childrenOf(doc, heading)].flatMap((h) => h.lines))
   if (items.length === 0) notes.push({ severity: "warning", line: heading.line, message: "PRD.md lists no success criteria", hint: "write them as a checklist: '- [ ] all FR items pass their acceptance tests'" })
   return items
+}
+
+/**
+ * A PRD line as plan text that generate reads as text: a requirement such as "Depends on: the billing API"
+ * would otherwise be read as a label naming sections, and the skeleton must always be a plan generate takes.
+ */
+function defuse(line: string): string {
+  if (!readLabel(line) && !looksLikeLabel(line)) return line
+  return line.replace(/^\s*(?:(?:[-*+]|\d+[.)])\s+)?/, (lead) => `${lead}From PRD.md: `)
 }
 
 /** `FR-1: a user can export a report as CSV within 2 s; ...` → `A user can export a report as CSV within 2 s`. */

@@ -2,7 +2,8 @@
 // lines that the person accepts, edits or skips. Pure: the command asks and writes.
 import { planToTasks } from "./generate"
 import { childrenOf, listItems, outline, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
-import { LABEL, parsePlan, type PlanLine } from "./plan-parse"
+import { splitLines } from "./markdown-blocks"
+import { labelOpensList, parsePlan, readLabel, type PlanLine } from "./plan-parse"
 
 /** A change of lines: `remove` lines from index `at` (0-based) are replaced by `lines`. */
 export type Change = { at: number; remove: number; lines: string[] }
@@ -209,10 +210,9 @@ function workLines(body: readonly PlanLine[]): PlanLine[] {
   const out: PlanLine[] = []
   let inLabel = false
   for (const l of body) {
-    const label = l.text.replace(/^\s*#{1,6}\s+/, "").trimStart().match(LABEL)
+    const label = readLabel(l.text)
     if (label) {
-      // As generate reads them: an acceptance label always opens a list, 'Depends on:' only when bare.
-      inLabel = /^(?:acceptance|done|definition)/i.test(label[1]) || (/^depends/i.test(label[1]) && label[2].trim() === "")
+      inLabel = labelOpensList(label)
       continue
     }
     if (inLabel && (l.text.trim() === "" || /^\s*(?:[-*+]|\d+[.)])\s/.test(l.text))) continue
@@ -230,12 +230,6 @@ function sortFindings(findings: ReviewFinding[]): ReviewFinding[] {
 function endOf(doc: Outline, heading: OutlineHeading, total: number): number {
   const next = doc.headings.slice(doc.headings.indexOf(heading) + 1).find((h) => h.level <= heading.level)
   return next ? next.line - 1 : total
-}
-
-function splitLines(text: string): string[] {
-  const lines = text.replace(/\r\n?/g, "\n").split("\n")
-  if (lines.at(-1) === "") lines.pop()
-  return lines
 }
 
 function bulletOf(line: string): string {

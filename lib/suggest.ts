@@ -26,6 +26,8 @@ function distance(a: string, b: string): number {
 export function toKebab(s: string): string {
   return s
     .normalize("NFKD")
+    // NFKD splits "ç" into "c" and a combining mark; without the marks an accent is not a word break.
+    .replace(/\p{M}/gu, "")
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "")

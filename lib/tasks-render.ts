@@ -1,6 +1,7 @@
 // Tasks → the text of a new tasks.yaml, in the layout people write by hand: a comment above each phase,
 // a blank line between tasks, ids in flow lists, instructions as literal blocks. Every scalar goes through
 // the `yaml` package's quoting, and the result is read back and compared before anyone writes it.
+import { stringify } from "yaml"
 import { FlowError } from "./errors"
 import { renderScalar } from "./task-edit"
 import type { Step, Task } from "./task-index"
@@ -10,6 +11,9 @@ const TASK_ORDER = [
   "instructions", "acceptance_criteria", "steps", "subtasks", "ai_notes", "started_at", "completed_at",
 ] as const
 const STEP_ORDER = ["id", "instruction", "acceptance_criteria", "status", "started_at", "completed_at"] as const
+
+// Double quotes keep a string with line breaks on one line, where a plain scalar would fold onto the next.
+const ONE_LINE = { collectionStyle: "flow", lineWidth: 0, defaultStringType: "QUOTE_DOUBLE", defaultKeyType: "PLAIN", doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER } as const
 
 export const GENERATED_HEADER = "# Made by 'flow generate' from plan.md. Generating again rewrites it from the plan and keeps\n# the status, notes and step progress of every task whose id is still there.\n"
 
@@ -47,6 +51,9 @@ function renderRecord(record: Record<string, unknown>, order: readonly string[],
 }
 
 function renderValue(key: string, value: unknown, indent: string): string {
+  const known = Array.isArray(value) && (key === "steps" || key === "subtasks" || value.every((v) => typeof v === "string"))
+  // A key flow does not know, kept from the old file, may hold any YAML: one line in flow style reads back the same.
+  if (value !== null && typeof value === "object" && !known) return ` ${stringify(value, ONE_LINE).trimEnd()}\n`
   if (Array.isArray(value)) {
     if (value.length === 0) return " []\n"
     if (key === "steps") return `\n${value.map((s) => renderRecord(s as Step, STEP_ORDER, `${indent}  `)).join("")}`

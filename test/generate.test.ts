@@ -84,6 +84,7 @@ test.concurrent("--json reports the outcome in the GenerateReport shape", async 
     added: ["tests", "backend-docs", "tests-2", "tests-3", "docs"],
     removed: [],
     kept: [],
+    requeued: [],
     notes: [
       { severity: "warning", line: 13, message: "section 2.1 has the same id as an earlier section; it is 'tests-2'", hint: "give it its own title or an id: {#tests-<something>}" },
       { severity: "warning", line: 16, message: "section 2.2 has the same id as an earlier section; it is 'tests-3'", hint: "give it its own title or an id: {#tests-<something>}" },
@@ -177,6 +178,12 @@ test.concurrent("flow generate <plan-file> reads another file", async () => {
   expect(dir.read("tasks.yaml")).toBe(read("crlf.yaml"))
 })
 
+test.concurrent("flow generate <plan-file> outside any project writes tasks.yaml in the working folder", async () => {
+  await using dir = await tempRepo({ "p1.md": read("basic.md") })
+  expect(await flow(dir.path, ["generate", "p1.md"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 4 tasks in 2 phases from p1.md\n", stderr: "" })
+  expect(dir.read("tasks.yaml")).toBe(read("basic.yaml"))
+})
+
 test.concurrent("--enrich: an agent's proposals for instructions and criteria are checked and laid over the generated tasks", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("basic.md"), "flow.yaml": "agents:\n  - name: planner\n    cli: claude\n" })
   const bin = join(dir.path, ".test-bin")
@@ -215,4 +222,70 @@ test.concurrent("--enrich: an agent's proposals for instructions and criteria ar
   expect(dir.read("tasks.yaml")).toBe(before)
   dir.write("flow.yaml", "agents:\n  - name: runner\n    cli: script\n")
   expect((await flow(dir.path, ["generate", "--enrich"])).stderr).toBe("error: --enrich needs an agent CLI: flow.yaml has only script agents\nhint: add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich\n")
+})
+
+test.concurrent("re-generating puts a ready task back to todo when the plan gives it a dependency that is not done, and warns for started and done ones", async () => {
+  const v1 = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- a.ts\n\n## Phase 2: B\n\n### 2.1 Two\n- b.ts\n\n### 2.2 Three\n- c.ts\n\n### 2.3 Four\n- d.ts\n"
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": v1 })
+  expect((await flow(dir.path, ["generate"])).code).toBe(0)
+  for (const args of [["done", "one"], ["start", "three"], ["done", "four"]]) expect((await flow(dir.path, args)).code).toBe(0)
+  dir.write("plan.md", v1.replace("## Phase 2", "### 1.2 Zero\n- z.ts\n\n## Phase 2"))
+  expect(await flow(dir.path, ["generate"])).toEqual({
+    code: 0,
+    stdout: `Wrote tasks.yaml: 5 tasks in 2 phases from plan.md
+  added: zero
+  kept with their progress: one, two, three, four
+  back to todo, a new dependency is not done: two
+`,
+    stderr: `plan.md:16: warning: 'three' is in_progress, but the plan now makes it depend on zero (todo), not done
+  hint: it keeps its status; 'flow todo three' makes it wait for them
+plan.md:19: warning: 'four' is done, but the plan now makes it depend on zero (todo), not done
+  hint: check that its work still holds once they are done
+`,
+  })
+  expect((await flow(dir.path, ["next", "--json"])).stdout).toContain('"id": "zero"')
+  expect((await flow(dir.path, ["next", "--json"])).stdout).not.toContain('"id": "two"')
+  const tasks = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { id: string; status: string }[] }).tasks
+  expect(tasks.map((t) => [t.id, t.status])).toEqual([["one", "done"], ["zero", "todo"], ["two", "todo"], ["three", "in_progress"], ["four", "done"]])
+})
+
+test.concurrent("step progress follows the step's text when steps are inserted or reordered; a step whose text changed starts again, with a warning", async () => {
+  const v1 = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 Index\n\n#### Step 1: Tokenizer\n\n#### Step 2: Inverted index\n\n#### Step 3: Ranking\n"
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": v1 })
+  expect((await flow(dir.path, ["generate"])).code).toBe(0)
+  for (const args of [["step", "start", "index.1"], ["step", "done", "index.1"], ["step", "start", "index.2"], ["step", "done", "index.2"]]) {
+    expect((await flow(dir.path, args)).code).toBe(0)
+  }
+  const before = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { steps: Record<string, string>[] }[] }).tasks[0].steps
+  dir.write("plan.md", v1.replace("#### Step 1: Tokenizer", "#### Step 1: Schema\n\n#### Step 2: Tokenizer").replace("Step 2: Inverted index", "Step 3: Inverted index, persisted"))
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({
+    code: 0,
+    stdout: "Wrote tasks.yaml: 1 task in 1 phase from plan.md\n  kept with their progress: index\n",
+    stderr: `plan.md:5: warning: step index.2 of 'index' was done ("Inverted index"), and no step of the plan has that text now: its progress is dropped
+  hint: a step whose text changed is a new, pending step
+`,
+  })
+  const steps = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { steps: Record<string, string>[] }[] }).tasks[0].steps
+  expect(steps).toEqual([
+    { id: "index.1", instruction: "Schema" },
+    { id: "index.2", instruction: "Tokenizer", status: "done", started_at: before[0].started_at, completed_at: before[0].completed_at },
+    { id: "index.3", instruction: "Inverted index, persisted" },
+    { id: "index.4", instruction: "Ranking" },
+  ])
+})
+
+test.concurrent("re-generating keeps the keys flow does not know on kept tasks and steps, as flow validate promises", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- a.ts\n\n#### Step 1: First\n" })
+  expect((await flow(dir.path, ["generate"])).code).toBe(0)
+  dir.write("tasks.yaml", dir.read("tasks.yaml")
+    .replace("    status: todo\n", "    status: todo\n    priority: high\n    labels: {team: core, size: 3}\n    reviewers: [ana, 2]\n")
+    .replace("        instruction: First\n", "        instruction: First\n        estimate: 2h\n"))
+  dir.write("plan.md", `${dir.read("plan.md")}\n### 1.2 Two\n- b.ts\n`)
+  expect((await flow(dir.path, ["generate"])).code).toBe(0)
+  const [one] = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Record<string, any>[] }).tasks
+  expect({ priority: one.priority, labels: one.labels, reviewers: one.reviewers, estimate: one.steps[0].estimate })
+    .toEqual({ priority: "high", labels: { team: "core", size: 3 }, reviewers: ["ana", 2], estimate: "2h" })
+  const v = await flow(dir.path, ["validate"])
+  expect({ code: v.code, unknown: v.stdout.split("\n").filter((l) => l.includes("unknown")).length }).toEqual({ code: 0, unknown: 4 })
 })

@@ -66,6 +66,14 @@ Next: name the files and components of each section ('flow refine plan' helps), 
   expect(JSON.parse(g.stdout).tasks).toBe(6)
 })
 
+test.concurrent("offline, items right under Requirements are a phase of their own, and PRD lines that read like labels cannot become them", async () => {
+  await using dir = await tempRepo({ "PRD.md": fixture("skeletons/loose.PRD.md") })
+  const r = await flow(dir.path, ["plan", "--offline"])
+  expect({ code: r.code, stderr: r.stderr, first: r.stdout.split("\n")[0] }).toEqual({ code: 0, stderr: "", first: "Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 4 phases, 6 sections" })
+  expect(dir.read("plan.md")).toBe(fixture("skeletons/loose.plan.md"))
+  expect(await flow(dir.path, ["generate"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 6 tasks in 4 phases from plan.md\n", stderr: "" })
+})
+
 test.concurrent("a plan.md that is not empty is replaced only with --force, and kept as plan.md.bak", async () => {
   const old = "# Implementation Plan\n\n## Phase 1: Mine\n\n### 1.1 Hand-written\n- keep me\n"
   await using dir = await tempRepo({ "PRD.md": fixture("../../lib/templates/demo/PRD.md"), "plan.md": old })
@@ -82,7 +90,7 @@ test.concurrent("a plan.md that is not empty is replaced only with --force, and 
 })
 
 test.concurrent("with an agent configured, the agent writes plan.md from a prompt naming PRD.md, GUIDELINES.md, designs/ and research/", async () => {
-  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "GUIDELINES.md": "# rules\n", "designs/cart.png": "png", "designs/checkout.fig": "fig", "research/survey.md": "n=12\n" })
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "GUIDELINES.md": "# rules\n", "designs/cart.png": "png", "designs/checkout.fig": "fig", "designs/flows/login.png": "png", "designs/.DS_Store": "x", "designs/.git/HEAD": "x", "research/survey.md": "n=12\n" })
   const agent = fakeClaude(dir, writes("plans/basic.md"))
   const r = await flow(dir.path, ["plan"], { env: agent.env })
   expect({ ...r, stderr: r.stderr.replace(/in \d+ s/, "in N s") }).toEqual({
@@ -92,7 +100,7 @@ test.concurrent("with an agent configured, the agent writes plan.md from a promp
   })
   expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
   const [prompt] = agent.prompts()
-  expect(prompt).toStartWith("Write the implementation plan of the project in this folder into the file plan.md (replace its content).\n\nRead PRD.md, the product requirements, and GUIDELINES.md, how agents work in this project.\nDesign files in designs/: cart.png, checkout.fig.\nResearch notes in research/: survey.md. Read the ones that matter.\n")
+  expect(prompt).toStartWith("Write the implementation plan of the project in this folder into the file plan.md (replace its content).\n\nRead PRD.md, the product requirements, and GUIDELINES.md, how agents work in this project.\nDesign files in designs/: cart.png, checkout.fig, flows/login.png.\nResearch notes in research/: survey.md. Read the ones that matter.\n")
   expect(prompt).toContain("### 1.1 <section title>")
   expect(prompt).toContain("'Depends on: <n>.<m>, ...'")
 })
@@ -140,11 +148,16 @@ test.concurrent("an unusable agent plan exits 1 with its errors; a failing agent
   expect(dir.read("plan.md")).toBe(old)
 })
 
-test.concurrent("usage errors: an unknown agent, a script agent, an agent not installed, a missing PRD.md", async () => {
+test.concurrent("usage errors: an unknown agent, a script agent, --agent with --offline, an agent not installed, a missing PRD.md", async () => {
   await using dir = await tempRepo({ "PRD.md": "# Shop\n", "flow.yaml": "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n" })
   expect(await flow(dir.path, ["plan", "--agent", "planer"])).toEqual({ code: 2, stdout: "", stderr: "error: flow.yaml has no agent named 'planer'\nhint: did you mean 'planner'?\n" })
   expect((await flow(dir.path, ["plan", "--agent", "runner"])).stderr).toStartWith("error: the agent 'runner' is a 'script' agent")
   expect((await flow(dir.path, ["plan", "extra"])).code).toBe(2)
+  expect(await flow(dir.path, ["plan", "--agent", "planner", "--offline"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: --agent and --offline exclude each other\nhint: --agent <name> writes the plan with that agent; --offline writes the skeleton without one\n",
+  })
   expect(await flow(dir.path, ["plan"], { env: { PATH: "/nonexistent" } })).toEqual({
     code: 1,
     stdout: "",

@@ -6,6 +6,7 @@ import { planSkeleton } from "../lib/plan-skeleton"
 import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/review"
 import type { AgentConfig } from "../lib/config"
 import { interactiveArgv } from "../lib/planning-agent"
+import { planPrompt } from "../lib/plan-prompt"
 
 const lines = (text: string) => text.split("\n").map((t, i) => ({ n: i + 1, text: t }))
 
@@ -104,6 +105,28 @@ test("requirements written as headings with prose under them are sections of the
   expect(planSkeleton(prd).text.split("\n").slice(4, 13)).toEqual([
     "## Phase 1: Functional Requirements", "", "### 1.1 Export", "- FR-1: Export", "  A user exports a month as CSV in 2 s.", "", "### 1.2 Import", "- FR-2: Import", "  The export reads back.",
   ])
+})
+
+test("a byte order mark before the first heading changes nothing for the skeleton and the reviews", () => {
+  const prd = "# P\n\n## Requirements\n- FR-1: export in 2 s\n"
+  const plan = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- `a.ts` does it\n"
+  // JSON drops the findings' edit functions, which differ by identity.
+  const seen = (text: string, bom: string) => JSON.stringify({ skeleton: planSkeleton(bom + text).text, prd: reviewPrd(bom + text), plan: reviewPlan(bom + plan) })
+  expect(seen(prd, "\uFEFF")).toBe(seen(prd, ""))
+  expect(reviewPlan(`\uFEFF${plan}`)).toEqual([])
+})
+
+test("headings inside a multi-line HTML comment of the PRD are not requirement groups", () => {
+  const prd = "# P\n\n## Requirements\n<!--\n### Example group\n- an example item\n-->\n- FR-1: export in 2 s\n"
+  expect(planSkeleton(prd).text.split("\n").filter((l) => l.startsWith("#"))).toEqual([
+    "# Implementation Plan", "## Phase 1: Requirements", "### 1.1 Export in 2 s", "## Phase 2: Acceptance", "### 2.1 Check the success criteria (checkpoint)",
+  ])
+})
+
+test("a prompt names at most 50 files of a folder and says how many more there are", () => {
+  const designs = Array.from({ length: 53 }, (_, i) => `screens/s${String(i).padStart(2, "0")}.png`)
+  const line = planPrompt({ guidelines: false, designs, research: [] }).split("\n").find((l) => l.startsWith("Design files"))
+  expect(line).toBe(`Design files in designs/: ${designs.slice(0, 50).join(", ")} and 3 more. Read the ones that matter.`)
 })
 
 test("the interactive argv of each agent CLI that takes a first prompt; none for the others", () => {
