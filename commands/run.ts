@@ -4,7 +4,7 @@ import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowCon
 import type { Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { acquire } from "../lib/lock"
-import { findProject, type Project } from "../lib/project"
+import { findProject, runLockTarget, type Project } from "../lib/project"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
@@ -12,7 +12,6 @@ import { recordRun } from "../lib/run/record"
 import { openState } from "../lib/state-db"
 import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
 import { ensureStateDir } from "../lib/valid-cache"
-import { join } from "node:path"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
@@ -58,7 +57,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   ensureStateDir(project.stateDir)
   let release: () => void
   try {
-    release = await acquire(join(project.stateDir, "run"), { timeoutMs: 0, command: "flow run" })
+    release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
   } catch (e) {
     throw new FlowError(`another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
       Exit.failure, "wait for it to finish, or stop it with Ctrl-C")

@@ -44,6 +44,15 @@ export async function acquire(file: string, { timeoutMs = 30_000, command = "flo
   }
 }
 
+/**
+ * The owner of `file`'s lock while it is held by a live process (or one on another host, which cannot be
+ * checked); undefined when the lock is free or its owner is gone. Only looks: nothing is taken over.
+ */
+export function lockHolder(file: string): Pick<Owner, "pid" | "host" | "command" | "since"> | undefined {
+  const holder = readOwner(`${file}.lock`)
+  return holder && !isGone(holder) ? holder : undefined
+}
+
 function tryCreate(lockFile: string, content: string): boolean {
   let fd: number
   try {

@@ -21,6 +21,11 @@ export function projectAt(dir: string, env: Ctx["env"] = {}): Project {
   return { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow"), lockTimeoutMs: seconds * 1000 }
 }
 
+/** What `flow run` locks (`.flow/run.lock`): one run per project, and how others tell a run is live. */
+export function runLockTarget(project: Project): string {
+  return join(project.stateDir, "run")
+}
+
 /** The project this command is about; a FlowError that says what was looked for where when there is none. */
 export function findProject(ctx: Ctx): Project {
   const forced = ctx.env.FLOW_PROJECT

@@ -10,8 +10,9 @@ import { phaseHeader, readPhaseTitles } from "../plan-phases"
 import type { Project } from "../project"
 import { projectTaskPrompt } from "../project-prompt"
 import { currentStep, stepPrompt } from "../prompt"
+import { waitsForReview } from "../checkpoint"
 import { descendantsOf, showReport } from "../show-report"
-import { indexTasks, type Indexed, type Task } from "../task-index"
+import { indexTasks, type Indexed } from "../task-index"
 import { taskSummary } from "../task-lines"
 import { readTasks } from "../tasks"
 import { ensureStateDir } from "../valid-cache"
@@ -159,11 +160,4 @@ function graphTask(index: Map<string, Indexed>, entry: Indexed): GraphTask {
     steps: { done: steps.filter((s) => s.status === "done").length, total: steps.length },
     review: waitsForReview(index, task),
   }
-}
-
-/** A checkpoint not done whose dependencies and subtasks are all done: only a person moves it on. */
-export function waitsForReview(index: Map<string, Indexed>, task: Task): boolean {
-  if (task.checkpoint !== true || task.status === "done") return false
-  const done = (id: string) => index.get(id)?.task.status === "done"
-  return (task.depends_on ?? []).every(done) && descendantsOf(task, 0).every((d) => d.task.status === "done")
 }
