@@ -25,6 +25,7 @@ export const COMMANDS: Record<string, Entry> = {
   list: { group: "Read", summary: "list the tasks grouped by phase, optionally only those with one status", load: () => import("./commands/list") },
   show: { group: "Read", summary: "show one task: fields, dependencies, notes, steps and subtasks", load: () => import("./commands/show") },
   view: { group: "Read", summary: "open the task graph inspector in the browser (dependencies, details, prompts, questions)", load: () => import("./commands/view") },
+  dashboard: { group: "Read", summary: "a live status display: counts, running and recently completed tasks, what needs you", load: () => import("./commands/dashboard") },
   next: { group: "Read", summary: "list the tasks that may be taken now, for any agent or for one", load: () => import("./commands/next") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
   ready: { group: "Change", summary: "mark a task ready_for_agent", load: () => import("./commands/status").then((m) => m.statusCommand("ready")) },

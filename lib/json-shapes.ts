@@ -204,3 +204,36 @@ export type ViewTasksReport = typeof ViewTasksReport.infer
 /** GET /api/tasks/:id: `flow show --json` and the prompts an agent receives for the task. */
 export const ViewTaskReport = ShowReport.and({ prompt: "string", resume_prompt: "string | null" })
 export type ViewTaskReport = typeof ViewTaskReport.infer
+
+// --- dashboard ---
+
+const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"])) as { [S in (typeof TASK_STATUSES)[number]]: "number" }
+
+/**
+ * `flow dashboard --json`: one snapshot (docs/DASHBOARD.md). `counts` has every status, subtasks included.
+ * `running` are the assigned and in-progress tasks in file order: `agent` is the one a run has working on it
+ * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
+ * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
+ * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
+ * the live `flow run` process, if any.
+ */
+export const DashboardReport = type({
+  project: "string",
+  at: "string",
+  counts: type(statusCounts).and({ total: "number", percent_done: "number" }),
+  running: type({
+    id: "string",
+    title: "string",
+    status: TaskStatusValue,
+    agent: "string | null",
+    started_at: "string | null",
+    seconds: "number | null",
+    step: type({ current: "number", total: "number" }).or("null"),
+    live: "boolean | null",
+  }).array(),
+  recent: type({ id: "string", title: "string", completed_at: "string", seconds_ago: "number" }).array(),
+  questions: "number",
+  review: "string[]",
+  run: type({ pid: "number", since: "string" }).or("null"),
+})
+export type DashboardReport = typeof DashboardReport.infer

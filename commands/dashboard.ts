@@ -1,0 +1,98 @@
+import { parse } from "../lib/cli"
+import { nowMs } from "../lib/clock"
+import { colours } from "../lib/colour"
+import type { Ctx, Terminal } from "../lib/context"
+import { dashboardReport, readRuntime } from "../lib/dashboard"
+import { renderDashboard } from "../lib/dashboard-render"
+import { FlowError, usage } from "../lib/errors"
+import type { DashboardReport } from "../lib/json-shapes"
+import { findProject, type Project } from "../lib/project"
+import { readTasks } from "../lib/tasks"
+
+export const meta = {
+  usage: "flow dashboard [--interval <seconds>] [--once] [--json]",
+  description: `A live status display: task counts by status, the running tasks (agent, time since started, step,
+whether a 'flow run' is live for them), the last 10 completed tasks, and the questions and checkpoints
+that wait for a person. On a terminal it redraws in place every 10 seconds (and when the window is
+resized) until you press q or Ctrl-C; piped, or with --once, it prints one snapshot without escape codes
+and exits. If tasks.yaml turns invalid meanwhile, the error shows at the top over the last good data.
+See docs/DASHBOARD.md.`,
+  options: {
+    interval: { type: "string", default: "10", arg: "seconds", help: "seconds between refreshes on a terminal (at least 1; default 10)" },
+    once: { type: "boolean", help: "print one snapshot and exit, even on a terminal" },
+    json: { type: "boolean", help: "print one snapshot as JSON and exit" },
+  },
+} as const
+
+/** Where no terminal says how wide the snapshot may be. */
+const DEFAULT_WIDTH = 80
+
+export async function run(ctx: Ctx, args: string[]): Promise<void> {
+  const { values, positionals } = parse(meta, args)
+  if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
+  const interval = Number(values.interval)
+  if (!/^\d+(\.\d+)?$/.test(values.interval) || !(interval >= 1)) {
+    throw usage(`--interval must be a number of seconds, at least 1 (was '${values.interval}')`, `usage: ${meta.usage}`)
+  }
+  const project = findProject(ctx)
+  // Read before anything is drawn: a missing or invalid tasks.yaml at the start is exit 3, like flow list.
+  const report = await snapshot(ctx, project)
+  if (values.json) {
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+    return
+  }
+  if (!ctx.terminal || values.once) {
+    const width = ctx.terminal?.size().columns ?? (Number(ctx.env.COLUMNS) || DEFAULT_WIDTH)
+    ctx.stdout(`${renderDashboard(report, { width, colours: colours(ctx) }).join("\n")}\n`)
+    return
+  }
+  await live(ctx, ctx.terminal, project, report, interval)
+}
+
+async function snapshot(ctx: Ctx, project: Project): Promise<DashboardReport> {
+  const [{ data }, runtime] = await Promise.all([readTasks(project), readRuntime(project)])
+  return dashboardReport(project, data, runtime, nowMs(ctx.env))
+}
+
+/** Redraws every `interval` seconds and on resize until q, Ctrl-C or a stop signal; the terminal is always given back. */
+async function live(ctx: Ctx, terminal: Terminal, project: Project, first: DashboardReport, interval: number): Promise<void> {
+  let report = first
+  let error: string | undefined
+  const draw = () => {
+    const { columns, rows } = terminal.size()
+    const lines = renderDashboard(report, { width: columns, height: rows, colours: colours(ctx), intervalSeconds: interval, error })
+    // Home, each line over the old one (erasing its rest), then erase below: no flicker, no scrolling.
+    ctx.stdout(`\x1b[H${lines.join("\x1b[K\r\n")}\x1b[K\x1b[J`)
+  }
+  let reading = false
+  const refresh = async () => {
+    if (reading) return // a slow read (a busy state database) is not stacked up
+    reading = true
+    try {
+      report = await snapshot(ctx, project)
+      error = undefined
+    } catch (e) {
+      if (!(e instanceof FlowError)) throw e
+      error = e.message
+    } finally {
+      reading = false
+    }
+    draw()
+  }
+  const stop = Promise.withResolvers<void>()
+  const failed = (e: unknown) => stop.reject(e)
+  const restore = terminal.takeOver({
+    // q, Q, or Ctrl-C (which raw mode delivers as a byte, not a signal)
+    onKey: (key) => /[qQ\x03]/.test(key) && stop.resolve(),
+    onResize: draw,
+    onStop: () => stop.resolve(),
+  })
+  const timer = setInterval(() => refresh().catch(failed), interval * 1000)
+  try {
+    draw()
+    await stop.promise
+  } finally {
+    clearInterval(timer)
+    restore()
+  }
+}

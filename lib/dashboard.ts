@@ -1,0 +1,82 @@
+// What `flow dashboard` shows, as data: built from tasks.yaml, the state database and the run lock. The
+// JSON snapshot is this report; the screen is drawn from it by lib/dashboard-render.ts.
+import { basename } from "node:path"
+import { waitsForReview } from "./checkpoint"
+import { isoSeconds, parseTimestamp } from "./clock"
+import type { DashboardReport } from "./json-shapes"
+import { lockHolder } from "./lock"
+import { runLockTarget, type Project } from "./project"
+import { currentStep } from "./prompt"
+import { openExistingState, type AgentRecord } from "./state-db"
+import { TASK_STATUSES } from "./statuses"
+import { indexTasks, type Task, type TaskFile } from "./task-index"
+
+/** How many done tasks "Recently completed" lists. */
+export const RECENT_LIMIT = 10
+
+/** What the state database and the run lock say now; everything but tasks.yaml. */
+export type RuntimeState = { agents: AgentRecord[]; questions: number; run: { pid: number; since: string } | null }
+
+/** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
+export async function readRuntime(project: Project): Promise<RuntimeState> {
+  const db = await openExistingState(project)
+  let agents: AgentRecord[] = []
+  let questions = 0
+  if (db) {
+    using open = db
+    agents = await open.agents.list()
+    questions = (await open.questions.pending()).length
+  }
+  const holder = lockHolder(runLockTarget(project))
+  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null }
+}
+
+/** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
+export function dashboardReport(project: Project, data: TaskFile, runtime: RuntimeState, now: number): DashboardReport {
+  const index = indexTasks(data)
+  const tasks = [...index.values()].map((e) => e.task)
+  const counts = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<(typeof TASK_STATUSES)[number], number>
+  for (const t of tasks) counts[t.status]++
+  const total = tasks.length
+  const working = new Map(runtime.agents.filter((a) => a.current_task !== null).map((a) => [a.current_task as string, a.name]))
+  const secondsSince = (iso: string | undefined) => {
+    const at = parseTimestamp(iso)
+    return at === undefined ? null : Math.max(0, Math.floor((now - at) / 1000))
+  }
+  return {
+    project: basename(project.dir),
+    at: isoSeconds(new Date(now)),
+    counts: { ...counts, total, percent_done: total === 0 ? 0 : Math.floor((counts.done * 100) / total) },
+    running: tasks
+      .filter((t) => t.status === "in_progress" || t.status === "assigned")
+      .map((t) => ({
+        id: t.id,
+        title: t.title,
+        status: t.status,
+        agent: working.get(t.id) ?? t.agent_name ?? null,
+        started_at: t.started_at ?? null,
+        seconds: secondsSince(t.started_at),
+        step: stepPosition(t),
+        live: working.has(t.id) ? runtime.run !== null : null,
+      })),
+    recent: tasks
+      .flatMap((t) => {
+        const at = t.status === "done" ? parseTimestamp(t.completed_at) : undefined
+        return at === undefined ? [] : [{ task: t, at }]
+      })
+      .sort((a, b) => b.at - a.at)
+      .slice(0, RECENT_LIMIT)
+      .map(({ task, at }) => ({ id: task.id, title: task.title, completed_at: task.completed_at as string, seconds_ago: Math.max(0, Math.floor((now - at) / 1000)) })),
+    questions: runtime.questions,
+    review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
+    run: runtime.run,
+  }
+}
+
+/** The current step as `k` of `n` (the last when every step is done); null for a task without steps. */
+function stepPosition(task: Task): { current: number; total: number } | null {
+  const steps = task.steps ?? []
+  if (steps.length === 0) return null
+  const current = currentStep(task)
+  return { current: current ? steps.indexOf(current) + 1 : steps.length, total: steps.length }
+}
