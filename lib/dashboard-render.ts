@@ -89,7 +89,7 @@ function table(rows: readonly (readonly Part[])[], width: number, alignRight: re
   const cols = rows[0].length
   const widths = Array.from({ length: cols }, (_, i) => Math.max(...rows.map((row) => Bun.stringWidth(text(row[i])))))
   const used = widths.filter((cw, i) => i !== 1 && cw > 0).reduce((sum, cw) => sum + cw + GAP.length, 2 + GAP.length)
-  const titleWidth = Math.max(8, Math.min(widths[1], width - used))
+  const titleWidth = Math.min(widths[1], Math.max(8, width - used))
   return rows.map((row) => {
     const parts: Part[] = ["  "]
     row.forEach((p, i) => {

@@ -1,0 +1,205 @@
+// flow dashboard: the snapshot compared whole (the clock fixed with FLOW_NOW), its JSON against the shape in
+// lib/json-shapes.ts, exit codes, and the live screen in a real terminal under tmux.
+import { expect, test } from "bun:test"
+import { writeFileSync } from "node:fs"
+import { hostname } from "node:os"
+import { basename } from "node:path"
+import { DashboardReport } from "../lib/json-shapes"
+import { projectAt, runLockTarget } from "../lib/project"
+import { openState } from "../lib/state-db"
+import { flow, tasksYaml, tempRepo } from "./helpers"
+import { terminal } from "./terminal"
+
+const NOW = "2026-03-01T10:00:00Z"
+
+const TASKS = tasksYaml([
+  { id: "setup", title: "Set up the repository", status: "done", instructions: "x", completed_at: "2026-03-01T09:00:00Z" },
+  { id: "schema", title: "Database schema", status: "done", instructions: "x", completed_at: "2026-03-01T09:58:30Z", depends_on: ["setup"] },
+  {
+    id: "api-layer",
+    title: "Build the API layer with authentication, rate limiting and a title far too long for one line",
+    status: "in_progress",
+    instructions: "x",
+    started_at: "2026-03-01T09:30:00Z",
+    depends_on: ["schema"],
+  },
+  {
+    id: "ui",
+    title: "The UI",
+    status: "in_progress",
+    agent_name: "gemini-1",
+    started_at: "2026-03-01T09:55:30Z",
+    steps: [
+      { id: "ui.1", instruction: "a", status: "done" },
+      { id: "ui.2", instruction: "b", status: "in_progress" },
+      { id: "ui.3", instruction: "c" },
+    ],
+  },
+  {
+    id: "docs",
+    title: "Docs",
+    status: "todo",
+    instructions: "x",
+    depends_on: ["ui"],
+    subtasks: [
+      { id: "docs-readme", title: "README", status: "done", instructions: "x", completed_at: "2026-02-27T10:00:00Z" },
+      { id: "docs-guide", title: "Guide", status: "assigned", instructions: "x", agent_name: "claude-2" },
+    ],
+  },
+  { id: "review", title: "Review", status: "todo", checkpoint: true, instructions: "x", depends_on: ["setup"] },
+  { id: "bug", title: "Fix the bug", status: "blocked", instructions: "x" },
+  { id: "later", title: "Later", status: "ready_for_agent", instructions: "x" },
+])
+
+/** A project with the tasks above, a run that has claude-1 on api-layer, and one pending question. */
+async function fixture() {
+  const repo = await tempRepo({ "tasks.yaml": TASKS })
+  const project = projectAt(repo.path)
+  {
+    using db = await openState(project)
+    await db.agents.upsert("claude-1", { cli: "claude", current_task: "api-layer" })
+    await db.questions.ask({ task_id: "api-layer", agent: "claude-1", text: "Which auth?" })
+  }
+  // The run lock held by a live process (this test's), as `flow run` holds it.
+  writeFileSync(`${runLockTarget(project)}.lock`, JSON.stringify({ pid: process.pid, host: hostname(), command: "flow run", since: "2026-03-01T09:00:00.000Z", token: "t" }))
+  return repo
+}
+
+test.concurrent("piped, it prints one snapshot that fits the width, without escape codes", async () => {
+  await using repo = await fixture()
+  // NO_COLOR unset: piped output has no colour anyway.
+  const r = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW, COLUMNS: "80", NO_COLOR: undefined } })
+  expect(r).toEqual({
+    code: 0,
+    stderr: "",
+    stdout: `${`flow dashboard: ${basename(repo.path)}`.padEnd(80 - "at 10:00:00".length)}at 10:00:00
+
+Tasks: 10 total, 30% done  ██████░░░░░░░░░░░░░░
+  todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1
+
+Needs you:
+  flow questions  1 question waiting for an answer
+  flow view       1 checkpoint waiting for review: review
+
+Running (3): flow run live (pid ${process.pid})
+  api-layer   Build the API layer with auth…  claude-1     30m            live
+  ui          The UI                          gemini-1  4m 30s  step 2/3
+  docs-guide  Guide                           claude-2       -
+
+Recently completed (3):
+  schema       Database schema        1m ago
+  setup        Set up the repository  1h ago
+  docs-readme  README                 2d ago
+`,
+  })
+  for (const line of r.stdout.split("\n")) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(80)
+})
+
+test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts", async () => {
+  await using repo = await fixture()
+  const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
+  expect(r.code).toBe(0)
+  const report = JSON.parse(r.stdout)
+  expect(DashboardReport(report)).toEqual(report) // arktype returns the value itself when it fits the shape
+  expect(report).toEqual({
+    project: basename(repo.path),
+    at: NOW,
+    counts: { todo: 2, ready_for_agent: 1, assigned: 1, in_progress: 2, done: 3, blocked: 1, total: 10, percent_done: 30 },
+    running: [
+      {
+        id: "api-layer",
+        title: "Build the API layer with authentication, rate limiting and a title far too long for one line",
+        status: "in_progress",
+        agent: "claude-1",
+        started_at: "2026-03-01T09:30:00Z",
+        seconds: 1800,
+        step: null,
+        live: true,
+      },
+      { id: "ui", title: "The UI", status: "in_progress", agent: "gemini-1", started_at: "2026-03-01T09:55:30Z", seconds: 270, step: { current: 2, total: 3 }, live: null },
+      { id: "docs-guide", title: "Guide", status: "assigned", agent: "claude-2", started_at: null, seconds: null, step: null, live: null },
+    ],
+    recent: [
+      { id: "schema", title: "Database schema", completed_at: "2026-03-01T09:58:30Z", seconds_ago: 90 },
+      { id: "setup", title: "Set up the repository", completed_at: "2026-03-01T09:00:00Z", seconds_ago: 3600 },
+      { id: "docs-readme", title: "README", completed_at: "2026-02-27T10:00:00Z", seconds_ago: 172_800 },
+    ],
+    questions: 1,
+    review: ["review"],
+    run: { pid: process.pid, since: "2026-03-01T09:00:00.000Z" },
+  })
+})
+
+test.concurrent("a task a run recorded, with no run alive, is shown as stopped", async () => {
+  await using repo = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "in_progress", instructions: "x" }]) })
+  {
+    using db = await openState(projectAt(repo.path))
+    await db.agents.upsert("claude-1", { current_task: "a" })
+  }
+  const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
+  expect(JSON.parse(r.stdout).running).toEqual([{ id: "a", title: "A", status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false }])
+  const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
+  expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")
+})
+
+test.concurrent("a missing or invalid tasks.yaml at the start exits 3", async () => {
+  await using empty = await tempRepo({ "PRD.md": "# PRD\n" })
+  const missing = await flow(empty.path, ["dashboard"])
+  expect(missing.code).toBe(3)
+  expect(missing.stderr).toContain("tasks.yaml does not exist")
+  await using bad = await tempRepo({ "tasks.yaml": "tasks:\n  - {id: a, title: x, status: doing, instructions: y}\n" })
+  const invalid = await flow(bad.path, ["dashboard", "--json"])
+  expect(invalid.code).toBe(3)
+  expect(invalid.stdout).toBe("")
+  expect(JSON.parse(invalid.stderr).exit).toBe(3)
+})
+
+test.concurrent("an --interval below 1 second or not a number is a usage error", async () => {
+  await using repo = await tempRepo({ "tasks.yaml": TASKS })
+  for (const value of ["0", "0.5", "ten", "-3", ""]) {
+    const r = await flow(repo.path, ["dashboard", `--interval=${value}`])
+    expect({ value, code: r.code, stdout: r.stdout }).toEqual({ value, code: 2, stdout: "" })
+    expect(r.stderr).toContain(`--interval must be a number of seconds, at least 1 (was '${value}')`)
+  }
+})
+
+test.concurrent("on a terminal it redraws as tasks change, survives a broken tasks.yaml, and q restores the screen", async () => {
+  await using repo = await tempRepo({ "tasks.yaml": TASKS })
+  using t = await terminal(repo.path, ["dashboard", "--interval", "1"], {}, { columns: 100, rows: 30 })
+  await t.waitFor("in_progress 2  done 3")
+  expect(t.pane("#{alternate_on} #{cursor_flag}")).toBe("1 0")
+  expect(t.screen()).toContain("updated ")
+
+  expect((await flow(repo.path, ["done", "ui"])).code).toBe(0)
+  const after = await t.waitFor("in_progress 1  done 4")
+  expect(after).toMatch(/Recently completed \(4\):\n {2}ui +The UI +\d+s ago\n/)
+
+  // A broken file: the error on top, the last good data below, and no crash.
+  const good = repo.read("tasks.yaml")
+  repo.write("tasks.yaml", `${good}  - {id: x, title: y, status: doing, instructions: z}\n`)
+  const broken = await t.waitFor("! tasks.yaml is invalid")
+  expect(broken).toContain("! showing the data read at")
+  expect(broken).toContain("in_progress 1  done 4")
+  repo.write("tasks.yaml", good.replace("status: ready_for_agent", "status: in_progress"))
+  await t.waitFor("Running (3)")
+  expect(t.screen()).not.toContain("! tasks.yaml is invalid")
+
+  t.type("q")
+  const end = await t.waitFor("EXIT=")
+  expect(end).toContain("EXIT=0")
+  expect(end).not.toContain("Recently completed") // the normal screen is back, without the dashboard's
+  expect(t.pane("#{alternate_on} #{cursor_flag}")).toBe("0 1")
+})
+
+test.concurrent("on a terminal, Ctrl-C leaves with 0 and a resize redraws at the new width", async () => {
+  await using repo = await tempRepo({ "tasks.yaml": TASKS })
+  // Refreshed only every 10 minutes: what redraws the screen within seconds is the resize.
+  using t = await terminal(repo.path, ["dashboard", "--interval", "600"], {}, { columns: 120, rows: 30 })
+  await t.waitFor("Build the API layer with authentication, rate limiting")
+  t.resize(60, 30)
+  const narrow = await t.waitFor("api-layer   Build the API …", 5000)
+  for (const line of narrow.split("\n")) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(60)
+  t.keys("C-c")
+  expect(await t.waitFor("EXIT=")).toContain("EXIT=0")
+  expect(t.pane("#{alternate_on}")).toBe("0")
+})
