@@ -203,3 +203,12 @@ test.concurrent("on a terminal, Ctrl-C leaves with 0 and a resize redraws at the
   expect(await t.waitFor("EXIT=")).toContain("EXIT=0")
   expect(t.pane("#{alternate_on}")).toBe("0")
 })
+
+test.concurrent("on a terminal, --once prints one snapshot on the normal screen and exits 0", async () => {
+  await using repo = await tempRepo({ "tasks.yaml": TASKS })
+  using t = await terminal(repo.path, ["dashboard", "--once"], {}, { columns: 100, rows: 40 })
+  const end = await t.waitFor("EXIT=")
+  expect(end).toContain("in_progress 2  done 3")
+  expect(end).not.toContain("q quits")
+  expect(end).toContain("EXIT=0")
+})
