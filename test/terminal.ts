@@ -2,8 +2,8 @@
 // command, read with capture-pane and driven with send-keys.
 import { flowArgv } from "./helpers"
 
-/** A real terminal: a private tmux server running one command in a 120x60 window. */
-export async function terminal(cwd: string, args: string[], env: Record<string, string> = {}) {
+/** A real terminal: a private tmux server running one command in a window of `size` (120x60 by default). */
+export async function terminal(cwd: string, args: string[], env: Record<string, string> = {}, size = { columns: 120, rows: 60 }) {
   const socket = `flow-test-${process.pid}-${Math.random().toString(36).slice(2)}`
   const tmux = (...a: string[]) => {
     const r = Bun.spawnSync(["tmux", "-L", socket, ...a], { stdout: "pipe", stderr: "pipe" })
@@ -13,7 +13,7 @@ export async function terminal(cwd: string, args: string[], env: Record<string, 
   const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
   // CI=1 would make flow non-interactive; the pane stays after flow exits so its last screen can be read.
   const command = `cd ${quote(cwd)} && env -u CI -u FLOW_PROJECT NO_COLOR=1 TZ=Etc/UTC ${Object.entries(env).map(([k, v]) => quote(`${k}=${v}`)).join(" ")} ${[...flowArgv(), ...args].map(quote).join(" ")}; echo "EXIT=$?"; sleep 600`
-  tmux("new-session", "-d", "-s", "t", "-x", "120", "-y", "60", command)
+  tmux("new-session", "-d", "-s", "t", "-x", String(size.columns), "-y", String(size.rows), command)
   const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "t")
   return {
     screen,
