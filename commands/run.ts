@@ -29,7 +29,8 @@ Checkpoints wait for a person ('flow done <id>' from another terminal) unless --
 In a terminal it shows a live screen: a pane per agent with its output, the questions waiting for an
 answer ('a' answers the oldest), and what happened to tasks; elsewhere (piped, CI, --headless) it prints
 a timestamped log line per event. Ctrl-C (or 'q' on the screen) stops the agents and leaves every task
-to be resumed by the next 'flow run'. Exit 0 when every task is done, 4 when the run ended with tasks blocked or not done, 130 when stopped.`,
+to be resumed by the next 'flow run'.
+Exit 0 when every task is done, 4 when the run ended with tasks blocked or not done, 130 when stopped.`,
   options: {
     agents: { type: "string", arg: "n", help: "how many agents to run (with --cli; overrides flow.yaml's agents)" },
     cli: { type: "string", arg: "cli", help: "the agent CLI for --agents: script, claude, codex, gemini, opencode, ..." },
