@@ -35,10 +35,11 @@ export class RunView {
   readonly waiting = new Set<string>()
   readonly log: string[] = []
   target = ""
-  /** a run-wide message: the run waits for a review, or is stopping */
-  notice?: string
+  /** checkpoints announced as waiting for review; shown until tasks.yaml says they are done or blocked */
+  readonly checkpoints = new Set<string>()
+  /** why the run waits with nothing to do, until it moves on */
+  waitingFor?: string
   stopping = false
-  ended = false
 
   constructor(
     readonly project: string,
@@ -58,6 +59,7 @@ export class RunView {
         return
       case "task-assigned":
       case "task-start": {
+        this.waitingFor = undefined // the run moved on
         const pane = this.pane(e.agent)
         if (pane.taskId !== e.taskId) {
           pane.taskId = e.taskId
@@ -95,16 +97,21 @@ export class RunView {
         this.waiting.delete(e.taskId)
         return
       case "checkpoint":
+        this.checkpoints.add(e.taskId)
+        return
       case "waiting":
-        this.notice = logLine(e, at)!.slice(9) // without the time
-        return
-      case "status":
-        if (this.notice?.startsWith(`${e.taskId}: checkpoint`)) this.notice = undefined
-        return
-      case "run-end":
-        this.ended = true
+        this.waitingFor = e.reason
         return
     }
+  }
+
+  /** A run-wide message: that the run stops, or waits for a person; undefined when there is none. */
+  notice(): string | undefined {
+    if (this.stopping) return "stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (q or Ctrl-C again to quit at once)"
+    if (this.waitingFor) return this.waitingFor
+    const reviews = [...this.checkpoints].filter((id) => !["done", "blocked"].includes(this.tasks.get(id)?.status ?? ""))
+    if (reviews.length) return `checkpoint waiting for review: ${reviews.join(", ")} ('flow done <id>' to continue, 'flow block <id> <reason>' to stop)`
+    return undefined
   }
 
   /** What an agent is doing now: a pending question about its task means it waits for a person. */

@@ -180,7 +180,7 @@ function serial(fn: () => Promise<void>, then: () => void, failed: (message: str
 export function renderRun(view: RunView, ui: UiState, size: { columns: number; rows: number }, c: Colours, now: number): string[] {
   const { columns, rows } = size
   const top = [header(view, c, now)]
-  const notice = view.stopping ? "stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (q or Ctrl-C again to quit at once)" : view.notice
+  const notice = view.notice()
   if (notice) top.push(c.yellow(notice))
   const bottom = [...questionLines(view, ui, columns, rows, c), ...logLines(view, columns, rows, c), keyLine(view, ui, columns, c)]
   const panes = paneLines(view, ui, rows - top.length - bottom.length, columns, c, now)
