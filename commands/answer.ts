@@ -2,7 +2,7 @@ import { parse } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { FlowError, usage } from "../lib/errors"
 import { findProject } from "../lib/project"
-import { openExistingState } from "../lib/state-db"
+import { answerer, openExistingState } from "../lib/state-db"
 import { ago } from "../lib/question-format"
 import { closest } from "../lib/suggest"
 
@@ -24,7 +24,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!text) throw usage("missing <text>: the answer is empty", `usage: ${meta.usage}`)
   // `3` is accepted for `q-3`: a person types the number they see.
   const id = /^\d+$/.test(given) ? `q-${given}` : given
-  const by = ctx.env.USER || "person"
+  const by = answerer(ctx.env)
 
   const db = await openExistingState(findProject(ctx))
   if (!db) throw new FlowError(`no question '${id}': no question has been asked in this project`, undefined, "agents ask with 'flow ask <task_id> <text>'")

@@ -9,9 +9,16 @@ import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
-import { openState } from "../lib/state-db"
+import { answerer, openState, type StateDb } from "../lib/state-db"
+import { colours } from "../lib/colour"
+import { indexTasks } from "../lib/task-index"
+import { readTasks } from "../lib/tasks"
+import { startTui, type Tui } from "../lib/run/tui"
+import { Screen, type TtyInput, type TtyOutput } from "../lib/run/tui-screen"
+import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
 import { ensureStateDir } from "../lib/valid-cache"
+import { basename } from "node:path"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
@@ -19,14 +26,17 @@ export const meta = {
 and branch, merged into the target branch when done. Agents come from flow.yaml, or --agents N --cli <cli>
 (N agents named <cli>-1 ... <cli>-N; cli 'script' runs the \`\`\`sh blocks of the instructions, offline).
 Checkpoints wait for a person ('flow done <id>' from another terminal) unless --yes approves them.
-Ctrl-C stops the agents and leaves every task to be resumed by the next 'flow run'.
+In a terminal it shows a live screen: a pane per agent with its output, the questions waiting for an
+answer ('a' answers the oldest), and what happened to tasks; elsewhere (piped, CI, --headless) it prints
+a timestamped log line per event. Ctrl-C (or 'q' on the screen) stops the agents and leaves every task
+to be resumed by the next 'flow run'.
 Exit 0 when every task is done, 4 when the run ended with tasks blocked or not done, 130 when stopped.`,
   options: {
     agents: { type: "string", arg: "n", help: "how many agents to run (with --cli; overrides flow.yaml's agents)" },
     cli: { type: "string", arg: "cli", help: "the agent CLI for --agents: script, claude, codex, gemini, opencode, ..." },
     parallel: { type: "string", arg: "n", help: "at most this many tasks at once (default: every agent)" },
     yes: { type: "boolean", help: "approve checkpoints automatically" },
-    headless: { type: "boolean", help: "plain timestamped log lines (the only output for now; for CI and scripts)" },
+    headless: { type: "boolean", help: "plain timestamped log lines instead of the terminal UI (what a pipe or CI gets anyway)" },
   },
 } as const
 
@@ -41,7 +51,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
-    agents, parallelism, yes: Boolean(values.yes), ...fromConfig(config),
+    agents, parallelism, yes: Boolean(values.yes), headless: Boolean(values.headless), ...fromConfig(config),
   })
 }
 
@@ -50,9 +60,12 @@ export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "d
   return { retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config) }
 }
 
-export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish">
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish"> & {
+  /** the log lines even in a terminal */
+  headless?: boolean
+}
 
-/** Runs the orchestrator on a project with the headless log on stdout; returns the exit code. */
+/** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
   ensureStateDir(project.stateDir)
   let release: () => void
@@ -63,34 +76,64 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       Exit.failure, "wait for it to finish, or stop it with Ctrl-C")
   }
   const controller = new AbortController()
+  let ui: Tui | undefined
   let stops = 0
   const stop = () => {
     stops++
-    if (stops > 1) process.exit(Exit.cancelled) // a second Ctrl-C: leave now
-    ctx.stderr("stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (Ctrl-C again to quit at once)\n")
+    if (stops > 1) process.exit(Exit.cancelled) // a second Ctrl-C: leave now (the exit hook restores the terminal)
+    if (ui) ui.stopping()
+    else ctx.stderr("stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (Ctrl-C again to quit at once)\n")
     controller.abort()
   }
   process.on("SIGINT", stop)
   process.on("SIGTERM", stop)
   const bus = new EventBus()
+  const tui = ctx.interactive && !options.headless
+  // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
+  let summaryLine: string | undefined
   bus.subscribe((event, at) => {
     const line = logLine(event, at)
-    if (line !== undefined) ctx.stdout(`${line}\n`)
+    if (line === undefined) return
+    if (!tui) ctx.stdout(`${line}\n`)
+    else if (event.type === "run-end") summaryLine = line
   })
-  const db = await openState(project)
-  const flush = recordRun(bus, db)
+  let db: StateDb | undefined
+  let screen: Screen | undefined
+  const restore = () => screen?.close()
   try {
-    writeFlowShim(project.stateDir, selfArgv())
-    const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })
-    if (summary.interrupted) return Exit.cancelled
-    return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
+    db = await openState(project)
+    const flush = recordRun(bus, db)
+    try {
+      if (tui) {
+        // In raw mode Ctrl-C is a key, not a signal: the UI calls `stop` itself. An exit from anywhere
+        // (a second Ctrl-C, a crash) still gives the terminal back.
+        screen = new Screen(process.stdin as unknown as TtyInput, process.stdout as unknown as TtyOutput)
+        process.on("exit", restore)
+        ui = startTui({ bus, db, screen, colours: colours(ctx), project: basename(project.dir), agents: options.agents.map((a) => a.name),
+          user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop })
+      }
+      writeFlowShim(project.stateDir, selfArgv())
+      const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })
+      if (summary.interrupted) return Exit.cancelled
+      return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
+    } finally {
+      ui?.close()
+      process.off("exit", restore)
+      if (summaryLine !== undefined) ctx.stdout(`${summaryLine}\n`)
+      await flush()
+    }
   } finally {
     process.off("SIGINT", stop)
     process.off("SIGTERM", stop)
-    await flush()
-    db.close()
+    db?.close()
     release()
   }
+}
+
+/** What the terminal UI shows of tasks.yaml. */
+async function taskSnapshot(project: Project): Promise<TaskSnapshot> {
+  const { data } = await readTasks(project)
+  return new Map([...indexTasks(data).values()].map(({ task }) => [task.id, { title: task.title, status: task.status, steps: (task.steps ?? []).map((s) => s.id) }]))
 }
 
 function agentsFrom(values: { agents?: string; cli?: string }, configured: AgentConfig[]): AgentConfig[] {

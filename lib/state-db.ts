@@ -60,6 +60,11 @@ export type AgentUpdate = Partial<Pick<AgentRecord, "cli" | "current_task" | "co
 
 const QUESTION_COLUMNS = "id, task_id, agent, text, asked_at, answer, answered_at, answered_by"
 
+/** Who answers a question: $USER, or `person` when it is unset (never FLOW_AGENT: agents answer nothing). */
+export function answerer(env: Record<string, string | undefined>): string {
+  return env.USER || "person"
+}
+
 export function stateFile(project: Project): string {
   return join(project.stateDir, "state.db")
 }

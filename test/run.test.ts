@@ -212,3 +212,10 @@ test.concurrent("flow repo worktree list and remove: uncommitted changes refused
   expect((await git(dir.path, ["branch", "--list", "flow/wip"])).trim()).toBe("flow/wip")
   expect((await flow(dir.path, ["repo", "worktree", "list"])).stdout).toBe("No worktrees.\n")
 })
+
+test.concurrent("an invalid tasks.yaml stops the run at once with exit 3 (nothing is left watching the file)", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - {id: a, title: x, status: doing, instructions: y}\n" })
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
+  expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 3, stdout: "" })
+  expect(r.stderr).toContain("tasks.yaml is invalid")
+})

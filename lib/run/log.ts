@@ -1,4 +1,6 @@
-// The headless log: one timestamped plain line per event, for CI, scripts and `flow run --headless`.
+// The headless log: one timestamped plain line per event, for CI, scripts and `flow run --headless`; the
+// terminal UI shows the same words (agentLine in its panes, logLine in its footer).
+import type { AgentEvent } from "../agents/types"
 import type { RunEvent } from "./events"
 
 const MAX = 200
@@ -18,16 +20,8 @@ function describe(e: RunEvent): string | undefined {
     case "step-start":
       return `${e.taskId}: step ${e.stepId}${e.session ? ` (session ${e.session})` : ""}`
     case "agent": {
-      const ev = e.event
-      if (ev.type === "text") return ev.text.trim() ? `${e.taskId} | ${clip(ev.text)}` : undefined
-      if (ev.type === "tool") return `${e.taskId} | tool ${ev.name}${ev.detail ? `: ${clip(ev.detail)}` : ""}`
-      if (ev.type === "error") return `${e.taskId} | error: ${clip(ev.message)}`
-      if (ev.type === "usage") {
-        const parts = [ev.inputTokens !== undefined ? `${ev.inputTokens} in` : "", ev.outputTokens !== undefined ? `${ev.outputTokens} out` : "",
-          ev.costUsd !== undefined ? `$${ev.costUsd.toFixed(4)}` : ""].filter(Boolean)
-        return parts.length ? `${e.taskId} | tokens ${parts.join(", ")}` : undefined
-      }
-      return undefined
+      const line = agentLine(e.event)
+      return line === undefined ? undefined : `${e.taskId} | ${line}`
     }
     case "task-assigned":
     case "task-end":
@@ -57,6 +51,19 @@ function describe(e: RunEvent): string | undefined {
     case "run-end":
       return `run: ${e.interrupted ? "stopped" : "finished"} after ${e.seconds} s: ${e.done} done, ${e.remaining} not done${e.blocked.length ? `, blocked: ${e.blocked.join(", ")}` : ""}`
   }
+}
+
+/** What an agent said or did, on one line (no task, no time); undefined for events not worth a line. */
+export function agentLine(ev: AgentEvent): string | undefined {
+  if (ev.type === "text") return ev.text.trim() ? clip(ev.text) : undefined
+  if (ev.type === "tool") return `tool ${ev.name}${ev.detail ? `: ${clip(ev.detail)}` : ""}`
+  if (ev.type === "error") return `error: ${clip(ev.message)}`
+  if (ev.type === "usage") {
+    const parts = [ev.inputTokens !== undefined ? `${ev.inputTokens} in` : "", ev.outputTokens !== undefined ? `${ev.outputTokens} out` : "",
+      ev.costUsd !== undefined ? `$${ev.costUsd.toFixed(4)}` : ""].filter(Boolean)
+    return parts.length ? `tokens ${parts.join(", ")}` : undefined
+  }
+  return undefined
 }
 
 function clip(text: string): string {

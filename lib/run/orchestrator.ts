@@ -61,15 +61,16 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), publishQueues: new Map(), sessions: new Map() }
   const onStop = () => wake.notify()
   s.signal.addEventListener("abort", onStop)
-  // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
-  // chokidar follows the file across atomic renames, where fs.watch stops after the first.
-  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false }).on("all", () => wake.notify())
-
   const first = await readTasks(s.project)
   s.bus.emit({ type: "run-start", agents: s.agents.map((a) => a.name), tasks: indexTasks(first.data).size, target: await workspaces.targetOf(await workspaces.repoOf({} as Task)).catch(() => "?") })
   // Tasks an earlier run left in progress are resumed first (rule 7), each in its own worktree.
   const resumable = new Set([...indexTasks(first.data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id))
   let waitingSaid = ""
+  // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
+  // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
+  // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
+  // kept the process from exiting. The loop re-reads the file first, so nothing before is missed.
+  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false }).on("all", () => wake.notify())
 
   try {
     while (!s.signal.aborted) {
