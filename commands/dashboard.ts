@@ -1,12 +1,13 @@
 import { parse } from "../lib/cli"
 import { nowMs } from "../lib/clock"
 import { colours } from "../lib/colour"
-import type { Ctx, Terminal } from "../lib/context"
+import type { Ctx } from "../lib/context"
 import { dashboardReport, readRuntime } from "../lib/dashboard"
 import { renderDashboard } from "../lib/dashboard-render"
 import { FlowError, usage } from "../lib/errors"
 import type { DashboardReport } from "../lib/json-shapes"
 import { findProject, type Project } from "../lib/project"
+import { Screen } from "../lib/screen"
 import { readTasks } from "../lib/tasks"
 
 export const meta = {
@@ -42,7 +43,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     return
   }
   if (!ctx.terminal || values.once) {
-    const width = ctx.terminal?.size().columns ?? (Number(ctx.env.COLUMNS) || DEFAULT_WIDTH)
+    const width = ctx.terminal?.output.columns || Number(ctx.env.COLUMNS) || DEFAULT_WIDTH
     ctx.stdout(`${renderDashboard(report, { width, colours: colours(ctx) }).join("\n")}\n`)
     return
   }
@@ -54,15 +55,17 @@ async function snapshot(ctx: Ctx, project: Project): Promise<DashboardReport> {
   return dashboardReport(project, data, runtime, nowMs(ctx.env))
 }
 
+/** Signals that close the dashboard like q does: a viewer closed is not a failure. */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+
 /** Redraws every `interval` seconds and on resize until q, Ctrl-C or a stop signal; the terminal is always given back. */
-async function live(ctx: Ctx, terminal: Terminal, project: Project, first: DashboardReport, interval: number): Promise<void> {
+async function live(ctx: Ctx, terminal: NonNullable<Ctx["terminal"]>, project: Project, first: DashboardReport, interval: number): Promise<void> {
+  const screen = new Screen(terminal.input, terminal.output)
   let report = first
   let error: string | undefined
   const draw = () => {
-    const { columns, rows } = terminal.size()
-    const lines = renderDashboard(report, { width: columns, height: rows, colours: colours(ctx), intervalSeconds: interval, error })
-    // Home, each line over the old one (erasing its rest), then erase below: no flicker, no scrolling.
-    ctx.stdout(`\x1b[H${lines.join("\x1b[K\r\n")}\x1b[K\x1b[J`)
+    const { columns, rows } = screen.size()
+    screen.draw(renderDashboard(report, { width: columns, height: rows, colours: colours(ctx), intervalSeconds: interval, error }))
   }
   let reading = false
   const refresh = async () => {
@@ -80,19 +83,20 @@ async function live(ctx: Ctx, terminal: Terminal, project: Project, first: Dashb
     draw()
   }
   const stop = Promise.withResolvers<void>()
-  const failed = (e: unknown) => stop.reject(e)
-  const restore = terminal.takeOver({
-    // q, Q, or Ctrl-C (which raw mode delivers as a byte, not a signal)
-    onKey: (key) => /[qQ\x03]/.test(key) && stop.resolve(),
-    onResize: draw,
-    onStop: () => stop.resolve(),
-  })
-  const timer = setInterval(() => refresh().catch(failed), interval * 1000)
+  const leave = () => stop.resolve()
+  const close = () => screen.close()
+  process.on("exit", close) // whatever ends the process, the terminal is given back
+  for (const s of STOP_SIGNALS) process.on(s, leave)
+  // In raw mode Ctrl-C is a key, not a signal.
+  screen.open((key) => (key.name === "ctrl-c" || (key.name === "char" && (key.char === "q" || key.char === "Q"))) && leave(), draw)
+  const timer = setInterval(() => refresh().catch((e) => stop.reject(e)), interval * 1000)
   try {
     draw()
     await stop.promise
   } finally {
     clearInterval(timer)
-    restore()
+    for (const s of STOP_SIGNALS) process.off(s, leave)
+    process.off("exit", close)
+    screen.close()
   }
 }

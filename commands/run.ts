@@ -14,7 +14,7 @@ import { colours } from "../lib/colour"
 import { indexTasks } from "../lib/task-index"
 import { readTasks } from "../lib/tasks"
 import { startTui, type Tui } from "../lib/run/tui"
-import { Screen, type TtyInput, type TtyOutput } from "../lib/run/tui-screen"
+import { Screen } from "../lib/screen"
 import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
 import { ensureStateDir } from "../lib/valid-cache"
@@ -88,13 +88,13 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   process.on("SIGINT", stop)
   process.on("SIGTERM", stop)
   const bus = new EventBus()
-  const tui = ctx.interactive && !options.headless
+  const terminal = options.headless ? undefined : ctx.terminal
   // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
   let summaryLine: string | undefined
   bus.subscribe((event, at) => {
     const line = logLine(event, at)
     if (line === undefined) return
-    if (!tui) ctx.stdout(`${line}\n`)
+    if (!terminal) ctx.stdout(`${line}\n`)
     else if (event.type === "run-end") summaryLine = line
   })
   let db: StateDb | undefined
@@ -104,10 +104,10 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     db = await openState(project)
     const flush = recordRun(bus, db)
     try {
-      if (tui) {
+      if (terminal) {
         // In raw mode Ctrl-C is a key, not a signal: the UI calls `stop` itself. An exit from anywhere
         // (a second Ctrl-C, a crash) still gives the terminal back.
-        screen = new Screen(process.stdin as unknown as TtyInput, process.stdout as unknown as TtyOutput)
+        screen = new Screen(terminal.input, terminal.output)
         process.on("exit", restore)
         ui = startTui({ bus, db, screen, colours: colours(ctx), project: basename(project.dir), agents: options.agents.map((a) => a.name),
           user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop })

@@ -1,3 +1,5 @@
+import type { TtyInput, TtyOutput } from "./screen"
+
 /** Everything a command may touch of the outside world; tests build their own. */
 export type Ctx = {
   cwd: string
@@ -13,20 +15,8 @@ export type Ctx = {
    * few commands that wait (`flow ask --wait`) and must say what was left behind. Absent in tests' ctx.
    */
   onInterrupt?: (handler: () => void) => () => void
-  /** The terminal, for a full-screen command (`flow dashboard`); set only when `interactive` is. */
-  terminal?: Terminal
-}
-
-/** A terminal a command may take over and give back. */
-export type Terminal = {
-  /** columns and rows now */
-  size: () => { columns: number; rows: number }
-  /**
-   * Switches to the alternate screen with the cursor hidden and keys read one by one (raw mode); calls
-   * `onKey` with each chunk of input, `onResize` when the size changes and `onStop` on SIGINT, SIGTERM or
-   * SIGHUP. The returned function restores the terminal (it also runs when the process exits first).
-   */
-  takeOver: (handlers: { onKey: (key: string) => void; onResize: () => void; onStop: () => void }) => () => void
+  /** The terminal's streams, for a full-screen command (lib/screen.ts); set only when `interactive` is. */
+  terminal?: { input: TtyInput; output: TtyOutput }
 }
 
 /** The context of the real process. */
@@ -46,39 +36,8 @@ export function ctxFromProcess(): Ctx {
       process.on("SIGINT", handler)
       return () => void process.off("SIGINT", handler)
     },
-    terminal: interactive ? processTerminal : undefined,
+    terminal: interactive ? { input: process.stdin as unknown as TtyInput, output: process.stdout as unknown as TtyOutput } : undefined,
   }
-}
-
-const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
-
-const processTerminal: Terminal = {
-  size: () => ({ columns: process.stdout.columns || 80, rows: process.stdout.rows || 24 }),
-  takeOver: ({ onKey, onResize, onStop }) => {
-    const { stdin, stdout } = process
-    const key = (chunk: Buffer) => onKey(chunk.toString("utf8"))
-    stdout.write("\x1b[?1049h\x1b[?25l") // alternate screen, cursor hidden
-    stdin.setRawMode(true)
-    stdin.on("data", key)
-    stdin.resume()
-    stdout.on("resize", onResize)
-    for (const s of STOP_SIGNALS) process.on(s, onStop)
-    let restored = false
-    const restore = () => {
-      if (restored) return
-      restored = true
-      process.off("exit", restore)
-      for (const s of STOP_SIGNALS) process.off(s, onStop)
-      stdout.off("resize", onResize)
-      stdin.off("data", key)
-      stdin.setRawMode(false)
-      // A paused stdin no longer keeps the process alive.
-      stdin.pause()
-      stdout.write("\x1b[?25h\x1b[?1049l")
-    }
-    process.on("exit", restore)
-    return restore
-  },
 }
 
 // `flow list | head`: once the reader has gone, the rest of the output has nowhere to go. Leave quietly,

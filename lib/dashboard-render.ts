@@ -4,6 +4,7 @@ import { STATUS_COLOUR, type Colours } from "./colour"
 import { formatDuration } from "./duration"
 import type { DashboardReport } from "./json-shapes"
 import { ago } from "./question-format"
+import { truncate } from "./screen"
 import { TASK_STATUSES } from "./statuses"
 import { oneLine } from "./task-lines"
 
@@ -95,7 +96,7 @@ function table(rows: readonly (readonly Part[])[], width: number, alignRight: re
     row.forEach((p, i) => {
       if (widths[i] === 0) return
       const cw = i === 1 ? titleWidth : widths[i]
-      const cell = i === 1 ? clip(text(p), cw) : text(p)
+      const cell = i === 1 ? truncate(text(p), cw) : text(p)
       const pad = " ".repeat(Math.max(0, cw - Bun.stringWidth(cell)))
       const last = row.slice(i + 1).every((_, j) => widths[i + 1 + j] === 0)
       if (i > 0) parts.push(GAP)
@@ -126,37 +127,7 @@ function pack(items: readonly Part[], width: number): string[] {
 
 /** The parts joined and painted, cut to `width` columns with "…" when they are wider. */
 function fit(parts: readonly Part[], width: number): string {
-  const paint = (p: Part, text: string) => (typeof p === "string" || text === "" ? text : p[1](text))
-  if (Bun.stringWidth(parts.map((p) => (typeof p === "string" ? p : p[0])).join("")) <= width) return parts.map((p) => paint(p, typeof p === "string" ? p : p[0])).join("")
-  let room = width - 1
-  let out = ""
-  for (const p of parts) {
-    const text = typeof p === "string" ? p : p[0]
-    const kept = takeWidth(text, room)
-    out += paint(p, kept)
-    room -= Bun.stringWidth(kept)
-    if (kept.length < text.length) break
-  }
-  return `${out}…`
-}
-
-/** `text` in at most `width` columns, ending in "…" when cut. */
-function clip(text: string, width: number): string {
-  return Bun.stringWidth(text) <= width ? text : `${takeWidth(text, width - 1)}…`
-}
-
-/** The longest start of `text` (whole graphemes) at most `room` columns wide. */
-function takeWidth(text: string, room: number): string {
-  if (Bun.stringWidth(text) <= room) return text
-  let out = ""
-  let used = 0
-  for (const { segment } of new Intl.Segmenter().segment(text)) {
-    const sw = Bun.stringWidth(segment)
-    if (used + sw > room) break
-    out += segment
-    used += sw
-  }
-  return out
+  return truncate(parts.map((p) => (typeof p === "string" ? p : p[0] === "" ? "" : p[1](p[0]))).join(""), width)
 }
 
 function plural(n: number, noun: string): string {

@@ -5,7 +5,7 @@
 import { expect, test } from "bun:test"
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Screen, parseKeys, truncate, textWidth, type TtyInput, type TtyOutput } from "../lib/run/tui-screen"
+import { Screen, parseKeys, truncate, textWidth, type TtyInput, type TtyOutput } from "../lib/screen"
 import { shareHeight } from "../lib/run/tui"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 import { terminal } from "./terminal"

@@ -5,7 +5,7 @@ import type { Question } from "../json-shapes"
 import { TASK_STATUSES } from "../statuses"
 import type { RunEvent } from "./events"
 import { agentLine, logLine } from "./log"
-import { sanitize } from "./tui-screen"
+import { sanitize } from "../screen"
 
 /** What the UI needs of tasks.yaml: each task's title, step ids and status. */
 export type TaskSnapshot = Map<string, { title: string; status: string; steps: string[] }>

@@ -8,7 +8,7 @@ import { FlowError } from "../errors"
 import type { Question } from "../json-shapes"
 import type { StateDb } from "../state-db"
 import type { EventBus, RunEvent } from "./events"
-import { type Key, type Screen, textWidth } from "./tui-screen"
+import { type Key, type Screen, textWidth } from "../screen"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
 
 export type TuiOptions = {

@@ -1,4 +1,4 @@
-// Generic full-screen terminal code, shared by the run's terminal UI and whatever else draws a screen:
+// Generic full-screen terminal code, shared by the run's terminal UI and `flow dashboard`:
 // the alternate screen with a hidden cursor, raw keys, and lines cut to the width without ever wrapping.
 // The terminal's streams are passed in (the command hands over process.stdin/stdout), so lib/ stays free
 // of process globals.
