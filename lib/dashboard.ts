@@ -15,20 +15,28 @@ import { indexTasks, type Task, type TaskFile } from "./task-index"
 export const RECENT_LIMIT = 10
 
 /** What the state database and the run lock say now; everything but tasks.yaml. */
-export type RuntimeState = { agents: AgentRecord[]; questions: number; run: { pid: number; since: string } | null }
+export type RuntimeState = {
+  agents: AgentRecord[]
+  questions: number
+  run: { pid: number; since: string } | null
+  /** each task's last end in a run: a task left in progress there was stopped with the run */
+  ends: Map<string, { agent: string | null; at: string; status: string }>
+}
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
 export async function readRuntime(project: Project): Promise<RuntimeState> {
   const db = await openExistingState(project)
   let agents: AgentRecord[] = []
   let questions = 0
+  let ends: RuntimeState["ends"] = new Map()
   if (db) {
     using open = db
     agents = await open.agents.list()
     questions = (await open.questions.pending()).length
+    ends = await open.events.lastTaskEnds()
   }
   const holder = lockHolder(runLockTarget(project))
-  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null }
+  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -53,11 +61,11 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
         id: t.id,
         title: t.title,
         status: t.status,
-        agent: working.get(t.id) ?? t.agent_name ?? null,
+        agent: working.get(t.id) ?? stoppedWith(t, runtime)?.agent ?? t.agent_name ?? null,
         started_at: t.started_at ?? null,
         seconds: secondsSince(t.started_at),
         step: stepPosition(t),
-        live: working.has(t.id) ? runtime.run !== null : null,
+        live: working.has(t.id) ? runtime.run !== null : stoppedWith(t, runtime) ? false : null,
       })),
     recent: tasks
       .flatMap((t) => {
@@ -71,6 +79,18 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     run: runtime.run,
   }
+}
+
+/**
+ * The run's end of a task that a stopped run left in progress (the next `flow run` resumes it), unless the
+ * task was started again since (by hand, or by an agent outside a run).
+ */
+function stoppedWith(task: Task, runtime: RuntimeState): { agent: string | null } | undefined {
+  const end = runtime.ends.get(task.id)
+  if (!end || end.status !== task.status) return undefined
+  const started = parseTimestamp(task.started_at)
+  const ended = parseTimestamp(end.at)
+  return started !== undefined && ended !== undefined && started > ended ? undefined : end
 }
 
 /** The current step as `k` of `n` (the last when every step is done); null for a task without steps. */

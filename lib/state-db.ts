@@ -196,6 +196,13 @@ export class StateDb {
           .all(afterId, limit)
           .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
       ),
+    /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
+    lastTaskEnds: (): Promise<Map<string, { agent: string | null; at: string; status: string }>> =>
+      this.retry(() => {
+        const rows = this.db.query<{ task_id: string; agent: string | null; at: string; data: string | null }, []>(
+          "SELECT task_id, agent, at, data FROM events WHERE id IN (SELECT MAX(id) FROM events WHERE kind = 'task.end' AND task_id IS NOT NULL GROUP BY task_id)").all()
+        return new Map(rows.map((r) => [r.task_id, { agent: r.agent, at: r.at, status: String((r.data === null ? {} : JSON.parse(r.data)).status ?? "") }]))
+      }),
   }
 
   readonly agents = {
