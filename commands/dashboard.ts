@@ -19,11 +19,13 @@ resized) until you press q or Ctrl-C; piped, or with --once, it prints one snaps
 and exits. If tasks.yaml turns invalid meanwhile, the error shows at the top over the last good data.
 See docs/DASHBOARD.md.`,
   options: {
-    interval: { type: "string", default: "10", arg: "seconds", help: "seconds between refreshes on a terminal (at least 1; default 10)" },
+    interval: { type: "string", default: "10", arg: "seconds", help: "seconds between refreshes on a terminal (1 to 86400; default 10)" },
     once: { type: "boolean", help: "print one snapshot and exit, even on a terminal" },
     json: { type: "boolean", help: "print one snapshot as JSON and exit" },
   },
 } as const
+
+const MAX_INTERVAL = 86_400
 
 /** Where no terminal says how wide the snapshot may be. */
 const DEFAULT_WIDTH = 80
@@ -32,8 +34,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
   const interval = Number(values.interval)
-  if (!/^\d+(\.\d+)?$/.test(values.interval) || !(interval >= 1)) {
-    throw usage(`--interval must be a number of seconds, at least 1 (was '${values.interval}')`, `usage: ${meta.usage}`)
+  // At most a day: a timer longer than 2^31 ms fires at once, over and over.
+  if (!/^\d+(\.\d+)?$/.test(values.interval) || !(interval >= 1 && interval <= MAX_INTERVAL)) {
+    throw usage(`--interval must be a number of seconds from 1 to ${MAX_INTERVAL} (was '${values.interval}')`, `usage: ${meta.usage}`)
   }
   const project = findProject(ctx)
   // Read before anything is drawn: a missing or invalid tasks.yaml at the start is exit 3, like flow list.

@@ -60,6 +60,8 @@ export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "d
   return { retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config) }
 }
 
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+
 export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish"> & {
   /** the log lines even in a terminal */
   headless?: boolean
@@ -85,8 +87,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     else ctx.stderr("stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (Ctrl-C again to quit at once)\n")
     controller.abort()
   }
-  process.on("SIGINT", stop)
-  process.on("SIGTERM", stop)
+  // SIGHUP: the terminal closed (or `kill -HUP`); stopping restores the screen if one is still there.
+  for (const signal of STOP_SIGNALS) process.on(signal, stop)
   const bus = new EventBus()
   const terminal = options.headless ? undefined : ctx.terminal
   // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
@@ -123,8 +125,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       await flush()
     }
   } finally {
-    process.off("SIGINT", stop)
-    process.off("SIGTERM", stop)
+    for (const signal of STOP_SIGNALS) process.off(signal, stop)
     db?.close()
     release()
   }

@@ -4,7 +4,7 @@ import { STATUS_COLOUR, type Colours } from "./colour"
 import { formatDuration } from "./duration"
 import type { DashboardReport } from "./json-shapes"
 import { ago } from "./question-format"
-import { truncate } from "./screen"
+import { sanitize, truncate } from "./screen"
 import { TASK_STATUSES } from "./statuses"
 import { oneLine } from "./task-lines"
 
@@ -127,7 +127,8 @@ function pack(items: readonly Part[], width: number): string[] {
 
 /** The parts joined and painted, cut to `width` columns with "…" when they are wider. */
 function fit(parts: readonly Part[], width: number): string {
-  return truncate(parts.map((p) => (typeof p === "string" ? p : p[0] === "" ? "" : p[1](p[0]))).join(""), width)
+  // Titles come from tasks.yaml: an escape sequence in one must not reach the terminal.
+  return truncate(sanitize(parts.map((p) => (typeof p === "string" ? p : p[0] === "" ? "" : p[1](p[0]))).join("")), width)
 }
 
 function plural(n: number, noun: string): string {

@@ -28,8 +28,11 @@ export type Key =
 
 const ESC = "\x1b"
 const CSI = `${ESC}[`
-// SGR (colour) sequences are kept in text; any other escape sequence could move the cursor and is dropped.
-const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g
+// Escape sequences: CSI, OSC and the string kinds (DCS, SOS, PM, APC; terminated or not), any other ESC
+// sequence (ESC c resets the terminal, ESC #8 fills it with E, ESC ( 0 switches to line drawing), and a lone
+// ESC. SGR (colour) sequences are kept in text; every other one could move the cursor or change the
+// terminal, and is dropped.
+const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[ -/]*[0-~]|\x1b/g
 const SGR = /^\x1b\[[0-9;:]*m$/
 const ARROWS: Record<string, "up" | "down" | "right" | "left"> = { A: "up", B: "down", C: "right", D: "left" }
 const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" })
@@ -90,7 +93,7 @@ export function sanitize(line: string): string {
   return afterCr
     .replace(ANSI, (seq) => (SGR.test(seq) ? seq : ""))
     .replaceAll("\t", "    ")
-    .replace(/[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]/g, "")
+    .replace(/[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f]/g, "") // C0 and C1 controls (0x9b is a one-byte CSI)
 }
 
 /** The keys in one chunk of raw input. Several keys may arrive in one chunk (typing fast, a paste). */
@@ -161,11 +164,12 @@ export class Screen {
     this.output.on("resize", this.onResize)
   }
 
-  /** Draws `lines` from the top, each cut to the width; rows below them are cleared. */
+  /** Draws `lines` from the top, each made safe (`sanitize`) and cut to the width; rows below them are cleared. */
   draw(lines: string[]): void {
     if (!this.opened) return
     const { columns, rows } = this.size()
-    const next = Array.from({ length: rows }, (_, row) => (row < lines.length ? truncate(lines[row], columns) : ""))
+    // Every line is made safe here, whatever it holds (an agent's output, a title from tasks.yaml).
+    const next = Array.from({ length: rows }, (_, row) => (row < lines.length ? truncate(sanitize(lines[row]), columns) : ""))
     let out = ""
     for (const [row, line] of next.entries()) {
       if (this.previous[row] === line) continue

@@ -142,6 +142,14 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
   expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")
 })
 
+test.concurrent("escape sequences in a title never reach the terminal", async () => {
+  await using repo = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "Evil \x1b[2J\x1b[H title \x1bc reset", status: "in_progress", instructions: "x" }]) })
+  const r = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
+  expect(r.code).toBe(0)
+  expect(r.stdout).not.toContain("\x1b")
+  expect(r.stdout).toContain("  a  Evil  title  reset  -  -\n")
+})
+
 test.concurrent("a missing or invalid tasks.yaml at the start exits 3", async () => {
   await using empty = await tempRepo({ "PRD.md": "# PRD\n" })
   const missing = await flow(empty.path, ["dashboard"])
@@ -154,12 +162,12 @@ test.concurrent("a missing or invalid tasks.yaml at the start exits 3", async ()
   expect(JSON.parse(invalid.stderr).exit).toBe(3)
 })
 
-test.concurrent("an --interval below 1 second or not a number is a usage error", async () => {
+test.concurrent("an --interval below 1 second, above a day or not a number is a usage error", async () => {
   await using repo = await tempRepo({ "tasks.yaml": TASKS })
-  for (const value of ["0", "0.5", "ten", "-3", ""]) {
+  for (const value of ["0", "0.5", "ten", "-3", "", "86401", "3000000"]) {
     const r = await flow(repo.path, ["dashboard", `--interval=${value}`])
     expect({ value, code: r.code, stdout: r.stdout }).toEqual({ value, code: 2, stdout: "" })
-    expect(r.stderr).toContain(`--interval must be a number of seconds, at least 1 (was '${value}')`)
+    expect(r.stderr).toContain(`--interval must be a number of seconds from 1 to 86400 (was '${value}')`)
   }
 })
 

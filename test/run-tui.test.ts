@@ -5,8 +5,10 @@
 import { expect, test } from "bun:test"
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Screen, parseKeys, truncate, textWidth, type TtyInput, type TtyOutput } from "../lib/screen"
-import { shareHeight } from "../lib/run/tui"
+import { createColors } from "picocolors"
+import { Screen, parseKeys, sanitize, truncate, textWidth, type TtyInput, type TtyOutput } from "../lib/screen"
+import { renderRun, shareHeight } from "../lib/run/tui"
+import { RunView } from "../lib/run/tui-state"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 
@@ -103,6 +105,40 @@ test("lines are cut to the width by columns: wide characters count two, colour c
   expect(truncate("\x1b[31mred text\x1b[0m", 4)).toBe("\x1b[31mred…\x1b[0m")
   expect(textWidth("\x1b[1m漢\x1b[0mx")).toBe(3)
   expect(truncate("anything", 0)).toBe("")
+})
+
+test("output is made safe to draw: colours stay; resets, cursor moves, charsets, strings and C1 codes go", () => {
+  expect(sanitize("\x1b[32mok\x1b[0m")).toBe("\x1b[32mok\x1b[0m")
+  expect(sanitize("reset \x1bc after")).toBe("reset  after")
+  expect(sanitize("decaln \x1b#8 after")).toBe("decaln  after")
+  expect(sanitize("lines \x1b(0qqq\x1b(B")).toBe("lines qqq")
+  expect(sanitize("keypad \x1b= \x1b> save \x1b7 back \x1b8")).toBe("keypad   save  back ")
+  expect(sanitize("dcs \x1bPq#0;2;0\x1b\\ end")).toBe("dcs  end")
+  expect(sanitize("title \x1b]0;evil\x07 end, unterminated \x1b]2;rest")).toBe("title  end, unterminated ")
+  expect(sanitize("clear \x1b[2J\x1b[H home, c1 \u009b2J, lone \x1b")).toBe("clear  home, c1 2J, lone ")
+  expect(sanitize("50%\r100%\tdone")).toBe("100%    done")
+})
+
+test("any size of screen draws: tiny windows, many agents, long titles keep state and time in sight", () => {
+  const c = createColors(false)
+  const view = new RunView("p", ["a-1", "a-2", "a-3", "a-4"], 0)
+  view.tasks = new Map([["t", { title: "A very long title ".repeat(10), status: "in_progress", steps: [] }]])
+  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, new Date(0))
+  for (let i = 0; i < 30; i++) view.apply({ type: "agent", taskId: "t", agent: "a-1", event: { type: "text", text: `line ${i}` } }, new Date(0))
+  view.questions = [1, 2].map((n) => ({ id: `q-${n}`, task_id: "t", agent: "a-1", text: `question ${n}?`, asked_at: "", answer: null, answered_at: null, answered_by: null }))
+  for (const rows of [1, 2, 3, 4, 5, 8, 13, 18, 25, 40]) {
+    for (const columns of [1, 10, 30, 60, 120]) {
+      for (const focus of [undefined, "a-3"]) {
+        const lines = renderRun(view, { focus }, { columns, rows }, c, 5000)
+        expect(lines.length).toBeLessThanOrEqual(rows)
+      }
+    }
+  }
+  const small = renderRun(view, {}, { columns: 100, rows: 18 }, c, 5000)
+  expect(small.some((l) => l.includes("q-1") && l.includes("question 1?"))).toBe(true) // the one `a` answers
+  const title = renderRun(view, {}, { columns: 80, rows: 40 }, c, 5000).find((l) => l.includes("a-1"))!
+  expect(title).toEndWith("· waiting for an answer · 5s ──")
+  expect(textWidth(title)).toBeLessThanOrEqual(80)
 })
 
 test("raw input becomes keys, several per chunk: Ctrl-C, Esc, Tab, Enter, arrows, and characters beyond ASCII", () => {

@@ -8,7 +8,7 @@ import { FlowError } from "../errors"
 import type { Question } from "../json-shapes"
 import type { StateDb } from "../state-db"
 import type { EventBus, RunEvent } from "./events"
-import { type Key, type Screen, textWidth } from "../screen"
+import { type Key, type Screen, textWidth, truncate } from "../screen"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
 
 export type TuiOptions = {
@@ -63,7 +63,12 @@ export function startTui(o: TuiOptions): Tui {
     if (closed) return
     lastDraw = now()
     if (ui.flash && ui.flash.until < lastDraw) ui.flash = undefined
-    o.screen.draw(renderRun(view, ui, o.screen.size(), o.colours, lastDraw))
+    try {
+      o.screen.draw(renderRun(view, ui, o.screen.size(), o.colours, lastDraw))
+    } catch (e) {
+      // A bug in drawing must not end the agents' work: the run goes on, and the screen says what broke.
+      o.screen.draw([`flow run: the screen cannot be drawn (${(e as Error).message}); the run goes on, q stops it`])
+    }
   }
   const schedule = () => {
     if (timer === undefined && !closed) timer = setTimeout(draw, Math.max(0, lastDraw + FRAME_MS - now()))
@@ -107,7 +112,10 @@ export function startTui(o: TuiOptions): Tui {
   const onInputKey = (key: Key, input: NonNullable<UiState["input"]>) => {
     if (key.name === "escape") ui.input = undefined
     else if (key.name === "backspace") input.text = [...input.text].slice(0, -1).join("")
-    else if (key.name === "char") input.text += key.char
+    else if (key.name === "char") {
+      input.text += key.char
+      ui.flash = undefined // a message would crowd out what is being typed
+    }
     else if (key.name === "enter") {
       const text = input.text.trim()
       if (!text) return flash("the answer is empty: type it, or Esc to cancel")
@@ -215,8 +223,10 @@ function paneLines(view: RunView, ui: UiState, height: number, columns: number, 
   shown.forEach((pane, i) => {
     const number = panes.indexOf(pane) + 1
     out.push(paneTitle(view, pane, number, pane.agent === ui.focus, columns, c, now))
-    const body = pane.lines.slice(-(heights[i] - 1))
-    out.push(...body.map((l) => `  ${l}`), ...Array<string>(heights[i] - 1 - body.length).fill(""))
+    // A pane one row high is its title alone (slice(-0) would be every line).
+    const room = Math.max(0, heights[i] - 1)
+    const body = room === 0 ? [] : pane.lines.slice(-room)
+    out.push(...body.map((l) => `  ${l}`), ...Array<string>(room - body.length).fill(""))
   })
   if (hidden > 0) out.push(c.dim(`  ${hidden} more agent${hidden === 1 ? "" : "s"}: Tab or 1-9 shows one`))
   return out
@@ -238,20 +248,22 @@ function paneTitle(view: RunView, pane: Pane, number: number, focused: boolean, 
   const state = view.stateOf(pane)
   const colour = state === "running" ? c.green : state === "idle" ? c.dim : c.yellow
   const task = pane.taskId ? view.tasks.get(pane.taskId) : undefined
-  const parts = [
-    `${number} ${c.bold(pane.agent)}`,
-    ...(pane.taskId ? [`${c.cyan(pane.taskId)}${task ? ` ${task.title}` : ""}`] : []),
-    ...(view.stepOf(pane) ? [view.stepOf(pane)!] : []),
-    colour(state),
-    formatDuration(now - pane.since),
-  ]
-  return rule(parts.join(c.dim(" · ")), columns, c, focused)
+  const sep = c.dim(" · ")
+  const after = [...(view.stepOf(pane) ? [view.stepOf(pane)!] : []), colour(state), formatDuration(now - pane.since)].join(sep)
+  let head = `${number} ${c.bold(pane.agent)}`
+  if (pane.taskId) {
+    // The title gives way first: the state and the time stay in sight on a narrow screen.
+    const room = columns - textWidth(`── ${head}${sep}${pane.taskId} ${sep}${after} ──`)
+    head += `${sep}${c.cyan(pane.taskId)}${task && room > 1 ? ` ${truncate(task.title, room)}` : ""}`
+  }
+  return rule(`${head}${sep}${after}`, columns, c, focused)
 }
 
 function questionLines(view: RunView, ui: UiState, columns: number, rows: number, c: Colours): string[] {
   const qs = view.questions
   if (qs.length === 0) return [rule("Questions: none", columns, c)]
-  const room = rows >= 30 ? 5 : rows >= 20 ? 3 : 1
+  // The oldest question always shows: it is the one `a` answers.
+  const room = rows >= 30 ? 5 : rows >= 20 ? 3 : 2
   const shown = qs.length > room ? qs.slice(0, room - 1) : qs
   const lines = shown.map((q) => {
     const mark = ui.input?.question.id === q.id ? c.yellow("› ") : "  "
@@ -271,8 +283,9 @@ function logLines(view: RunView, columns: number, rows: number, c: Colours): str
 function keyLine(view: RunView, ui: UiState, columns: number, c: Colours): string {
   const flash = ui.flash ? `${c.yellow(ui.flash.text)}  ` : ""
   if (ui.input) {
-    const head = `${flash}Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): `
     const tail = `${c.inverse(" ")}  ${c.dim("Enter sends · Esc cancels")}`
+    // The label gives way to the typing: at most what leaves 20 columns for the answer.
+    const head = truncate(`${flash}Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): `, Math.max(1, columns - textWidth(tail) - 20))
     // The end of a long answer stays in sight, where the typing happens.
     let text = ui.input.text
     while (text && textWidth(head + text + tail) > columns) text = [...text].slice(1).join("")
