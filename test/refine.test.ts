@@ -9,6 +9,9 @@ import { RefineReport } from "../lib/json-shapes"
 import { flow, ROOT, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 
+/** The select of a finding, drawn: it reads keys now (keys sent earlier may reach the line mode). */
+const FINDING = "◆  This finding:"
+
 const fixture = (name: string) => readFileSync(join(ROOT, "test", "fixtures", "refine", name), "utf8")
 const StrictReport = RefineReport.onDeepUndeclaredKey("reject")
 
@@ -94,24 +97,24 @@ test.concurrent("in a terminal: accept, edit and skip findings; the changes are 
   const agent = `agents:\n  - name: helper\n    cli: command\n    command: ["sh", "-c", "printf 'agent session: %s\\\\n' \\"$(printf '%s' \\"$1\\" | head -n 1)\\"", "sh", "{prompt}"]\n`
   await using dir = await tempRepo({ "PRD.md": fixture("PRD.md"), "flow.yaml": agent })
   using t = await terminal(dir.path, ["refine", "prd"])
-  await t.waitFor("1/7 PRD.md:10: the requirement 'FR-2: the export includes credit notes' has no measurable number")
+  await t.waitForPrompt("1/7 PRD.md:10: the requirement 'FR-2: the export includes credit notes' has no measurable number", FINDING)
   t.keys("Enter") // accept
-  await t.waitFor("2/7 PRD.md:13")
+  await t.waitForPrompt("2/7 PRD.md:13", FINDING)
   t.keys("Down", "Enter") // edit
   await t.waitFor("The requirement, with a number:")
   t.type("NFR-1: p95 export time under 2 s")
   t.keys("Enter")
-  await t.waitFor("3/7 PRD.md:17")
+  await t.waitForPrompt("3/7 PRD.md:17", FINDING)
   t.keys("Down", "Down", "Enter") // skip
-  await t.waitFor("4/7 PRD.md:20")
+  await t.waitForPrompt("4/7 PRD.md:20", FINDING)
   t.keys("Down", "Enter") // edit the answer
   await t.waitFor("Answer to 'Which currency do credit notes use?':")
   t.type("EUR, decided by finance")
   t.keys("Enter")
-  await t.waitFor("5/7 PRD.md: the recommended section 'Problem Statement' is missing")
+  await t.waitForPrompt("5/7 PRD.md: the recommended section 'Problem Statement' is missing", FINDING)
   t.keys("Enter") // accept
   for (const n of [6, 7]) {
-    await t.waitFor(`${n}/7 PRD.md:`)
+    await t.waitForPrompt(`${n}/7 PRD.md:`, FINDING)
     t.keys("Down", "Down", "Enter")
   }
   const screen = await t.waitFor("EXIT=")
@@ -153,17 +156,17 @@ test.concurrent("in a terminal: the plan review adds work items to an empty sect
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": fixture("plan.md") })
   {
     using t = await terminal(dir.path, ["refine", "--no-agent"])
-    await t.waitFor("1/3 plan.md:7: the work item 'Handle credit notes' in 1.1 CSV writer names no file or component")
+    await t.waitForPrompt("1/3 plan.md:7: the work item 'Handle credit notes' in 1.1 CSV writer names no file or component", FINDING)
     t.keys("Enter") // edit is the first choice: there is no automatic fix
     await t.waitFor("Which file or component does it touch?")
     t.type("src/export/credit-notes.ts")
     t.keys("Enter")
-    await t.waitFor("2/3 plan.md:12")
+    await t.waitForPrompt("2/3 plan.md:12", FINDING)
     t.keys("Enter")
     await t.waitFor("The work of 1.2 Download button (one item per line):")
     t.type("src/ui/ExportButton.tsx calls the export endpoint")
     t.keys("Enter")
-    await t.waitFor("3/3 plan.md:17")
+    await t.waitForPrompt("3/3 plan.md:17", FINDING)
     t.keys("Enter") // skip: the only choice for a shape note
     const screen = await t.waitFor("EXIT=0")
     expect(screen).toContain("No agent to talk it over with (--no-agent)")
@@ -173,7 +176,7 @@ test.concurrent("in a terminal: the plan review adds work items to an empty sect
     .replace("### 1.2 Download button\n", "### 1.2 Download button\n- src/ui/ExportButton.tsx calls the export endpoint\n"))
   const edited = dir.read("plan.md")
   using t = await terminal(dir.path, ["refine", "plan"])
-  await t.waitFor("This finding:")
+  await t.waitForPrompt("plan.md", FINDING)
   t.keys("Escape")
   const screen = await t.waitFor("EXIT=")
   expect(screen).toContain("error: refine cancelled: plan.md was left as it was")
@@ -248,9 +251,9 @@ test.concurrent("in a terminal, 'Stop here' keeps what was accepted and skips th
   await using dir = await tempRepo({ "PRD.md": fixture("PRD.md") })
   {
     using t = await terminal(dir.path, ["refine", "prd"])
-    await t.waitFor("1/7 PRD.md:10")
+    await t.waitForPrompt("1/7 PRD.md:10", FINDING)
     t.keys("Enter") // accept
-    await t.waitFor("2/7 PRD.md:13")
+    await t.waitForPrompt("2/7 PRD.md:13", FINDING)
     t.keys("Down", "Down", "Down", "Enter") // stop here
     const screen = await t.waitFor("EXIT=")
     expect(screen).toContain("Wrote PRD.md: 1 change; the previous version is in PRD.md.bak")

@@ -27,6 +27,20 @@ export async function terminal(cwd: string, args: string[], env: Record<string, 
         await Bun.sleep(50)
       }
     },
+    /**
+     * Waits until `prompt` shows after the last `after`: a prompt that is drawn is reading keys, while keys
+     * sent as soon as `after` (text printed before the prompt) shows may reach the terminal's line mode.
+     */
+    async waitForPrompt(after: string, prompt: string, ms = 20_000): Promise<string> {
+      const deadline = performance.now() + ms
+      for (;;) {
+        const s = screen()
+        const at = s.lastIndexOf(after)
+        if (at >= 0 && s.indexOf(prompt, at) >= 0) return s
+        if (performance.now() > deadline) throw new Error(`timed out waiting for '${prompt}' after '${after}'; the screen:\n${s}`)
+        await Bun.sleep(50)
+      }
+    },
     /** A tmux format of the pane, e.g. `#{alternate_on}` (1 while the alternate screen is shown). */
     pane: (format: string) => tmux("display-message", "-p", "-t", "t", format).trim(),
     resize: (columns: number, rows: number) => void tmux("resize-window", "-t", "t", "-x", String(columns), "-y", String(rows)),
