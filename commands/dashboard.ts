@@ -1,7 +1,7 @@
 import { parse } from "../lib/cli"
 import { nowMs } from "../lib/clock"
 import { colours } from "../lib/colour"
-import type { Ctx } from "../lib/context"
+import { STOP_SIGNALS, type Ctx } from "../lib/context"
 import { dashboardReport, readRuntime } from "../lib/dashboard"
 import { renderDashboard } from "../lib/dashboard-render"
 import { FlowError, usage } from "../lib/errors"
@@ -58,8 +58,6 @@ async function snapshot(ctx: Ctx, project: Project): Promise<DashboardReport> {
   return dashboardReport(project, data, runtime, nowMs(ctx.env))
 }
 
-/** Signals that close the dashboard like q does: a viewer closed is not a failure. */
-const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
 
 /** Redraws every `interval` seconds and on resize until q, Ctrl-C or a stop signal; the terminal is always given back. */
 async function live(ctx: Ctx, terminal: NonNullable<Ctx["terminal"]>, project: Project, first: DashboardReport, interval: number): Promise<void> {
@@ -89,7 +87,7 @@ async function live(ctx: Ctx, terminal: NonNullable<Ctx["terminal"]>, project: P
   const leave = () => stop.resolve()
   const close = () => screen.close()
   process.on("exit", close) // whatever ends the process, the terminal is given back
-  for (const s of STOP_SIGNALS) process.on(s, leave)
+  for (const s of STOP_SIGNALS) process.on(s, leave) // a viewer closed is not a failure: exit 0, like q
   // In raw mode Ctrl-C is a key, not a signal.
   screen.open((key) => (key.name === "ctrl-c" || (key.name === "char" && (key.char === "q" || key.char === "Q"))) && leave(), draw)
   const timer = setInterval(() => refresh().catch((e) => stop.reject(e)), interval * 1000)

@@ -1,7 +1,7 @@
 import { adapterFor, type Adapter } from "../lib/agents"
 import { parse } from "../lib/cli"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config"
-import type { Ctx } from "../lib/context"
+import { STOP_SIGNALS, type Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { acquire } from "../lib/lock"
 import { findProject, runLockTarget, type Project } from "../lib/project"
@@ -59,8 +59,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish"> {
   return { retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config) }
 }
-
-const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
 
 export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish"> & {
   /** the log lines even in a terminal */

@@ -19,6 +19,9 @@ export type Ctx = {
   terminal?: { input: TtyInput; output: TtyOutput }
 }
 
+/** The signals that ask a long-running command (a run, a live screen) to stop: Ctrl-C, kill, a closed terminal. */
+export const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+
 /** The context of the real process. */
 export function ctxFromProcess(): Ctx {
   const env = process.env

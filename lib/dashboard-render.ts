@@ -4,7 +4,7 @@ import { STATUS_COLOUR, type Colours } from "./colour"
 import { formatDuration } from "./duration"
 import type { DashboardReport } from "./json-shapes"
 import { ago } from "./question-format"
-import { sanitize, truncate } from "./screen"
+import { sanitize, textWidth, truncate } from "./screen"
 import { TASK_STATUSES } from "./statuses"
 import { oneLine } from "./task-lines"
 
@@ -37,7 +37,7 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   }
   const right = o.intervalSeconds === undefined ? `at ${time}` : `updated ${time}, every ${o.intervalSeconds}s; q quits`
   const left = `flow dashboard: ${r.project}`
-  const room = w - Bun.stringWidth(left) - Bun.stringWidth(right)
+  const room = w - textWidth(left) - textWidth(right)
   out.push(fit(room >= 2 ? [[left, c.bold], " ".repeat(room), [right, c.dim]] : [[left, c.bold], GAP, [right, c.dim]], w))
   out.push("")
 
@@ -86,9 +86,10 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
  * and is clipped; empty trailing columns are left out; `alignRight` marks columns padded on the left.
  */
 function table(rows: readonly (readonly Part[])[], width: number, alignRight: readonly boolean[]): string[] {
-  const text = (p: Part) => (typeof p === "string" ? p : p[0])
+  // Measured as drawn: a title from tasks.yaml may hold codes that `fit` drops.
+  const text = (p: Part) => sanitize(typeof p === "string" ? p : p[0])
   const cols = rows[0].length
-  const widths = Array.from({ length: cols }, (_, i) => Math.max(...rows.map((row) => Bun.stringWidth(text(row[i])))))
+  const widths = Array.from({ length: cols }, (_, i) => Math.max(...rows.map((row) => textWidth(text(row[i])))))
   const used = widths.filter((cw, i) => i !== 1 && cw > 0).reduce((sum, cw) => sum + cw + GAP.length, 2 + GAP.length)
   const titleWidth = Math.min(widths[1], Math.max(8, width - used))
   return rows.map((row) => {
@@ -97,7 +98,7 @@ function table(rows: readonly (readonly Part[])[], width: number, alignRight: re
       if (widths[i] === 0) return
       const cw = i === 1 ? titleWidth : widths[i]
       const cell = i === 1 ? truncate(text(p), cw) : text(p)
-      const pad = " ".repeat(Math.max(0, cw - Bun.stringWidth(cell)))
+      const pad = " ".repeat(Math.max(0, cw - textWidth(cell)))
       const last = row.slice(i + 1).every((_, j) => widths[i + 1 + j] === 0)
       if (i > 0) parts.push(GAP)
       if (alignRight[i]) parts.push(pad)
@@ -113,7 +114,7 @@ function pack(items: readonly Part[], width: number): string[] {
   const lines: Part[][] = []
   let used = Infinity
   for (const item of items) {
-    const iw = Bun.stringWidth(typeof item === "string" ? item : item[0])
+    const iw = textWidth(typeof item === "string" ? item : item[0])
     if (used + GAP.length + iw > width) {
       lines.push(["  ", item])
       used = 2 + iw

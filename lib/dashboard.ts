@@ -57,16 +57,19 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     counts: { ...counts, total, percent_done: total === 0 ? 0 : Math.floor((counts.done * 100) / total) },
     running: tasks
       .filter((t) => t.status === "in_progress" || t.status === "assigned")
-      .map((t) => ({
-        id: t.id,
-        title: t.title,
-        status: t.status,
-        agent: working.get(t.id) ?? stoppedWith(t, runtime)?.agent ?? t.agent_name ?? null,
-        started_at: t.started_at ?? null,
-        seconds: secondsSince(t.started_at),
-        step: stepPosition(t),
-        live: working.has(t.id) ? runtime.run !== null : stoppedWith(t, runtime) ? false : null,
-      })),
+      .map((t) => {
+        const stopped = working.has(t.id) ? undefined : stoppedWith(t, runtime)
+        return {
+          id: t.id,
+          title: t.title,
+          status: t.status,
+          agent: working.get(t.id) ?? stopped?.agent ?? t.agent_name ?? null,
+          started_at: t.started_at ?? null,
+          seconds: secondsSince(t.started_at),
+          step: stepPosition(t),
+          live: working.has(t.id) ? runtime.run !== null : stopped ? false : null,
+        }
+      }),
     recent: tasks
       .flatMap((t) => {
         const at = t.status === "done" ? parseTimestamp(t.completed_at) : undefined
