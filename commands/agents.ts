@@ -2,16 +2,17 @@ import { parse } from "../lib/cli"
 import { loadConfig } from "../lib/config"
 import type { Ctx } from "../lib/context"
 import { usage } from "../lib/errors"
-import type { AgentsReport } from "../lib/json-shapes"
+import type { AgentsReport, Usage } from "../lib/json-shapes"
 import { findProject } from "../lib/project"
 import { openExistingState } from "../lib/state-db"
 import { indexTasks } from "../lib/task-index"
 import { readTasks } from "../lib/tasks"
+import { usageText } from "../lib/usage"
 
 export const meta = {
   usage: "flow agents [--json]",
   description: `The agents of this project (flow.yaml's, and any that worked in a run), each with the task it
-is working on now and how many tasks it has completed. An agent's current task is set while 'flow run'
+is working on now, how many tasks it has completed and the tokens and cost it reported. An agent's current task is set while 'flow run'
 has it working; its status comes from tasks.yaml.`,
   options: {
     json: { type: "boolean", help: "print the agents as JSON" },
@@ -25,6 +26,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const configured = loadConfig(project.dir).agents ?? []
   const db = await openExistingState(project)
   const records = db ? await db.agents.list() : []
+  const spent = db ? await db.usage.byAgent() : new Map<string, Usage>()
   db?.close()
   const index = indexTasks((await readTasks(project)).data)
 
@@ -35,7 +37,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       const r = byName.get(name)
       const cli = configured.find((a) => a.name === name)?.cli ?? r?.cli ?? null
       const current = r?.current_task ? { id: r.current_task, status: index.get(r.current_task)?.task.status ?? "missing" } : null
-      return { name, cli, current, completed: r?.completed ?? 0 }
+      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(name) ?? null }
     }),
   }
   if (values.json) {
@@ -51,6 +53,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     out.push(`  ${a.name}${a.cli ? ` (${a.cli})` : ""}`)
     out.push(`    Current: ${a.current ? `${a.current.id} (${a.current.status})` : "none"}`)
     out.push(`    Completed: ${a.completed} ${a.completed === 1 ? "task" : "tasks"}`)
+    const text = usageText(a.usage)
+    if (text) out.push(`    Usage: ${text}`)
   }
   ctx.stdout(`${out.join("\n")}\n`)
 }

@@ -7,13 +7,14 @@ import { indexTasks, type Indexed } from "../lib/task-index"
 import { taskLine } from "../lib/task-lines"
 import { requireTask } from "../lib/task-lookup"
 import { readTasks } from "../lib/tasks"
+import { readUsage, usageText } from "../lib/usage"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
   description: `Prints one task (subtask ids work too): id, title, status, phase, agent, each dependency with
 its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
-checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times;
-then its steps and its subtasks, one line each.`,
+checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times,
+the tokens and cost its agents reported; then its steps and its subtasks, one line each.`,
   options: {
     json: { type: "boolean", help: "print the task and what is derived from it as JSON" },
   },
@@ -31,8 +32,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
   const { phase, from } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir)
+  const usage = (await readUsage(project)).byTask.get(task.id) ?? null
   if (values.json) {
-    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles), null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage), null, 2)}\n`)
     return
   }
   const descendants = descendantsOf(task, entry.depth)
@@ -69,6 +71,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (task.worktree) out.push(`Worktree: ${task.worktree}`)
   if (task.started_at) out.push(`Started: ${task.started_at}`)
   if (task.completed_at) out.push(`Completed: ${task.completed_at}`)
+  const spent = usageText(usage)
+  if (spent) out.push(`Usage: ${spent}`)
   if (task.steps && task.steps.length > 0) {
     out.push("Steps:")
     for (const step of task.steps) out.push(`  [${step.status ?? "pending"}] ${step.id}${firstLine(step.instruction)}`)

@@ -7,6 +7,7 @@ import { ago } from "./question-format"
 import { sanitize, textWidth, truncate } from "./screen"
 import { TASK_STATUSES } from "./statuses"
 import { oneLine } from "./task-lines"
+import { usageCell, usageText } from "./usage"
 
 export type RenderOptions = {
   width: number
@@ -44,6 +45,12 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   const filled = r.counts.total === 0 ? 0 : Math.round((r.counts.done * BAR_WIDTH) / r.counts.total)
   out.push(fit([["Tasks", c.bold], `: ${r.counts.total} total, ${r.counts.percent_done}% done  `, ["█".repeat(filled), c.green], ["░".repeat(BAR_WIDTH - filled), c.dim]], w))
   out.push(...pack(TASK_STATUSES.map((s) => [`${s} ${r.counts[s]}`, c[STATUS_COLOUR[s]]] as const), w))
+  // Only once an agent reported something: scripted and `command` agents report nothing.
+  const spent = usageText(r.usage.total)
+  if (spent) {
+    const run = usageText(r.usage.run)
+    out.push(fit([["Usage", c.bold], `: ${run ? `last run ${run}; ` : ""}all runs ${spent}`], w))
+  }
   out.push("")
 
   // The command first, so a narrow window clips the list of ids rather than what to run.
@@ -65,8 +72,9 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
       t.seconds === null ? "-" : formatDuration(t.seconds * 1000),
       t.step ? `step ${t.step.current}/${t.step.total}` : "",
       t.live === null ? "" : t.live ? ["live", c.green] : ["stopped", c.yellow],
+      usageCell(t.usage),
     ])
-    out.push(...table(rows, w, [false, false, false, true, false, false]))
+    out.push(...table(rows, w, [false, false, false, true, false, false, true]))
   }
   out.push("")
 

@@ -10,6 +10,7 @@ import { currentStep } from "./prompt"
 import { openExistingState, type AgentRecord } from "./state-db"
 import { TASK_STATUSES } from "./statuses"
 import { indexTasks, type Task, type TaskFile } from "./task-index"
+import { NO_USAGE, usageFrom, type UsageTotals } from "./usage"
 
 /** How many done tasks "Recently completed" lists. */
 export const RECENT_LIMIT = 10
@@ -21,6 +22,7 @@ export type RuntimeState = {
   run: { pid: number; since: string } | null
   /** each task's last end in a run: a task left in progress there was stopped with the run */
   ends: Map<string, { agent: string | null; at: string; status: string }>
+  usage: UsageTotals
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
@@ -29,14 +31,16 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   let agents: AgentRecord[] = []
   let questions = 0
   let ends: RuntimeState["ends"] = new Map()
+  let usage = NO_USAGE
   if (db) {
     using open = db
     agents = await open.agents.list()
     questions = (await open.questions.pending()).length
     ends = await open.events.lastTaskEnds()
+    usage = await usageFrom(open)
   }
   const holder = lockHolder(runLockTarget(project))
-  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends }
+  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends, usage }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -68,6 +72,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
           seconds: secondsSince(t.started_at),
           step: stepPosition(t),
           live: working.has(t.id) ? runtime.run !== null : stopped ? false : null,
+          usage: runtime.usage.byTask.get(t.id) ?? null,
         }
       }),
     recent: tasks
@@ -81,6 +86,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     run: runtime.run,
+    usage: { run: runtime.usage.run, total: runtime.usage.total },
   }
 }
 

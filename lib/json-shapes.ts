@@ -61,6 +61,17 @@ export type Question = typeof Question.infer
 /** `flow questions --json`: pending questions oldest first (with --all, every question). */
 export const QuestionsReport = type({ questions: Question.array() })
 export type QuestionsReport = typeof QuestionsReport.infer
+/**
+ * Tokens and cost summed from the agents' reports (docs/AGENTS.md "Tokens and cost"). A field is absent when
+ * no report had it (Gemini and Codex report no cost); where nothing was reported at all, outputs say null.
+ */
+export const Usage = type({ "input_tokens?": "number", "output_tokens?": "number", "cost_usd?": "number" })
+export type Usage = typeof Usage.infer
+
+/** The latest `flow run`'s usage (since its start) and every run's; each null when nothing was reported. */
+export const RunUsage = type({ run: Usage.or("null"), total: Usage.or("null") })
+export type RunUsage = typeof RunUsage.infer
+
 // --- list, show, next ---
 
 const TaskStatusValue = type.enumerated(...TASK_STATUSES)
@@ -89,7 +100,7 @@ export type ListReport = typeof ListReport.infer
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
  * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
- * ancestor's) and that phase's title in plan.md.
+ * ancestor's), that phase's title in plan.md and the tokens and cost its agents reported.
  */
 export const ShowReport = type({
   task: Task.omit("subtasks"),
@@ -100,6 +111,8 @@ export const ShowReport = type({
   parent: "string | null",
   phase: "number | null",
   phase_title: "string | null",
+  /** tokens and cost its agents reported (this task's turns only, not its subtasks'); null when none */
+  usage: Usage.or("null"),
 })
 export type ShowReport = typeof ShowReport.infer
 
@@ -113,6 +126,8 @@ export const AgentsReport = type({
     cli: "string | null",
     current: type({ id: "string", status: "string" }).or("null"),
     completed: "number",
+    /** tokens and cost the agent reported over every run; null when none */
+    usage: Usage.or("null"),
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
@@ -215,7 +230,8 @@ const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"]))
  * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
  * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
  * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
- * the live `flow run` process, if any.
+ * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
+ * task's `usage` is its own so far (null where nothing was reported).
  */
 export const DashboardReport = type({
   project: "string",
@@ -230,10 +246,12 @@ export const DashboardReport = type({
     seconds: "number | null",
     step: type({ current: "number", total: "number" }).or("null"),
     live: "boolean | null",
+    usage: Usage.or("null"),
   }).array(),
   recent: type({ id: "string", title: "string", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",
   review: "string[]",
   run: type({ pid: "number", since: "string" }).or("null"),
+  usage: RunUsage,
 })
 export type DashboardReport = typeof DashboardReport.infer

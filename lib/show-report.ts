@@ -1,5 +1,5 @@
 // What `flow show` derives from one task (its --json shape), shared with the inspector's task endpoint.
-import type { ShowReport } from "./json-shapes"
+import type { ShowReport, Usage } from "./json-shapes"
 import type { Indexed, Task } from "./task-index"
 import { taskSummary } from "./task-lines"
 
@@ -7,9 +7,9 @@ export type Descendant = { task: Task; parent: Task; depth: number }
 
 /**
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
- * a file is trusted). `titles` are plan.md's phase titles (lib/plan-phases.ts).
+ * a file is trusted). `titles` are plan.md's phase titles (lib/plan-phases.ts); `usage` the task's sum (lib/usage.ts).
  */
-export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: Map<number, string>): ShowReport {
+export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: Map<number, string>, usage: Usage | null): ShowReport {
   const { task } = entry
   const { dependents, validates } = pointingAt(index, task.id)
   const { phase } = effectivePhase(entry, index)
@@ -23,6 +23,7 @@ export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: 
     parent: entry.parent?.id ?? null,
     phase,
     phase_title: phase === null ? null : (titles.get(phase) ?? null),
+    usage,
   }
 }
 

@@ -10,7 +10,7 @@ import { Database, SQLiteError } from "bun:sqlite"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { Exit, FlowError } from "./errors"
-import type { Question } from "./json-shapes"
+import type { Question, Usage } from "./json-shapes"
 import type { Project } from "./project"
 import { ensureStateDir } from "./valid-cache"
 
@@ -203,6 +203,37 @@ export class StateDb {
           "SELECT task_id, agent, at, data FROM events WHERE id IN (SELECT MAX(id) FROM events WHERE kind = 'task.end' AND task_id IS NOT NULL GROUP BY task_id)").all()
         return new Map(rows.map((r) => [r.task_id, { agent: r.agent, at: r.at, status: String((r.data === null ? {} : JSON.parse(r.data)).status ?? "") }]))
       }),
+  }
+
+  /**
+   * Tokens and cost summed from the `agent.usage` events (each is one report's own usage: lib/run/usage-meter.ts),
+   * grouped by task or agent, or over the last run (the events after the latest `run.start`). A group with no
+   * report is absent; a field no report had stays absent (docs/AGENTS.md "Tokens and cost").
+   */
+  readonly usage = {
+    byTask: (): Promise<Map<string, Usage>> => this.sumUsage("task_id"),
+    byAgent: (): Promise<Map<string, Usage>> => this.sumUsage("agent"),
+    lastRun: async (): Promise<Usage | null> =>
+      (await this.sumUsage("'run'", "id > (SELECT coalesce(max(id), 0) FROM events WHERE kind = 'run.start')")).get("run") ?? null,
+  }
+
+  private sumUsage(group: "task_id" | "agent" | "'run'", where = "1"): Promise<Map<string, Usage>> {
+    type Row = { key: string | null; input: number | null; output: number | null; cost: number | null }
+    return this.retry(() => {
+      const rows = this.db.query<Row, []>(
+        `SELECT ${group} AS key, sum(json_extract(data, '$.inputTokens')) AS input, sum(json_extract(data, '$.outputTokens')) AS output,
+           sum(json_extract(data, '$.costUsd')) AS cost FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`).all()
+      const out = new Map<string, Usage>()
+      for (const r of rows) {
+        if (r.key === null) continue
+        const u: Usage = {}
+        if (r.input !== null) u.input_tokens = r.input
+        if (r.output !== null) u.output_tokens = r.output
+        if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
+        if (Object.keys(u).length > 0) out.set(r.key, u)
+      }
+      return out
+    })
   }
 
   readonly agents = {

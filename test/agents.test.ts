@@ -20,14 +20,14 @@ test.concurrent("claude: init, text, tool calls and the result's usage and cost"
     { type: "tool", name: "Bash", detail: "bun test --bail" },
     { type: "text", text: "Editing the store." },
     { type: "tool", name: "Edit", detail: "src/store.ts" },
-    { type: "usage", inputTokens: 3040, outputTokens: 250, costUsd: 0.0421 },
+    { type: "usage", inputTokens: 3040, outputTokens: 250, costUsd: 0.0421, totals: ["cost"] },
   ])
 })
 
 test.concurrent("claude: an error result is an error event, with its usage still counted", async () => {
   expect(await parseFixture(adapterFor("claude"), "claude-error")).toEqual([
     { type: "error", message: "error_max_turns" },
-    { type: "usage", inputTokens: 10, outputTokens: 5, costUsd: 1.5 },
+    { type: "usage", inputTokens: 10, outputTokens: 5, costUsd: 1.5, totals: ["cost"] },
   ])
 })
 
@@ -38,7 +38,7 @@ test.concurrent("codex: thread id, commands when they start, file changes, MCP c
     { type: "tool", name: "file_change", detail: "src/store.ts, src/new.ts" },
     { type: "tool", name: "docs.search", detail: "bun sqlite" },
     { type: "text", text: "Done: the store keeps links." },
-    { type: "usage", inputTokens: 24763, outputTokens: 122 },
+    { type: "usage", inputTokens: 24763, outputTokens: 122, totals: ["tokens"] },
   ])
   expect(await parseFixture(adapterFor("codex"), "codex-error")).toEqual([
     { type: "error", message: "stream disconnected before completion" },
@@ -230,7 +230,7 @@ for (const cli of ["claude", "codex"] as const) {
         { type: "tool", name: tool, detail: "touch made-by-agent" },
         { type: "tool", name: tool, detail: "false" },
         ...(cli === "codex" ? said : []),
-        cli === "claude" ? { type: "usage", inputTokens: 100, outputTokens: 50, costUsd: 0.0123 } : { type: "usage", inputTokens: 1000, outputTokens: 60 },
+        cli === "claude" ? { type: "usage", inputTokens: 100, outputTokens: 50, costUsd: 0.0123, totals: ["cost"] } : { type: "usage", inputTokens: 1000, outputTokens: 60, totals: ["tokens"] },
       ]
       expect(first).toEqual({ code: 0, stderr: "", events: expected })
       const second = await launch(session.id, 3)

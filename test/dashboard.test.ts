@@ -115,9 +115,10 @@ test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts",
         seconds: 1800,
         step: null,
         live: true,
+        usage: null,
       },
-      { id: "ui", title: "The UI", status: "in_progress", agent: "gemini-1", started_at: "2026-03-01T09:55:30Z", seconds: 270, step: { current: 2, total: 3 }, live: null },
-      { id: "docs-guide", title: "Guide", status: "assigned", agent: "claude-2", started_at: null, seconds: null, step: null, live: null },
+      { id: "ui", title: "The UI", status: "in_progress", agent: "gemini-1", started_at: "2026-03-01T09:55:30Z", seconds: 270, step: { current: 2, total: 3 }, live: null, usage: null },
+      { id: "docs-guide", title: "Guide", status: "assigned", agent: "claude-2", started_at: null, seconds: null, step: null, live: null, usage: null },
     ],
     recent: [
       { id: "schema", title: "Database schema", completed_at: "2026-03-01T09:58:30Z", seconds_ago: 90 },
@@ -127,6 +128,7 @@ test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts",
     questions: 1,
     review: ["review"],
     run: { pid: process.pid, since: "2026-03-01T09:00:00.000Z" },
+    usage: { run: null, total: null },
   })
 })
 
@@ -137,7 +139,7 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
     await db.agents.upsert("claude-1", { current_task: "a" })
   }
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
-  expect(JSON.parse(r.stdout).running).toEqual([{ id: "a", title: "A", status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false }])
+  expect(JSON.parse(r.stdout).running).toEqual([{ id: "a", title: "A", status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null }])
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
   expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")
 })

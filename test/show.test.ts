@@ -110,6 +110,7 @@ test.concurrent("--json: the stored record without subtasks, plus what is derive
     parent: null,
     phase: 2,
     phase_title: "API layer and auth",
+    usage: null,
   })
 })
 

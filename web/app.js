@@ -4,7 +4,7 @@
 import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
 import { onCardClick, renderDetails, renderInbox, select } from "./panel.js"
 import { $, api, INSTANCE, state } from "./state.js"
-import { esc } from "./text.js"
+import { esc, usageText } from "./text.js"
 
 /** Fetches what changed and redraws; calls made while one runs are folded into one more run. */
 export async function refresh() {
@@ -28,9 +28,11 @@ export async function refresh() {
 
 async function load() {
   const t0 = performance.now()
-  const [report, questions] = await Promise.all([api("/api/tasks"), api("/api/questions")])
+  const [report, questions, usage] = await Promise.all([api("/api/tasks"), api("/api/questions"), api("/api/usage")])
   state.report = report
   state.questions = questions.questions
+  const spent = usageText(usage.total)
+  $("usage").textContent = spent ? `${usageText(usage.run) ? `last run ${usageText(usage.run)}; ` : ""}all runs ${spent}` : ""
   state.tasks = new Map()
   state.dependents = new Map()
   for (const phase of report.phases) for (const t of phase.tasks) state.tasks.set(t.id, t)

@@ -3,7 +3,7 @@
 import { refresh } from "./app.js"
 import { applyHighlights, centerOn } from "./graph.js"
 import { $, api, state, taskLink, TOKEN } from "./state.js"
-import { esc, inline, markdown } from "./text.js"
+import { esc, inline, markdown, usageText } from "./text.js"
 
 export function select(id, center = false) {
   state.selected = id
@@ -26,6 +26,7 @@ export function fieldRows(report) {
   if (t.checkpoint !== undefined) rows.push(["Checkpoint", t.checkpoint ? "yes: waits for a person to accept it" : "no"])
   if (t.validation_task_id) rows.push(["Validated by", taskLink(t.validation_task_id)])
   if (report.validates.length) rows.push(["Validates", report.validates.map(taskLink).join(", ")])
+  if (usageText(report.usage)) rows.push(["Usage", esc(usageText(report.usage))])
   for (const [key, value] of Object.entries(t)) {
     if (SHOWN_KEYS.has(key) || ["phase", "agent_name", "checkpoint", "validation_task_id"].includes(key)) continue
     rows.push([esc(key), esc(typeof value === "string" ? value : JSON.stringify(value))])

@@ -77,3 +77,11 @@ export function markdown(text) {
   flushList()
   return out.join("\n")
 }
+
+/** Tokens and cost as `flow show` prints them (lib/usage.ts usageText): only what was reported; "" for none. */
+export function usageText(u) {
+  if (!u) return ""
+  const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+  const tokens = [u.input_tokens !== undefined ? `${n(u.input_tokens)} in` : "", u.output_tokens !== undefined ? `${n(u.output_tokens)} out` : ""].filter(Boolean)
+  return [tokens.length ? `tokens ${tokens.join(", ")}` : "", u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}` : ""].filter(Boolean).join(", ")
+}

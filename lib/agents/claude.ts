@@ -1,5 +1,5 @@
 // Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330).
-import { arr, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
+import { arr, isObject, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
 export const claude: Adapter = {
@@ -50,9 +50,17 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
         const message = str(event.result) || (Array.isArray(event.errors) ? event.errors.map(String).join("; ") : "") || String(event.subtype ?? "error")
         out.push({ type: "error", message })
       }
-      // Every prompt token counts as input, cached or not: cost is reported separately.
+      // Every prompt token counts as input, cached or not: cost is reported separately. `usage` is this
+      // turn's. total_cost_usd is the session's running total (a resumed session starts from the total its
+      // transcript saved), so the turn's cost is the sum over model_usage_since_last_result (this process's
+      // calls since its previous result) when the CLI writes it, else the total, for the runner to subtract.
       const input = sum(u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
-      out.push(...usage(input, num(u.output_tokens), num(event.total_cost_usd)))
+      const sinceLast = event.model_usage_since_last_result
+      if (isObject(sinceLast)) {
+        out.push(...usage(input, num(u.output_tokens), sum(...Object.values(sinceLast).map((m) => obj(m).costUSD)) ?? 0))
+      } else {
+        out.push(...usage(input, num(u.output_tokens), num(event.total_cost_usd), ["cost"]))
+      }
       return out
     }
     default:

@@ -30,8 +30,10 @@ function codexEvent(event: Record<string, unknown>): AgentEvent[] {
       return id ? [{ type: "session", id }] : []
     }
     case "turn.completed": {
-      const u = obj(event.usage) // input_tokens already includes cached_input_tokens
-      return usage(num(u.input_tokens), num(u.output_tokens))
+      // input_tokens already includes cached_input_tokens. The counts are the thread's running totals: on
+      // `exec resume` they include every earlier turn, so the runner subtracts what it saw last.
+      const u = obj(event.usage)
+      return usage(num(u.input_tokens), num(u.output_tokens), undefined, ["tokens"])
     }
     case "turn.failed":
       return [{ type: "error", message: str(obj(event.error).message) ?? "turn failed" }]

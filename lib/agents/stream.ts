@@ -1,5 +1,5 @@
 // Shared reading of JSON-lines streams: tolerant field access and one-line tool details.
-import type { AgentEvent } from "./types"
+import type { AgentEvent, UsageEvent, UsageField } from "./types"
 
 type Json = Record<string, unknown>
 
@@ -51,13 +51,19 @@ export function sum(...values: unknown[]): number | undefined {
   return nums.length === 0 ? undefined : nums.reduce((a, b) => a + b, 0)
 }
 
-/** A usage event with only the fields that were reported; none when nothing was. */
-export function usage(inputTokens?: number, outputTokens?: number, costUsd?: number): AgentEvent[] {
-  const event: AgentEvent & { type: "usage" } = { type: "usage" }
+/**
+ * A usage event with only the fields that were reported; none when nothing was. `totals`: the fields the CLI
+ * reports as session running totals (see UsageEvent), kept only for fields present.
+ */
+export function usage(inputTokens?: number, outputTokens?: number, costUsd?: number, totals: readonly UsageField[] = []): AgentEvent[] {
+  const event: UsageEvent = { type: "usage" }
   if (inputTokens !== undefined) event.inputTokens = inputTokens
   if (outputTokens !== undefined) event.outputTokens = outputTokens
   if (costUsd !== undefined) event.costUsd = costUsd
-  return Object.keys(event).length === 1 ? [] : [event]
+  if (Object.keys(event).length === 1) return []
+  const present = totals.filter((f) => (f === "cost" ? costUsd !== undefined : inputTokens !== undefined || outputTokens !== undefined))
+  if (present.length > 0) event.totals = present
+  return [event]
 }
 
 export function text(value: unknown): AgentEvent[] {

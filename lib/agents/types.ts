@@ -4,8 +4,17 @@ export type AgentEvent =
   | { type: "text"; text: string } // assistant text
   | { type: "tool"; name: string; detail?: string } // a tool call, with a short one-line detail (command, file)
   | { type: "session"; id: string } // the session id to resume later
-  | { type: "usage"; inputTokens?: number; outputTokens?: number; costUsd?: number }
+  | UsageEvent
   | { type: "error"; message: string } // an error the CLI reported in its stream
+
+/**
+ * Tokens and cost as the CLI reported them. `totals` names the fields the CLI reports as the session's running
+ * total (across resumed turns) rather than as this report's own: the runner turns those into deltas
+ * (lib/run/usage-meter.ts), so every usage event flow emits and records is what that report added.
+ */
+export type UsageEvent = { type: "usage"; inputTokens?: number; outputTokens?: number; costUsd?: number; totals?: readonly UsageField[] }
+/** "tokens" covers inputTokens and outputTokens, "cost" costUsd. */
+export type UsageField = "tokens" | "cost"
 
 export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; model?: string; extraArgs?: readonly string[] }
 

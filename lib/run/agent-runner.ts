@@ -5,6 +5,7 @@ import type { AgentEvent } from "../agents/types"
 import type { AgentConfig } from "../config"
 import { spawnGroup } from "../proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
+import { UsageMeter } from "./usage-meter"
 
 export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number }
 
@@ -16,6 +17,8 @@ export type Turn = {
   cwd: string
   env: Record<string, string | undefined>
   sessionId?: string
+  /** where the session's last reported usage totals are kept between turns and runs (see usage-meter.ts) */
+  usageFile?: string
   signal: AbortSignal
   onEvent: (event: AgentEvent) => void
 }
@@ -44,6 +47,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     extraArgs: turn.agent.args,
   })
   let sessionId = turn.sessionId
+  const meter = new UsageMeter(adapter.cli, turn.usageFile)
   const tail: string[] = []
   const keep = (text: string) => {
     for (const line of text.split("\n")) {
@@ -59,7 +63,8 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
-      for (const event of adapter.parseLine(line)) {
+      for (const parsed of adapter.parseLine(line)) {
+        const event = parsed.type === "usage" ? meter.turn(parsed, sessionId) : parsed
         if (event.type === "session") sessionId = event.id
         if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
         turn.onEvent(event)

@@ -171,6 +171,7 @@ export class TaskWorker {
       cwd: ws.path,
       env: this.agentEnv(),
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
+      usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
       signal: this.s.signal,
       onEvent: (event) => {
         if (event.type === "session") this.saveSession(event.id)

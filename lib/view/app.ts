@@ -10,10 +10,11 @@ import { randomBytes } from "node:crypto"
 import { streamSSE } from "hono/streaming"
 import { isoSeconds } from "../clock"
 import { FlowError } from "../errors"
-import type { Question, QuestionsReport } from "../json-shapes"
+import type { Question, QuestionsReport, RunUsage } from "../json-shapes"
 import { openExistingState } from "../state-db"
 import { mutateTasks } from "../tasks"
 import { applyStatus, formatChange } from "../transitions"
+import { readUsage } from "../usage"
 import { FILES, INDEX_HTML } from "./assets"
 import type { ViewModel } from "./model"
 
@@ -86,6 +87,13 @@ export function createApp(opts: AppOptions): Hono {
         questions = await open.questions.pending()
       }
       return c.json<QuestionsReport>({ questions })
+    }),
+  )
+
+  app.get("/api/usage", (c) =>
+    guarded(c, async () => {
+      const { run, total } = await readUsage(model.project)
+      return c.json<RunUsage>({ run, total })
     }),
   )
 

@@ -12,6 +12,7 @@ import { projectTaskPrompt } from "../project-prompt"
 import { currentStep, stepPrompt } from "../prompt"
 import { waitsForReview } from "../checkpoint"
 import { descendantsOf, showReport } from "../show-report"
+import { readUsage } from "../usage"
 import { indexTasks, type Indexed } from "../task-index"
 import { taskSummary } from "../task-lines"
 import { readTasks } from "../tasks"
@@ -99,7 +100,7 @@ export class ViewModel {
     if (!entry) return undefined
     const step = currentStep(entry.task)
     return {
-      ...showReport(index, entry, titles),
+      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null),
       prompt: await projectTaskPrompt(this.project, index, id),
       resume_prompt: step ? stepPrompt(entry.task, step) : null,
     }

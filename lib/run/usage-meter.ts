@@ -1,0 +1,76 @@
+// Tokens and cost per turn from what a CLI reports. Some CLIs report session running totals (Claude Code's
+// total_cost_usd, Codex's token counts on `exec resume`): a turn's usage is then the difference from the
+// totals last seen for that session, which are kept beside the session file so a stopped and resumed run
+// (a new flow process) still subtracts the right amount. Rules: docs/AGENTS.md "Tokens and cost".
+import { mkdirSync, readFileSync } from "node:fs"
+import { dirname } from "node:path"
+import type { UsageEvent } from "../agents/types"
+import { writeFileAtomic } from "../atomic-write"
+
+const FIELDS = { tokens: ["inputTokens", "outputTokens"], cost: ["costUsd"] } as const
+type Field = "inputTokens" | "outputTokens" | "costUsd"
+
+/** The running totals a session's CLI last reported, per field (only the fields it reports as totals). */
+export type SeenTotals = { cli: string; session: string } & Partial<Record<Field, number>>
+
+/**
+ * The turn's own usage from one report, and the totals to remember. A total below the one last seen means
+ * the CLI counted afresh (a new process without the transcript's total, a cleared session): the whole
+ * report is the turn's; a zero total (a crash result's zeroed values) adds nothing and is not remembered.
+ */
+export function turnUsage(report: UsageEvent, seen: SeenTotals | undefined, cli: string, session: string): { usage: UsageEvent; seen: SeenTotals | undefined } {
+  const { totals = [], ...usage } = report
+  if (totals.length === 0) return { usage, seen }
+  const before = seen?.cli === cli && seen.session === session ? seen : undefined
+  const next: SeenTotals = { ...before, cli, session }
+  for (const field of totals.flatMap((f) => FIELDS[f])) {
+    const reported = usage[field]
+    if (reported === undefined) continue
+    const last = before?.[field]
+    if (last === undefined || reported > last) {
+      usage[field] = round(reported - (last ?? 0))
+      next[field] = reported
+    } else if (reported === 0 || reported === last) {
+      usage[field] = 0
+    } else {
+      usage[field] = reported
+      next[field] = reported
+    }
+  }
+  return { usage, seen: next }
+}
+
+// Differences of decimal dollars leave binary noise (0.0246 - 0.0123 = 0.012300000000000002).
+const round = (n: number) => Math.round(n * 1e10) / 1e10
+
+/** The totals last seen for a task's session, in `file` (.flow/sessions/<task>.usage.json); in memory without one. */
+export class UsageMeter {
+  private seen: SeenTotals | undefined
+
+  constructor(
+    private readonly cli: string,
+    private readonly file?: string,
+  ) {
+    try {
+      if (file !== undefined) this.seen = JSON.parse(readFileSync(file, "utf8")) as SeenTotals
+    } catch {
+      this.seen = undefined // never reported, or unreadable: the next report counts whole
+    }
+  }
+
+  /** The turn's usage from `report`; remembers the totals on disk before returning, so a crash loses none. */
+  turn(report: UsageEvent, session: string | undefined): UsageEvent {
+    const r = turnUsage(report, this.seen, this.cli, session ?? "")
+    if (r.seen !== this.seen) {
+      this.seen = r.seen
+      if (this.file === undefined) return r.usage
+      try {
+        mkdirSync(dirname(this.file), { recursive: true })
+        writeFileAtomic(this.file, `${JSON.stringify(r.seen)}\n`)
+      } catch {
+        // Usage accounting must never stop a run; the next report is then measured from the older totals.
+      }
+    }
+    return r.usage
+  }
+}
