@@ -132,6 +132,27 @@ test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts",
   })
 })
 
+test.concurrent("usage reported by agents: a Usage line, a column per running task, and the sums in --json", async () => {
+  await using repo = await fixture()
+  {
+    using db = await openState(projectAt(repo.path))
+    await db.events.append({ kind: "agent.usage", task_id: "ui", agent: "gemini-1", data: { inputTokens: 2000, outputTokens: 120 } })
+    await db.events.append({ kind: "run.start", data: {} })
+    await db.events.append({ kind: "agent.usage", task_id: "api-layer", agent: "claude-1", data: { inputTokens: 100, outputTokens: 50, costUsd: 0.0123 } })
+  }
+  const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW, COLUMNS: "100" } })
+  expect(text.stdout).toContain("\n  todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 2,100 in, 170 out, $0.0123\n\n")
+  expect(text.stdout).toContain(`
+  api-layer   Build the API layer with authenticatio…  claude-1     30m            live    $0.0123
+  ui          The UI                                   gemini-1  4m 30s  step 2/3        2,120 tok
+  docs-guide  Guide                                    claude-2       -
+`)
+  const report = JSON.parse((await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })).stdout)
+  expect(DashboardReport(report)).toEqual(report)
+  expect(report.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: { input_tokens: 2100, output_tokens: 170, cost_usd: 0.0123 } })
+  expect(report.running.map((t: { usage: unknown }) => t.usage)).toEqual([{ input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, { input_tokens: 2000, output_tokens: 120 }, null])
+})
+
 test.concurrent("a task a run recorded, with no run alive, is shown as stopped", async () => {
   await using repo = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "in_progress", instructions: "x" }]) })
   {

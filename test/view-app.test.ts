@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { ListReport, QuestionsReport, ShowReport, ViewTaskReport, ViewTasksReport } from "../lib/json-shapes"
+import { ListReport, QuestionsReport, RunUsage, ShowReport, ViewTaskReport, ViewTasksReport } from "../lib/json-shapes"
 import { projectAt } from "../lib/project"
 import { openState } from "../lib/state-db"
 import { createApp, TOKEN_HEADER } from "../lib/view/app"
@@ -124,6 +124,27 @@ test.concurrent("a request for a foreign Host is refused; the page carries the t
   expect((await get("/app.js")).headers.get("content-type")).toBe("text/javascript; charset=utf-8")
   expect((await get("/../tasks.yaml")).status).toBe(404)
   expect((await get("/tasks.yaml")).status).toBe(404)
+})
+
+test.concurrent("usage: null before any report; then the task's sum in its details and the runs' in GET /api/usage", async () => {
+  await using dir = await project()
+  const { get } = await serve(dir)
+  expect(await json(get("/api/usage"))).toEqual({ run: null, total: null })
+  expect((await json(get("/api/tasks/api"))).usage).toBeNull()
+  expect(existsSync(join(dir.path, ".flow", "state.db"))).toBe(false) // reading created nothing
+  const db = await openState(projectAt(dir.path))
+  await db.events.append({ kind: "agent.usage", task_id: "setup", agent: "a", data: { inputTokens: 50, outputTokens: 5 } })
+  await db.events.append({ kind: "run.start", data: {} })
+  await db.events.append({ kind: "agent.usage", task_id: "api", agent: "a", data: { inputTokens: 100, outputTokens: 10, costUsd: 0.01 } })
+  await db.events.append({ kind: "agent.usage", task_id: "api", agent: "b", data: { inputTokens: 200, outputTokens: 20, costUsd: 0.02 } })
+  db.close()
+  const usage = await json(get("/api/usage"))
+  expect(RunUsage.onDeepUndeclaredKey("reject")(usage)).toEqual({
+    run: { input_tokens: 300, output_tokens: 30, cost_usd: 0.03 },
+    total: { input_tokens: 350, output_tokens: 35, cost_usd: 0.03 },
+  })
+  expect((await json(get("/api/tasks/api"))).usage).toEqual({ input_tokens: 300, output_tokens: 30, cost_usd: 0.03 })
+  expect((await json(get("/api/tasks/setup"))).usage).toEqual({ input_tokens: 50, output_tokens: 5 })
 })
 
 test.concurrent("an answer needs the token and the same origin; then the question is no longer pending", async () => {

@@ -1,5 +1,8 @@
-// GitHub Copilot CLI in prompt mode with JSONL output (checked against @github/copilot 1.0.102): session
-// events shaped like the Copilot SDK's, `{type, data}`.
+// GitHub Copilot CLI in prompt mode with JSONL output (checked against @github/copilot 1.0.102: its --help,
+// its bundled source and a stream recorded against a local endpoint): session events shaped like the
+// Copilot SDK's, `{type, data}`. 1.0.102's JSON output leaves out session.start and assistant.usage (its
+// filter list), so the session id comes from the closing `result` line and no tokens are reported; both
+// are still read in case a later version writes them.
 import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -40,7 +43,8 @@ function copilotEvent(event: Record<string, unknown>): AgentEvent[] {
     case "tool.execution_start":
       return [tool(str(data.toolName) ?? "tool", data.arguments)]
     case "assistant.usage":
-      // data.cost is Copilot's premium-request multiplier, not dollars: not reported as costUsd.
+      // One per model call (not a running total). data.cost is Copilot's premium-request multiplier, not
+      // dollars: not reported as costUsd.
       return usage(num(data.inputTokens), num(data.outputTokens))
     case "session.error":
       return [{ type: "error", message: str(data.message) ?? "error" }]
