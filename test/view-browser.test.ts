@@ -9,6 +9,8 @@ import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium, type BrowserContext, type Page } from "playwright-core"
+import { projectAt } from "../lib/project"
+import { openState } from "../lib/state-db"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
@@ -154,6 +156,21 @@ test("a question asked by an agent is answered from the page; flow questions is 
   expect(await flow(dir.path, ["questions"])).toEqual({ code: 0, stdout: "No pending questions.\n", stderr: "" })
   const all = JSON.parse((await flow(dir.path, ["questions", "--all", "--json"])).stdout)
   expect(all.questions[0]).toMatchObject({ id: "q-1", answer: "SQLite" })
+})
+
+test("usage an agent reports shows in the header and the open task's fields without a reload", async () => {
+  await page.click('#nodes .node[data-id="api"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "api")
+  expect(await page.textContent("#usage")).toBe("")
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.events.append({ kind: "run.start", data: {} })
+    await db.events.append({ kind: "agent.usage", task_id: "api", agent: "claude-1", data: { inputTokens: 1200, outputTokens: 80, costUsd: 0.0123 } })
+  }
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#usage")?.textContent !== "")
+  expect(await page.textContent("#usage")).toBe("last run tokens 1,200 in, 80 out, $0.0123; all runs tokens 1,200 in, 80 out, $0.0123")
+  await page.waitForSelector("#details table.fields th:text-is('Usage')")
+  expect(await page.$$eval("#details table.fields tr", (rows) => rows.map((r) => (r as unknown as El).textContent).filter((t) => t?.startsWith("Usage")))).toEqual(["Usagetokens 1,200 in, 80 out, $0.0123"])
 })
 
 test("a checkpoint waiting for review is accepted from the page", async () => {
