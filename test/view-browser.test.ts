@@ -1,7 +1,7 @@
 // `flow view` end to end in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
 // the page served by the real CLI (dist/flow when FLOW_BIN is set), a task's instructions and prompt, a
-// `flow done` from the shell reaching the page without a reload, a question answered from the page, a
-// checkpoint accepted from the page, escaped texts, and a foreign Host refused. Screenshots go to
+// `flow done` from the shell reaching the page without a reload, usage in the header and panel, a question
+// answered from the page, a checkpoint accepted from the page, escaped texts, and a foreign Host refused. Screenshots go to
 // test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
 import { afterAll, beforeAll, expect, test } from "bun:test"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
