@@ -17,6 +17,8 @@ test("a report of session totals becomes the turn's usage: the difference from t
   expect(first).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0369 }, seen: { cli: "claude", session: "s1", costUsd: 0.0369 } })
   const second = turnUsage({ ...report, costUsd: 0.0492 }, first.seen, "claude", "s1")
   expect(second).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0123 }, seen: { cli: "claude", session: "s1", costUsd: 0.0492 } })
+  // A resumed session that got a new id carries its totals on: measured from the resumed one's.
+  expect(turnUsage({ ...report, costUsd: 0.06 }, second.seen, "claude", "s1-new", "s1")).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0108 }, seen: { cli: "claude", session: "s1-new", costUsd: 0.06 } })
   // Another session, or another CLI, starts from nothing.
   expect(turnUsage({ ...report, costUsd: 0.05 }, second.seen, "claude", "s2").usage.costUsd).toBe(0.05)
   expect(turnUsage({ ...report, costUsd: 0.05 }, second.seen, "codex", "s1").usage.costUsd).toBe(0.05)

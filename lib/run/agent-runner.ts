@@ -64,7 +64,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
       for (const parsed of adapter.parseLine(line)) {
-        const event = parsed.type === "usage" ? meter.turn(parsed, sessionId) : parsed
+        const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
         if (event.type === "session") sessionId = event.id
         if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
         turn.onEvent(event)

@@ -18,10 +18,11 @@ export type SeenTotals = { cli: string; session: string } & Partial<Record<Field
  * the CLI counted afresh (a new process without the transcript's total, a cleared session): the whole
  * report is the turn's; a zero total (a crash result's zeroed values) adds nothing and is not remembered.
  */
-export function turnUsage(report: UsageEvent, seen: SeenTotals | undefined, cli: string, session: string): { usage: UsageEvent; seen: SeenTotals | undefined } {
+export function turnUsage(report: UsageEvent, seen: SeenTotals | undefined, cli: string, session: string, resumed?: string): { usage: UsageEvent; seen: SeenTotals | undefined } {
   const { totals = [], ...usage } = report
   if (totals.length === 0) return { usage, seen }
-  const before = seen?.cli === cli && seen.session === session ? seen : undefined
+  // A CLI may give a resumed conversation a new id while carrying its totals on: the resumed id counts too.
+  const before = seen?.cli === cli && (seen.session === session || (resumed !== undefined && seen.session === resumed)) ? seen : undefined
   const next: SeenTotals = { ...before, cli, session }
   for (const field of totals.flatMap((f) => FIELDS[f])) {
     const reported = usage[field]
@@ -58,9 +59,12 @@ export class UsageMeter {
     }
   }
 
-  /** The turn's usage from `report`; remembers the totals on disk before returning, so a crash loses none. */
-  turn(report: UsageEvent, session: string | undefined): UsageEvent {
-    const r = turnUsage(report, this.seen, this.cli, session ?? "")
+  /**
+   * The turn's usage from `report` in `session` (resumed from `resumed`, if it was); remembers the totals on
+   * disk before returning, so a crash loses none.
+   */
+  turn(report: UsageEvent, session: string | undefined, resumed?: string): UsageEvent {
+    const r = turnUsage(report, this.seen, this.cli, session ?? "", resumed)
     if (r.seen !== this.seen) {
       this.seen = r.seen
       if (this.file === undefined) return r.usage
