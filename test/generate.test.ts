@@ -67,6 +67,12 @@ test.concurrent("--dry-run prints the tasks.yaml and writes nothing", async () =
   expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
 })
 
+test.concurrent("subtasks nest at any depth: '##### 1.1.1.1' is a subtask of '#### 1.1.1'; a skipped level is a warning with its line", async () => {
+  await using dir = await tempRepo({ "plan.md": read("deep-subtasks.md") })
+  const r = await flow(dir.path, ["generate", "--dry-run"])
+  expect(r).toEqual({ code: 0, stdout: read("deep-subtasks.yaml"), stderr: `${read("deep-subtasks.notes.txt")}Would write tasks.yaml: 6 tasks in 1 phase from plan.md\n` })
+})
+
 test.concurrent("--json reports the outcome in the GenerateReport shape", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("duplicate-titles.md") })
   const r = await flow(dir.path, ["generate", "--json"])
