@@ -253,13 +253,39 @@ export function parsePlan(text: string): ParsedPlan {
     out.notes.push({ severity: "warning", line: 1, message: "plan.md has no '# Implementation Plan' title", hint: "start plan.md with '# Implementation Plan'" })
   }
   if (out.sections.length === 0) {
+    const example = listAsSections(lines, out.phases)
     out.notes.push({
       severity: "error",
-      message: lines.some((l) => l.trim()) ? "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of" : "plan.md is empty",
-      hint: "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
+      line: example?.line,
+      message: !lines.some((l) => l.trim()) ? "plan.md is empty"
+        : example ? "plan.md has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of"
+        : "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of",
+      hint: example ? `make each task a heading under its phase: line ${example.line} '${example.text.trim()}' becomes '${example.heading}'`
+        : "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
     })
   }
   return out
+}
+
+const LIST_ITEM = /^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+)$/
+
+/**
+ * For a plan written as lists (`1. Set up the repo` under a phase heading): the first top-level item and the
+ * section heading it would be. The hint shows the fix on the file's own line rather than a generic template.
+ */
+function listAsSections(lines: readonly string[], phases: readonly PlanPhase[]): { line: number; text: string; heading: string } | undefined {
+  const blocks = trackBlocks()
+  let count = 0
+  for (const [i, raw] of lines.entries()) {
+    if (blocks.line(raw)) continue
+    if (HEADING.test(raw)) count = 0
+    const m = raw.match(LIST_ITEM)
+    if (!m || m[1].length > 0) continue
+    count++
+    const phase = phases.filter((p) => p.line < i + 1).at(-1)?.n ?? 1
+    return { line: i + 1, text: raw, heading: `### ${phase}.${count} ${m[2].trim()}` }
+  }
+  return undefined
 }
 
 function sectionsIn(plan: ParsedPlan, phase: number): number {
