@@ -41,7 +41,10 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   notes.sort(byLine)
   if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried, enriched: [] }
   const enriched = enrichment ? applyEnrichment(generated.tasks, enrichment) : []
-  const text = renderTasks(generated.tasks, generated.phases)
+  // A `phases:` list the old file had is kept, with plan.md's titles winning (lib/plan-phases.ts reads them so).
+  const keepList = old?.phases !== undefined
+  if (keepList) for (const p of old!.phases!) if (!generated.phases.get(p.number)) generated.phases.set(p.number, p.title)
+  const text = renderTasks(generated.tasks, generated.phases, keepList)
   const { validateText } = await import("./validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue
