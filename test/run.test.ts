@@ -225,6 +225,9 @@ test.concurrent("flow repo worktree list and remove: uncommitted changes refused
   const unknown = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/nope"])
   expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no worktree of . has branch 'flow/nope' checked out\nhint: worktrees: flow/wip\n" })
   expect((await flow(dir.path, ["repo", "worktree", "remove", "../elsewhere", "x"])).stderr).toContain("points outside the project folder")
+  expect(await flow(dir.path, ["repo", "worktree", "list", "repos/missing"])).toEqual({ code: 2, stdout: "",
+    stderr: `error: the folder repos/missing (${dir.path}/repos/missing) does not exist\nhint: <repo> is a folder relative to the project, as in a task's 'repo' field, or '.'\n` })
+  expect((await flow(dir.path, ["repo", "worktree", "remove", "repos/missing", "flow/wip"])).code).toBe(2)
   const forced = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/wip", "--force"])
   expect(forced).toEqual({ code: 0, stderr: "", stdout: "Removed the worktree of flow/wip (.flow/worktrees/wip); the branch is kept.\n" })
   expect(existsSync(dir.file(".flow/worktrees/wip"))).toBe(false)
