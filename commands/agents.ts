@@ -52,7 +52,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   for (const a of report.agents) {
     out.push(`  ${a.name}${a.cli ? ` (${a.cli})` : ""}`)
     out.push(`    Current: ${a.current ? `${a.current.id} (${a.current.status})` : "none"}`)
-    out.push(`    Completed: ${a.completed} ${a.completed === 1 ? "task" : "tasks"}`)
+    // SPEC 2.5's format, `Completed: <n> tasks`, for every n: scripts read the line as written there.
+    out.push(`    Completed: ${a.completed} tasks`)
     const text = usageText(a.usage)
     if (text) out.push(`    Usage: ${text}`)
   }

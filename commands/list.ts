@@ -58,7 +58,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const ordered = [...groups.values()]
     .filter((g) => (json ? g.tasks : g.lines).length > 0)
     .sort((a, b) => (a.phase ?? Number.POSITIVE_INFINITY) - (b.phase ?? Number.POSITIVE_INFINITY))
-  const titles = ordered.some((g) => g.phase !== null) ? readPhaseTitles(project.dir) : new Map<number, string>()
+  const titles = ordered.some((g) => g.phase !== null) ? readPhaseTitles(project.dir, data) : new Map<number, string>()
   const header = (g: Group) => (g.phase === null ? "No phase" : phaseHeader(g.phase, titles))
   if (json) {
     const report: ListReport = { phases: ordered.map((g) => ({ phase: g.phase, title: header(g), tasks: g.tasks })) }

@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, readFileSync } from "node:fs"
+import { copyFileSync, existsSync, readFileSync, statSync } from "node:fs"
 import { join, relative } from "node:path"
 import { writeFileAtomic } from "../lib/atomic-write"
 import { parse } from "../lib/cli"
@@ -72,6 +72,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     const abort = new AbortController()
     const stopListening = ctx.onInterrupt?.(() => abort.abort())
     const progress = values.json ? { event: () => {}, stop: () => {} } : await showProgress(ctx, `${agent.name} (${agent.cli}) is writing plan.md`)
+    const stampBefore = fileStamp(planFile)
     let turn: Awaited<ReturnType<typeof runTurn>>
     try {
       turn = await runTurn({ agent, prompt, script: "", cwd: project.dir, env: { FLOW_PROJECT: project.dir }, signal: abort.signal, onEvent: progress.event })
@@ -80,7 +81,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     }
     const written = existsSync(planFile) ? readFileSync(planFile, "utf8") : ""
     // An agent that stopped before writing anything leaves the previous plan in place, not an empty file.
-    const asItWas = written.trim() === "" || written === previous
+    // One that wrote the same text again did its job (the file was written: its stamp changed).
+    const asItWas = written.trim() === "" || (written === previous && fileStamp(planFile) === stampBefore)
     if (written.trim() === "" && previous.trim() !== "") writeFileAtomic(planFile, previous)
     if (abort.signal.aborted) {
       progress.stop("cancelled")
@@ -122,6 +124,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (failed) throw new FlowError(`${shown(planFile)} is not in the shape 'flow generate' reads`, Exit.failure, "fix it at the lines above (or run 'flow refine plan'), then 'flow generate'")
   ctx.stdout(choice.agent ? "Next: review it ('flow refine plan'), then 'flow generate'\n" : "Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'\n")
   return Exit.ok
+}
+
+/** The file's identity and modification time to the nanosecond: any write changes it, even of the same bytes. */
+function fileStamp(file: string): string | undefined {
+  const s = statSync(file, { bigint: true, throwIfNoEntry: false })
+  return s ? `${s.ino}:${s.mtimeNs}:${s.ctimeNs}` : undefined
 }
 
 function indent(text: string): string {

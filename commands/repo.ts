@@ -1,3 +1,4 @@
+import { statSync } from "node:fs"
 import { relative } from "node:path"
 import { parse } from "../lib/cli"
 import type { Ctx } from "../lib/context"
@@ -23,6 +24,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (group !== "worktree") throw usage(group ? `unknown subcommand 'repo ${group}'` : "missing subcommand", `usage: ${meta.usage}`)
   const project = findProject(ctx)
   const repoDir = insideProject(project.dir, repoArg ?? ".", "<repo>")
+  // git cannot even start in a folder that is not there: say so rather than let the spawn fail.
+  if (!statSync(repoDir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw usage(`the folder ${repoArg ?? "."} (${repoDir}) does not exist`, "<repo> is a folder relative to the project, as in a task's 'repo' field, or '.'")
+  }
   const repo = await repoRoot(repoDir)
   if (!repo) throw new FlowError(`${repoArg ?? "."} (${repoDir}) is not in a git repository`, undefined, "name a folder that holds a git repository")
   const worktrees = (await listWorktrees(repo)).slice(1) // the first is the repository's own checkout

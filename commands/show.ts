@@ -31,7 +31,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { validates } = pointingAt(index, id)
   const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
   const { phase, from } = effectivePhase(entry, index)
-  const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir)
+  const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
   const usage = (await readUsage(project)).byTask.get(task.id) ?? null
   if (values.json) {
     ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage), null, 2)}\n`)

@@ -35,7 +35,8 @@ export function statusCommand(verb: StatusVerb): Command {
     const reason = words.join(" ").trim()
     const now = isoSeconds()
     const result = await mutateTasks(findProject(ctx), `flow ${verb} ${id}`, (editor) => {
-      const task = requireTask(editor.tasks, id).task
+      const task = requireTask(editor.tasks, id, (stepId, taskId) => verb === "done" || verb === "start"
+        ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
       const applied = applyStatus(editor, id, to, now)
       // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.

@@ -41,7 +41,10 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   notes.sort(byLine)
   if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried, enriched: [] }
   const enriched = enrichment ? applyEnrichment(generated.tasks, enrichment) : []
-  const text = renderTasks(generated.tasks, generated.phases)
+  // A `phases:` list the old file had is kept, with plan.md's titles winning (lib/plan-phases.ts reads them so).
+  const keepList = old?.phases !== undefined
+  if (keepList) for (const p of old!.phases!) if (!generated.phases.get(p.number)) generated.phases.set(p.number, p.title)
+  const text = renderTasks(generated.tasks, generated.phases, keepList)
   const { validateText } = await import("./validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue
@@ -66,15 +69,23 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
   const roots: Node[] = plan.sections.map((section) => {
     const where = section.number ? `section ${section.number}` : `section '${section.title}'`
     const node: Node = { heading: section, body: readBody(section.body, where), where, id: "", subtasks: [], steps: [] }
+    // open[d] is the node a subtask of depth d + 1 belongs to: the section, then the latest subtask of each depth.
+    const open: Node[] = [node]
     for (const child of section.children) {
       const childWhere = child.kind === "step" ? `step ${node.steps.length + 1} of ${where}` : child.number ? `subtask ${child.number}` : `subtask '${child.title}'`
       const body = readBody(child.body, childWhere)
       if (child.kind === "step") node.steps.push({ child, body })
-      else node.subtasks.push({ heading: child, body, where: childWhere, id: "", subtasks: [], steps: [] })
+      else {
+        const sub: Node = { heading: child, body, where: childWhere, id: "", subtasks: [], steps: [] }
+        open[child.depth - 1].subtasks.push(sub)
+        open.length = child.depth
+        open.push(sub)
+      }
     }
     return node
   })
-  const all = roots.flatMap((r) => [r, ...r.subtasks])
+  const flatten = (n: Node): Node[] => [n, ...n.subtasks.flatMap(flatten)]
+  const all = roots.flatMap(flatten)
   for (const n of all) notes.push(...n.body.notes)
   for (const { body } of roots.flatMap((r) => r.steps)) notes.push(...body.notes)
 

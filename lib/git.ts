@@ -109,6 +109,7 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   const conflicts = (await run(["git", "diff", "--name-only", "--diff-filter=U"], { cwd: checkout, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
   const merging = await run(["git", "rev-parse", "--verify", "--quiet", "MERGE_HEAD"], { cwd: checkout, env: GIT_ENV })
   if (merging.code === 0) await git(checkout, ["merge", "--abort"])
-  const reason = conflicts.length ? `merge conflict in ${conflicts.join(", ")}` : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n")
+  // Without its final period: callers go on with ". The target was left ...".
+  const reason = conflicts.length ? `merge conflict in ${conflicts.join(", ")}` : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
   return { ok: false, conflicts, reason }
 }

@@ -13,10 +13,12 @@ export type PlanNote = { severity: "error" | "warning"; line?: number; message: 
 /** A `## Phase <n>: <title>` heading. */
 export type PlanPhase = { n: number; title: string; line: number }
 
-/** A `#### ...` heading inside a section: a step of the section's task, or a subtask. */
+/** A `#### ...` heading inside a section: a step of the section's task, or a subtask (`#####` and deeper: a subtask's subtask). */
 export type PlanChild = {
   kind: "step" | "subtask"
-  /** `2.1.3` for a numbered subtask */
+  /** 1 for a `####` heading, 2 for a `#####` one under a subtask, ...; a step is always 1 */
+  depth: number
+  /** `2.1.3` for a numbered subtask, `2.1.3.1` one level deeper */
   number?: string
   title: string
   /** from a `{#id}` attribute at the end of the heading */
@@ -48,7 +50,7 @@ const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
 const PHASE = /^(?:(?:phase|milestone|stage|part)\s+)?(\d+(?:\.\d+)?)\s*(?:[:.)\-–—]\s*|\s+|$)(.*)$/i
 // "1.2 Title", "1.2. Title", "1.2: Title", "Task 1.2 - Title", "Section 1.2 Title"
 const SECTION = /^(?:(?:task|section|step|item)\s+)?(\d+)\.(\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/i
-const SUBTASK_NUMBER = /^(\d+\.\d+\.\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/
+const SUBTASK_NUMBER = /^(\d+\.\d+\.\d+(?:\.\d+)*)\.?\s*(?:[:)\-–—]\s*)?(.*)$/
 const SUBTASK_WORD = /^subtask\b\s*(?:\d+\s*)?[:.)\-–—]?\s*(.*)$/i
 const STEP_WORD = /^step\s*(\d+)?\s*[:.)\-–—]?\s*(.*)$/i
 const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
@@ -208,24 +210,36 @@ export function parsePlan(text: string): ParsedPlan {
       out.sections.push(section)
       return
     }
-    if (level === 4 && section) {
-      const kind = childKind(content)
-      if (kind) {
-        const { title, id, checkpoint } = cleanTitle(kind.title)
-        child = { kind: kind.kind, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
-        const other = section.children.find((c) => c.kind !== kind.kind)
-        if (other) {
-          // A task with both would never run: it waits for its subtasks, and its steps keep it from finishing.
-          // Markdown makes a `#### Step` after a `#### 1.2.1` its sibling, not its child, so it is not guessed.
-          const [step, subtask] = kind.kind === "step" ? [child, other] : [other, child]
-          out.notes.push({ severity: "error", line: line.n, message: `section ${section.number ?? `'${section.title}'`} has both steps (line ${step.line}) and subtasks (line ${subtask.line}): a task has one or the other`,
-            hint: "move the steps into their own section, or write them as the subtask's text" })
-        }
+    const kind = level >= 4 && section ? childKind(content) : undefined
+    // A step is a `####` heading of the section; a `#####` "Step" is text of the subtask above it.
+    if (section && kind && (level === 4 || kind.kind === "subtask")) {
+      const { title, id, checkpoint } = cleanTitle(kind.title)
+      // A subtask heading one level below the previous subtask is its child (SPEC 2.3: any depth); one that
+      // skips a level has no heading to hang from, so it goes one below the deepest open subtask.
+      const above = section.children.at(-1)
+      const deepest = above?.kind === "subtask" ? above.depth : 0
+      const depth = Math.min(level - 3, deepest + 1)
+      if (depth < level - 3) {
+        out.notes.push({ severity: "warning", line: line.n, message: `'${"#".repeat(level)} ${content}' is ${level - 3 - depth} heading level${level - 3 - depth > 1 ? "s" : ""} deeper than the subtask above it: read as ${depth === 1 ? "a subtask of the section" : "a subtask of the subtask above it"}`,
+          hint: `write it as '${"#".repeat(depth + 3)} ${content}'` })
+      }
+      child = { kind: kind.kind, depth, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
+      const other = section.children.find((c) => c.kind !== kind.kind && c.depth === 1)
+      if (depth > 1) {
         section.children.push(child)
         return
       }
+      if (other) {
+        // A task with both would never run: it waits for its subtasks, and its steps keep it from finishing.
+        // Markdown makes a `#### Step` after a `#### 1.2.1` its sibling, not its child, so it is not guessed.
+        const [step, subtask] = kind.kind === "step" ? [child, other] : [other, child]
+        out.notes.push({ severity: "error", line: line.n, message: `section ${section.number ?? `'${section.title}'`} has both steps (line ${step.line}) and subtasks (line ${subtask.line}): a task has one or the other`,
+          hint: "move the steps into their own section, or write them as the subtask's text" })
+      }
+      section.children.push(child)
+      return
     }
-    // Level 5-6, and level-4 headings that are neither steps nor subtasks (a "#### Notes"): text of the section.
+    // Other headings of level 4-6 (a "#### Notes"): text of the section or subtask above.
     place(line)
   })
   const open = blocks.open
@@ -239,13 +253,39 @@ export function parsePlan(text: string): ParsedPlan {
     out.notes.push({ severity: "warning", line: 1, message: "plan.md has no '# Implementation Plan' title", hint: "start plan.md with '# Implementation Plan'" })
   }
   if (out.sections.length === 0) {
+    const example = listAsSections(lines, out.phases)
     out.notes.push({
       severity: "error",
-      message: lines.some((l) => l.trim()) ? "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of" : "plan.md is empty",
-      hint: "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
+      line: example?.line,
+      message: !lines.some((l) => l.trim()) ? "plan.md is empty"
+        : example ? "plan.md has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of"
+        : "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of",
+      hint: example ? `make each task a heading under its phase: line ${example.line} '${example.text.trim()}' becomes '${example.heading}'`
+        : "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
     })
   }
   return out
+}
+
+const LIST_ITEM = /^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+)$/
+
+/**
+ * For a plan written as lists (`1. Set up the repo` under a phase heading): the first top-level item and the
+ * section heading it would be. The hint shows the fix on the file's own line rather than a generic template.
+ */
+function listAsSections(lines: readonly string[], phases: readonly PlanPhase[]): { line: number; text: string; heading: string } | undefined {
+  const blocks = trackBlocks()
+  let count = 0
+  for (const [i, raw] of lines.entries()) {
+    if (blocks.line(raw)) continue
+    if (HEADING.test(raw)) count = 0
+    const m = raw.match(LIST_ITEM)
+    if (!m || m[1].length > 0) continue
+    count++
+    const phase = phases.filter((p) => p.line < i + 1).at(-1)?.n ?? 1
+    return { line: i + 1, text: raw, heading: `### ${phase}.${count} ${m[2].trim()}` }
+  }
+  return undefined
 }
 
 function sectionsIn(plan: ParsedPlan, phase: number): number {

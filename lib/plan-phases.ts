@@ -1,20 +1,28 @@
 // Phase titles from the project's plan.md: SPEC section 1 gives its level-2 headings as
-// `## Phase <n>: <phase title>` (generate's parser also reads `Phase 2 - API`, `Milestone 2. API`, `2. API`).
-// list and show use them for group headers; a missing plan.md, or a phase with no such heading, simply has
-// no title.
+// `## Phase <n>: <phase title>` (generate's parser also reads `Phase 2 - API`, `Milestone 2. API`, `2. API`),
+// and from tasks.yaml's optional `phases:` list. list, show and the view use them for group headers; a
+// phase named in neither simply has no title.
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { parsePlan } from "./plan-parse"
+import type { TaskFile } from "./task-index"
 
-/** Phase number → title, from `<projectDir>/plan.md`; empty when the file is missing or unreadable. */
-export function readPhaseTitles(projectDir: string): Map<number, string> {
+/**
+ * Phase number → title: tasks.yaml's own `phases:` list (for a file written by hand), overlaid with
+ * `<projectDir>/plan.md`'s headings, which win where both name a phase (plan.md is what `flow generate`
+ * makes tasks.yaml from). A missing or unreadable plan.md leaves tasks.yaml's titles.
+ */
+export function readPhaseTitles(projectDir: string, file?: Pick<TaskFile, "phases">): Map<number, string> {
+  const titles = new Map<number, string>()
+  for (const p of file?.phases ?? []) if (p.title.trim() && !titles.has(p.number)) titles.set(p.number, p.title.trim())
   let text: string
   try {
     text = readFileSync(join(projectDir, "plan.md"), "utf8")
   } catch {
-    return new Map()
+    return titles
   }
-  return parsePhaseTitles(text)
+  for (const [n, title] of parsePhaseTitles(text)) titles.set(n, title)
+  return titles
 }
 
 /**
@@ -27,7 +35,7 @@ export function parsePhaseTitles(text: string): Map<number, string> {
   return titles
 }
 
-/** The group header of list: `Phase <n>: <title>`, or `Phase <n>` when plan.md has no title for it. */
+/** The group header of list: `Phase <n>: <title>`, or `Phase <n>` when no title is known. */
 export function phaseHeader(phase: number, titles: Map<number, string>): string {
   const title = titles.get(phase)
   return title ? `Phase ${phase}: ${title}` : `Phase ${phase}`

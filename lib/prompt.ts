@@ -1,6 +1,7 @@
 // The exact text an agent receives. One builder serves the orchestrator, `flow prompt` and the inspector,
 // so what a person previews is what the agent gets.
 import type { Question } from "./json-shapes"
+import { ancestorSection, dependencySection, oneLine } from "./prompt-context"
 import type { Indexed, Step, Task } from "./task-index"
 
 export type PromptInput = {
@@ -22,7 +23,7 @@ export function taskPrompt(input: PromptInput): string {
   const { index, taskId } = input
   const entry = index.get(taskId)
   if (!entry) throw new Error(`taskPrompt: no task '${taskId}'`)
-  const { task, parent } = entry
+  const { task } = entry
   const out: string[] = [`You are a coding agent working on task '${task.id}' of the project '${input.projectName}', orchestrated by flow.`]
   if (input.workspace) {
     out.push(`Your working directory is a git worktree on branch '${input.workspace.branch}': work and commit only there.`)
@@ -33,24 +34,17 @@ export function taskPrompt(input: PromptInput): string {
   out.push("", `# Your task: ${task.id}: ${task.title}`)
   const facts = [
     task.phase !== undefined ? `Phase: ${task.phase}` : undefined,
-    parent ? `Part of: ${parent.id}: ${parent.title}` : undefined,
     task.repo ? `Repository: ${task.repo}` : undefined,
   ].filter(Boolean)
   if (facts.length) out.push("", ...(facts as string[]))
+  out.push(...ancestorSection(index, taskId))
   if (task.instructions?.trim()) out.push("", "## Instructions", "", task.instructions.trim())
   if (task.acceptance_criteria?.length) out.push("", "## Acceptance criteria", "", ...bullets(task.acceptance_criteria))
   if (task.ai_notes?.length) out.push("", "## Notes so far", "", ...bullets(task.ai_notes))
   const answered = (input.questions ?? []).filter((q) => q.answer !== null)
   if (answered.length) out.push("", "## Questions already answered", "", ...questionLines(answered))
 
-  const deps = (task.depends_on ?? []).map((id) => index.get(id)?.task).filter((t): t is Task => t !== undefined)
-  if (deps.length) {
-    out.push("", "## Work this task builds on", "", "These tasks were done before yours; their code is in your branch.")
-    for (const dep of deps) {
-      out.push("", `- ${dep.id}: ${dep.title} (${dep.status})`)
-      for (const note of dep.ai_notes ?? []) out.push(`  - note: ${oneLine(note)}`)
-    }
-  }
+  out.push(...dependencySection(index, taskId))
   const validates = [...index.values()].filter((e) => e.task.validation_task_id === task.id).map((e) => e.task)
   for (const target of validates) {
     out.push("", `## You validate ${target.id}`, "", `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
@@ -71,8 +65,13 @@ export function taskPrompt(input: PromptInput): string {
 
 /** The prompt that resumes a task's session for its next step. */
 export function stepPrompt(task: Task, step: Step): string {
-  const n = (task.steps ?? []).indexOf(step) + 1
-  const out = [`The previous step is done. Continue with step ${n} of ${task.steps?.length ?? n} of task '${task.id}'.`]
+  const steps = task.steps ?? []
+  const n = steps.indexOf(step) + 1
+  const continueWith = `Continue with step ${n} of ${steps.length || n} of task '${task.id}'.`
+  // Said only when true: `flow prompt --resume` can preview a session that has not finished any step yet.
+  const before = n > 1 && steps[n - 2].status === "done" ? "The previous step is done. "
+    : steps.some((s) => s.status === "done") ? "" : `No step of task '${task.id}' is done yet. `
+  const out = [`${before}${continueWith}`]
   out.push(...stepSection(step), "", ...flowCommands(task, step))
   return `${out.join("\n")}\n`
 }
@@ -120,6 +119,3 @@ function bullets(items: readonly string[]): string[] {
   return items.map((item) => `- ${oneLine(item)}`)
 }
 
-function oneLine(text: string): string {
-  return text.trim().replace(/\s*\n\s*/g, " ")
-}

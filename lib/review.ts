@@ -183,7 +183,7 @@ export function reviewPlan(text: string): ReviewFinding[] {
           line: item.line,
           message: `the work item '${short(item.text)}' in ${name} names no file or component`,
           suggestion: "name the file or component it touches, so the agent knows where to work",
-          edit: { question: "Which file or component does it touch?", change: (t) => ({ at, remove: 1, lines: [`${source.trimEnd()} (${/[`/]/.test(t) ? t : `\`${t}\``})`] }) },
+          edit: { question: "Which file or component does it touch?", change: (t) => ({ at, remove: 1, lines: [`${source.trimEnd()} (${t.includes("`") ? t : `\`${t}\``})`] }) },
         })
       }
     }

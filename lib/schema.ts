@@ -45,13 +45,18 @@ const models = scope({
     "started_at?": "string",
     "completed_at?": "string",
   },
-  TaskFile: { tasks: "Task[]" },
+  // A phase's title, for a tasks.yaml written without plan.md (plan.md's `## Phase <n>: <title>` wins when both
+  // name the same phase: lib/plan-phases.ts).
+  Phase: [{ number: "number", title: "string" }, "@", "a phase's title, shown by list, show and view; plan.md's '## Phase <n>: <title>' wins for the same number"],
+  TaskFile: { tasks: "Task[]", "phases?": "Phase[]" },
 }, { jitless: false }).export()
 
 export const Task = models.Task
 export type Task = typeof Task.infer
 export const Step = models.Step
 export type Step = typeof Step.infer
+export const Phase = models.Phase
+export type Phase = typeof Phase.infer
 export const TaskFile = models.TaskFile
 export type TaskFile = typeof TaskFile.infer
 

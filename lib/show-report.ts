@@ -7,7 +7,7 @@ export type Descendant = { task: Task; parent: Task; depth: number }
 
 /**
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
- * a file is trusted). `titles` are plan.md's phase titles (lib/plan-phases.ts); `usage` the task's sum (lib/usage.ts).
+ * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan-phases.ts); `usage` the task's sum (lib/usage.ts).
  */
 export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: Map<number, string>, usage: Usage | null): ShowReport {
   const { task } = entry

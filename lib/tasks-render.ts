@@ -17,9 +17,17 @@ const ONE_LINE = { collectionStyle: "flow", lineWidth: 0, defaultStringType: "QU
 
 export const GENERATED_HEADER = "# Made by 'flow generate' from plan.md. Generating again rewrites it from the plan and keeps\n# the status, notes and step progress of every task whose id is still there.\n"
 
-/** The tasks.yaml text for `tasks`, with a `# Phase <n>: <title>` comment where a new phase starts. */
-export function renderTasks(tasks: readonly Task[], phases: ReadonlyMap<number, string>): string {
-  const out = [GENERATED_HEADER, "tasks:\n"]
+/**
+ * The tasks.yaml text for `tasks`, with a `# Phase <n>: <title>` comment where a new phase starts. With
+ * `phaseList`, a top-level `phases:` list of every title in `phases` comes first (kept from a file that had one).
+ */
+export function renderTasks(tasks: readonly Task[], phases: ReadonlyMap<number, string>, phaseList = false): string {
+  const out = [GENERATED_HEADER]
+  if (phaseList) {
+    out.push("phases:\n")
+    for (const [n, title] of [...phases].sort((a, b) => a[0] - b[0])) out.push(`  - number: ${n}\n    title: ${renderScalar(oneLine(title))}\n`)
+  }
+  out.push("tasks:\n")
   let phase: number | undefined
   tasks.forEach((task, i) => {
     const starts = task.phase !== undefined && task.phase !== phase

@@ -55,7 +55,7 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
     return { raw, taskCount: 0 }
   }
   for (const key of Object.keys(data)) {
-    if (key !== "tasks") raw.push({ severity: "warning", message: `Unknown top-level key '${key}' (kept as is)`, path: [key], atKey: true })
+    if (key !== "tasks" && key !== "phases") raw.push({ severity: "warning", message: `Unknown top-level key '${key}' (kept as is)`, path: [key], atKey: true })
   }
 
   const visited = walk(data.tasks)
@@ -171,6 +171,7 @@ function unknownKey(label: string, key: string, known: ReadonlySet<string>, path
 
 /** Turns one arktype problem into a finding that names the task and the field. */
 function schemaFinding(code: string, path: Path, problem: string, tasks: Map<string, Visited>, actual: unknown): RawFinding {
+  if (path[0] === "phases") return phaseFinding(code, path, problem)
   let split = path.length
   while (split > 0 && !tasks.has(path.slice(0, split).join("."))) split--
   const task = split > 0 ? tasks.get(path.slice(0, split).join(".")) : undefined
@@ -203,6 +204,14 @@ function schemaFinding(code: string, path: Path, problem: string, tasks: Map<str
   return { ...base, message: `${where}: ${name || "value"} ${problem}` }
 }
 
+/** A problem in the top-level `phases:` list of titles (lib/schema.ts Phase). */
+function phaseFinding(code: string, path: Path, problem: string): RawFinding {
+  const where = typeof path[1] === "number" ? `Phase entry #${path[1] + 1}` : "'phases'"
+  const field = path.slice(2).join(".")
+  const hint = "write 'phases:' as a list of '- number: <n>' with 'title: <title>' under it"
+  if (code === "required") return { severity: "error", path, hint, message: `${where} is missing required field '${String(path.at(-1))}'` }
+  return { severity: "error", path, hint, message: `${where}: ${field || "value"} ${problem}` }
+}
 
 /** `Task 'x'` → `task 'x'`: only the leading word, never an id. */
 function lowerFirst(label: string): string {

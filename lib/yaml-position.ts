@@ -1,6 +1,6 @@
 // Positions in a YAML text. Bun.YAML.parse is fast but reports no positions, so when something is wrong
 // the `yaml` package parses the text again: errors are rare, and exact line:column is worth the time.
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml"
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml"
 import type { Path, Position } from "./findings"
 
 
@@ -16,10 +16,30 @@ export function parseForPositions(text: string): ParsedForPositions {
 /** Syntax problems of a text that does not parse, each with its position and yaml's message. */
 export function syntaxErrors(parsed: ParsedForPositions): { message: string; position?: Position }[] {
   return parsed.doc.errors.map((e) => {
-    const offset = e.pos?.[0]
-    const message = e.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "")
+    let offset = e.pos?.[0]
+    let message = e.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "")
+    // yaml reports a quote never closed where the text ends; the fix is where the quote opens.
+    const open = e.code === "MISSING_CHAR" && offset !== undefined ? openQuoteAt(parsed.doc, offset) : undefined
+    if (open !== undefined) {
+      offset = open
+      message = `this ${message.includes("'") ? "'" : '"'} quote is never closed`
+    }
     return { message, position: offset === undefined ? undefined : toPosition(parsed, offset) }
   })
+}
+
+/** The start of the quoted scalar that runs up to `end`: the opening quote of an unterminated string. */
+function openQuoteAt(doc: Document, end: number): number | undefined {
+  let start: number | undefined
+  visit(doc, {
+    Scalar(_, node) {
+      if ((node.type === "QUOTE_DOUBLE" || node.type === "QUOTE_SINGLE") && node.range && node.range[0] < end && node.range[1] >= end) {
+        start = node.range[0]
+        return visit.BREAK
+      }
+    },
+  })
+  return start
 }
 
 /** Where the value (or with `atKey`, the key) at `path` starts; for a missing key, where its nearest parent starts. */

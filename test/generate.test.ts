@@ -67,6 +67,19 @@ test.concurrent("--dry-run prints the tasks.yaml and writes nothing", async () =
   expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
 })
 
+test.concurrent("subtasks nest at any depth: '##### 1.1.1.1' is a subtask of '#### 1.1.1'; a skipped level is a warning with its line", async () => {
+  await using dir = await tempRepo({ "plan.md": read("deep-subtasks.md") })
+  const r = await flow(dir.path, ["generate", "--dry-run"])
+  expect(r).toEqual({ code: 0, stdout: read("deep-subtasks.yaml"), stderr: `${read("deep-subtasks.notes.txt")}Would write tasks.yaml: 6 tasks in 1 phase from plan.md\n` })
+})
+
+test.concurrent("a plan written as lists under phase headings is refused with the heading to write, made from its own line", async () => {
+  await using dir = await tempRepo({ "plan.md": read("list-only.md") })
+  const r = await flow(dir.path, ["generate"])
+  expect(r).toEqual({ code: 1, stdout: "", stderr: `${read("list-only.notes.txt")}error: plan.md has 1 error: tasks.yaml was not written\nhint: fix the plan at the lines above and run 'flow generate' again\n` })
+  expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
+})
+
 test.concurrent("--json reports the outcome in the GenerateReport shape", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("duplicate-titles.md") })
   const r = await flow(dir.path, ["generate", "--json"])

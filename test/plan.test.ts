@@ -148,6 +148,14 @@ test.concurrent("an unusable agent plan exits 1 with its errors; a failing agent
   expect(dir.read("plan.md")).toBe(old)
 })
 
+test.concurrent("plan --force with an agent that writes plan.md again with the same text is a success", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "plan.md": fixture("plans/basic.md") })
+  const agent = fakeClaude(dir, writes("plans/basic.md"))
+  const r = await flow(dir.path, ["plan", "--force"], { env: agent.env })
+  expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 0, stdout: "Wrote plan.md by planner (claude): 2 phases, 4 sections\nThe previous plan is in plan.md.bak\nNext: review it ('flow refine plan'), then 'flow generate'\n" })
+  expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
+})
+
 test.concurrent("usage errors: an unknown agent, a script agent, --agent with --offline, an agent not installed, a missing PRD.md", async () => {
   await using dir = await tempRepo({ "PRD.md": "# Shop\n", "flow.yaml": "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n" })
   expect(await flow(dir.path, ["plan", "--agent", "planer"])).toEqual({ code: 2, stdout: "", stderr: "error: flow.yaml has no agent named 'planer'\nhint: did you mean 'planner'?\n" })

@@ -112,3 +112,137 @@ If it falls short, run \`flow block api-check "<what is wrong>"\` instead of fix
   expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no task 'apj' in tasks.yaml\nhint: did you mean 'api'?\n" })
   expect((await flow(dir.path, ["prompt"])).code).toBe(2)
 })
+
+const NESTED = `tasks:
+  - id: store
+    title: Storage layer
+    status: done
+    instructions: Keep links in SQLite.
+    ai_notes: [Schema is in db/schema.sql]
+  - id: config
+    title: Config file
+    status: todo
+    instructions: Read flow.toml.
+  - id: cli
+    title: Command-line tool
+    status: in_progress
+    depends_on: [store]
+    instructions: |
+      A CLI named 'short' that shortens URLs.
+      It prints the short code on stdout.
+    subtasks:
+      - id: cli-input
+        title: Input handling
+        status: in_progress
+        depends_on: [config]
+        instructions: Everything the tool reads from the user.
+        subtasks:
+          - id: cli-parse
+            title: Write the parser
+            status: todo
+            depends_on: [store, config, cli-help]
+            instructions: Parse argv into a command.
+          - id: cli-help
+            title: Help text
+            status: done
+            instructions: Write --help.
+`
+
+test.concurrent("a subtask two levels deep gets its ancestors' instructions and every dependency with what is true of it", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": NESTED })
+  const name = dir.path.split("/").pop()
+  const r = await flow(dir.path, ["prompt", "cli-parse"])
+  expect(r.code).toBe(0)
+  expect(r.stderr).toBe("")
+  expect(r.stdout.split("\n")).toEqual([
+    `You are a coding agent working on task 'cli-parse' of the project '${name}', orchestrated by flow.`,
+    "Your working directory is a git worktree on branch 'flow/cli-parse': work and commit only there.",
+    "",
+    "# Your task: cli-parse: Write the parser",
+    "",
+    "## Part of",
+    "",
+    "Your task is one part of larger tasks, outermost first. Their instructions, for context (do only your own task):",
+    "",
+    "### cli: Command-line tool",
+    "",
+    "A CLI named 'short' that shortens URLs.",
+    "It prints the short code on stdout.",
+    "",
+    "### cli-input: Input handling",
+    "",
+    "Everything the tool reads from the user.",
+    "",
+    "## Instructions",
+    "",
+    "Parse argv into a command.",
+    "",
+    "## Work this task builds on",
+    "",
+    "Your task depends on these tasks. Not all of them are done: the code of a task that is not done is not in your branch, so do not rely on it.",
+    "",
+    "- store: Storage layer (done: its code is in your branch)",
+    "  - note: Schema is in db/schema.sql",
+    "",
+    "- config: Config file (todo: not done yet, its code is not in your branch)",
+    "",
+    "- cli-help: Help text (done: its code is in your branch)",
+    "",
+    "## Talking to flow",
+    "",
+    "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
+    "- `flow note cli-parse \"<text>\"` to record a decision or finding for the people and agents after you.",
+    "- `flow ask cli-parse \"<question>\" --wait` when something is unclear: it waits for a person's answer and prints it.",
+    "  If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.",
+    "- `flow block cli-parse \"<reason>\"` when you cannot go on; then exit.",
+    "- `flow done cli-parse` when every acceptance criterion is met, the tests pass and your work is committed; then exit.",
+    "",
+  ])
+})
+
+test.concurrent("a subtask inherits its parent's dependencies; long ancestor instructions are shortened", async () => {
+  const long = `${"word ".repeat(200).trim()}`
+  await using dir = await tempRepo({ "tasks.yaml": `tasks:
+  - id: base
+    title: Base
+    status: done
+    instructions: x
+  - id: top
+    title: Top
+    status: todo
+    depends_on: [base]
+    instructions: ${long}
+    subtasks:
+      - id: leaf
+        title: Leaf
+        status: todo
+        instructions: y
+` })
+  const r = await flow(dir.path, ["prompt", "leaf"])
+  expect(r.stdout).toContain(`These tasks were done before yours; their code is in your branch.
+
+- base: Base (done; a dependency of top, which your task is part of)
+`)
+  const shortened = r.stdout.split("\n").find((l) => l.startsWith("word word"))
+  expect(shortened).toEndWith(" word … (shortened: `flow show top` prints all of it)")
+  expect(shortened!.length).toBeLessThan(long.length)
+  // No prompt text may ask for command substitution: Gemini CLI refuses such commands.
+  expect(r.stdout).not.toContain("$(")
+})
+
+test.concurrent("--resume before any step is done does not claim a previous step is done", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": `tasks:
+  - id: st
+    title: Stepped
+    status: todo
+    steps:
+      - id: st.1
+        instruction: One
+      - id: st.2
+        instruction: Two
+      - id: st.3
+        instruction: Three
+` })
+  const r = await flow(dir.path, ["prompt", "st", "--resume"])
+  expect(r.stdout.split("\n")[0]).toBe("No step of task 'st' is done yet. Continue with step 1 of 3 of task 'st'.")
+})

@@ -172,7 +172,7 @@ test.concurrent("in a terminal: the plan review adds work items to an empty sect
     expect(screen).toContain("No agent to talk it over with (--no-agent)")
   }
   expect(dir.read("plan.md")).toBe(fixture("plan.md")
-    .replace("- Handle credit notes\n", "- Handle credit notes (src/export/credit-notes.ts)\n")
+    .replace("- Handle credit notes\n", "- Handle credit notes (`src/export/credit-notes.ts`)\n")
     .replace("### 1.2 Download button\n", "### 1.2 Download button\n- src/ui/ExportButton.tsx calls the export endpoint\n"))
   const edited = dir.read("plan.md")
   using t = await terminal(dir.path, ["refine", "plan"])

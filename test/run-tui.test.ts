@@ -81,7 +81,7 @@ test.concurrent("--headless in a terminal, and any piped run, print the timestam
   {
     using t = await terminal(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], {}, SIZE)
     const end = await t.waitFor("EXIT=", SCREEN_MS)
-    expect(end).toMatch(/^\d\d:\d\d:\d\d run: 1 tasks, agents script-1, merging into main$/m)
+    expect(end).toMatch(/^\d\d:\d\d:\d\d run: 1 task, agents script-1, merging into main$/m)
     expect(end).toMatch(/^\d\d:\d\d:\d\d one \| hello from one$/m)
     expect(end).not.toContain("── Questions")
     expect(end).toContain("EXIT=0")
@@ -90,7 +90,7 @@ test.concurrent("--headless in a terminal, and any piped run, print the timestam
   const r = await flow(piped.path, ["run", "--agents", "1", "--cli", "script"])
   expect(r.code).toBe(0)
   expect(r.stdout.split("\n").slice(0, 3)).toEqual([
-    expect.stringMatching(/^\d\d:\d\d:\d\d run: 1 tasks, agents script-1, merging into main$/),
+    expect.stringMatching(/^\d\d:\d\d:\d\d run: 1 task, agents script-1, merging into main$/),
     expect.stringMatching(/^\d\d:\d\d:\d\d one: todo → in_progress$/),
     expect.stringMatching(/^\d\d:\d\d:\d\d one: started by script-1 on flow\/one$/),
   ])

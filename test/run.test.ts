@@ -111,6 +111,22 @@ test.concurrent("a merge conflict blocks the task merged second, names the file,
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M tasks.yaml")
 })
 
+test.concurrent("a merge refused by local changes in the target blocks the task with one sentence per fact; the log counts 1 task; agents says '1 tasks'", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n", "tasks.yaml": tasksYaml([{ id: "edit", title: "Edit", status: "todo", instructions: sh("echo b > a.txt\ngit add a.txt\ngit commit -qm b") }]) })
+  dir.write("a.txt", "local\n")
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect(r.code).toBe(4)
+  expect(r.stdout).toContain(" run: 1 task, agents script-1, merging into main\n")
+  const note = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { ai_notes: string[] }[] }).tasks[0].ai_notes[0]
+  expect(note).toContain("Merge with strategy ort failed. The target was left as it was")
+  expect(note).not.toContain("..")
+  expect(dir.read("a.txt")).toBe("local\n")
+  dir.write("tasks.yaml", tasksYaml([{ id: "one", title: "One", status: "todo", instructions: sh("true") }]))
+  await git(dir.path, ["checkout", "--", "a.txt"])
+  expect((await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])).code).toBe(0)
+  expect((await flow(dir.path, ["agents"])).stdout).toBe("Agents:\n  script-1 (script)\n    Current: none\n    Completed: 1 tasks\n")
+})
+
 test.concurrent("a failed validation blocks the validated task too", async () => {
   await using dir = await tempRepo({
     "tasks.yaml": tasksYaml([
@@ -209,6 +225,9 @@ test.concurrent("flow repo worktree list and remove: uncommitted changes refused
   const unknown = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/nope"])
   expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no worktree of . has branch 'flow/nope' checked out\nhint: worktrees: flow/wip\n" })
   expect((await flow(dir.path, ["repo", "worktree", "remove", "../elsewhere", "x"])).stderr).toContain("points outside the project folder")
+  expect(await flow(dir.path, ["repo", "worktree", "list", "repos/missing"])).toEqual({ code: 2, stdout: "",
+    stderr: `error: the folder repos/missing (${dir.path}/repos/missing) does not exist\nhint: <repo> is a folder relative to the project, as in a task's 'repo' field, or '.'\n` })
+  expect((await flow(dir.path, ["repo", "worktree", "remove", "repos/missing", "flow/wip"])).code).toBe(2)
   const forced = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/wip", "--force"])
   expect(forced).toEqual({ code: 0, stderr: "", stdout: "Removed the worktree of flow/wip (.flow/worktrees/wip); the branch is kept.\n" })
   expect(existsSync(dir.file(".flow/worktrees/wip"))).toBe(false)

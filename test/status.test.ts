@@ -234,6 +234,20 @@ test.concurrent("an unknown task id exits 1 naming the closest id, and the file 
   }
 })
 
+test.concurrent("a step id given to a status verb points to the step command, not to a near task id", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": `tasks:
+  - id: st
+    title: Stepped
+    status: in_progress
+    steps:
+      - {id: st.1, instruction: One, status: done}
+      - {id: st.2, instruction: Two, status: in_progress}
+` })
+  await refused(dir, ["done", "st.2"], 1, "error: 'st.2' is a step of task 'st', not a task\nhint: run 'flow step done st.2'\n")
+  await refused(dir, ["start", "st.2"], 1, "error: 'st.2' is a step of task 'st', not a task\nhint: run 'flow step start st.2'\n")
+  await refused(dir, ["block", "st.2"], 1, "error: 'st.2' is a step of task 'st', not a task\nhint: run 'flow block st' for the whole task\n")
+})
+
 test.concurrent("usage errors exit 2 and write nothing", async () => {
   await using dir = await tempRepo({ "tasks.yaml": GRAPH })
   await refused(dir, ["done"], 2, "error: missing <task_id>\nhint: usage: flow done <task_id>\n")

@@ -617,6 +617,20 @@ ${summary(0, "1 error, 0 warnings")}`,
   })
 })
 
+test.concurrent("an unterminated quote is reported where it opens, not where the file ends", async () => {
+  expect(await validate('tasks:\n  - id: a\n    title: "Set up\n    status: todo\n    instructions: x\n')).toEqual({
+    code: 1,
+    stdout: `ERROR: YAML: this " quote is never closed
+  at tasks.yaml:3:12
+  3 |     title: "Set up
+    |            ^
+  hint: fix the YAML syntax at that position (indentation, a missing colon, or quotes around text with ': ')
+
+${summary(0, "1 error, 0 warnings")}`,
+    stderr: "",
+  })
+})
+
 test.concurrent("a file without a top-level tasks list is one error, pointing at what is there instead", async () => {
   const hint = "  hint: start the file with 'tasks:' followed by a list of tasks (run 'flow generate' to make one from plan.md)\n"
   const cases: [string, string][] = [

@@ -30,6 +30,13 @@ const TASKS = tasksYaml([
   },
   { id: "ui", title: "<img src=x onerror=alert(1)> UI", status: "todo", phase: 2, depends_on: ["api"], instructions: "<script>window.pwned = 1</script>\n\n[bad](javascript:alert(1)) [good](https://example.com/a?b=1&c=2)" },
   { id: "review", title: "Review the API", status: "todo", phase: 2, depends_on: ["setup"], checkpoint: true, instructions: "Look at it." },
+  // Narrow boxes full of badges: the checkpoint flag must stay inside them (it waits on 'later', so no review yet).
+  { id: "later", title: "Later", status: "todo", phase: 3, instructions: "x" },
+  {
+    id: "ship", title: "Ship the release to every store", status: "todo", phase: 3, checkpoint: true, agent_name: "release-manager-bot", instructions: "x",
+    subtasks: [{ id: "ship-notes", title: "Release notes", status: "todo", depends_on: ["later"], checkpoint: true, agent_name: "a-rather-long-agent-name",
+      instructions: "x", steps: [{ id: "ship-notes.1", instruction: "a" }, { id: "ship-notes.2", instruction: "b" }] }],
+  },
 ])
 
 // The page's globals, typed just enough for the callbacks that run in the browser (this project has no DOM lib).
@@ -99,6 +106,19 @@ test("a click shows the task's instructions as Markdown and the exact prompt of 
   // The chain of the selection is lit: its dependency and its dependent.
   expect(await page.$$eval("#nodes .node.on", (els) => els.map((e) => (e as unknown as El).dataset.id).sort())).toEqual(["api", "setup", "ui"])
   await page.screenshot({ path: join(ARTIFACTS, "view-selected.png") })
+})
+
+test("the checkpoint badge stays inside narrow boxes, a parent's and a leaf's", async () => {
+  for (const id of ["ship", "ship-notes"]) {
+    const fit = await page.$eval(`#nodes .node[data-id="${id}"]`, (g) => {
+      const el = g as unknown as { querySelector: (s: string) => { textContent: string; getBoundingClientRect: () => { left: number; right: number } } }
+      const box = el.querySelector(":scope > rect").getBoundingClientRect()
+      const badge = el.querySelector(".badge")
+      const r = badge.getBoundingClientRect()
+      return { text: badge.textContent, inside: r.left >= box.left && r.right <= box.right }
+    })
+    expect({ id, starts: fit.text.startsWith("⚑ checkpoint"), inside: fit.inside }).toEqual({ id, starts: true, inside: true })
+  }
 })
 
 test("texts from tasks.yaml are shown as text, never run as markup", async () => {

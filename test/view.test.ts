@@ -1,30 +1,10 @@
 // `flow view` through the real CLI: its address on the first line, the page and API served by the
 // process, and the errors that stop it before it serves anything.
 import { expect, test } from "bun:test"
-import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"
+import { flow, tasksYaml, tempRepo } from "./helpers"
+import { startView } from "./view-helpers"
 
 const TASKS = tasksYaml([{ id: "setup", title: "Set up", status: "todo", instructions: "x" }])
-
-/** `flow view --no-open` left running; resolves with its address, stopped on dispose (Ctrl-C). */
-async function startView(dir: TempDir, args: string[] = []) {
-  const proc = Bun.spawn([...flowArgv(), "view", "--no-open", ...args], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-  let out = ""
-  while (!out.includes("\n")) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`flow view ended early: ${await new Response(proc.stderr).text()}`)
-    out += new TextDecoder().decode(value)
-  }
-  reader.releaseLock()
-  return {
-    url: out.split("\n")[0],
-    proc,
-    [Symbol.asyncDispose]: async () => {
-      proc.kill("SIGINT")
-      await proc.exited
-    },
-  }
-}
 
 test.concurrent("view prints its loopback address first, serves the page and the API, and stops on Ctrl-C with exit 0", async () => {
   await using dir = await tempRepo({ "tasks.yaml": TASKS })

@@ -4,23 +4,53 @@ import { select } from "./panel.js"
 import { $, STATUSES, state, SVG, VIEWPORT } from "./state.js"
 import { esc } from "./text.js"
 
+// Rough widths in px per character at the node fonts (style.css): title 13px, badge 11px, id 11px monospace.
+const TITLE_PX = 7
+const BADGE_PX = 6.2
+const ID_PX = 6.7
+
 export function nodeMarkup(t, box) {
   const parent = state.parents.has(t.id)
   const classes = ["node", `st-${t.status}`, parent ? "parent" : "", t.checkpoint ? "checkpoint" : "", t.review ? "review" : ""].filter(Boolean).join(" ")
-  const badges = [t.checkpoint ? "⚑ checkpoint" : "", t.validation_task_id ? `✓ by ${t.validation_task_id}` : "", t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "", t.agent_name ? `@${t.agent_name}` : ""].filter(Boolean).join("  ")
+  // In order of importance: a box too narrow for all of them drops from the end, never the checkpoint flag.
+  const badges = [t.checkpoint ? "⚑ checkpoint" : "", t.validation_task_id ? `✓ by ${t.validation_task_id}` : "", t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "", t.agent_name ? `@${t.agent_name}` : ""].filter(Boolean)
   const head = `<g class="${classes}" data-id="${esc(t.id)}" transform="translate(${box.x},${box.y})"><title>${esc(`${t.id}: ${t.title} (${t.status})`)}</title><rect width="${box.width}" height="${box.height}"></rect>`
   if (parent) {
-    const room = Math.max(8, Math.floor((box.width - 24) / 7) - t.id.length - 2)
-    return `${head}<rect class="bar" width="6" height="24" rx="3"></rect><text class="title" x="12" y="19"><tspan class="id">${esc(t.id)}</tspan>  ${esc(clip(t.title, room))}  <tspan class="badge">${esc(badges)}</tspan></text></g>`
+    // One line: id, title, badges. The badges are placed first (the title can be read in the tooltip).
+    const free = box.width - 24 - (t.id.length + 2) * ID_PX
+    const badge = fitBadges(badges, Math.floor((free - 8 * TITLE_PX) / BADGE_PX) - 2)
+    const room = Math.max(4, Math.floor((free - (badge ? (width(badge) + 2) * BADGE_PX : 0)) / TITLE_PX))
+    return `${head}<rect class="bar" width="6" height="24" rx="3"></rect><text class="title" x="12" y="19"><tspan class="id">${esc(t.id)}</tspan>  ${esc(clip(t.title, room))}${badge ? `  <tspan class="badge">${esc(badge)}</tspan>` : ""}</text></g>`
   }
-  const room = Math.max(8, Math.floor((box.width - 16) / 7))
+  const room = Math.max(8, Math.floor((box.width - 16) / TITLE_PX))
+  const badge = fitBadges(badges, Math.floor((box.width - 20) / BADGE_PX))
   return `${head}<rect class="bar" width="6" height="${box.height}" rx="3"></rect><text class="id" x="12" y="14">${esc(t.id)}</text>` +
-    `<text class="title" x="12" y="30">${esc(clip(t.title, room))}</text><text class="badge" x="12" y="43">${esc(badges)}</text></g>`
+    `<text class="title" x="12" y="30">${esc(clip(t.title, room))}</text><text class="badge" x="12" y="43">${esc(badge)}</text></g>`
 }
 
 export function clip(text, chars) {
   const one = text.replace(/\s+/g, " ")
   return one.length > chars ? `${one.slice(0, chars - 1)}…` : one
+}
+
+/** As many whole badges as fit in `chars`, then "…" for the rest; a first badge too long alone is clipped. */
+function fitBadges(badges, chars) {
+  let out = ""
+  for (const [i, b] of badges.entries()) {
+    const next = out ? `${out}  ${b}` : b
+    if (width(next) > chars) {
+      if (!out) return clip(b, Math.max(1, chars - 1))
+      return width(out) + 2 <= chars ? `${out} …` : out
+    }
+    out = next
+    if (i === badges.length - 1) return out
+  }
+  return out
+}
+
+/** Characters as drawn: the flag and the tick are about two characters wide in most fonts. */
+function width(text) {
+  return [...text].reduce((n, c) => n + (c === "⚑" || c === "✓" ? 2 : 1), 0)
 }
 
 export function edgePath(points) {

@@ -16,11 +16,14 @@ const checks = {
   check2(data, ctx) {     if (!this.check3(data, ctx)) {
             return false
         }
+        if (!this.check4(data)) {
+            return false
+        }
         return true
   },
   check3(data, ctx) {     if ("tasks" in data) {
             ctx.path.push("tasks")
-            if (!this.check4(data.tasks, ctx)) {
+            if (!this.check16(data.tasks, ctx)) {
                 return false
             }
             ctx.path.pop()
@@ -30,112 +33,55 @@ const checks = {
         }
         return true
   },
-  check4(data, ctx) {     if (!this.check5(data)) {
-            return false
-        }
-        if (!this.check6(data, ctx)) {
-            return false
-        }
-        return true
-  },
-  check5(data, ctx) {     return Array.isArray(data)
-  },
-  check6(data, ctx) {     if (!this.check7(data, ctx)) {
-            return false
-        }
-        return true
-  },
-  check7(data, ctx) {     for (let i = 0; i < data.length; i++) {
-            ctx.path.push(i)
-            if (!this.check8(data[i], ctx)) {
+  check4(data, ctx) {     if ("phases" in data) {
+            if (!this.check5(data.phases)) {
                 return false
             }
-            ctx.path.pop()
         }
         return true
   },
-  check8(data, ctx) {     if (ctx.seen.seen0 && ctx.seen.seen0.includes(data)) {
-            return true
-        }
-        if (!ctx.seen.seen0) {
-            ctx.seen.seen0 = []
-        }
-        ctx.seen.seen0.push(data)
-        return this.check9(data, ctx)
-  },
-  check9(data, ctx) {     if (!this.check1(data)) {
+  check5(data, ctx) {     if (!this.check6(data)) {
             return false
         }
-        if (!this.check10(data, ctx)) {
+        if (!this.check7(data)) {
             return false
         }
         return true
   },
-  check10(data, ctx) {     if (!this.check11(data)) {
+  check6(data, ctx) {     return Array.isArray(data)
+  },
+  check7(data, ctx) {     if (!this.check8(data)) {
             return false
         }
-        if (!this.check12(data)) {
+        return true
+  },
+  check8(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            if (!this.check9(data[i])) {
+                return false
+            }
+        }
+        return true
+  },
+  check9(data, ctx) {     if (!this.check10(data)) {
+            return false
+        }
+        if (!this.check11(data)) {
+            return false
+        }
+        return true
+  },
+  check10(data, ctx) {     return ((typeof data === "object" && data !== null) || typeof data === "function")
+  },
+  check11(data, ctx) {     if (!this.check12(data)) {
             return false
         }
         if (!this.check13(data)) {
             return false
         }
-        if (!this.check14(data)) {
-            return false
-        }
-        if (!this.check15(data)) {
-            return false
-        }
-        if (!this.check16(data)) {
-            return false
-        }
-        if (!this.check17(data)) {
-            return false
-        }
-        if (!this.check18(data)) {
-            return false
-        }
-        if (!this.check19(data)) {
-            return false
-        }
-        if (!this.check20(data)) {
-            return false
-        }
-        if (!this.check21(data)) {
-            return false
-        }
-        if (!this.check22(data)) {
-            return false
-        }
-        if (!this.check23(data)) {
-            return false
-        }
-        if (!this.check24(data)) {
-            return false
-        }
-        if (!this.check25(data, ctx)) {
-            return false
-        }
-        if (!this.check26(data)) {
-            return false
-        }
-        if (!this.check27(data)) {
-            return false
-        }
         return true
   },
-  check11(data, ctx) {     if ("id" in data) {
-            if (!this.check51(data.id)) {
-                return false
-            }
-        }
-        else {
-            return false
-        }
-        return true
-  },
-  check12(data, ctx) {     if ("status" in data) {
-            if (!this.check50(data.status)) {
+  check12(data, ctx) {     if ("number" in data) {
+            if (!this.check15(data.number)) {
                 return false
             }
         }
@@ -145,7 +91,7 @@ const checks = {
         return true
   },
   check13(data, ctx) {     if ("title" in data) {
-            if (!this.check48(data.title)) {
+            if (!this.check14(data.title)) {
                 return false
             }
         }
@@ -154,158 +100,104 @@ const checks = {
         }
         return true
   },
-  check14(data, ctx) {     if ("acceptance_criteria" in data) {
-            if (!this.check38(data.acceptance_criteria)) {
-                return false
-            }
+  check14(data, ctx) {     return typeof data === "string"
+  },
+  check15(data, ctx) {     return typeof data === "number" && !Number.isNaN(data)
+  },
+  check16(data, ctx) {     if (!this.check6(data)) {
+            return false
+        }
+        if (!this.check17(data, ctx)) {
+            return false
         }
         return true
   },
-  check15(data, ctx) {     if ("agent_name" in data) {
-            if (!this.check28(data.agent_name)) {
-                return false
-            }
+  check17(data, ctx) {     if (!this.check18(data, ctx)) {
+            return false
         }
         return true
   },
-  check16(data, ctx) {     if ("ai_notes" in data) {
-            if (!this.check38(data.ai_notes)) {
-                return false
-            }
-        }
-        return true
-  },
-  check17(data, ctx) {     if ("checkpoint" in data) {
-            if (!this.check45(data.checkpoint)) {
-                return false
-            }
-        }
-        return true
-  },
-  check18(data, ctx) {     if ("completed_at" in data) {
-            if (!this.check28(data.completed_at)) {
-                return false
-            }
-        }
-        return true
-  },
-  check19(data, ctx) {     if ("depends_on" in data) {
-            if (!this.check38(data.depends_on)) {
-                return false
-            }
-        }
-        return true
-  },
-  check20(data, ctx) {     if ("instructions" in data) {
-            if (!this.check28(data.instructions)) {
-                return false
-            }
-        }
-        return true
-  },
-  check21(data, ctx) {     if ("phase" in data) {
-            if (!this.check44(data.phase)) {
-                return false
-            }
-        }
-        return true
-  },
-  check22(data, ctx) {     if ("repo" in data) {
-            if (!this.check28(data.repo)) {
-                return false
-            }
-        }
-        return true
-  },
-  check23(data, ctx) {     if ("started_at" in data) {
-            if (!this.check28(data.started_at)) {
-                return false
-            }
-        }
-        return true
-  },
-  check24(data, ctx) {     if ("steps" in data) {
-            if (!this.check29(data.steps)) {
-                return false
-            }
-        }
-        return true
-  },
-  check25(data, ctx) {     if ("subtasks" in data) {
-            ctx.path.push("subtasks")
-            if (!this.check4(data.subtasks, ctx)) {
+  check18(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            ctx.path.push(i)
+            if (!this.check19(data[i], ctx)) {
                 return false
             }
             ctx.path.pop()
         }
         return true
   },
-  check26(data, ctx) {     if ("validation_task_id" in data) {
-            if (!this.check28(data.validation_task_id)) {
-                return false
-            }
+  check19(data, ctx) {     if (ctx.seen.seen0 && ctx.seen.seen0.includes(data)) {
+            return true
         }
-        return true
-  },
-  check27(data, ctx) {     if ("worktree" in data) {
-            if (!this.check28(data.worktree)) {
-                return false
-            }
+        if (!ctx.seen.seen0) {
+            ctx.seen.seen0 = []
         }
-        return true
+        ctx.seen.seen0.push(data)
+        return this.check20(data, ctx)
   },
-  check28(data, ctx) {     return typeof data === "string"
-  },
-  check29(data, ctx) {     if (!this.check5(data)) {
+  check20(data, ctx) {     if (!this.check1(data)) {
             return false
         }
-        if (!this.check30(data)) {
+        if (!this.check21(data, ctx)) {
             return false
         }
         return true
   },
-  check30(data, ctx) {     if (!this.check31(data)) {
-            return false
-        }
-        return true
-  },
-  check31(data, ctx) {     for (let i = 0; i < data.length; i++) {
-            if (!this.check32(data[i])) {
-                return false
-            }
-        }
-        return true
-  },
-  check32(data, ctx) {     if (!this.check1(data)) {
-            return false
-        }
-        if (!this.check33(data)) {
-            return false
-        }
-        return true
-  },
-  check33(data, ctx) {     if (!this.check34(data)) {
-            return false
-        }
-        if (!this.check35(data)) {
-            return false
-        }
-        if (!this.check14(data)) {
-            return false
-        }
-        if (!this.check18(data)) {
+  check21(data, ctx) {     if (!this.check22(data)) {
             return false
         }
         if (!this.check23(data)) {
             return false
         }
-        if (!this.check36(data)) {
+        if (!this.check24(data)) {
+            return false
+        }
+        if (!this.check25(data)) {
+            return false
+        }
+        if (!this.check26(data)) {
+            return false
+        }
+        if (!this.check27(data)) {
+            return false
+        }
+        if (!this.check28(data)) {
+            return false
+        }
+        if (!this.check29(data)) {
+            return false
+        }
+        if (!this.check30(data)) {
+            return false
+        }
+        if (!this.check31(data)) {
+            return false
+        }
+        if (!this.check32(data)) {
+            return false
+        }
+        if (!this.check33(data)) {
+            return false
+        }
+        if (!this.check34(data)) {
+            return false
+        }
+        if (!this.check35(data)) {
+            return false
+        }
+        if (!this.check36(data, ctx)) {
+            return false
+        }
+        if (!this.check37(data)) {
+            return false
+        }
+        if (!this.check38(data)) {
             return false
         }
         return true
   },
-  check34(data, ctx) {     if ("id" in data) {
-            if (!this.check41(data.id)) {
+  check22(data, ctx) {     if ("id" in data) {
+            if (!this.check60(data.id)) {
                 return false
             }
         }
@@ -314,8 +206,8 @@ const checks = {
         }
         return true
   },
-  check35(data, ctx) {     if ("instruction" in data) {
-            if (!this.check28(data.instruction)) {
+  check23(data, ctx) {     if ("status" in data) {
+            if (!this.check59(data.status)) {
                 return false
             }
         }
@@ -324,41 +216,137 @@ const checks = {
         }
         return true
   },
-  check36(data, ctx) {     if ("status" in data) {
-            if (!this.check37(data.status)) {
+  check24(data, ctx) {     if ("title" in data) {
+            if (!this.check57(data.title)) {
+                return false
+            }
+        }
+        else {
+            return false
+        }
+        return true
+  },
+  check25(data, ctx) {     if ("acceptance_criteria" in data) {
+            if (!this.check48(data.acceptance_criteria)) {
                 return false
             }
         }
         return true
   },
-  check37(data, ctx) {     switch(data) {
-            case "done": return true
-            case "in_progress": return true
-            case "pending": return true
-        }
-        return false
-  },
-  check38(data, ctx) {     if (!this.check5(data)) {
-            return false
-        }
-        if (!this.check39(data)) {
-            return false
-        }
-        return true
-  },
-  check39(data, ctx) {     if (!this.check40(data)) {
-            return false
-        }
-        return true
-  },
-  check40(data, ctx) {     for (let i = 0; i < data.length; i++) {
-            if (!this.check28(data[i])) {
+  check26(data, ctx) {     if ("agent_name" in data) {
+            if (!this.check14(data.agent_name)) {
                 return false
             }
         }
         return true
   },
-  check41(data, ctx) {     if (!this.check42(data)) {
+  check27(data, ctx) {     if ("ai_notes" in data) {
+            if (!this.check48(data.ai_notes)) {
+                return false
+            }
+        }
+        return true
+  },
+  check28(data, ctx) {     if ("checkpoint" in data) {
+            if (!this.check54(data.checkpoint)) {
+                return false
+            }
+        }
+        return true
+  },
+  check29(data, ctx) {     if ("completed_at" in data) {
+            if (!this.check14(data.completed_at)) {
+                return false
+            }
+        }
+        return true
+  },
+  check30(data, ctx) {     if ("depends_on" in data) {
+            if (!this.check48(data.depends_on)) {
+                return false
+            }
+        }
+        return true
+  },
+  check31(data, ctx) {     if ("instructions" in data) {
+            if (!this.check14(data.instructions)) {
+                return false
+            }
+        }
+        return true
+  },
+  check32(data, ctx) {     if ("phase" in data) {
+            if (!this.check15(data.phase)) {
+                return false
+            }
+        }
+        return true
+  },
+  check33(data, ctx) {     if ("repo" in data) {
+            if (!this.check14(data.repo)) {
+                return false
+            }
+        }
+        return true
+  },
+  check34(data, ctx) {     if ("started_at" in data) {
+            if (!this.check14(data.started_at)) {
+                return false
+            }
+        }
+        return true
+  },
+  check35(data, ctx) {     if ("steps" in data) {
+            if (!this.check39(data.steps)) {
+                return false
+            }
+        }
+        return true
+  },
+  check36(data, ctx) {     if ("subtasks" in data) {
+            ctx.path.push("subtasks")
+            if (!this.check16(data.subtasks, ctx)) {
+                return false
+            }
+            ctx.path.pop()
+        }
+        return true
+  },
+  check37(data, ctx) {     if ("validation_task_id" in data) {
+            if (!this.check14(data.validation_task_id)) {
+                return false
+            }
+        }
+        return true
+  },
+  check38(data, ctx) {     if ("worktree" in data) {
+            if (!this.check14(data.worktree)) {
+                return false
+            }
+        }
+        return true
+  },
+  check39(data, ctx) {     if (!this.check6(data)) {
+            return false
+        }
+        if (!this.check40(data)) {
+            return false
+        }
+        return true
+  },
+  check40(data, ctx) {     if (!this.check41(data)) {
+            return false
+        }
+        return true
+  },
+  check41(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            if (!this.check42(data[i])) {
+                return false
+            }
+        }
+        return true
+  },
+  check42(data, ctx) {     if (!this.check1(data)) {
             return false
         }
         if (!this.check43(data)) {
@@ -366,25 +354,61 @@ const checks = {
         }
         return true
   },
-  check42(data, ctx) {     return typeof data === "string"
-  },
-  check43(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/.test(data)
-  },
-  check44(data, ctx) {     return typeof data === "number" && !Number.isNaN(data)
-  },
-  check45(data, ctx) {     if (this.check46(data)) {
-            return true
+  check43(data, ctx) {     if (!this.check44(data)) {
+            return false
         }
-        if (this.check47(data)) {
-            return true
+        if (!this.check45(data)) {
+            return false
+        }
+        if (!this.check25(data)) {
+            return false
+        }
+        if (!this.check29(data)) {
+            return false
+        }
+        if (!this.check34(data)) {
+            return false
+        }
+        if (!this.check46(data)) {
+            return false
+        }
+        return true
+  },
+  check44(data, ctx) {     if ("id" in data) {
+            if (!this.check51(data.id)) {
+                return false
+            }
+        }
+        else {
+            return false
+        }
+        return true
+  },
+  check45(data, ctx) {     if ("instruction" in data) {
+            if (!this.check14(data.instruction)) {
+                return false
+            }
+        }
+        else {
+            return false
+        }
+        return true
+  },
+  check46(data, ctx) {     if ("status" in data) {
+            if (!this.check47(data.status)) {
+                return false
+            }
+        }
+        return true
+  },
+  check47(data, ctx) {     switch(data) {
+            case "done": return true
+            case "in_progress": return true
+            case "pending": return true
         }
         return false
   },
-  check46(data, ctx) {     return data === false
-  },
-  check47(data, ctx) {     return data === true
-  },
-  check48(data, ctx) {     if (!this.check28(data)) {
+  check48(data, ctx) {     if (!this.check6(data)) {
             return false
         }
         if (!this.check49(data)) {
@@ -392,9 +416,53 @@ const checks = {
         }
         return true
   },
-  check49(data, ctx) {     return data.length >= 1
+  check49(data, ctx) {     if (!this.check50(data)) {
+            return false
+        }
+        return true
   },
-  check50(data, ctx) {     switch(data) {
+  check50(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            if (!this.check14(data[i])) {
+                return false
+            }
+        }
+        return true
+  },
+  check51(data, ctx) {     if (!this.check52(data)) {
+            return false
+        }
+        if (!this.check53(data)) {
+            return false
+        }
+        return true
+  },
+  check52(data, ctx) {     return typeof data === "string"
+  },
+  check53(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/.test(data)
+  },
+  check54(data, ctx) {     if (this.check55(data)) {
+            return true
+        }
+        if (this.check56(data)) {
+            return true
+        }
+        return false
+  },
+  check55(data, ctx) {     return data === false
+  },
+  check56(data, ctx) {     return data === true
+  },
+  check57(data, ctx) {     if (!this.check14(data)) {
+            return false
+        }
+        if (!this.check58(data)) {
+            return false
+        }
+        return true
+  },
+  check58(data, ctx) {     return data.length >= 1
+  },
+  check59(data, ctx) {     switch(data) {
             case "assigned": return true
             case "blocked": return true
             case "done": return true
@@ -404,15 +472,15 @@ const checks = {
         }
         return false
   },
-  check51(data, ctx) {     if (!this.check42(data)) {
+  check60(data, ctx) {     if (!this.check52(data)) {
             return false
         }
-        if (!this.check52(data)) {
+        if (!this.check61(data)) {
             return false
         }
         return true
   },
-  check52(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*$/.test(data)
+  check61(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*$/.test(data)
   },
 }
 

@@ -14,7 +14,7 @@ export function logLine(event: RunEvent, at: Date): string | undefined {
 function describe(e: RunEvent): string | undefined {
   switch (e.type) {
     case "run-start":
-      return `run: ${e.tasks} tasks, agents ${e.agents.join(", ")}, merging into ${e.target}`
+      return `run: ${e.tasks} task${e.tasks === 1 ? "" : "s"}, agents ${e.agents.join(", ")}, merging into ${e.target}`
     case "task-start":
       return `${e.taskId}: ${e.resumed ? "resumed" : "started"} by ${e.agent} on ${e.branch}`
     case "step-start":

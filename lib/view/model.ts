@@ -52,7 +52,7 @@ export class ViewModel {
     try {
       const { data } = await readTasks(this.project)
       const index = indexTasks(data)
-      this.loaded = { index, titles: readPhaseTitles(this.project.dir), key: layoutKey(index) }
+      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index) }
       this.error = null
       // Started now, before a page asks; a failure reaches the page that asks for it.
       this.layout(this.loaded.key)?.catch(() => undefined)
