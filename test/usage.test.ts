@@ -108,7 +108,7 @@ test.concurrent("claude: a session stopped and resumed in a new run counts each 
   const agents = await json<AgentsReport>(dir, ["agents"])
   expect(AgentsReport(agents)).toEqual(agents)
   expect(agents.agents.map((a) => [a.name, a.usage])).toEqual([["claude-a", null], ["claude-1", turn2]])
-  expect((await flow(dir.path, ["agents"])).stdout).toContain("  claude-1 (claude)\n    Current: none\n    Completed: 1 task\n    Usage: tokens 200 in, 100 out, $0.0246\n")
+  expect((await flow(dir.path, ["agents"])).stdout).toContain("  claude-1 (claude)\n    Current: none\n    Completed: 1 tasks\n    Usage: tokens 200 in, 100 out, $0.0246\n")
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
   expect(DashboardReport(dashboard)).toEqual(dashboard)
   // The last run is the second: it ran one turn.
