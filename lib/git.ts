@@ -112,3 +112,22 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   const reason = conflicts.length ? `merge conflict in ${conflicts.join(", ")}` : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n")
   return { ok: false, conflicts, reason }
 }
+
+/** The commit a ref names, or undefined when it does not exist. */
+export async function revParse(repo: string, ref: string): Promise<string | undefined> {
+  const r = await run(["git", "rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { cwd: repo, env: GIT_ENV })
+  return r.code === 0 ? r.stdout.trim() : undefined
+}
+
+/** True when `commit` is `of` or one of its ancestors: its work is in `of`. */
+export async function isAncestor(repo: string, commit: string, of: string): Promise<boolean> {
+  const r = await run(["git", "merge-base", "--is-ancestor", commit, of], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0 || r.code === 1) return r.code === 0
+  throw new FlowError(`'git merge-base --is-ancestor ${commit} ${of}' failed in ${repo}: ${r.stderr.trim()}`)
+}
+
+/** The local branches holding commits that `target` does not have (one git call for a whole repository). */
+export async function unmergedBranches(repo: string, target: string): Promise<Set<string>> {
+  const out = await git(repo, ["for-each-ref", `--no-merged=refs/heads/${target}`, "--format=%(refname:short)", "refs/heads/"])
+  return new Set(out.split("\n").filter(Boolean))
+}
