@@ -127,8 +127,8 @@ test.concurrent("a conflict resolved by a person and marked done is merged by th
   await using dir = await tempRepo({
     "tasks.yaml": tasksYaml([
       { id: "first", title: "First", status: "todo", instructions: sh("echo first > same.txt") },
-      { id: "second", title: "Second", status: "todo", depends_on: [], instructions: sh("echo second > same.txt") },
-      { id: "after", title: "After", status: "todo", depends_on: ["second"], instructions: sh("cat same.txt > seen.txt") },
+      { id: "second", title: "Second", status: "todo", instructions: sh("echo second > same.txt") },
+      { id: "after", title: "After", status: "todo", depends_on: ["first", "second"], instructions: sh("cat same.txt > seen.txt") },
     ]),
     ".gitignore": ".flow/\n",
   })

@@ -5,11 +5,8 @@
 // `git for-each-ref --no-merged` per repository.
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { loadConfig } from "../config"
-import { unmergedBranches } from "../git"
 import type { Project } from "../project"
 import type { Task } from "../task-index"
-import { Workspaces } from "./workspace"
 
 export type Pending = { branch: string; target: string }
 
@@ -19,6 +16,8 @@ export async function mergePending(project: Project, tasks: Iterable<Task>): Pro
   const candidates = [...tasks].filter((t) => t.status === "done" && existsSync(join(project.stateDir, "worktrees", t.id)))
   if (candidates.length === 0) return out
   try {
+    // Loaded only now: list, show and done start fast when no worktree is left (the common case).
+    const [{ loadConfig }, { unmergedBranches }, { Workspaces }] = await Promise.all([import("../config"), import("../git"), import("./workspace")])
     const config = loadConfig(project.dir)
     const workspaces = new Workspaces(project, { repo: config.repo, target: config.merge_target })
     const unmerged = new Map<string, Promise<Set<string>>>()
