@@ -113,17 +113,12 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   return { ok: false, conflicts, reason }
 }
 
-/** The commit a ref names, or undefined when it does not exist. */
-export async function revParse(repo: string, ref: string): Promise<string | undefined> {
-  const r = await run(["git", "rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { cwd: repo, env: GIT_ENV })
-  return r.code === 0 ? r.stdout.trim() : undefined
-}
-
-/** True when `commit` is `of` or one of its ancestors: its work is in `of`. */
-export async function isAncestor(repo: string, commit: string, of: string): Promise<boolean> {
-  const r = await run(["git", "merge-base", "--is-ancestor", commit, of], { cwd: repo, env: GIT_ENV })
-  if (r.code === 0 || r.code === 1) return r.code === 0
-  throw new FlowError(`'git merge-base --is-ancestor ${commit} ${of}' failed in ${repo}: ${r.stderr.trim()}`)
+/** The commits `refs` name (one git call), each undefined when it does not exist. */
+export async function revParse(repo: string, ...refs: string[]): Promise<(string | undefined)[]> {
+  const r = await run(["git", "rev-parse", ...refs.map((ref) => `${ref}^{commit}`)], { cwd: repo, env: GIT_ENV })
+  const out = r.stdout.split("\n")
+  // On an unknown ref git prints it back as given (not a hash) and exits 128.
+  return refs.map((_, i) => (/^[0-9a-f]{40,64}$/.test(out[i] ?? "") ? out[i] : undefined))
 }
 
 /** The local branches holding commits that `target` does not have (one git call for a whole repository). */

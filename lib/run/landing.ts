@@ -8,7 +8,7 @@
 // A branch whose head is already in the target is never merged again; the journal says whether a task's
 // work had been finished (so its agent is never run again).
 import { existsSync, rmSync } from "node:fs"
-import { commitAll, isAncestor, listWorktrees, mergeInto, removeWorktree, revParse, type MergeResult } from "../git"
+import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse, type MergeResult } from "../git"
 import { mutateTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
 import { MergeJournal } from "./merge-journal"
@@ -22,8 +22,9 @@ export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
 /**
  * A test hook, for the fault-injection tests only (test/run-crash.test.ts): FLOW_TEST_KILL_AT=<point> makes
- * the run SIGKILL itself at that point, as a crash would. Points: `after-merge` (git merged, nothing
- * recorded yet), `before-done` (outcome journaled, tasks.yaml not yet written).
+ * the run SIGKILL itself at that point, as a crash would, after a merge that made a merge commit. Points:
+ * `after-merge` (git merged, nothing recorded yet), `before-done` (outcome journaled, tasks.yaml not yet
+ * written).
  */
 function killPoint(name: string): void {
   if (process.env.FLOW_TEST_KILL_AT === name) process.kill(process.pid, "SIGKILL")
@@ -63,7 +64,7 @@ export class Landing {
       return false
     }
     if (result.commit) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
-    killPoint("before-done")
+    if (result.commit) killPoint("before-done")
     await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
@@ -71,24 +72,22 @@ export class Landing {
     return true
   }
 
-  /** Merges the branch into the target unless its head is there already; journaled before and after. */
+  /**
+   * Merges the branch into the target, journaled before and after. A branch whose head is in the target
+   * already (merged by a run that died before writing done) is never merged twice: git answers "Already up
+   * to date" and makes no commit, which is told apart by the target's head not moving.
+   */
   private async merge(taskId: string, ws: Workspace): Promise<Landed> {
     const checkout = await this.checkout(ws)
     if (!checkout) return { ok: false, reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
-    const head = await revParse(ws.repo, ws.branch)
-    const before = await revParse(checkout, "HEAD")
+    const [head, before] = await revParse(checkout, ws.branch, "HEAD")
     if (!head || !before) return { ok: false, reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
-    const open = (await this.journal.open()).get(taskId)
-    if (await isAncestor(ws.repo, head, before)) {
-      // Merged already (by a run that died before writing done), or nothing to merge: never merge twice.
-      if (open && open.outcome === null) await this.journal.outcome(open.id, "merged", { reason: "found in the target at recovery" })
-      return { ok: true }
-    }
     const id = await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const r: MergeResult = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
-    killPoint("after-merge")
-    await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: r.commit } : { reason: r.reason })
-    return r.ok ? { ok: true, commit: r.commit } : { ok: false, reason: r.reason }
+    const merged = r.ok && r.commit !== before
+    if (merged) killPoint("after-merge")
+    await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: merged ? r.commit : undefined, reason: merged ? undefined : "already in the target" } : { reason: r.reason })
+    return !r.ok ? { ok: false, reason: r.reason } : { ok: true, commit: merged ? r.commit : undefined }
   }
 
   private async checkout(ws: Workspace): Promise<string | undefined> {
