@@ -113,3 +113,17 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   const reason = conflicts.length ? `merge conflict in ${conflicts.join(", ")}` : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
   return { ok: false, conflicts, reason }
 }
+
+/** The commits `refs` name (one git call), each undefined when it does not exist. */
+export async function revParse(repo: string, ...refs: string[]): Promise<(string | undefined)[]> {
+  const r = await run(["git", "rev-parse", ...refs.map((ref) => `${ref}^{commit}`)], { cwd: repo, env: GIT_ENV })
+  const out = r.stdout.split("\n")
+  // On an unknown ref git prints it back as given (not a hash) and exits 128.
+  return refs.map((_, i) => (/^[0-9a-f]{40,64}$/.test(out[i] ?? "") ? out[i] : undefined))
+}
+
+/** The local branches holding commits that `target` does not have (one git call for a whole repository). */
+export async function unmergedBranches(repo: string, target: string): Promise<Set<string>> {
+  const out = await git(repo, ["for-each-ref", `--no-merged=refs/heads/${target}`, "--format=%(refname:short)", "refs/heads/"])
+  return new Set(out.split("\n").filter(Boolean))
+}
