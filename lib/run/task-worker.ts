@@ -12,6 +12,10 @@ import { indexTasks, type Step, type Task } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
 import { runTurn } from "./agent-runner"
+import { landWithFixes, type FixOutcome, type Landing } from "./landing"
+import { queueFor } from "./queues"
+import type { MergeQueue } from "./merge-queue"
+import { shellBlocks } from "./script-agent"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./orchestrator"
 import type { Workspace, Workspaces } from "./workspace"
@@ -28,6 +32,8 @@ export type WorkerShared = {
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
   publishQueues: Map<string, Promise<unknown>>
   sessions: Map<string, string>
+  /** the verified merge queue of each repository and target (lib/run/merge-queue.ts) */
+  queues: Map<string, Promise<MergeQueue | undefined>>
 }
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
@@ -86,11 +92,11 @@ export class TaskWorker {
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
-  private async runWhole(resumeWith?: string): Promise<Outcome> {
+  private async runWhole(resumeWith?: string, env?: Record<string, string>): Promise<Outcome> {
     let prompt = resumeWith ?? await this.taskPrompt()
     for (let attempt = 1; ; attempt++) {
       const task = await this.read()
-      const turn = await this.turn(prompt, task.instructions ?? "")
+      const turn = await this.turn(prompt, task.instructions ?? "", env)
       if (this.s.signal.aborted) return "stopped"
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
@@ -162,14 +168,14 @@ export class TaskWorker {
     }
   }
 
-  private async turn(prompt: string, script: string) {
+  private async turn(prompt: string, script: string, env?: Record<string, string>) {
     const ws = this.ws!
     const result = await runTurn({
       agent: this.agent,
       prompt,
       script,
       cwd: ws.path,
-      env: this.agentEnv(),
+      env: { ...this.agentEnv(), ...env },
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
       signal: this.s.signal,
       onEvent: (event) => {
@@ -205,16 +211,30 @@ export class TaskWorker {
     }
   }
 
-  /** Commits what the agent left, merges into the target (one merge per repo at a time), marks done. */
+  /**
+   * Lands the branch (the merge queue with its check, or a plain merge without one), sending a failed check
+   * or a conflict back to the agent first (lib/run/landing.ts), then marks done.
+   */
   private async finish(task: Task): Promise<void> {
     const ws = this.ws!
-    await commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR)
-    const result = await this.inRepo(() => this.merge(ws))
+    const result = await landWithFixes(this.landing(task, ws))
     if (!result.ok) {
-      this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: result.reason })
-      await this.block(`merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; resolve it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'`, true)
+      const v = result.verdict
+      if (v.kind === "stopped") return
+      this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: v.reason })
+      const tried = result.attempts ? ` (sent back to the agent ${result.attempts} time${result.attempts === 1 ? "" : "s"})` : ""
+      const note = v.kind === "check"
+        ? `the merge of ${ws.branch} into ${ws.target} failed the check${tried}: ${v.reason}. The target was left as it was; fix it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'. The check's output:\n${v.output}`
+        : `merge of ${ws.branch} into ${ws.target} failed${tried}: ${v.reason}. The target was left as it was; resolve it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'`
+      await this.block(result.gaveUp ? `${note} (the agent gave up)` : note, true)
       return
     }
+    if (result.alreadyMerged) {
+      await this.setStatus("done")
+      this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
+      return
+    }
+    task = await this.read()
     this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
     await this.setStatus("done")
     // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile,
@@ -222,6 +242,43 @@ export class TaskWorker {
     this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
     const publish = this.s.publish
     if (publish.push || publish.pullRequest) this.shared.background.add(this.publish(task, ws))
+  }
+
+  /** What landing needs of this worker: its queue (or today's merge), and its agent for the fixes. */
+  private landing(task: Task, ws: Workspace): Landing {
+    const fixBlocks = shellBlocks(task.instructions ?? "", "fix")
+    return {
+      task, branch: ws.branch, target: ws.target, repo: ws.repo, bus: this.s.bus,
+      attempts: this.s.fixAttempts,
+      canFix: this.agent.cli !== "script" || fixBlocks.length > 0,
+      commit: async () => void await commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR),
+      land: async () => {
+        const queue = await queueFor(this.shared, ws, (fn) => this.inRepo(fn))
+        if (queue) return queue.submit(task.id, ws.branch, `Merge ${ws.branch}: ${task.id}`)
+        const r = await this.inRepo(() => this.merge(ws))
+        if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: false }
+        return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
+      },
+      fix: (prompt, env) => this.fix(prompt, env, fixBlocks),
+      describeTask: async (id) => indexTasks((await readTasks(this.s.project)).data).get(id)?.task,
+    }
+  }
+
+  /**
+   * One round of fixing. The script agent runs its ```sh fix blocks (with FLOW_FIX and the output in its
+   * environment); an agent CLI gets its session resumed with `prompt`, or a fresh session the whole task's
+   * prompt followed by it, and works on until it runs `flow done` (fixed) or `flow block` (gave up).
+   */
+  private async fix(prompt: string, env: Record<string, string>, fixBlocks: string[]): Promise<FixOutcome> {
+    if (this.agent.cli === "script") {
+      const turn = await this.turn(prompt, fixBlocks.map((b) => `\`\`\`sh\n${b}\`\`\`\n`).join("\n"), env)
+      if (this.s.signal.aborted) return "stopped"
+      return turn.code === 0 ? "fixed" : "failed"
+    }
+    await this.setStatus("in_progress")
+    const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+    const outcome = await this.runWhole(session ? prompt : `${await this.taskPrompt()}\n\n${prompt}`, env)
+    return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
   }
 
   /** Push and pull request, one repository's at a time; a failure is logged and noted, never fatal. */
