@@ -113,19 +113,27 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   return { ok: false, conflicts, reason }
 }
 
-// The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
-// moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
-
-/** The commit a branch (or any revision) points at, or undefined when it does not exist. */
-export async function revParse(repo: string, rev: string): Promise<string | undefined> {
-  const r = await run(["git", "rev-parse", "--verify", "--quiet", `${rev}^{commit}`], { cwd: repo, env: GIT_ENV })
+/** The commit a ref names, or undefined when it does not exist. */
+export async function revParse(repo: string, ref: string): Promise<string | undefined> {
+  const r = await run(["git", "rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { cwd: repo, env: GIT_ENV })
   return r.code === 0 ? r.stdout.trim() : undefined
 }
 
-/** True when every commit of `rev` is already in `into` (a merge would add nothing). */
-export async function isAncestor(repo: string, rev: string, into: string): Promise<boolean> {
-  return (await run(["git", "merge-base", "--is-ancestor", rev, into], { cwd: repo, env: GIT_ENV })).code === 0
+/** True when `commit` is `of` or one of its ancestors: its work is in `of`. */
+export async function isAncestor(repo: string, commit: string, of: string): Promise<boolean> {
+  const r = await run(["git", "merge-base", "--is-ancestor", commit, of], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0 || r.code === 1) return r.code === 0
+  throw new FlowError(`'git merge-base --is-ancestor ${commit} ${of}' failed in ${repo}: ${r.stderr.trim()}`)
 }
+
+/** The local branches holding commits that `target` does not have (one git call for a whole repository). */
+export async function unmergedBranches(repo: string, target: string): Promise<Set<string>> {
+  const out = await git(repo, ["for-each-ref", `--no-merged=refs/heads/${target}`, "--format=%(refname:short)", "refs/heads/"])
+  return new Set(out.split("\n").filter(Boolean))
+}
+
+// The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
+// moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
 
 export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
 

@@ -43,7 +43,7 @@ export type GroupOptions = { cwd: string; env?: Record<string, string | undefine
  * or an agent's tool process is never left behind holding our pipes open.
  */
 export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
-  const proc = Bun.spawn([...argv], {
+  const proc = Bun.spawn([...deathWrapper(), ...argv], {
     cwd: opts.cwd, env: mergeEnv(opts.env), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true,
   })
   const kill = (signal: NodeJS.Signals) => {
@@ -65,6 +65,23 @@ export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
     if (timer) clearTimeout(timer)
   })
   return proc
+}
+
+let wrapper: string[] | undefined
+
+/**
+ * `setpriv --pdeathsig KILL --` (util-linux) when it works here: the kernel then kills the group's leader
+ * when the process that spawned it dies, even by SIGKILL. Bun spawns from its main thread, which lives as
+ * long as the process, so the signal is not sent early (PR_SET_PDEATHSIG follows the spawning thread).
+ * Without setpriv (not Linux, or a minimal image) agents lose only this: the next run's reaper
+ * (lib/run/reaper.ts) still kills what a dead run left.
+ */
+function deathWrapper(): string[] {
+  if (wrapper) return wrapper
+  const setpriv = process.platform === "linux" ? Bun.which("setpriv") : null
+  const works = setpriv !== null && Bun.spawnSync([setpriv, "--pdeathsig", "KILL", "--", "true"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0
+  wrapper = works ? [setpriv, "--pdeathsig", "KILL", "--"] : []
+  return wrapper
 }
 
 /** Runs argv attached to this terminal (stdin, stdout and stderr inherited) and returns its exit code. */

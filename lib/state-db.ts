@@ -46,6 +46,29 @@ const MIGRATIONS: readonly string[] = [
      session_id TEXT,
      updated_at TEXT NOT NULL
    );`,
+  // The merge journal (lib/run/merge-journal.ts) and the agent process groups of runs (lib/run/reaper.ts).
+  `CREATE TABLE merges (
+     id INTEGER PRIMARY KEY,
+     task_id TEXT NOT NULL,
+     repo TEXT NOT NULL,
+     branch TEXT NOT NULL,
+     branch_head TEXT NOT NULL,
+     target TEXT NOT NULL,
+     target_before TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     outcome TEXT,
+     merge_commit TEXT,
+     detail TEXT,
+     closed_at TEXT
+   );
+   CREATE INDEX merges_open ON merges (task_id) WHERE closed_at IS NULL;
+   CREATE TABLE agent_groups (
+     pgid INTEGER PRIMARY KEY,
+     started TEXT NOT NULL,
+     run_pid INTEGER NOT NULL,
+     task_id TEXT,
+     at TEXT NOT NULL
+   );`,
 ]
 export const SCHEMA_VERSION = MIGRATIONS.length
 
@@ -228,6 +251,16 @@ export class StateDb {
     get: (name: string): Promise<AgentRecord | undefined> =>
       this.retry(() => this.db.query<AgentRecord, [string]>("SELECT * FROM agents WHERE name = ?").get(name) ?? undefined),
     list: (): Promise<AgentRecord[]> => this.retry(() => this.db.query<AgentRecord, []>("SELECT * FROM agents ORDER BY name").all()),
+  }
+
+  /** Reads through `fn` (retried while busy): for modules that keep their own tables (lib/run/merge-journal.ts). */
+  read<T>(fn: (db: Database) => T): Promise<T> {
+    return this.retry(() => fn(this.db))
+  }
+
+  /** `fn` in one write transaction (retried while busy), for the same modules. */
+  transact<T>(fn: (db: Database) => T): Promise<T> {
+    return this.write(() => fn(this.db))
   }
 
   private insertEvent(e: NewEvent, at: string): number {

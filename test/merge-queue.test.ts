@@ -2,7 +2,7 @@
 // `script` agent, flow.yaml's `verify` check run on every merge before main moves, and the agent sent
 // back to fix a failed check or a conflict (its ```sh fix blocks).
 import { expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
@@ -89,7 +89,7 @@ test.concurrent("a check that times out fails the merge: the task is blocked wit
   expect(r.stdout).toContain("slow: queue main #1 failed")
   expect(r.stdout).toContain("(the check timed out after 1 s)")
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ slow: "blocked" })
-  expect(dir.read("tasks.yaml")).toContain("the merge of flow/slow into main failed the check: the check timed out after 1 s")
+  expect(dir.read("tasks.yaml")).toContain("merge of flow/slow into main failed: the check timed out after 1 s")
   expect((await git(dir.path, ["rev-parse", "main"])).trim()).toBe(before)
   // The check's scratch worktree is gone, and so is its process group (no `sleep 60` of this check left).
   expect((await git(dir.path, ["worktree", "list"])).trim().split("\n").filter((l) => l.includes("/verify/"))).toEqual([])
@@ -100,7 +100,7 @@ test.concurrent("kill -9 during a check, then a rerun: main moves once, to a mer
     "flow.yaml": "verify: { command: sh gate.sh, timeout: 1m }\n",
     // The check reports the commit it checks, then waits for the test's go (a file outside the repo).
     "gate.sh": `git rev-parse HEAD >> "$GATE/checked"\nwhile [ ! -f "$GATE/go" ]; do sleep 0.05; done\n`,
-    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
+    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh('echo ran >> "$GATE/ran"\necho done > work.txt') }]),
   })
   const gate = mkdtempSync(join(tmpdir(), "flow-gate-"))
   try {
@@ -119,6 +119,7 @@ test.concurrent("kill -9 during a check, then a rerun: main moves once, to a mer
     const checked = readFileSync(join(gate, "checked"), "utf8").trim().split("\n")
     expect(checked.at(-1)).toBe(main) // the rerun checked exactly what main now holds
     expect(dir.read("work.txt")).toBe("done\n")
+    expect(readFileSync(join(gate, "ran"), "utf8")).toBe("ran\n") // the finished work was landed, not done again
     expect(existsSync(join(dir.path, ".flow", "verify")) ? (await git(dir.path, ["worktree", "list"])).trim().split("\n") : [""]).toHaveLength(1)
   } finally {
     Bun.write(join(gate, "go"), "")

@@ -18,6 +18,10 @@ export type Turn = {
   sessionId?: string
   signal: AbortSignal
   onEvent: (event: AgentEvent) => void
+  /** the script agent's success mark (lib/run/script-agent.ts) */
+  doneMark?: string
+  /** each process group started (recorded for the reaper) */
+  onGroup?: (pid: number, exited: Promise<number>) => void
 }
 
 const TAIL_LINES = 20
@@ -31,7 +35,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
       turn.onEvent({ type: "text", text: "no ```sh blocks in the instructions: nothing to run" })
       return { code: 0, tail: "", seconds: seconds() }
     }
-    const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), turn.signal)
+    const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), { signal: turn.signal, doneMark: turn.doneMark, onGroup: turn.onGroup })
     return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
   }
 
@@ -57,6 +61,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
+  turn.onGroup?.(proc.pid, proc.exited)
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
       for (const event of adapter.parseLine(line)) {

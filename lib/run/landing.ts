@@ -1,84 +1,175 @@
-// From a finished branch to the target: land it (through the merge queue, or today's merge without a
-// check), and when its check fails or it conflicts, send it back to the agent that wrote it with what went
-// wrong, up to a number of attempts. A person is asked (the task blocked) only when the agent gives up or
-// the attempts run out. docs/RUN.md, "Sent back to the agent".
-import { commitsBetween } from "../git"
-import type { Task } from "../task-index"
-import type { EventBus } from "./events"
+// Landing a task: its finished work merged into the target branch exactly once, then the task marked done.
+// The one invariant (docs/RUN.md): a task is done only when its work is in its target branch. The order is
+// fixed so that a crash at any instruction is recovered by the next run (lib/run/recovery.ts):
+//
+//   commit what is left → journal intent → git merge → journal outcome → tasks.yaml done → journal closed
+//   → worktree removed
+//
+// A branch whose head is already in the target is never merged again; the journal says whether a task's
+// work had been finished (so its agent is never run again). Where flow.yaml configures a check (`verify`),
+// "git merge" is the repository's merge queue (lib/run/merge-queue.ts): the target moves only to a merge
+// that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
+// (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
+import { existsSync, rmSync } from "node:fs"
+import { commitAll, isAncestor, listWorktrees, mergeInto, removeWorktree, revParse } from "../git"
+import { indexTasks } from "../task-index"
+import { mutateTasks, readTasks } from "../tasks"
+import { applyStatus, type Change } from "../transitions"
+import { fixEnv, fixPrompt } from "./fix-prompts"
+import { MergeJournal } from "./merge-journal"
 import type { Verdict } from "./merge-queue"
+import { MergeQueues } from "./queues"
+import type { RunSettings } from "./orchestrator"
+import { doneMarks } from "./script-agent"
+import { untilValid } from "./tasks-wait"
+import type { Workspace } from "./workspace"
 
-export type FixOutcome = "fixed" | "gave-up" | "stopped" | "failed"
-/** Why a failure is not sent back: the script agent has no ```sh fix block, or it is not the agent's to fix. */
-export type Landed = { ok: true; commit: string; alreadyMerged: boolean } | { ok: false; verdict: Exclude<Verdict, { ok: true }>; gaveUp: boolean; attempts: number }
+export const AUTHOR = { name: "flow", email: "flow@localhost" }
+export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
-export type Landing = {
-  task: Task
-  branch: string
-  target: string
-  repo: string
-  /** how many times the agent may be sent back */
-  attempts: number
-  /** false: a failure blocks at once (a script agent without a fix block) */
-  canFix: boolean
-  bus: EventBus
-  /** commits what the agent left, before each try */
-  commit: () => Promise<void>
-  land: () => Promise<Verdict>
-  /** one round of fixing by the agent: `prompt` for an agent CLI, `env` for the script agent's fix blocks */
-  fix: (prompt: string, env: Record<string, string>) => Promise<FixOutcome>
-  /** the title and instructions of a task that wrote commits the branch conflicts with */
-  describeTask: (id: string) => Promise<Task | undefined>
+/**
+ * A test hook, for the fault-injection tests only (test/run-crash.test.ts): FLOW_TEST_KILL_AT=<point> makes
+ * the run SIGKILL itself at that point, as a crash would. Points: `after-merge` (git merged, nothing
+ * recorded yet), `before-done` (outcome journaled, tasks.yaml not yet written).
+ */
+export function killPoint(name: string): void {
+  if (process.env.FLOW_TEST_KILL_AT === name) process.kill(process.pid, "SIGKILL")
 }
 
-export async function landWithFixes(l: Landing): Promise<Landed> {
-  for (let attempt = 1; ; attempt++) {
-    await l.commit()
-    const verdict = await l.land()
-    if (verdict.ok) return verdict
-    const fixable = verdict.kind === "check" || verdict.kind === "conflict"
-    if (!fixable || !l.canFix || attempt > l.attempts) return { ok: false, verdict, gaveUp: false, attempts: attempt - 1 }
-    l.bus.emit({ type: "fix", taskId: l.task.id, attempt, of: l.attempts, kind: verdict.kind, reason: verdict.reason })
-    const prompt = verdict.kind === "check" ? checkPrompt(l, verdict) : await conflictPrompt(l, verdict)
-    const env: Record<string, string> = {
-      FLOW_FIX: verdict.kind,
-      FLOW_TARGET: l.target,
-      FLOW_FIX_REASON: verdict.reason,
-      FLOW_FIX_OUTPUT: verdict.kind === "check" ? verdict.output : verdict.conflicts.join("\n"),
+export type FixOutcome = "fixed" | "gave-up" | "stopped" | "failed"
+/** One round of fixing by the task's agent: its prompt, and the environment of the script agent's fix blocks. */
+export type Fixer = { canFix: boolean; fix: (prompt: string, env: Record<string, string>) => Promise<FixOutcome> }
+
+export class Landing {
+  readonly journal: MergeJournal
+  /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
+  private repoQueues = new Map<string, Promise<unknown>>()
+  /** where each repository's target branch is checked out (found once per run) */
+  private checkouts = new Map<string, string | undefined>()
+
+  private queues: MergeQueues
+
+  constructor(private s: RunSettings) {
+    this.journal = new MergeJournal(s.db)
+    this.queues = new MergeQueues(s, (repo, fn) => this.inRepo(repo, fn), AUTHOR)
+  }
+
+  /** Runs `fn` after every earlier git operation on `repo` has finished. */
+  inRepo<T>(repo: string, fn: () => Promise<T>): Promise<T> {
+    const result = (this.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
+    this.repoQueues.set(repo, result.catch(() => {}))
+    return result
+  }
+
+  /**
+   * Lands a task whose work is finished: merged (unless already in the target), then done; or blocked with a
+   * note when the merge fails and the agent (`fixer`) could not fix it. `background` collects the worktree's
+   * removal. True when it is done.
+   */
+  async land(taskId: string, title: string, ws: Workspace, background: Set<Promise<unknown>>, fixer?: Fixer): Promise<boolean> {
+    let result: Verdict
+    for (let attempt = 1; ; attempt++) {
+      if (existsSync(ws.path)) await commitAll(ws.path, `${taskId}: ${title}`, AUTHOR)
+      result = await this.merge(taskId, ws)
+      if (result.ok || result.kind === "stopped") break
+      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
+        result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
+        break
+      }
+      await this.journal.close(taskId) // what the agent does now is new work
+      this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
+      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id))
+      const outcome = await fixer.fix(prompt, fixEnv(ws, result))
+      if (outcome === "stopped") return false
+      if (outcome === "gave-up") {
+        result = { ...result, reason: `${result.reason}; the agent gave up` }
+        break
+      }
     }
-    const outcome = await l.fix(prompt, env)
-    if (outcome === "stopped") return { ok: false, verdict: { ok: false, kind: "stopped", reason: "the run was stopped" }, gaveUp: false, attempts: attempt }
-    if (outcome === "gave-up") return { ok: false, verdict, gaveUp: true, attempts: attempt }
-    // "failed": the agent's round ended without a fix; the next try says so again (or the attempts run out).
+    if (!result.ok) {
+      if (result.kind === "stopped") return false // the run stops: the journal entry stays open, the next run lands it
+      this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
+      const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
+      await blockTask(this.s, taskId, `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`, true)
+      await this.journal.close(taskId)
+      return false
+    }
+    if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
+    killPoint("before-done")
+    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
+    await this.journal.close(taskId)
+    for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
+    background.add(this.inRepo(ws.repo, () => existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()).catch(() => {}))
+    return true
+  }
+
+  /**
+   * Merges the branch into the target unless its head is there already; journaled before and after. With a
+   * check configured the merge goes through the queue (no lock held while it waits); else `git merge` in
+   * the target's checkout, one per repository at a time.
+   */
+  private async merge(taskId: string, ws: Workspace): Promise<Verdict> {
+    const queue = await this.queues.for(ws)
+    if (!queue) return this.inRepo(ws.repo, () => this.mergeInCheckout(taskId, ws))
+    const head = await revParse(ws.repo, ws.branch)
+    const before = await revParse(ws.repo, ws.target)
+    if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
+    const open = (await this.journal.open()).get(taskId)
+    const id = open && open.outcome === null ? open.id : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
+    const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
+    if (v.ok) killPoint("after-merge")
+    if (v.ok || v.kind !== "stopped") await this.journal.outcome(id, v.ok ? "merged" : "failed", v.ok ? { commit: v.commit } : { reason: v.reason })
+    return v
+  }
+
+  private async mergeInCheckout(taskId: string, ws: Workspace): Promise<Verdict> {
+    const checkout = await this.checkout(ws)
+    if (!checkout) return { ok: false, kind: "refused", reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
+    const head = await revParse(ws.repo, ws.branch)
+    const before = await revParse(checkout, "HEAD")
+    if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
+    const open = (await this.journal.open()).get(taskId)
+    if (await isAncestor(ws.repo, head, before)) {
+      // Merged already (by a run that died before writing done), or nothing to merge: never merge twice.
+      if (open && open.outcome === null) await this.journal.outcome(open.id, "merged", { reason: "found in the target at recovery" })
+      return { ok: true, commit: before, alreadyMerged: true }
+    }
+    const id = await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
+    const r = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
+    killPoint("after-merge")
+    await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: r.commit } : { reason: r.reason })
+    if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: false }
+    return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
+  }
+
+  /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */
+  private async describe(id: string) {
+    return indexTasks((await readTasks(this.s.project)).data).get(id)?.task
+  }
+
+  private async checkout(ws: Workspace): Promise<string | undefined> {
+    const key = `${ws.repo}\0${ws.target}`
+    if (!this.checkouts.get(key)) this.checkouts.set(key, (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)?.path)
+    return this.checkouts.get(key)
   }
 }
 
-const finishLine = (id: string) =>
-  `Then commit on your branch and run 'flow done ${id}'. If you cannot fix it, run 'flow block ${id} "<why>"' and a person will take over.`
-
-function checkPrompt(l: Landing, v: Extract<Verdict, { kind: "check" }>): string {
-  return [
-    `Your finished work on branch ${l.branch} was not merged: the merge of ${l.branch} into ${l.target} fails the project's check (${v.reason}).`,
-    `flow ran the check on that merge, that is on ${l.target} as it is now plus your branch. Its output, trimmed to what matters:`,
-    "", "```", v.output, "```", "",
-    `Fix it on your branch ${l.branch}, in this worktree. If the failure comes from work that reached ${l.target} after you started, merge ${l.target} into your branch first (git merge ${l.target}).`,
-    finishLine(l.task.id), "",
-  ].join("\n")
+/** One write of tasks.yaml whose status changes go on the event bus. */
+export async function writeStatus(s: RunSettings, command: string, edit: Parameters<typeof mutateTasks<Change[]>>[2]): Promise<void> {
+  const changes = await untilValid(s.signal, () => mutateTasks(s.project, command, edit))
+  for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
-/** The conflicting files, the target's commits the branch lacks, and the tasks that wrote them. */
-async function conflictPrompt(l: Landing, v: Extract<Verdict, { kind: "conflict" }>): Promise<string> {
-  const commits = await commitsBetween(l.repo, l.branch, l.target).catch(() => [])
-  const ids = [...new Set(commits.map((c) => /^\S+ Merge \S+: ([a-z0-9-]+)$/.exec(c)?.[1]).filter((x): x is string => x !== undefined))]
-  const tasks = (await Promise.all(ids.map((id) => l.describeTask(id)))).filter((t): t is Task => t !== undefined).map((t) => {
-    const text = (t.instructions ?? "").trim()
-    return `- ${t.id}: ${t.title}${text ? `\n  ${(text.length > 800 ? `${text.slice(0, 800)}...` : text).split("\n").join("\n  ")}` : ""}`
+/** Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. */
+export function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+  return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
+    editor.append({ taskId }, "ai_notes", note)
+    const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes
+    if (demoteDependents) {
+      for (const { task } of editor.tasks.values()) {
+        if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoNow()).changes)
+      }
+    }
+    return changes
   })
-  return [
-    `Your finished work on branch ${l.branch} conflicts with ${l.target}, which moved on since your branch started: ${v.reason}.`,
-    ...(commits.length ? ["", `The commits on ${l.target} your branch does not have:`, ...commits.map((c) => `- ${c}`)] : []),
-    ...(tasks.length ? ["", "They come from these tasks:", ...tasks] : []),
-    "",
-    `Merge ${l.target} into your branch (git merge ${l.target}) in this worktree and resolve the conflicts so that both your task and theirs still do what they were meant to.`,
-    finishLine(l.task.id), "",
-  ].join("\n")
 }

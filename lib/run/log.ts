@@ -52,8 +52,10 @@ function describe(e: RunEvent): string | undefined {
       return `${e.taskId}: retry ${e.attempt}: ${e.reason}`
     case "waiting":
       return `run: ${e.reason}`
+    case "notice":
+      return `${e.taskId ?? "run"}: ${e.text}`
     case "run-end":
-      return `run: ${e.interrupted ? "stopped" : "finished"} after ${e.seconds} s: ${e.done} done, ${e.remaining} not done${e.blocked.length ? `, blocked: ${e.blocked.join(", ")}` : ""}`
+      return `run: ${e.interrupted ? "stopped" : "finished"} after ${e.seconds} s: ${e.done} done, ${e.remaining} not done${e.blocked.length ? `, blocked: ${e.blocked.join(", ")}` : ""}${e.unassignable.length ? `, for agents not in this run: ${e.unassignable.map((u) => `${u.id} (${u.agent})`).join(", ")}` : ""}`
   }
 }
 

@@ -11,7 +11,11 @@ import { readTasks } from "../tasks"
 import type { StateDb } from "../state-db"
 import type { EventBus } from "./events"
 import type { PublishSettings } from "./publish"
+import { Landing } from "./landing"
+import { AgentGroups } from "./reaper"
+import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
+import { isInvalidTasks } from "./tasks-wait"
 import { Workspaces } from "./workspace"
 
 export type RunSettings = {
@@ -38,7 +42,14 @@ export type RunSettings = {
   db: StateDb
 }
 
-export type RunSummary = { done: number; blocked: string[]; remaining: number; interrupted: boolean }
+export type RunSummary = {
+  done: number
+  blocked: string[]
+  remaining: number
+  interrupted: boolean
+  /** tasks left because their agent_name names no agent of this run, with that name */
+  unassignable: { id: string; agent: string }[]
+}
 
 /** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
 class Wake {
@@ -64,14 +75,25 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
   const workspaces = new Workspaces(s.project, s.defaults)
-  const shared: WorkerShared = { settings: s, workspaces, repoQueues: new Map(), checkouts: new Map(), background: new Set(), publishQueues: new Map(), sessions: new Map(), queues: new Map() }
+  const groups = new AgentGroups(s.db)
+  const shared: WorkerShared = { settings: s, workspaces, landing: new Landing(s), groups, background: new Set(), publishQueues: new Map(), sessions: new Map() }
   const onStop = () => wake.notify()
   s.signal.addEventListener("abort", onStop)
   const first = await readTasks(s.project)
-  s.bus.emit({ type: "run-start", agents: s.agents.map((a) => a.name), tasks: indexTasks(first.data).size, target: await workspaces.targetOf(await workspaces.repoOf({} as Task)).catch(() => "?") })
+  // A project folder outside any repository is fine when every task names its repo: the target is then "?".
+  const target = await workspaces.repoOf({} as Task).then((repo) => workspaces.targetOf(repo)).catch(() => "?")
+  s.bus.emit({ type: "run-start", agents: s.agents.map((a) => a.name), tasks: indexTasks(first.data).size, target })
+  // What a dead run left: its agents' process groups first (they may still be writing), then its merges.
+  const reaped = await groups.reap()
+  if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
+  await recover(shared, indexTasks((await readTasks(s.project)).data))
+  const unassignable = restrictedToOthers(indexTasks((await readTasks(s.project)).data), s.agents)
+  for (const u of unassignable) s.bus.emit({ type: "notice", taskId: u.id, text: `left alone: its agent_name is '${u.agent}', which is not an agent of this run (agents: ${s.agents.map((a) => a.name).join(", ")})` })
   // Tasks an earlier run left in progress are resumed first (rule 7), each in its own worktree.
-  const resumable = new Set([...indexTasks(first.data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id))
+  const resumable = new Set([...indexTasks((await readTasks(s.project)).data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id))
   let waitingSaid = ""
+  let last = first // the last valid tasks.yaml: a person's half-saved edit is waited out, not fatal
+  let invalidSaid = false
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
   // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
   // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
@@ -80,7 +102,18 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
 
   try {
     while (!s.signal.aborted) {
-      const { data } = await readTasks(s.project)
+      try {
+        last = await readTasks(s.project)
+        if (invalidSaid) s.bus.emit({ type: "notice", text: "tasks.yaml is valid again: going on" })
+        invalidSaid = false
+      } catch (e) {
+        if (!isInvalidTasks(e)) throw e
+        if (!invalidSaid) s.bus.emit({ type: "notice", text: `${(e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)` })
+        invalidSaid = true
+        await wake.wait()
+        continue
+      }
+      const { data } = last
       const index = indexTasks(data)
       for (const id of resumable) if (index.get(id)?.task.status !== "in_progress" && index.get(id)?.task.status !== "assigned") resumable.delete(id)
 
@@ -129,18 +162,28 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
     await watcher.close()
+    await groups.reap() // what agents left behind in their groups (a server started in the background) goes too
   }
 
-  const { data } = await readTasks(s.project)
+  const { data } = await readTasks(s.project).catch(() => last)
   const all = [...indexTasks(data).values()].map((e) => e.task)
   const summary: RunSummary = {
     done: all.filter((t) => t.status === "done").length,
     blocked: all.filter((t) => t.status === "blocked").map((t) => t.id),
     remaining: all.filter((t) => t.status !== "done").length,
     interrupted: s.signal.aborted,
+    unassignable: unassignable.filter((u) => all.some((t) => t.id === u.id && t.status !== "done")),
   }
   s.bus.emit({ type: "run-end", ...summary, seconds: Math.round((performance.now() - started) / 100) / 10 })
   return summary
+}
+
+/** Open tasks whose agent_name names no agent of this run: nothing here will ever take them. */
+function restrictedToOthers(index: Map<string, Indexed>, agents: AgentConfig[]): { id: string; agent: string }[] {
+  const names = new Set(agents.map((a) => a.name))
+  return [...index.values()].map((e) => e.task)
+    .filter((t) => t.agent_name !== undefined && !names.has(t.agent_name) && t.status !== "done" && t.status !== "blocked" && !t.subtasks?.length && t.checkpoint !== true)
+    .map((t) => ({ id: t.id, agent: t.agent_name! }))
 }
 
 /** Checkpoints whose dependencies are done (and merged): a person reviews them now (rule 5). */

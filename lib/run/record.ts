@@ -50,7 +50,8 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>) | undefine
     case "publish-failed":
     case "checkpoint":
     case "retry":
-    case "waiting": {
+    case "waiting":
+    case "notice": {
       const { type, ...data } = e
       const taskId = "taskId" in e ? e.taskId : null
       const agent = "agent" in e && typeof e.agent === "string" ? e.agent : null

@@ -1,45 +1,42 @@
 // One task on one agent, from its worktree to its merge. A task's outcome is its status in tasks.yaml,
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { adapterFor } from "../agents"
 import type { AgentConfig } from "../config"
 import { FlowError } from "../errors"
-import { commitAll, ensureWorktree, mergeInto, listWorktrees, removeWorktree } from "../git"
+import { commitAll, ensureWorktree } from "../git"
 import type { Question } from "../json-shapes"
 import { projectTaskPrompt } from "../project-prompt"
 import { answersPrompt, currentStep, stepPrompt } from "../prompt"
 import { indexTasks, type Step, type Task } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
-import { applyStatus, type Change } from "../transitions"
+import { applyStatus } from "../transitions"
 import { runTurn } from "./agent-runner"
-import { landWithFixes, type FixOutcome, type Landing } from "./landing"
-import { queueFor } from "./queues"
-import type { MergeQueue } from "./merge-queue"
-import { shellBlocks } from "./script-agent"
+import { AUTHOR, blockTask, isoNow as now, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./orchestrator"
+import type { AgentGroups } from "./reaper"
+import { doneMark, doneMarks, shellBlocks } from "./script-agent"
+import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "./workspace"
 
 export type WorkerShared = {
   settings: RunSettings
   workspaces: Workspaces
-  /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
-  repoQueues: Map<string, Promise<unknown>>
+  /** merges (journaled) and git operations on each repository, one at a time */
+  landing: Landing
+  /** the agents' process groups, recorded for the reaper */
+  groups: AgentGroups
   /** clean-ups that need not hold up the next task (worktree removal); awaited before the run ends */
   background: Set<Promise<unknown>>
-  /** where each repository's target branch is checked out (found once per run) */
-  checkouts: Map<string, string | undefined>
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
   publishQueues: Map<string, Promise<unknown>>
   sessions: Map<string, string>
-  /** the verified merge queue of each repository and target (lib/run/merge-queue.ts) */
-  queues: Map<string, Promise<MergeQueue | undefined>>
 }
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
-const AUTHOR = { name: "flow", email: "flow@localhost" }
-const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
 type Outcome = "finished" | "blocked" | "stopped"
 
@@ -59,16 +56,17 @@ export class TaskWorker {
   async run(): Promise<void> {
     try {
       const task = await this.read()
-      if (task.status === "done") {
-        // Done by an earlier run that stopped before its merge: merge only, never run it again.
-        this.ws = await this.shared.workspaces.forTask(task)
-        if (existsSync(this.ws.path)) await this.finish(task)
-        return
+      if (task.status !== "in_progress" && task.status !== "assigned") {
+        // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
+        await this.shared.landing.journal.close(this.taskId)
+        for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
       }
       this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
+      // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
+      if (task.status !== "in_progress") await this.setStatus("assigned")
       this.ws = await this.shared.workspaces.forTask(task)
       const ws = this.ws
-      const how = await this.inRepo(() => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
+      const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
       await this.setStatus("in_progress")
       this.s.bus.emit({ type: "task-start", taskId: this.taskId, agent: this.agent.name, branch: this.ws.branch, worktree: this.ws.path, resumed: how === "reused" })
       // A run stopped while the agent waited for answers: wait again before launching anything, then
@@ -76,7 +74,7 @@ export class TaskWorker {
       const started = await this.read()
       const answers = await this.awaitAnswers(currentStep(started))
       if (this.s.signal.aborted) return
-      const resumeWith = answers && (this.shared.sessions.get(this.taskId) ?? this.savedSession()) ? answers : undefined
+      const resumeWith = answers && this.resumable() ? answers : undefined
       const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
       if (outcome === "finished") await this.finish(await this.read())
       else if (outcome === "blocked") await this.afterBlocked()
@@ -96,7 +94,9 @@ export class TaskWorker {
     let prompt = resumeWith ?? await this.taskPrompt()
     for (let attempt = 1; ; attempt++) {
       const task = await this.read()
-      const turn = await this.turn(prompt, task.instructions ?? "", env)
+      // The script finished before the run died (its mark): land it, never run it again.
+      if (this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId))) return "finished"
+      const turn = await this.turn(prompt, task.instructions ?? "", undefined, env)
       if (this.s.signal.aborted) return "stopped"
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
@@ -110,7 +110,7 @@ export class TaskWorker {
       if (this.s.signal.aborted) return "stopped"
       if (answers) {
         // Asking and exiting to wait is allowed, not a failed attempt.
-        prompt = answers
+        prompt = await this.continuation(answers)
         attempt--
         continue
       }
@@ -120,7 +120,7 @@ export class TaskWorker {
       }
       const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
-      prompt = `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`
+      prompt = await this.continuation(`${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`)
     }
   }
 
@@ -137,9 +137,12 @@ export class TaskWorker {
       const n = (tries.get(step.id) ?? 0) + 1
       tries.set(step.id, n)
       const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
-      const prompt = resumeWith ?? (session || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt())
+      // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
+      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
+      const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
-      const turn = await this.turn(n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction)
+      const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
+      const turn = finished ? { code: 0, tail: "" } : await this.turn(n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction, step.id)
       resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
       if (this.agent.cli === "script") {
@@ -149,6 +152,7 @@ export class TaskWorker {
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
         await this.stepStatus(step.id, "done")
+        rmSync(doneMark(this.s.project.stateDir, this.taskId, step.id), { force: true })
         continue
       }
       const after = await this.read()
@@ -168,9 +172,11 @@ export class TaskWorker {
     }
   }
 
-  private async turn(prompt: string, script: string, env?: Record<string, string>) {
+  private async turn(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
     const ws = this.ws!
     const result = await runTurn({
+      doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
+      onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
       agent: this.agent,
       prompt,
       script,
@@ -211,74 +217,40 @@ export class TaskWorker {
     }
   }
 
-  /**
-   * Lands the branch (the merge queue with its check, or a plain merge without one), sending a failed check
-   * or a conflict back to the agent first (lib/run/landing.ts), then marks done.
-   */
+  /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
   private async finish(task: Task): Promise<void> {
     const ws = this.ws!
-    const result = await landWithFixes(this.landing(task, ws))
-    if (!result.ok) {
-      const v = result.verdict
-      if (v.kind === "stopped") return
-      this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: v.reason })
-      const tried = result.attempts ? ` (sent back to the agent ${result.attempts} time${result.attempts === 1 ? "" : "s"})` : ""
-      const note = v.kind === "check"
-        ? `the merge of ${ws.branch} into ${ws.target} failed the check${tried}: ${v.reason}. The target was left as it was; fix it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'. The check's output:\n${v.output}`
-        : `merge of ${ws.branch} into ${ws.target} failed${tried}: ${v.reason}. The target was left as it was; resolve it on ${ws.branch} (in ${ws.path}) and run 'flow done ${task.id}'`
-      await this.block(result.gaveUp ? `${note} (the agent gave up)` : note, true)
-      return
-    }
-    if (result.alreadyMerged) {
-      await this.setStatus("done")
-      this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
-      return
-    }
-    task = await this.read()
-    this.s.bus.emit({ type: "merge", taskId: task.id, branch: ws.branch, target: ws.target, commit: result.commit })
-    await this.setStatus("done")
-    // The outcome is final: free the agent and let dependents start now; the worktree goes meanwhile,
-    // and the network work (push, pull request) too: dependents need only the local merge.
-    this.shared.background.add(this.inRepo(() => removeWorktree(ws.repo, ws.path, false)).catch(() => {}))
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, this.fixer(task)))) return
+    // The outcome is final: free the agent and let dependents start now; the network work (push, pull
+    // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish
     if (publish.push || publish.pullRequest) this.shared.background.add(this.publish(task, ws))
   }
 
-  /** What landing needs of this worker: its queue (or today's merge), and its agent for the fixes. */
-  private landing(task: Task, ws: Workspace): Landing {
-    const fixBlocks = shellBlocks(task.instructions ?? "", "fix")
-    return {
-      task, branch: ws.branch, target: ws.target, repo: ws.repo, bus: this.s.bus,
-      attempts: this.s.fixAttempts,
-      canFix: this.agent.cli !== "script" || fixBlocks.length > 0,
-      commit: async () => void await commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR),
-      land: async () => {
-        const queue = await queueFor(this.shared, ws, (fn) => this.inRepo(fn))
-        if (queue) return queue.submit(task.id, ws.branch, `Merge ${ws.branch}: ${task.id}`)
-        const r = await this.inRepo(() => this.merge(ws))
-        if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: false }
-        return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
-      },
-      fix: (prompt, env) => this.fix(prompt, env, fixBlocks),
-      describeTask: async (id) => indexTasks((await readTasks(this.s.project)).data).get(id)?.task,
-    }
-  }
-
   /**
-   * One round of fixing. The script agent runs its ```sh fix blocks (with FLOW_FIX and the output in its
-   * environment); an agent CLI gets its session resumed with `prompt`, or a fresh session the whole task's
-   * prompt followed by it, and works on until it runs `flow done` (fixed) or `flow block` (gave up).
+   * How this task's agent fixes a failed check or a conflict on its branch (docs/RUN.md, "Sent back to the
+   * agent"). The script agent runs the task's ```sh fix blocks, with FLOW_FIX and the output in its
+   * environment (none: it is not sent back). An agent CLI gets its session resumed with the prompt (a fresh
+   * session gets the whole task's prompt first), the task back in progress, and works until `flow done`
+   * (fixed) or `flow block` (gave up), retried like any turn.
    */
-  private async fix(prompt: string, env: Record<string, string>, fixBlocks: string[]): Promise<FixOutcome> {
-    if (this.agent.cli === "script") {
-      const turn = await this.turn(prompt, fixBlocks.map((b) => `\`\`\`sh\n${b}\`\`\`\n`).join("\n"), env)
-      if (this.s.signal.aborted) return "stopped"
-      return turn.code === 0 ? "fixed" : "failed"
+  private fixer(task: Task): Fixer {
+    const blocks = shellBlocks(task.instructions ?? "", "fix")
+    return {
+      canFix: this.agent.cli !== "script" || blocks.length > 0,
+      fix: async (prompt, env) => {
+        // The finished mark no longer holds: a run killed during the fix reruns it rather than landing as is.
+        for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
+        if (this.agent.cli === "script") {
+          const turn = await this.turn(prompt, blocks.map((b) => `\`\`\`sh\n${b}\`\`\`\n`).join("\n"), undefined, env)
+          if (this.s.signal.aborted) return "stopped"
+          return turn.code === 0 ? "fixed" : "failed"
+        }
+        await this.setStatus("in_progress")
+        const outcome = await this.runWhole(await this.continuation(prompt), env)
+        return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
+      },
     }
-    await this.setStatus("in_progress")
-    const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
-    const outcome = await this.runWhole(session ? prompt : `${await this.taskPrompt()}\n\n${prompt}`, env)
-    return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
   }
 
   /** Push and pull request, one repository's at a time; a failure is logged and noted, never fatal. */
@@ -310,29 +282,9 @@ export class TaskWorker {
     await this.write(`flow run: ${what} ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `${result.detail} (the local merge stands)`), [])).catch(() => {})
   }
 
-  /** Runs `fn` after every earlier git operation on this task's repository has finished. */
-  private inRepo<T>(fn: () => Promise<T>): Promise<T> {
-    const repo = this.ws!.repo
-    const result = (this.shared.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
-    this.shared.repoQueues.set(repo, result.catch(() => {}))
-    return result
-  }
-
-  private async merge(ws: Workspace) {
-    const checkouts = this.shared.checkouts
-    const key = `${ws.repo}\0${ws.target}`
-    if (!checkouts.has(key)) checkouts.set(key, (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)?.path)
-    const checkout = checkouts.get(key) ? { path: checkouts.get(key)! } : undefined
-    if (!checkout) {
-      checkouts.delete(key) // it may be checked out later in the run
-      return { ok: false as const, conflicts: [], reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
-    }
-    return mergeInto(checkout.path, ws.branch, `Merge ${ws.branch}: ${this.taskId}`, AUTHOR)
-  }
-
   /** A failed validation (this task validates others) blocks the validated tasks too, with the reason. */
   private async afterBlocked(): Promise<void> {
-    const { data } = await readTasks(this.s.project)
+    const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
     const index = indexTasks(data)
     const me = index.get(this.taskId)?.task
     const reason = me?.ai_notes?.at(-1) ?? "no reason given"
@@ -353,45 +305,46 @@ export class TaskWorker {
     }).then((changes) => changes.forEach((c) => shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })))
   }
 
-  private async setStatus(to: "in_progress" | "done" | "blocked"): Promise<void> {
+  private async setStatus(to: "assigned" | "in_progress"): Promise<void> {
     await this.write(`flow run: ${to} ${this.taskId}`, (editor) => applyStatus(editor, this.taskId, to, now()).changes)
   }
 
-  /** Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. */
-  private async block(note: string, demoteDependents = false): Promise<void> {
-    await this.write(`flow run: block ${this.taskId}`, (editor) => {
-      editor.append({ taskId: this.taskId }, "ai_notes", note)
-      const changes = applyStatus(editor, this.taskId, "blocked", now()).changes
-      if (demoteDependents) {
-        for (const { task } of editor.tasks.values()) {
-          if (task.status === "ready_for_agent" && task.depends_on?.includes(this.taskId)) changes.push(...applyStatus(editor, task.id, "todo", now()).changes)
-        }
-      }
-      return changes
-    })
+  private block(note: string): Promise<void> {
+    return blockTask(this.s, this.taskId, note)
   }
 
   private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
-    await mutateTasks(this.s.project, `flow run: step ${stepId}`, (editor) => {
+    await untilValid(this.s.signal, () => mutateTasks(this.s.project, `flow run: step ${stepId}`, (editor) => {
       editor.set({ taskId: this.taskId, stepId }, "status", to)
       editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
-    })
+    }))
   }
 
-  private async write(command: string, edit: Parameters<typeof mutateTasks<Change[]>>[2]): Promise<void> {
-    const changes = await mutateTasks(this.s.project, command, edit)
-    for (const c of changes) this.s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
+  private write(command: string, edit: Parameters<typeof writeStatus>[2]): Promise<void> {
+    return writeStatus(this.s, command, edit)
+  }
+
+  /** Whether the agent's next turn continues its session: a CLI that can resume, and a session to resume. */
+  private resumable(): boolean {
+    if (this.agent.cli === "script") return false
+    const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+    return session !== undefined && adapterFor(this.agent.cli, { command: this.agent.command }).canResume
+  }
+
+  /** What the next turn is told: the new part alone in a resumed session, else the whole task first. */
+  private async continuation(text: string): Promise<string> {
+    return this.resumable() ? text : `${await this.taskPrompt()}\n\n${text}`
   }
 
   private async read(): Promise<Task> {
-    const { data } = await readTasks(this.s.project)
+    const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
     const entry = indexTasks(data).get(this.taskId)
     if (!entry) throw new FlowError(`task '${this.taskId}' is no longer in tasks.yaml`)
     return entry.task
   }
 
   private async taskPrompt(): Promise<string> {
-    const { data } = await readTasks(this.s.project)
+    const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
     return projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { branch: this.ws!.branch }, db: this.s.db })
   }
 

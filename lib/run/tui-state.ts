@@ -25,7 +25,7 @@ export type Pane = {
 /** Lines kept per agent pane and in the footer log: more than any terminal shows. */
 const KEEP = 200
 /** The events whose headless log lines make the footer: what happened to tasks, not what agents said. */
-const FOOTER = new Set<RunEvent["type"]>(["status", "merge", "merge-failed", "queue", "fix", "retry", "checkpoint", "published", "publish-failed", "question-answered"])
+const FOOTER = new Set<RunEvent["type"]>(["status", "merge", "merge-failed", "notice", "queue", "fix", "retry", "checkpoint", "published", "publish-failed", "question-answered"])
 
 export class RunView {
   readonly panes = new Map<string, Pane>()

@@ -1,0 +1,54 @@
+// Recovery at the start of every run, before any agent starts (docs/RUN.md, "Recovery at start"). Whatever
+// killed the last run, and whatever people or orphaned agents did since, the invariant is restored: a task
+// is done only when its work is in its target branch, merged exactly once.
+//
+// - A task in progress whose work was finished (an open merge journal entry, or the script agent's success
+//   mark) is landed without its agent: its branch is merged unless its head is in the target already.
+// - A done task whose branch holds commits the target lacks (`flow done` after a conflict was resolved, or
+//   by an agent of a dead run) is merged now; a conflict blocks it with a note, as in a run.
+// - A done task whose work is merged and whose worktree is still there is cleaned up.
+// Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
+// `git for-each-ref --no-merged` per repository holding done tasks.
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { commitAll, unmergedBranches } from "../git"
+import type { Indexed, Task } from "../task-index"
+import { AUTHOR } from "./landing"
+import { doneMark } from "./script-agent"
+import type { WorkerShared } from "./task-worker"
+import type { Workspace } from "./workspace"
+
+export async function recover(shared: WorkerShared, index: Map<string, Indexed>): Promise<void> {
+  const s = shared.settings
+  const { landing, workspaces } = shared
+  const open = await landing.journal.open()
+  const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
+  const branchUnmerged = (ws: Workspace) => {
+    const key = `${ws.repo}\0${ws.target}`
+    if (!unmerged.has(key)) unmerged.set(key, unmergedBranches(ws.repo, ws.target))
+    return unmerged.get(key)!.then((set) => set.has(ws.branch))
+  }
+  const workspace = (task: Task) => workspaces.forTask(task).catch(() => undefined) // a task that cannot run is not recovered
+  for (const { task } of index.values()) {
+    const worktree = join(s.project.stateDir, "worktrees", task.id)
+    if (task.status === "done") {
+      if (task.subtasks?.length && task.worktree === undefined && !existsSync(worktree)) continue // a parent done with its children
+      const ws = await workspace(task)
+      if (!ws) continue
+      if (existsSync(ws.path)) await landing.inRepo(ws.repo, () => commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR))
+      if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) continue
+      const pending = existsSync(ws.path) ? (await unmergedBranches(ws.repo, ws.target)).has(ws.branch) : await branchUnmerged(ws)
+      s.bus.emit({ type: "notice", taskId: task.id, text: pending ? `done, but ${ws.branch} is not merged into ${ws.target}: merging it now` : `done and merged: removing its worktree` })
+      await landing.land(task.id, task.title, ws, shared.background)
+    } else if (task.status === "in_progress" || task.status === "assigned") {
+      const finished = open.has(task.id) || (!task.steps?.length && existsSync(doneMark(s.project.stateDir, task.id)))
+      if (!finished) continue
+      const ws = await workspace(task)
+      if (!ws) continue
+      s.bus.emit({ type: "notice", taskId: task.id, text: `its work was finished by the last run, which stopped before the end: landing it without running the agent again` })
+      await landing.land(task.id, task.title, ws, shared.background)
+    } else if (open.has(task.id)) {
+      await landing.journal.close(task.id) // a person reset or blocked it since: the entry is history
+    }
+  }
+}
