@@ -86,7 +86,7 @@ export function trimOutput(all: string[]): string {
   const picked: string[] = []
   let last = -1
   for (const i of [...keep].sort((a, b) => a - b)) {
-    if (last >= 0 && i > last + 1) picked.push("...")
+    if (i > last + 1) picked.push("...")
     picked.push(all[i])
     last = i
   }
