@@ -6,6 +6,7 @@ import { phaseHeader, readPhaseTitles } from "../lib/plan-phases"
 import { findProject } from "../lib/project"
 import { statusArg } from "../lib/status-arg"
 import { indexTasks } from "../lib/task-index"
+import { mergePending } from "../lib/run/merge-pending"
 import { taskLine, taskSummary } from "../lib/task-lines"
 import { readTasks } from "../lib/tasks"
 
@@ -37,7 +38,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   // and the phase of its top-level task, which decides the group of every descendant.
   const childIndent = new Map<string, number>()
   const groupOf = new Map<string, Group>()
-  for (const { task, parent, depth } of indexTasks(data).values()) {
+  const index = indexTasks(data)
+  const pending = json ? new Map() : await mergePending(project, [...index.values()].map((e) => e.task))
+  for (const { task, parent, depth } of index.values()) {
     let group: Group
     let indent = 0
     if (parent === undefined) {
@@ -53,7 +56,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     childIndent.set(task.id, shown ? indent + 1 : indent)
     if (!shown) continue
     if (json) group.tasks.push(taskSummary(task, parent, depth))
-    else group.lines.push(`${"  ".repeat(indent)}${taskLine(task)}`)
+    else group.lines.push(`${"  ".repeat(indent)}${taskLine(task, pending.has(task.id) ? "done, merge pending" : task.status)}`)
   }
   const ordered = [...groups.values()]
     .filter((g) => (json ? g.tasks : g.lines).length > 0)

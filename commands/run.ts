@@ -1,7 +1,7 @@
 import { adapterFor, type Adapter } from "../lib/agents"
 import { parse } from "../lib/cli"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config"
-import { STOP_SIGNALS, type Ctx } from "../lib/context"
+import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/context"
 import { Exit, FlowError, usage } from "../lib/errors"
 import { acquire } from "../lib/lock"
 import { findProject, runLockTarget, type Project } from "../lib/project"
@@ -93,6 +93,13 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   }
   // SIGHUP: the terminal closed (or `kill -HUP`); stopping restores the screen if one is still there.
   for (const signal of STOP_SIGNALS) process.on(signal, stop)
+  // `flow run | head -1`: the reader left. A stop like Ctrl-C (agents stopped, tasks resumable, exit 130),
+  // never exit 0; each further write brings another SIGPIPE, which must not count as a second Ctrl-C.
+  const readerLeft = () => {
+    if (!controller.signal.aborted) stop()
+  }
+  process.on("SIGPIPE", readerLeft)
+  onReaderGone(readerLeft)
   const bus = new EventBus()
   const terminal = options.headless ? undefined : ctx.terminal
   // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
@@ -130,6 +137,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     }
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, stop)
+    process.off("SIGPIPE", readerLeft)
+    onReaderGone(undefined)
     db?.close()
     release()
   }

@@ -1,6 +1,7 @@
 import { parse, positionalsExactly } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { readPhaseTitles } from "../lib/plan-phases"
+import { mergePending, pendingNote } from "../lib/run/merge-pending"
 import { findProject } from "../lib/project"
 import { descendantsOf, effectivePhase, pointingAt, showReport } from "../lib/show-report"
 import { indexTasks, type Indexed } from "../lib/task-index"
@@ -36,11 +37,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     return
   }
   const descendants = descendantsOf(task, entry.depth)
+  const pending = (await mergePending(project, [task])).get(task.id)
 
   const out = [
     `Task: ${task.id}`,
     `Title: ${task.title}`,
-    `Status: ${task.status}`,
+    `Status: ${pending ? `done, merge pending (${pendingNote(task.id, pending).replace(`${task.id}: `, "")})` : task.status}`,
     `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
     `Agent: ${task.agent_name ?? "none"}`,
   ]

@@ -4,6 +4,7 @@ import { parse, positionalsExactly, type Command } from "../lib/cli"
 import type { Ctx } from "../lib/context"
 import { usage } from "../lib/errors"
 import { findProject } from "../lib/project"
+import { mergePending, pendingNote } from "../lib/run/merge-pending"
 import { mutateTasks } from "../lib/tasks"
 import { requireTask } from "../lib/task-lookup"
 import { applyStatus, formatChange, listWithStatus, unfinishedDependencies, VERB_STATUS, type StatusVerb } from "../lib/transitions"
@@ -34,19 +35,25 @@ export function statusCommand(verb: StatusVerb): Command {
     if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
     const reason = words.join(" ").trim()
     const now = isoSeconds()
-    const result = await mutateTasks(findProject(ctx), `flow ${verb} ${id}`, (editor) => {
+    const project = findProject(ctx)
+    const result = await mutateTasks(project, `flow ${verb} ${id}`, (editor) => {
       const task = requireTask(editor.tasks, id).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
       const applied = applyStatus(editor, id, to, now)
       // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.
       if (reason) editor.append({ taskId: id }, "ai_notes", `Blocked: ${reason}`)
-      return { ...applied, waiting }
+      return { ...applied, waiting, task }
     })
     if (result.waiting.length > 0) ctx.stderr(`warning: ${id} depends on ${listWithStatus(result.waiting)}, not done yet; started anyway\n`)
     if (result.changes.length === 0) ctx.stdout(`${id} is already ${to}${reason ? `; added the note 'Blocked: ${reason}'` : ""}\n`)
     for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
     if (reason && result.changes.length > 0) ctx.stdout(`${id}: added the note 'Blocked: ${reason}'\n`)
     for (const n of result.notes) ctx.stderr(`note: ${n}\n`)
+    if (verb === "done") {
+      // Done means merged (docs/RUN.md): a branch with work the target lacks is merged by the next run.
+      const pending = (await mergePending(project, [{ ...result.task, status: "done" }])).get(id)
+      if (pending) ctx.stderr(`note: ${pendingNote(id, pending)}\n`)
+    }
   }
   return { meta, run }
 }

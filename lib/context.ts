@@ -43,9 +43,21 @@ export function ctxFromProcess(): Ctx {
   }
 }
 
+let readerGone: (() => void) | undefined
+let gone = false
+
+/**
+ * For a command that must not just vanish when stdout's reader goes (`flow run | head -1` has agents to
+ * stop): `handler` is called once instead of leaving with exit 0, and later output is dropped.
+ */
+export function onReaderGone(handler: (() => void) | undefined): void {
+  readerGone = handler
+}
+
 // `flow list | head`: once the reader has gone, the rest of the output has nowhere to go. Leave quietly,
 // as `cat` and `git log` do, instead of printing a stack trace (docs/CLI.md).
 function writeOrLeave(text: string): void {
+  if (gone) return
   try {
     process.stdout.write(text)
   } catch (e) {
@@ -54,6 +66,9 @@ function writeOrLeave(text: string): void {
 }
 
 function leaveIfReaderGone(e: unknown): void {
-  if ((e as NodeJS.ErrnoException)?.code === "EPIPE") process.exit(0)
-  throw e
+  if ((e as NodeJS.ErrnoException)?.code !== "EPIPE") throw e
+  if (gone) return
+  if (!readerGone) process.exit(0)
+  gone = true
+  readerGone()
 }

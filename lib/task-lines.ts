@@ -3,10 +3,10 @@
 import type { TaskSummary } from "./json-shapes"
 import type { Task } from "./task-index"
 
-/** `[<status>] <id> <title>` then ` (depends: a, b)` when the task has dependencies. */
-export function taskLine(task: Task): string {
+/** `[<status>] <id> <title>` then ` (depends: a, b)` when the task has dependencies; `status` words it otherwise. */
+export function taskLine(task: Task, status: string = task.status): string {
   const deps = task.depends_on
-  return `[${task.status}] ${task.id} ${oneLine(task.title)}${deps && deps.length > 0 ? ` (depends: ${deps.join(", ")})` : ""}`
+  return `[${status}] ${task.id} ${oneLine(task.title)}${deps && deps.length > 0 ? ` (depends: ${deps.join(", ")})` : ""}`
 }
 
 /** A title written as a multi-line string would break "one line per task", which scripts rely on. */

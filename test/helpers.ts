@@ -66,23 +66,24 @@ export function tasksYaml(tasks: Record<string, unknown>[]): string {
 export function background(cwd: string, args: string[], env: Record<string, string | undefined> = {}) {
   const proc = Bun.spawn([...flowArgv(), ...args], { cwd, env: { ...process.env, ...env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
   let out = ""
-  const waiters: { text: string; resolve: () => void }[] = []
+  const waiters: { found: (out: string) => boolean; resolve: () => void }[] = []
   const pump = (async () => {
     const decoder = new TextDecoder()
     for await (const chunk of proc.stdout) {
       out += decoder.decode(chunk, { stream: true })
-      for (const w of waiters.filter((w) => out.includes(w.text))) w.resolve()
+      for (const w of waiters.filter((w) => w.found(out))) w.resolve()
     }
   })()
   const stderr = new Response(proc.stderr).text()
   return {
     proc,
     output: () => out,
-    waitFor: (text: string, ms = 60_000) =>
+    waitFor: (text: string | ((out: string) => boolean), ms = 60_000) =>
       new Promise<void>((resolve, reject) => {
-        if (out.includes(text)) return resolve()
+        const found = typeof text === "string" ? (o: string) => o.includes(text) : text
+        if (found(out)) return resolve()
         const timer = setTimeout(() => reject(new Error(`timed out waiting for '${text}'; output so far:\n${out}`)), ms)
-        waiters.push({ text, resolve: () => (clearTimeout(timer), resolve()) })
+        waiters.push({ found, resolve: () => (clearTimeout(timer), resolve()) })
       }),
     done: async () => ({ code: await proc.exited, stdout: (await pump, out), stderr: await stderr }),
   }
