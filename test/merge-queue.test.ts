@@ -126,3 +126,19 @@ test.concurrent("kill -9 during a check, then a rerun: main moves once, to a mer
     rmSync(gate, { recursive: true, force: true })
   }
 })
+
+test.concurrent("killed right after the queue moved main (before anything was recorded): the rerun marks it done without a second merge or check", async () => {
+  await using dir = await tempRepo({
+    "flow.yaml": "verify: { command: 'true', timeout: 1m }\n",
+    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
+  })
+  const first = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], { env: { FLOW_TEST_KILL_AT: "after-merge" } })
+  expect(first.code).not.toBe(0)
+  expect(first.stdout).toContain("work: queue main #1 passed")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ work: "in_progress" })
+  const again = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" })
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ work: "done" })
+  expect(again.stdout).not.toContain("checking")
+  expect((await git(dir.path, ["log", "--merges", "--format=%s", "main"])).trim()).toBe("Merge flow/work: work")
+})
