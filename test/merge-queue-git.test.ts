@@ -1,7 +1,8 @@
 // The merge queue's git plumbing (lib/git.ts) on real repositories, the trimming of a check's output
-// (lib/run/verify.ts), and flow.yaml's `verify` refused when it is ambiguous.
+// (lib/run/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
 import { makeMergeCommit, moveBranch, revParse } from "../lib/git"
+import { RunView } from "../lib/run/tui-state"
 import { trimOutput } from "../lib/run/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
@@ -66,4 +67,17 @@ test.concurrent("two verify entries for one repository are refused with exit 3",
   })
   const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 3, stderr: "error: flow.yaml has two 'verify' entries for the default repository (no 'repo')\nhint: keep one check per repository\n" })
+})
+
+test("the run screen shows a task's place in the merge queue as its pane's state, until it lands or goes back to its agent", () => {
+  const view = new RunView("p", ["a-1"], 0)
+  const pane = view.panes.get("a-1")!
+  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, new Date(0))
+  expect(view.stateOf(pane)).toBe("running")
+  view.apply({ type: "queue", taskId: "t", target: "main", state: "checking", position: 2 }, new Date(0))
+  expect(view.stateOf(pane)).toBe("queue main #2 checking")
+  view.apply({ type: "queue", taskId: "t", target: "main", state: "failed", position: 1, reason: "the check failed (exit 1)" }, new Date(0))
+  expect(view.log.at(-1)).toBe("00:00:00 t: queue main #1 failed (the check failed (exit 1))")
+  view.apply({ type: "fix", taskId: "t", attempt: 1, of: 2, kind: "check", reason: "the check failed (exit 1)" }, new Date(0))
+  expect(view.stateOf(pane)).toBe("running")
 })
