@@ -49,8 +49,9 @@ export function statusCommand(verb: StatusVerb): Command {
     for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
     if (reason && result.changes.length > 0) ctx.stdout(`${id}: added the note 'Blocked: ${reason}'\n`)
     for (const n of result.notes) ctx.stderr(`note: ${n}\n`)
-    if (verb === "done") {
+    if (verb === "done" && !ctx.env.FLOW_AGENT) {
       // Done means merged (docs/RUN.md): a branch with work the target lacks is merged by the next run.
+      // Not said to an agent: the run that started it merges its branch as soon as it exits.
       const pending = (await mergePending(project, [{ ...result.task, status: "done" }])).get(id)
       if (pending) ctx.stderr(`note: ${pendingNote(id, pending)}\n`)
     }

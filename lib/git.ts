@@ -113,17 +113,12 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   return { ok: false, conflicts, reason }
 }
 
-/** The commit a ref names, or undefined when it does not exist. */
-export async function revParse(repo: string, ref: string): Promise<string | undefined> {
-  const r = await run(["git", "rev-parse", "--verify", "--quiet", `${ref}^{commit}`], { cwd: repo, env: GIT_ENV })
-  return r.code === 0 ? r.stdout.trim() : undefined
-}
-
-/** True when `commit` is `of` or one of its ancestors: its work is in `of`. */
-export async function isAncestor(repo: string, commit: string, of: string): Promise<boolean> {
-  const r = await run(["git", "merge-base", "--is-ancestor", commit, of], { cwd: repo, env: GIT_ENV })
-  if (r.code === 0 || r.code === 1) return r.code === 0
-  throw new FlowError(`'git merge-base --is-ancestor ${commit} ${of}' failed in ${repo}: ${r.stderr.trim()}`)
+/** The commits `refs` name (one git call), each undefined when it does not exist. */
+export async function revParse(repo: string, ...refs: string[]): Promise<(string | undefined)[]> {
+  const r = await run(["git", "rev-parse", ...refs.map((ref) => `${ref}^{commit}`)], { cwd: repo, env: GIT_ENV })
+  const out = r.stdout.split("\n")
+  // On an unknown ref git prints it back as given (not a hash) and exits 128.
+  return refs.map((_, i) => (/^[0-9a-f]{40,64}$/.test(out[i] ?? "") ? out[i] : undefined))
 }
 
 /** The local branches holding commits that `target` does not have (one git call for a whole repository). */
@@ -135,6 +130,13 @@ export async function unmergedBranches(repo: string, target: string): Promise<Se
 // The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
 // moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
 
+/** True when every commit of `rev` is already in `into` (a merge would add nothing). */
+export async function isAncestor(repo: string, rev: string, into: string): Promise<boolean> {
+  const r = await run(["git", "merge-base", "--is-ancestor", rev, into], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0 || r.code === 1) return r.code === 0
+  throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
+}
+
 export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
 
 /**
@@ -142,7 +144,7 @@ export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts:
  * store alone: no checkout, no index, so any number can be made at once while others work.
  */
 export async function makeMergeCommit(repo: string, base: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeCommit> {
-  const head = await revParse(repo, branch)
+  const [head] = await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
   if (r.code === 1) {

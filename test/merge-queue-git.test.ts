@@ -1,12 +1,13 @@
 // The merge queue's git plumbing (lib/git.ts) on real repositories, the trimming of a check's output
 // (lib/run/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
-import { makeMergeCommit, moveBranch, revParse } from "../lib/git"
+import { makeMergeCommit, moveBranch, revParse as revParseAll } from "../lib/git"
 import { RunView } from "../lib/run/tui-state"
 import { trimOutput } from "../lib/run/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const ID = { name: "flow", email: "flow@localhost" }
+const revParse = async (dir: string, ref: string) => (await revParseAll(dir, ref))[0]
 const commitOn = async (dir: string, branch: string, file: string, text: string) => {
   await git(dir, ["checkout", "-q", "-B", branch])
   await Bun.write(`${dir}/${file}`, text)

@@ -59,7 +59,7 @@ async function finishAndCheck(dir: TempDir, log: string, n: number) {
   expect(processesIn(dir.path)).toEqual([])
 }
 
-test("random SIGKILLs of flow run, each followed by another run: every task done, run once, merged once, nothing left", async () => {
+test.concurrent("random SIGKILLs of flow run, each followed by another run: every task done, run once, merged once, nothing left", async () => {
   const n = 12
   const { dir, log } = await project(n)
   await using _ = dir
@@ -84,7 +84,7 @@ test("random SIGKILLs of flow run, each followed by another run: every task done
 }, 120_000)
 
 test.concurrent("kills placed right after git merge and between the journaled merge and the status write: no task runs or merges twice", async () => {
-  const n = 4
+  const n = 3
   const { dir, log } = await project(n)
   await using _ = dir
   try {

@@ -89,9 +89,10 @@ test.concurrent("--headless in a terminal, and any piped run, print the timestam
   await using piped = await tempRepo(files)
   const r = await flow(piped.path, ["run", "--agents", "1", "--cli", "script"])
   expect(r.code).toBe(0)
-  expect(r.stdout.split("\n").slice(0, 3)).toEqual([
+  expect(r.stdout.split("\n").slice(0, 4)).toEqual([
     expect.stringMatching(/^\d\d:\d\d:\d\d run: 1 tasks, agents script-1, merging into main$/),
-    expect.stringMatching(/^\d\d:\d\d:\d\d one: todo → in_progress$/),
+    expect.stringMatching(/^\d\d:\d\d:\d\d one: todo → assigned$/),
+    expect.stringMatching(/^\d\d:\d\d:\d\d one: assigned → in_progress$/),
     expect.stringMatching(/^\d\d:\d\d:\d\d one: started by script-1 on flow\/one$/),
   ])
   expect(existsSync(join(piped.path, ".flow"))).toBe(true)

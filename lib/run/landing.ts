@@ -11,7 +11,7 @@
 // that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
 // (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { commitAll, isAncestor, listWorktrees, mergeInto, removeWorktree, revParse } from "../git"
+import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse } from "../git"
 import { indexTasks } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
@@ -29,8 +29,9 @@ export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
 /**
  * A test hook, for the fault-injection tests only (test/run-crash.test.ts): FLOW_TEST_KILL_AT=<point> makes
- * the run SIGKILL itself at that point, as a crash would. Points: `after-merge` (git merged, nothing
- * recorded yet), `before-done` (outcome journaled, tasks.yaml not yet written).
+ * the run SIGKILL itself at that point, as a crash would, after a merge that made a merge commit. Points:
+ * `after-merge` (git merged, nothing recorded yet), `before-done` (outcome journaled, tasks.yaml not yet
+ * written).
  */
 export function killPoint(name: string): void {
   if (process.env.FLOW_TEST_KILL_AT === name) process.kill(process.pid, "SIGKILL")
@@ -95,7 +96,7 @@ export class Landing {
       return false
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
-    killPoint("before-done")
+    if (!result.alreadyMerged) killPoint("before-done")
     await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
@@ -111,34 +112,32 @@ export class Landing {
   private async merge(taskId: string, ws: Workspace): Promise<Verdict> {
     const queue = await this.queues.for(ws)
     if (!queue) return this.inRepo(ws.repo, () => this.mergeInCheckout(taskId, ws))
-    const head = await revParse(ws.repo, ws.branch)
-    const before = await revParse(ws.repo, ws.target)
+    const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
     const id = open && open.outcome === null ? open.id : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
-    if (v.ok) killPoint("after-merge")
+    if (v.ok && !v.alreadyMerged) killPoint("after-merge")
     if (v.ok || v.kind !== "stopped") await this.journal.outcome(id, v.ok ? "merged" : "failed", v.ok ? { commit: v.commit } : { reason: v.reason })
     return v
   }
 
+  /**
+   * `git merge` in the target's checkout. A branch whose head is in the target already (merged by a run
+   * that died before writing done) is never merged twice: git answers "Already up to date" and makes no
+   * commit, which is told apart by the target's head not moving.
+   */
   private async mergeInCheckout(taskId: string, ws: Workspace): Promise<Verdict> {
     const checkout = await this.checkout(ws)
     if (!checkout) return { ok: false, kind: "refused", reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
-    const head = await revParse(ws.repo, ws.branch)
-    const before = await revParse(checkout, "HEAD")
+    const [head, before] = await revParse(checkout, ws.branch, "HEAD")
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
-    const open = (await this.journal.open()).get(taskId)
-    if (await isAncestor(ws.repo, head, before)) {
-      // Merged already (by a run that died before writing done), or nothing to merge: never merge twice.
-      if (open && open.outcome === null) await this.journal.outcome(open.id, "merged", { reason: "found in the target at recovery" })
-      return { ok: true, commit: before, alreadyMerged: true }
-    }
     const id = await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const r = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
-    killPoint("after-merge")
-    await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: r.commit } : { reason: r.reason })
-    if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: false }
+    const merged = r.ok && r.commit !== before
+    if (merged) killPoint("after-merge")
+    await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: merged ? r.commit : undefined, reason: merged ? undefined : "already in the target" } : { reason: r.reason })
+    if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: !merged }
     return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
   }
 

@@ -131,7 +131,7 @@ export class MergeQueue {
 
   /** Builds (or rebuilds) each candidate's merge on the one ahead of it and starts its check. */
   private async build(): Promise<void> {
-    let base = await revParse(this.o.repo, this.o.target)
+    let [base] = await revParse(this.o.repo, this.o.target)
     if (!base) throw new Error(`the target branch '${this.o.target}' does not exist in ${this.o.repo}`)
     for (const [i, e] of this.entries.entries()) {
       if (e.base === base && e.merge) {
