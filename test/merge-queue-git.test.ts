@@ -3,7 +3,7 @@
 import { expect, test } from "bun:test"
 import { makeMergeCommit, moveBranch, revParse as revParseAll } from "../lib/git"
 import { RunView } from "../lib/run/tui-state"
-import { trimOutput } from "../lib/run/verify"
+import { checkResolver, trimOutput } from "../lib/run/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const ID = { name: "flow", email: "flow@localhost" }
@@ -81,4 +81,15 @@ test("the run screen shows a task's place in the merge queue as its pane's state
   expect(view.log.at(-1)).toBe("00:00:00 t: queue main #1 failed (the check failed (exit 1))")
   view.apply({ type: "fix", taskId: "t", attempt: 1, of: 2, kind: "check", reason: "the check failed (exit 1)" }, new Date(0))
   expect(view.stateOf(pane)).toBe("running")
+})
+
+test.concurrent("verify per repository: an entry naming the repository wins, the entry without repo covers the rest", async () => {
+  await using dir = await tempRepo({ "README.md": "project\n" })
+  const app = dir.file("repos/app")
+  dir.write("repos/app/x.txt", "x\n")
+  await git(app, ["init", "-q", "-b", "main"])
+  const checkOf = checkResolver(dir.path, [{ command: "make test" }, { repo: "repos/app", command: ["npm", "test"], timeout: "90s" }])
+  expect(await checkOf(app)).toEqual({ argv: ["npm", "test"], timeoutMs: 90_000, label: "npm test" })
+  expect(await checkOf(dir.path)).toEqual({ argv: ["sh", "-c", "make test"], timeoutMs: 20 * 60_000, label: "make test" })
+  expect(await checkResolver(dir.path, [{ repo: "repos/app", command: "npm test" }])(dir.path)).toBeUndefined()
 })
