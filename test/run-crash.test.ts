@@ -60,7 +60,7 @@ async function finishAndCheck(dir: TempDir, log: string, n: number) {
 }
 
 test.concurrent("random SIGKILLs of flow run, each followed by another run: every task done, run once, merged once, nothing left", async () => {
-  const n = 12
+  const n = 9
   const { dir, log } = await project(n)
   await using _ = dir
   const seed = Number(process.env.FLOW_CRASH_SEED ?? Date.now() % 100_000)
@@ -71,7 +71,8 @@ test.concurrent("random SIGKILLs of flow run, each followed by another run: ever
       const run = background(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"])
       // Killed after a random number of its log lines: anywhere from start-up to a merge.
       const lines = 1 + Math.floor(random() * 14)
-      await Promise.race([run.waitFor((out) => out.split("\n").length > lines), run.proc.exited])
+      // (A machine too slow to print that many lines in a minute gets its kill then: still a kill.)
+      await Promise.race([run.waitFor((out) => out.split("\n").length > lines).catch(() => {}), run.proc.exited])
       run.proc.kill("SIGKILL")
       await run.done()
     }
@@ -81,7 +82,7 @@ test.concurrent("random SIGKILLs of flow run, each followed by another run: ever
   } finally {
     rmSync(log, { force: true })
   }
-}, 120_000)
+}, 180_000)
 
 test.concurrent("kills placed right after git merge and between the journaled merge and the status write: no task runs or merges twice", async () => {
   const n = 3
@@ -101,7 +102,7 @@ test.concurrent("kills placed right after git merge and between the journaled me
   } finally {
     rmSync(log, { force: true })
   }
-}, 120_000)
+}, 180_000)
 
 test.concurrent("flow run | head -1: the closed pipe stops the run like Ctrl-C (exit 130, agents stopped, tasks resumable)", async () => {
   const n = 3
@@ -121,7 +122,7 @@ test.concurrent("flow run | head -1: the closed pipe stops the run like Ctrl-C (
   } finally {
     rmSync(log, { force: true })
   }
-}, 120_000)
+}, 180_000)
 
 test.concurrent("a conflict resolved by a person and marked done is merged by the next run", async () => {
   await using dir = await tempRepo({
@@ -157,7 +158,7 @@ test.concurrent("a conflict resolved by a person and marked done is merged by th
   expect(merges.filter((m) => m === `Merge flow/${loser}: ${loser}`)).toHaveLength(1)
   expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
   expect((await flow(dir.path, ["list"])).stdout).not.toContain("merge pending")
-}, 120_000)
+}, 180_000)
 
 test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last valid view and applies what finished meanwhile", async () => {
   await using dir = await tempRepo({ ".gitignore": ".flow/\n" })
@@ -181,4 +182,4 @@ test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last 
   } finally {
     rmSync(saved, { force: true })
   }
-}, 120_000)
+}, 180_000)
