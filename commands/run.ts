@@ -56,11 +56,17 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 }
 
 /** The run settings that come from flow.yaml alone. */
-export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish"> {
-  return { retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config) }
+export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
+  return {
+    retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config),
+    verify: config.verify === undefined ? [] : [config.verify].flat(), fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS, queueDepth: config.queue_depth,
+  }
 }
 
-export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish"> & {
+/** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
+const DEFAULT_FIX_ATTEMPTS = 2
+
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> & {
   /** the log lines even in a terminal */
   headless?: boolean
 }

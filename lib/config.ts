@@ -22,6 +22,17 @@ export const AgentConfig = type({
 })
 export type AgentConfig = typeof AgentConfig.infer
 
+/** The project's check, run on every merge before the target moves (docs/RUN.md, "The merge queue"). */
+export const VerifyConfig = type({
+  /** the repository it applies to, as in a task's `repo` (default: every repository not named by another entry) */
+  "repo?": "string > 0",
+  /** a shell command line (run by `sh -c` in the merge's scratch worktree) or an argv array */
+  command: type("string > 0").or(type("string > 0").array().atLeastLength(1)),
+  /** how long it may run before it counts as failed: 90s, 20m, 1h (default 20m) */
+  "timeout?": /^(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/,
+})
+export type VerifyConfig = typeof VerifyConfig.infer
+
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
   /** how many agents work at once (default: the number of agents) */
@@ -32,6 +43,12 @@ export const FlowConfig = type({
   "merge_target?": "string",
   /** how many times a task whose agent failed is tried again before it is blocked (default 1) */
   "retries?": "number.integer >= 0",
+  /** the check a merge must pass before the target branch moves: one, or one per repository */
+  "verify?": VerifyConfig.or(VerifyConfig.array()),
+  /** how many times a task is sent back to its agent after a failed check or a merge conflict (default 2) */
+  "fix_attempts?": "number.integer >= 0",
+  /** how many candidates of a target's merge queue are checked at once, each on top of those ahead (default 8; 1: strictly serial) */
+  "queue_depth?": "number.integer >= 1",
   /** the git remote that push and pull_request use (default origin) */
   "remote?": /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
   /** push the merge target to the remote after each merge */
@@ -63,6 +80,13 @@ export function loadConfig(projectDir: string): FlowConfig {
   for (const agent of out.agents ?? []) {
     if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
     names.add(agent.name)
+  }
+  const verifies = out.verify === undefined ? [] : Array.isArray(out.verify) ? out.verify : [out.verify]
+  const repos = new Set<string | undefined>()
+  for (const v of verifies) {
+    if (repos.has(v.repo)) throw new FlowError(`flow.yaml has two 'verify' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`, Exit.invalid, "keep one check per repository")
+    repos.add(v.repo)
+    if (v.timeout !== undefined && !/\d/.test(v.timeout)) throw new FlowError(`flow.yaml: verify timeout '${v.timeout}' is not a duration`, Exit.invalid, "write 90s, 20m, 1h or combined largest first, like 1h30m")
   }
   const pr = out.pull_request
   if (out.push && pr && (pr === true || pr.base === undefined || pr.base === out.merge_target)) {

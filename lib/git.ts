@@ -127,3 +127,79 @@ export async function unmergedBranches(repo: string, target: string): Promise<Se
   const out = await git(repo, ["for-each-ref", `--no-merged=refs/heads/${target}`, "--format=%(refname:short)", "refs/heads/"])
   return new Set(out.split("\n").filter(Boolean))
 }
+
+// The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
+// moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
+
+/** True when every commit of `rev` is already in `into` (a merge would add nothing). */
+export async function isAncestor(repo: string, rev: string, into: string): Promise<boolean> {
+  const r = await run(["git", "merge-base", "--is-ancestor", rev, into], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0 || r.code === 1) return r.code === 0
+  throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
+}
+
+export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
+
+/**
+ * A merge commit of `branch` onto the commit `base` (first parent), made with `git merge-tree` in the object
+ * store alone: no checkout, no index, so any number can be made at once while others work.
+ */
+export async function makeMergeCommit(repo: string, base: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeCommit> {
+  const [head] = await revParse(repo, branch)
+  if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
+  const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
+  if (r.code === 1) {
+    const conflicts = r.stdout.split("\n").slice(1).filter(Boolean)
+    return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
+  }
+  if (r.code !== 0) return { ok: false, conflicts: [], reason: (r.stderr || r.stdout).trim().split("\n").slice(0, 6).join("\n") }
+  const tree = r.stdout.split("\n")[0].trim()
+  const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
+  const commit = (await check(["git", "commit-tree", tree, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
+  return { ok: true, commit }
+}
+
+/** The commits of `rev` not in `base`, oldest first, as "<short> <subject>" lines. */
+export async function commitsBetween(repo: string, base: string, rev: string, max = 20): Promise<string[]> {
+  const out = await git(repo, ["log", "--first-parent", "--reverse", `--max-count=${max}`, "--format=%h %s", `${base}..${rev}`])
+  return out.split("\n").filter(Boolean)
+}
+
+/** A detached worktree at `commit` (the check's scratch copy of a merge). */
+export async function addScratchWorktree(repo: string, path: string, commit: string): Promise<void> {
+  const r = await run(["git", "worktree", "add", "--detach", "--", path, commit], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0) return
+  await git(repo, ["worktree", "prune"])
+  await git(repo, ["worktree", "add", "--force", "--detach", "--", path, commit])
+}
+
+/** Forgets worktrees whose folders are gone. */
+export async function pruneWorktrees(repo: string): Promise<void> {
+  await git(repo, ["worktree", "prune"])
+}
+
+export type MoveResult = { ok: true } | { ok: false; why: "moved" | "dirty"; detail: string }
+
+/**
+ * Moves refs/heads/<target> from `old` to `next` only if it still points at `old` (`git update-ref` with
+ * the old value: a compare-and-swap). Where the target is checked out, its working tree follows, but only
+ * when no file the move changes has local changes there (what `git merge` requires too); otherwise nothing
+ * moves and the caller waits for the person to commit or discard them.
+ */
+export async function moveBranch(repo: string, target: string, old: string, next: string, message: string): Promise<MoveResult> {
+  const checkout = (await listWorktrees(repo)).find((w) => w.branch === target)?.path
+  if (checkout) {
+    const changed = new Set((await git(repo, ["diff", "--name-only", "--no-renames", old, next])).split("\n").filter(Boolean))
+    const status = await git(checkout, ["status", "--porcelain", "--untracked-files=all", "--no-renames"])
+    const dirty = status.split("\n").filter(Boolean).map((l) => l.slice(3)).filter((f) => changed.has(f))
+    if (dirty.length) return { ok: false, why: "dirty", detail: `${checkout} has local changes to ${dirty.slice(0, 10).join(", ")}` }
+  }
+  const r = await run(["git", "update-ref", "-m", message, `refs/heads/${target}`, next, old], { cwd: repo, env: GIT_ENV })
+  if (r.code !== 0) return { ok: false, why: "moved", detail: (r.stderr || r.stdout).trim() }
+  // The ref moved; the checkout's index and files follow by a two-tree read (only the changed paths).
+  if (checkout) {
+    const u = await run(["git", "read-tree", "-m", "-u", old, next], { cwd: checkout, env: GIT_ENV })
+    if (u.code !== 0) return { ok: true } // files appeared meanwhile: the branch moved; `git status` there shows the difference
+  }
+  return { ok: true }
+}

@@ -2,6 +2,9 @@
 // to the same events, so what one shows the others can show too.
 import type { AgentEvent } from "../agents/types"
 
+/** A merge candidate's place in its target's queue (docs/RUN.md, "The merge queue"). */
+export type QueueState = "waiting" | "checking" | "passed" | "failed"
+
 export type RunEvent =
   | { type: "run-start"; agents: string[]; tasks: number; target: string }
   | { type: "task-assigned"; taskId: string; agent: string; cli: string }
@@ -13,6 +16,8 @@ export type RunEvent =
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
+  | { type: "queue"; taskId: string; target: string; state: QueueState; position: number; reason?: string; seconds?: number }
+  | { type: "fix"; taskId: string; attempt: number; of: number; kind: "check" | "conflict"; reason: string }
   | { type: "published"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "publish-failed"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "question-wait"; taskId: string; questions: string[] }

@@ -6,12 +6,19 @@
 //   → worktree removed
 //
 // A branch whose head is already in the target is never merged again; the journal says whether a task's
-// work had been finished (so its agent is never run again).
+// work had been finished (so its agent is never run again). Where flow.yaml configures a check (`verify`),
+// "git merge" is the repository's merge queue (lib/run/merge-queue.ts): the target moves only to a merge
+// that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
+// (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse, type MergeResult } from "../git"
-import { mutateTasks } from "../tasks"
+import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse } from "../git"
+import { indexTasks } from "../task-index"
+import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus, type Change } from "../transitions"
+import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
+import type { Verdict } from "./merge-queue"
+import { MergeQueues } from "./queues"
 import type { RunSettings } from "./orchestrator"
 import { doneMarks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -26,11 +33,13 @@ export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
  * `after-merge` (git merged, nothing recorded yet), `before-done` (outcome journaled, tasks.yaml not yet
  * written).
  */
-function killPoint(name: string): void {
+export function killPoint(name: string): void {
   if (process.env.FLOW_TEST_KILL_AT === name) process.kill(process.pid, "SIGKILL")
 }
 
-export type Landed = { ok: true; commit?: string } | { ok: false; reason: string }
+export type FixOutcome = "fixed" | "gave-up" | "stopped" | "failed"
+/** One round of fixing by the task's agent: its prompt, and the environment of the script agent's fix blocks. */
+export type Fixer = { canFix: boolean; fix: (prompt: string, env: Record<string, string>) => Promise<FixOutcome> }
 
 export class Landing {
   readonly journal: MergeJournal
@@ -39,8 +48,11 @@ export class Landing {
   /** where each repository's target branch is checked out (found once per run) */
   private checkouts = new Map<string, string | undefined>()
 
+  private queues: MergeQueues
+
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
+    this.queues = new MergeQueues(s, (repo, fn) => this.inRepo(repo, fn), AUTHOR)
   }
 
   /** Runs `fn` after every earlier git operation on `repo` has finished. */
@@ -52,19 +64,39 @@ export class Landing {
 
   /**
    * Lands a task whose work is finished: merged (unless already in the target), then done; or blocked with a
-   * note when the merge fails. `background` collects the worktree's removal. True when it is done.
+   * note when the merge fails and the agent (`fixer`) could not fix it. `background` collects the worktree's
+   * removal. True when it is done.
    */
-  async land(taskId: string, title: string, ws: Workspace, background: Set<Promise<unknown>>): Promise<boolean> {
-    if (existsSync(ws.path)) await commitAll(ws.path, `${taskId}: ${title}`, AUTHOR)
-    const result = await this.inRepo(ws.repo, () => this.merge(taskId, ws))
+  async land(taskId: string, title: string, ws: Workspace, background: Set<Promise<unknown>>, fixer?: Fixer): Promise<boolean> {
+    let result: Verdict
+    for (let attempt = 1; ; attempt++) {
+      if (existsSync(ws.path)) await commitAll(ws.path, `${taskId}: ${title}`, AUTHOR)
+      result = await this.merge(taskId, ws)
+      if (result.ok || result.kind === "stopped") break
+      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
+        result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
+        break
+      }
+      await this.journal.close(taskId) // what the agent does now is new work
+      this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
+      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id))
+      const outcome = await fixer.fix(prompt, fixEnv(ws, result))
+      if (outcome === "stopped") return false
+      if (outcome === "gave-up") {
+        result = { ...result, reason: `${result.reason}; the agent gave up` }
+        break
+      }
+    }
     if (!result.ok) {
+      if (result.kind === "stopped") return false // the run stops: the journal entry stays open, the next run lands it
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
-      await blockTask(this.s, taskId, `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; resolve it on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it`, true)
+      const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
+      await blockTask(this.s, taskId, `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`, true)
       await this.journal.close(taskId)
       return false
     }
-    if (result.commit) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
-    if (result.commit) killPoint("before-done")
+    if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
+    if (!result.alreadyMerged) killPoint("before-done")
     await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
@@ -73,21 +105,45 @@ export class Landing {
   }
 
   /**
-   * Merges the branch into the target, journaled before and after. A branch whose head is in the target
-   * already (merged by a run that died before writing done) is never merged twice: git answers "Already up
-   * to date" and makes no commit, which is told apart by the target's head not moving.
+   * Merges the branch into the target unless its head is there already; journaled before and after. With a
+   * check configured the merge goes through the queue (no lock held while it waits); else `git merge` in
+   * the target's checkout, one per repository at a time.
    */
-  private async merge(taskId: string, ws: Workspace): Promise<Landed> {
+  private async merge(taskId: string, ws: Workspace): Promise<Verdict> {
+    const queue = await this.queues.for(ws)
+    if (!queue) return this.inRepo(ws.repo, () => this.mergeInCheckout(taskId, ws))
+    const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
+    if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
+    const open = (await this.journal.open()).get(taskId)
+    const id = open && open.outcome === null ? open.id : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
+    const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
+    if (v.ok && !v.alreadyMerged) killPoint("after-merge")
+    if (v.ok || v.kind !== "stopped") await this.journal.outcome(id, v.ok ? "merged" : "failed", v.ok ? { commit: v.commit } : { reason: v.reason })
+    return v
+  }
+
+  /**
+   * `git merge` in the target's checkout. A branch whose head is in the target already (merged by a run
+   * that died before writing done) is never merged twice: git answers "Already up to date" and makes no
+   * commit, which is told apart by the target's head not moving.
+   */
+  private async mergeInCheckout(taskId: string, ws: Workspace): Promise<Verdict> {
     const checkout = await this.checkout(ws)
-    if (!checkout) return { ok: false, reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
+    if (!checkout) return { ok: false, kind: "refused", reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
     const [head, before] = await revParse(checkout, ws.branch, "HEAD")
-    if (!head || !before) return { ok: false, reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
+    if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const id = await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const r: MergeResult = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
+    const r = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
     const merged = r.ok && r.commit !== before
     if (merged) killPoint("after-merge")
     await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: merged ? r.commit : undefined, reason: merged ? undefined : "already in the target" } : { reason: r.reason })
-    return !r.ok ? { ok: false, reason: r.reason } : { ok: true, commit: merged ? r.commit : undefined }
+    if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: !merged }
+    return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
+  }
+
+  /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */
+  private async describe(id: string) {
+    return indexTasks((await readTasks(this.s.project)).data).get(id)?.task
   }
 
   private async checkout(ws: Workspace): Promise<string | undefined> {

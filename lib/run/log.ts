@@ -34,6 +34,10 @@ function describe(e: RunEvent): string | undefined {
       return `${e.taskId}: merged ${e.branch} into ${e.target} (${e.commit.slice(0, 10)})`
     case "merge-failed":
       return `${e.taskId}: merge of ${e.branch} into ${e.target} failed: ${clip(e.reason)}`
+    case "queue":
+      return `${e.taskId}: queue ${e.target} #${e.position} ${e.state}${e.seconds !== undefined ? ` after ${e.seconds.toFixed(1)} s` : ""}${e.reason ? ` (${clip(e.reason)})` : ""}`
+    case "fix":
+      return `${e.taskId}: sent back to its agent (attempt ${e.attempt} of ${e.of}): ${clip(e.reason)}`
     case "published":
       return `${e.taskId}: ${e.what === "pull-request" ? `pull request ${e.detail}` : e.detail}`
     case "publish-failed":

@@ -4,7 +4,7 @@
 // the rules.
 import { watch } from "chokidar"
 import { availableTasks } from "../availability"
-import type { AgentConfig } from "../config"
+import type { AgentConfig, VerifyConfig } from "../config"
 import type { Project } from "../project"
 import { indexTasks, type Indexed, type Task } from "../task-index"
 import { readTasks } from "../tasks"
@@ -26,6 +26,12 @@ export type RunSettings = {
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }
+  /** the checks a merge must pass before its target moves (flow.yaml `verify`; empty: merged unchecked) */
+  verify: VerifyConfig[]
+  /** how many times a failed check or a merge conflict goes back to the agent */
+  fixAttempts: number
+  /** how many candidates of a merge queue are checked at once (1: strictly serial) */
+  queueDepth?: number
   /** push and pull requests after merges (flow.yaml) */
   publish: PublishSettings
   /** how an agent runs flow: the argv prefix of this very program */

@@ -42,6 +42,8 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>) | undefine
     case "agent-exit":
     case "merge":
     case "merge-failed":
+    case "queue":
+    case "fix":
     case "question-wait":
     case "question-answered":
     case "published":

@@ -13,11 +13,11 @@ import { indexTasks, type Step, type Task } from "../task-index"
 import { mutateTasks, readTasks } from "../tasks"
 import { applyStatus } from "../transitions"
 import { runTurn } from "./agent-runner"
-import { AUTHOR, blockTask, isoNow as now, writeStatus, type Landing } from "./landing"
+import { AUTHOR, blockTask, isoNow as now, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./orchestrator"
 import type { AgentGroups } from "./reaper"
-import { doneMark, doneMarks } from "./script-agent"
+import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "./workspace"
 
@@ -90,13 +90,13 @@ export class TaskWorker {
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
-  private async runWhole(resumeWith?: string): Promise<Outcome> {
+  private async runWhole(resumeWith?: string, env?: Record<string, string>): Promise<Outcome> {
     let prompt = resumeWith ?? await this.taskPrompt()
     for (let attempt = 1; ; attempt++) {
       const task = await this.read()
       // The script finished before the run died (its mark): land it, never run it again.
       if (this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId))) return "finished"
-      const turn = await this.turn(prompt, task.instructions ?? "")
+      const turn = await this.turn(prompt, task.instructions ?? "", undefined, env)
       if (this.s.signal.aborted) return "stopped"
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
@@ -172,7 +172,7 @@ export class TaskWorker {
     }
   }
 
-  private async turn(prompt: string, script: string, stepId?: string) {
+  private async turn(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
     const ws = this.ws!
     const result = await runTurn({
       doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
@@ -181,7 +181,7 @@ export class TaskWorker {
       prompt,
       script,
       cwd: ws.path,
-      env: this.agentEnv(),
+      env: { ...this.agentEnv(), ...env },
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
       signal: this.s.signal,
@@ -221,11 +221,37 @@ export class TaskWorker {
   /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
   private async finish(task: Task): Promise<void> {
     const ws = this.ws!
-    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background))) return
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, this.fixer(task)))) return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish
     if (publish.push || publish.pullRequest) this.shared.background.add(this.publish(task, ws))
+  }
+
+  /**
+   * How this task's agent fixes a failed check or a conflict on its branch (docs/RUN.md, "Sent back to the
+   * agent"). The script agent runs the task's ```sh fix blocks, with FLOW_FIX and the output in its
+   * environment (none: it is not sent back). An agent CLI gets its session resumed with the prompt (a fresh
+   * session gets the whole task's prompt first), the task back in progress, and works until `flow done`
+   * (fixed) or `flow block` (gave up), retried like any turn.
+   */
+  private fixer(task: Task): Fixer {
+    const blocks = shellBlocks(task.instructions ?? "", "fix")
+    return {
+      canFix: this.agent.cli !== "script" || blocks.length > 0,
+      fix: async (prompt, env) => {
+        // The finished mark no longer holds: a run killed during the fix reruns it rather than landing as is.
+        for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
+        if (this.agent.cli === "script") {
+          const turn = await this.turn(prompt, blocks.map((b) => `\`\`\`sh\n${b}\`\`\`\n`).join("\n"), undefined, env)
+          if (this.s.signal.aborted) return "stopped"
+          return turn.code === 0 ? "fixed" : "failed"
+        }
+        await this.setStatus("in_progress")
+        const outcome = await this.runWhole(await this.continuation(prompt), env)
+        return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
+      },
+    }
   }
 
   /** Push and pull request, one repository's at a time; a failure is logged and noted, never fatal. */

@@ -10,7 +10,7 @@ import { sanitize } from "../screen"
 /** What the UI needs of tasks.yaml: each task's title, step ids and status. */
 export type TaskSnapshot = Map<string, { title: string; status: string; steps: string[] }>
 
-export type PaneState = "running" | "waiting for an answer" | "idle"
+export type PaneState = "running" | "waiting for an answer" | "idle" | `queue ${string}`
 
 export type Pane = {
   agent: string
@@ -25,7 +25,7 @@ export type Pane = {
 /** Lines kept per agent pane and in the footer log: more than any terminal shows. */
 const KEEP = 200
 /** The events whose headless log lines make the footer: what happened to tasks, not what agents said. */
-const FOOTER = new Set<RunEvent["type"]>(["status", "merge", "merge-failed", "notice", "retry", "checkpoint", "published", "publish-failed", "question-answered"])
+const FOOTER = new Set<RunEvent["type"]>(["status", "merge", "merge-failed", "notice", "queue", "fix", "retry", "checkpoint", "published", "publish-failed", "question-answered"])
 
 export class RunView {
   readonly panes = new Map<string, Pane>()
@@ -33,6 +33,8 @@ export class RunView {
   questions: Question[] = []
   /** tasks whose agent exited to wait for answers (question-wait until question-answered) */
   readonly waiting = new Set<string>()
+  /** tasks whose branch is in a merge queue, with its last word there (`queue main #2 checking`) */
+  readonly queued = new Map<string, string>()
   readonly log: string[] = []
   target = ""
   /** checkpoints announced as waiting for review; shown until tasks.yaml says they are done or blocked */
@@ -88,10 +90,19 @@ export class RunView {
         const pane = this.pane(e.agent)
         if (pane.taskId === e.taskId) Object.assign(pane, { taskId: undefined, stepId: undefined, since: t })
         this.waiting.delete(e.taskId)
+        this.queued.delete(e.taskId)
         return
       }
       case "question-wait":
         this.waiting.add(e.taskId)
+        return
+      case "queue":
+        this.queued.set(e.taskId, `queue ${e.target} #${e.position} ${e.state}`)
+        return
+      case "merge":
+      case "merge-failed":
+      case "fix": // back to its agent
+        this.queued.delete(e.taskId)
         return
       case "question-answered":
         this.waiting.delete(e.taskId)
@@ -118,7 +129,8 @@ export class RunView {
   stateOf(pane: Pane): PaneState {
     if (!pane.taskId) return "idle"
     if (this.waiting.has(pane.taskId) || this.questions.some((q) => q.task_id === pane.taskId)) return "waiting for an answer"
-    return "running"
+    const queued = this.queued.get(pane.taskId)
+    return queued ? (queued as PaneState) : "running"
   }
 
   /** `step k/n` of the pane's task, when it has steps. */

@@ -1,0 +1,226 @@
+// The verified merge queue: one per repository and target branch. Candidates line up in the order their
+// tasks finish (dependency order: a dependent starts only after its dependencies merged). Each candidate's
+// merge is built on the candidate ahead of it (the head's on the target itself) and checked at once, so
+// several checks run together; the target moves, by compare-and-swap, only to a merge whose check passed,
+// and only from the head. A failed or conflicting candidate leaves the queue and the candidates behind it
+// are rebuilt on what is left (their earlier checks, built on it, are dropped). docs/RUN.md, "The merge queue".
+import { mkdirSync, readdirSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { addScratchWorktree, isAncestor, makeMergeCommit, moveBranch, pruneWorktrees, removeWorktree, revParse } from "../git"
+import type { EventBus, QueueState } from "./events"
+import { runCheck, type Check } from "./verify"
+
+export type Verdict =
+  | { ok: true; commit: string; alreadyMerged: boolean }
+  | { ok: false; kind: "conflict"; conflicts: string[]; reason: string }
+  | { ok: false; kind: "check"; reason: string; output: string; timedOut: boolean }
+  | { ok: false; kind: "stopped"; reason: string }
+  /** not the agent's to fix: no checkout to merge into, local changes in the way, a git failure */
+  | { ok: false; kind: "refused"; reason: string }
+
+export type QueueOptions = {
+  repo: string
+  target: string
+  /** undefined: no check configured (a merge passes once it is built) */
+  check: Check | undefined
+  /** where scratch worktrees go; emptied when the queue starts (a killed run's are left there) */
+  scratchDir: string
+  /** how many candidates are built and checked at once: 1 is a strictly serial queue */
+  depth: number
+  /** one git operation on the repository's worktree registrations at a time */
+  serial: <T>(fn: () => Promise<T>) => Promise<T>
+  bus: EventBus
+  signal: AbortSignal
+  author: { name: string; email: string }
+}
+
+type Entry = {
+  taskId: string
+  branch: string
+  message: string
+  resolve: (v: Verdict) => void
+  /** what its merge is built on, and the merge; undefined until (re)built */
+  base?: string
+  merge?: string
+  state: QueueState
+  verdict?: Verdict
+  /** bumped on every rebuild: a check of an older build reports into nothing */
+  gen: number
+  abort?: AbortController
+}
+
+/** How often a move refused by local changes in the target's checkout is tried again. */
+const DIRTY_RETRY_MS = 1_000
+
+export class MergeQueue {
+  private entries: Entry[] = []
+  private pumping = false
+  private again = false
+  private dirtySaid = ""
+  private ready: Promise<void>
+
+  constructor(private o: QueueOptions) {
+    this.ready = this.clearScratch()
+    o.signal.addEventListener("abort", () => {
+      for (const e of this.entries.splice(0)) {
+        e.abort?.abort()
+        e.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
+      }
+    }, { once: true })
+  }
+
+  /** Queues a finished branch; resolves when it is merged, or why it was not. */
+  submit(taskId: string, branch: string, message: string): Promise<Verdict> {
+    if (this.o.signal.aborted) return Promise.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
+    return new Promise((resolve) => {
+      this.entries.push({ taskId, branch, message, resolve, state: "waiting", gen: 0 })
+      this.emit(this.entries.at(-1)!, "waiting")
+      void this.pump()
+    })
+  }
+
+  /** The candidates in order, for tests and the screen. */
+  snapshot(): { taskId: string; state: QueueState }[] {
+    return this.entries.map((e) => ({ taskId: e.taskId, state: e.state }))
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) return void (this.again = true)
+    this.pumping = true
+    try {
+      await this.ready
+      do {
+        this.again = false
+        await this.settleHead()
+        if (!this.o.signal.aborted) await this.build()
+      } while (this.again && !this.o.signal.aborted)
+    } catch (e) {
+      // A git failure here is not one candidate's fault: fail the head so the run goes on and says why.
+      const head = this.entries.shift()
+      head?.resolve({ ok: false, kind: "refused", reason: `the merge queue failed: ${(e as Error).message}` })
+      if (this.entries.length) this.again = true
+    } finally {
+      this.pumping = false
+    }
+    if (this.again) void this.pump()
+  }
+
+  /** Lands the head while it has passed; hands a failed head its verdict. */
+  private async settleHead(): Promise<void> {
+    for (let head = this.entries[0]; head; head = this.entries[0]) {
+      if (head.verdict && !head.verdict.ok) {
+        this.entries.shift()
+        head.resolve(head.verdict)
+        continue
+      }
+      if (head.state !== "passed" || !head.base || !head.merge) return
+      const moved = head.merge === head.base ? { ok: true as const } : await moveBranch(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`)
+      if (!moved.ok && moved.why === "dirty") {
+        const reason = `cannot move ${this.o.target} to the verified merge of ${head.branch}: ${moved.detail}; commit or discard them there`
+        if (reason !== this.dirtySaid) this.o.bus.emit({ type: "waiting", reason })
+        this.dirtySaid = reason
+        setTimeout(() => void this.pump(), DIRTY_RETRY_MS).unref?.()
+        return
+      }
+      this.dirtySaid = ""
+      if (!moved.ok) return this.invalidate() // someone else moved the target: rebuild everything on it
+      this.entries.shift()
+      head.resolve({ ok: true, commit: head.merge, alreadyMerged: head.merge === head.base })
+    }
+  }
+
+  /** Builds (or rebuilds) each candidate's merge on the one ahead of it and starts its check. */
+  private async build(): Promise<void> {
+    let [base] = await revParse(this.o.repo, this.o.target)
+    if (!base) throw new Error(`the target branch '${this.o.target}' does not exist in ${this.o.repo}`)
+    for (const [i, e] of this.entries.entries()) {
+      if (e.base === base && e.merge) {
+        // A candidate that failed on this base is out once it reaches the head: build the rest without it.
+        if (!e.verdict || e.verdict.ok) base = e.merge
+        continue
+      }
+      if (i >= this.o.depth) return
+      this.reset(e, i === 0 ? undefined : `rebuilt on ${this.entries[i - 1].taskId}`)
+      if (await isAncestor(this.o.repo, e.branch, base)) {
+        // Merged already (a run killed after the move, before the status write): never a second merge.
+        Object.assign(e, { base, merge: base, state: "passed" })
+        this.emit(e, "passed", "already in the target")
+        if (i === 0) this.again = true
+        continue
+      }
+      const m = await makeMergeCommit(this.o.repo, base, e.branch, e.message, this.o.author)
+      if (!m.ok) {
+        if (i > 0) return // it conflicts with a candidate ahead: wait for that one to land or leave
+        e.verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
+        this.emit(e, "failed", m.reason)
+        this.again = true
+        return
+      }
+      e.base = base
+      e.merge = m.commit
+      if (this.o.check) this.startCheck(e, this.o.check, i > 0)
+      else {
+        e.state = "passed"
+        if (i === 0) this.again = true
+      }
+      base = m.commit
+    }
+  }
+
+  private startCheck(e: Entry, check: Check, speculative: boolean): void {
+    const gen = e.gen
+    const abort = new AbortController()
+    e.abort = abort
+    e.state = "checking"
+    this.emit(e, "checking", speculative ? `on top of ${this.entries.slice(0, this.entries.indexOf(e)).map((x) => x.taskId).join(", ")}` : undefined)
+    const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${Date.now().toString(36)}`)
+    const stop = AbortSignal.any([abort.signal, this.o.signal])
+    void (async () => {
+      try {
+        await this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!))
+        return await runCheck(check, path, { FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }, stop)
+      } finally {
+        void this.o.serial(() => removeWorktree(this.o.repo, path, true)).catch(() => rmSync(path, { recursive: true, force: true }))
+      }
+    })().then((result) => {
+      if (e.gen !== gen || stop.aborted) return
+      e.state = result.ok ? "passed" : "failed"
+      if (!result.ok) {
+        const reason = result.timedOut ? `the check timed out after ${Math.round(check.timeoutMs / 1000)} s` : `the check failed (exit ${result.code})`
+        e.verdict = { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
+        this.emit(e, "failed", reason, result.seconds)
+      } else this.emit(e, "passed", undefined, result.seconds)
+      void this.pump()
+    }, (err) => {
+      if (e.gen !== gen || stop.aborted) return
+      e.state = "failed"
+      e.verdict = { ok: false, kind: "check", reason: `the check could not start: ${(err as Error).message}`, output: "", timedOut: false }
+      this.emit(e, "failed", e.verdict.reason)
+      void this.pump()
+    })
+  }
+
+  private reset(e: Entry, why?: string): void {
+    e.abort?.abort()
+    const wasBuilt = e.merge !== undefined
+    Object.assign(e, { gen: e.gen + 1, base: undefined, merge: undefined, verdict: undefined, abort: undefined, state: "waiting" })
+    if (wasBuilt) this.emit(e, "waiting", why)
+  }
+
+  private invalidate(): void {
+    for (const e of this.entries) this.reset(e, "the target moved")
+    this.again = true
+  }
+
+  private emit(e: Entry, state: QueueState, reason?: string, seconds?: number): void {
+    this.o.bus.emit({ type: "queue", taskId: e.taskId, target: this.o.target, state, position: this.entries.indexOf(e) + 1, reason, seconds })
+  }
+
+  /** A killed run's scratch worktrees: removed before the first check. */
+  private async clearScratch(): Promise<void> {
+    mkdirSync(this.o.scratchDir, { recursive: true })
+    const left = readdirSync(this.o.scratchDir)
+    for (const name of left) rmSync(join(this.o.scratchDir, name), { recursive: true, force: true })
+    if (left.length) await this.o.serial(() => pruneWorktrees(this.o.repo))
+  }
+}

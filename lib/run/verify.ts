@@ -1,0 +1,97 @@
+// The project's check (flow.yaml `verify`), run on a merge in a scratch worktree before the target moves.
+// Its output goes back to the agent, so it is trimmed to what a person would read first: the lines that
+// name a failure, with a little context, and the end.
+import { existsSync, realpathSync } from "node:fs"
+import type { VerifyConfig } from "../config"
+import { parseDuration } from "../duration"
+import { repoRoot } from "../git"
+import { spawnGroup } from "../proc"
+import { lines } from "./script-agent"
+import { insideProject } from "./workspace"
+
+export type Check = { argv: string[]; timeoutMs: number; label: string }
+export type CheckResult = { ok: true; seconds: number } | { ok: false; timedOut: boolean; code: number; output: string; seconds: number }
+
+const DEFAULT_TIMEOUT = "20m"
+/** At most this much of a failed check's output reaches the agent and the task's note. */
+const MAX_LINES = 60
+const MAX_CHARS = 6000
+
+/** The check of each repository: an entry naming it, else the entry without `repo`, else none. */
+export function checkResolver(projectDir: string, entries: VerifyConfig[]): (repo: string) => Promise<Check | undefined> {
+  const cache = new Map<string, Promise<Check | undefined>>()
+  const resolveOne = async (repo: string) => {
+    const real = realpathSync(repo)
+    for (const e of entries) {
+      if (e.repo === undefined) continue
+      const dir = insideProject(projectDir, e.repo, "flow.yaml: verify repo")
+      const root = existsSync(dir) ? await repoRoot(dir) : undefined
+      if (root && realpathSync(root) === real) return toCheck(e)
+    }
+    const fallback = entries.find((e) => e.repo === undefined)
+    return fallback && toCheck(fallback)
+  }
+  return (repo) => {
+    let found = cache.get(repo)
+    if (!found) cache.set(repo, (found = resolveOne(repo)))
+    return found
+  }
+}
+
+function toCheck(e: VerifyConfig): Check {
+  const argv = typeof e.command === "string" ? ["sh", "-c", e.command] : e.command
+  return { argv, timeoutMs: parseDuration(e.timeout ?? DEFAULT_TIMEOUT, "flow.yaml: verify timeout"), label: typeof e.command === "string" ? e.command : e.command.join(" ") }
+}
+
+/** Runs the check in `cwd`; a timeout or the run's stop kills its whole process group. */
+export async function runCheck(check: Check, cwd: string, env: Record<string, string | undefined>, signal: AbortSignal): Promise<CheckResult> {
+  const started = performance.now()
+  const seconds = () => Math.round(performance.now() - started) / 1000
+  const stop = new AbortController()
+  let timedOut = false
+  const timer = setTimeout(() => ((timedOut = true), stop.abort()), check.timeoutMs)
+  const onAbort = () => stop.abort()
+  signal.addEventListener("abort", onAbort, { once: true })
+  const out: string[] = []
+  try {
+    const proc = spawnGroup(check.argv, { cwd, env: { ...env, CI: env.CI ?? "1" }, signal: stop.signal, graceMs: 1_000 })
+    const collect = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const line of lines(stream)) {
+        out.push(line)
+        if (out.length > 5000) out.splice(0, 1000) // a chatty check must not hold the run's memory
+      }
+    }
+    await Promise.all([collect(proc.stdout), collect(proc.stderr)])
+    const code = await proc.exited
+    if (code === 0 && !timedOut) return { ok: true, seconds: seconds() }
+    const head = timedOut ? [`the check '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`] : [`the check '${check.label}' failed (exit ${code})`]
+    return { ok: false, timedOut, code, output: [...head, trimOutput(out)].filter(Boolean).join("\n"), seconds: seconds() }
+  } catch (e) {
+    return { ok: false, timedOut: false, code: 127, output: `cannot start the check '${check.label}': ${(e as Error).message}`, seconds: seconds() }
+  } finally {
+    clearTimeout(timer)
+    signal.removeEventListener("abort", onAbort)
+  }
+}
+
+const FAILURE = /\b(error|fail(ed|ure|ing)?|expected|assert\w*|panic\w*|exception|traceback|not ok)\b|✗|✖/i
+
+/** The lines that name a failure (with two lines of context each) and the last lines, in order, bounded. */
+export function trimOutput(all: string[]): string {
+  const keep = new Set<number>()
+  all.forEach((line, i) => {
+    if (FAILURE.test(line)) for (let j = Math.max(0, i - 2); j <= Math.min(all.length - 1, i + 2); j++) keep.add(j)
+  })
+  for (let i = Math.max(0, all.length - 15); i < all.length; i++) keep.add(i)
+  const picked: string[] = []
+  let last = -1
+  for (const i of [...keep].sort((a, b) => a - b)) {
+    if (i > last + 1) picked.push("...")
+    picked.push(all[i])
+    last = i
+  }
+  const bounded = picked.length > MAX_LINES ? ["...", ...picked.slice(-MAX_LINES)] : picked
+  let text = bounded.join("\n")
+  if (text.length > MAX_CHARS) text = `...${text.slice(-MAX_CHARS)}`
+  return text
+}
