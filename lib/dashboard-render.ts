@@ -78,6 +78,8 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   }
   out.push("")
 
+  if (r.queue.length > 0) out.push(...queueLines(r, w, c), "")
+
   out.push(fit([[`Recently completed (${r.recent.length})`, c.bold], ":"], w))
   if (r.recent.length === 0) out.push(fit([["  none yet", c.dim]], w))
   else {
@@ -86,6 +88,24 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   }
   // A line more than the screen holds would scroll it.
   if (o.height !== undefined && out.length > o.height) return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
+  return out
+}
+
+/** Each target's merge queue: a candidate a line, in queue order, the failed ones last (docs/DASHBOARD.md). */
+function queueLines(r: DashboardReport, w: number, c: Colours): string[] {
+  const paint = { waiting: c.dim, checking: c.yellow, passed: c.green, failed: c.red }
+  const out: string[] = []
+  for (const q of r.queue) {
+    out.push(fit([[`Merge queue into ${q.target} (${q.candidates.length})`, c.bold], ": ", r.run ? ["checked before each merge", c.dim] : ["as the last run left it", c.dim]], w))
+    const idWidth = Math.max(...q.candidates.map((x) => textWidth(sanitize(x.task))))
+    for (const x of q.candidates) {
+      const base = x.state === "checking" || x.state === "passed" || (x.state === "failed" && x.on_top_of.length > 0)
+        ? (x.on_top_of.length ? `on top of ${x.on_top_of.join(", ")}` : `on ${q.target}`) : ""
+      const took = x.seconds === null ? "" : `after ${x.seconds.toFixed(1)} s`
+      const detail = [base, took, x.reason ?? ""].filter(Boolean).join("; ")
+      out.push(fit(["  ", [x.task, paint[x.state]], " ".repeat(idWidth - textWidth(sanitize(x.task))), GAP, [x.state.padEnd(8), paint[x.state]], GAP, detail], w).trimEnd())
+    }
+  }
   return out
 }
 

@@ -3,10 +3,11 @@
 import { basename } from "node:path"
 import { waitsForReview } from "./checkpoint"
 import { isoSeconds, parseTimestamp } from "./clock"
-import type { DashboardReport } from "./json-shapes"
+import type { DashboardReport, MergeQueueReport } from "./json-shapes"
 import { lockHolder } from "./lock"
 import { runLockTarget, type Project } from "./project"
 import { currentStep } from "./prompt"
+import { readQueues } from "./queue-report"
 import { openExistingState, type AgentRecord } from "./state-db"
 import { TASK_STATUSES } from "./statuses"
 import { indexTasks, type Task, type TaskFile } from "./task-index"
@@ -23,6 +24,8 @@ export type RuntimeState = {
   /** each task's last end in a run: a task left in progress there was stopped with the run */
   ends: Map<string, { agent: string | null; at: string; status: string }>
   usage: UsageTotals
+  /** the merge queues of the live or last run */
+  queue: MergeQueueReport
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
@@ -32,15 +35,17 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   let questions = 0
   let ends: RuntimeState["ends"] = new Map()
   let usage = NO_USAGE
+  let queue: MergeQueueReport = []
   if (db) {
     using open = db
     agents = await open.agents.list()
     questions = (await open.questions.pending()).length
     ends = await open.events.lastTaskEnds()
     usage = await usageFrom(open)
+    queue = await readQueues(open)
   }
   const holder = lockHolder(runLockTarget(project))
-  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends, usage }
+  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends, usage, queue }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -87,6 +92,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     run: runtime.run,
     usage: { run: runtime.usage.run, total: runtime.usage.total },
+    queue: runtime.queue,
   }
 }
 

@@ -222,6 +222,24 @@ export type ViewTaskReport = typeof ViewTaskReport.infer
 
 // --- dashboard ---
 
+/**
+ * The merge queues of the live or last run (lib/queue-report.ts, docs/RUN.md "The merge queue"), one per target
+ * branch that has candidates: those still in line in queue order, then those that failed out of it. `on_top_of`
+ * names the candidates ahead whose merges a check was built on ([] on the target itself, or not built yet);
+ * `reason` says why it failed or was rebuilt; `seconds` is how long its last check took.
+ */
+export const MergeQueueReport = type({
+  target: "string",
+  candidates: type({
+    task: "string",
+    state: "'waiting' | 'checking' | 'passed' | 'failed'",
+    reason: "string | null",
+    on_top_of: "string[]",
+    seconds: "number | null",
+  }).array(),
+}).array()
+export type MergeQueueReport = typeof MergeQueueReport.infer
+
 const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"])) as { [S in (typeof TASK_STATUSES)[number]]: "number" }
 
 /**
@@ -231,7 +249,7 @@ const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"]))
  * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
  * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
  * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
- * task's `usage` is its own so far (null where nothing was reported).
+ * task's `usage` is its own so far (null where nothing was reported). `queue`: the merge queues (MergeQueueReport).
  */
 export const DashboardReport = type({
   project: "string",
@@ -253,5 +271,6 @@ export const DashboardReport = type({
   review: "string[]",
   run: type({ pid: "number", since: "string" }).or("null"),
   usage: RunUsage,
+  queue: MergeQueueReport,
 })
 export type DashboardReport = typeof DashboardReport.infer

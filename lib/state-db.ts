@@ -219,6 +219,14 @@ export class StateDb {
           .all(afterId, limit)
           .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
       ),
+    /** The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first. */
+    ofLastRun: (kinds: readonly string[]): Promise<FlowEvent[]> =>
+      this.retry(() =>
+        this.db.query<Omit<FlowEvent, "data"> & { data: string | null }, string[]>(
+          `SELECT id, at, kind, task_id, agent, data FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events WHERE kind = 'run.start') AND kind IN (${kinds.map(() => "?").join(", ")}) ORDER BY id`)
+          .all(...kinds)
+          .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
+      ),
     /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
     lastTaskEnds: (): Promise<Map<string, { agent: string | null; at: string; status: string }>> =>
       this.retry(() => {

@@ -129,7 +129,55 @@ test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts",
     review: ["review"],
     run: { pid: process.pid, since: "2026-03-01T09:00:00.000Z" },
     usage: { run: null, total: null },
+    queue: [],
   })
+})
+
+test.concurrent("the merge queue of the last run, from its queue events: in line, on top of whom, failed with why", async () => {
+  await using repo = await fixture()
+  {
+    using db = await openState(projectAt(repo.path))
+    const q = (taskId: string, state: string, more: Record<string, unknown> = {}) => db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
+    await q("old", "waiting") // an earlier run's: not shown
+    await db.events.append({ kind: "run.start", data: {} })
+    await q("schema", "waiting")
+    await q("schema", "checking", { onTopOf: [] })
+    await q("setup", "waiting")
+    await q("setup", "checking", { onTopOf: ["schema"], reason: "on top of schema" })
+    await q("schema", "passed", { seconds: 3.14 })
+    await db.events.append({ kind: "merge", task_id: "schema", data: { taskId: "schema", branch: "flow/schema", target: "main", commit: "abc" } })
+    await q("ui", "waiting")
+    await q("ui", "checking", { onTopOf: ["setup"] })
+    await q("ui", "failed", { reason: "the check failed (exit 1)", seconds: 0.4 })
+    await q("api-layer", "waiting")
+    await q("api-layer", "checking", { onTopOf: ["setup"] })
+    await q("api-layer", "waiting", { reason: "rebuilt on setup" })
+    await q("docs-guide", "waiting")
+    await q("docs-guide", "failed", { reason: "merge conflict in a.txt" })
+    await q("docs-guide", "waiting") // handed over again after a fix attempt: the end of the line
+    await q("setup", "passed", { seconds: 2 })
+  }
+  const report = JSON.parse((await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })).stdout)
+  expect(DashboardReport(report)).toEqual(report)
+  expect(report.queue).toEqual([{
+    target: "main",
+    candidates: [
+      { task: "setup", state: "passed", reason: null, on_top_of: ["schema"], seconds: 2 },
+      { task: "api-layer", state: "waiting", reason: "rebuilt on setup", on_top_of: [], seconds: null },
+      { task: "docs-guide", state: "waiting", reason: null, on_top_of: [], seconds: null },
+      { task: "ui", state: "failed", reason: "the check failed (exit 1)", on_top_of: ["setup"], seconds: 0.4 },
+    ],
+  }])
+  const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW, COLUMNS: "100" } })
+  expect(text.stdout).toContain(`
+Merge queue into main (4): checked before each merge
+  setup       passed    on top of schema; after 2.0 s
+  api-layer   waiting   rebuilt on setup
+  docs-guide  waiting
+  ui          failed    on top of setup; after 0.4 s; the check failed (exit 1)
+
+Recently completed (3):
+`)
 })
 
 test.concurrent("usage reported by agents: a Usage line, a column per running task, and the sums in --json", async () => {

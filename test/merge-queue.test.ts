@@ -61,6 +61,8 @@ test.concurrent("two tasks that merge cleanly but break the check together: the 
   expect(await everyTargetCommitPasses(dir.path)).toEqual([])
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M tasks.yaml")
   expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+  // Both landed, the one that failed once included: the queue the dashboard reads back is empty.
+  expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).queue).toEqual([])
 })
 
 test.concurrent("a conflict goes to the agent first: it merges main into its branch and resolves it (no check configured)", async () => {
@@ -93,6 +95,10 @@ test.concurrent("a check that times out fails the merge: the task is blocked wit
   expect((await git(dir.path, ["rev-parse", "main"])).trim()).toBe(before)
   // The check's scratch worktree is gone, and so is its process group (no `sleep 60` of this check left).
   expect((await git(dir.path, ["worktree", "list"])).trim().split("\n").filter((l) => l.includes("/verify/"))).toEqual([])
+  // The dashboard reads the queue the run left from the state database's queue events.
+  expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).queue).toEqual([
+    { target: "main", candidates: [{ task: "slow", state: "failed", reason: "the check timed out after 1 s", on_top_of: [], seconds: expect.any(Number) }] },
+  ])
 })
 
 test.concurrent("kill -9 during a check, then a rerun: main moves once, to a merge whose check ran", async () => {

@@ -16,7 +16,8 @@ export type RunEvent =
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
-  | { type: "queue"; taskId: string; target: string; state: QueueState; position: number; reason?: string; seconds?: number }
+  /** onTopOf: the candidates ahead whose merges the candidate's merge is built on (checking only; [] on the target) */
+  | { type: "queue"; taskId: string; target: string; state: QueueState; position: number; reason?: string; seconds?: number; onTopOf?: string[] }
   | { type: "fix"; taskId: string; attempt: number; of: number; kind: "check" | "conflict"; reason: string }
   | { type: "published"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "publish-failed"; taskId: string; what: "push" | "pull-request"; detail: string }

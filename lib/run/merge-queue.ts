@@ -172,7 +172,8 @@ export class MergeQueue {
     const abort = new AbortController()
     e.abort = abort
     e.state = "checking"
-    this.emit(e, "checking", speculative ? `on top of ${this.entries.slice(0, this.entries.indexOf(e)).map((x) => x.taskId).join(", ")}` : undefined)
+    const ahead = this.entries.slice(0, this.entries.indexOf(e)).map((x) => x.taskId)
+    this.emit(e, "checking", speculative ? `on top of ${ahead.join(", ")}` : undefined, undefined, ahead)
     const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${Date.now().toString(36)}`)
     const stop = AbortSignal.any([abort.signal, this.o.signal])
     void (async () => {
@@ -212,8 +213,8 @@ export class MergeQueue {
     this.again = true
   }
 
-  private emit(e: Entry, state: QueueState, reason?: string, seconds?: number): void {
-    this.o.bus.emit({ type: "queue", taskId: e.taskId, target: this.o.target, state, position: this.entries.indexOf(e) + 1, reason, seconds })
+  private emit(e: Entry, state: QueueState, reason?: string, seconds?: number, onTopOf?: string[]): void {
+    this.o.bus.emit({ type: "queue", taskId: e.taskId, target: this.o.target, state, position: this.entries.indexOf(e) + 1, reason, seconds, onTopOf })
   }
 
   /** A killed run's scratch worktrees: removed before the first check. */
