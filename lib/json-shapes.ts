@@ -240,6 +240,10 @@ export const MergeQueueReport = type({
 }).array()
 export type MergeQueueReport = typeof MergeQueueReport.infer
 
+/** `flow view`'s GET /api/queue: the same merge queues (docs/VIEW.md). */
+export const ViewQueueReport = type({ queue: MergeQueueReport })
+export type ViewQueueReport = typeof ViewQueueReport.infer
+
 const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"])) as { [S in (typeof TASK_STATUSES)[number]]: "number" }
 
 /**

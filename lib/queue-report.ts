@@ -2,7 +2,8 @@
 // run's `queue` events in the state database (lib/run/record.ts), the same events the run's log prints, so
 // no other process needs the run's memory and a finished run's queue can still be read.
 import type { MergeQueueReport } from "./json-shapes"
-import type { FlowEvent, StateDb } from "./state-db"
+import type { Project } from "./project"
+import { openExistingState, type FlowEvent, type StateDb } from "./state-db"
 
 /** The kinds `queueReport` reads, as lib/run/record.ts names them. */
 export const QUEUE_EVENT_KINDS = ["queue", "merge", "run.end"] as const
@@ -12,6 +13,14 @@ type Candidate = MergeQueueReport[number]["candidates"][number]
 /** The queues of the latest run; [] before any run, or when no queue was used (no `verify`). */
 export async function readQueues(db: StateDb): Promise<MergeQueueReport> {
   return queueReport(await db.events.ofLastRun(QUEUE_EVENT_KINDS))
+}
+
+/** The same from the project's state database, creating nothing: [] when there is none yet. */
+export async function readProjectQueues(project: Project): Promise<MergeQueueReport> {
+  const db = await openExistingState(project)
+  if (!db) return []
+  using open = db
+  return readQueues(open)
 }
 
 /**

@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { ListReport, QuestionsReport, RunUsage, ShowReport, ViewTaskReport, ViewTasksReport } from "../lib/json-shapes"
+import { ListReport, QuestionsReport, RunUsage, ShowReport, ViewQueueReport, ViewTaskReport, ViewTasksReport } from "../lib/json-shapes"
 import { projectAt } from "../lib/project"
 import { openState } from "../lib/state-db"
 import { createApp, TOKEN_HEADER } from "../lib/view/app"
@@ -145,6 +145,32 @@ test.concurrent("usage: null before any report; then the task's sum in its detai
   })
   expect((await json(get("/api/tasks/api"))).usage).toEqual({ input_tokens: 300, output_tokens: 30, cost_usd: 0.03 })
   expect((await json(get("/api/tasks/setup"))).usage).toEqual({ input_tokens: 50, output_tokens: 5 })
+})
+
+test.concurrent("GET /api/queue: [] before any run; then each target's candidates from the last run's queue events", async () => {
+  await using dir = await project()
+  const { get } = await serve(dir)
+  expect(await json(get("/api/queue"))).toEqual({ queue: [] })
+  expect(existsSync(join(dir.path, ".flow", "state.db"))).toBe(false) // reading created nothing
+  const db = await openState(projectAt(dir.path))
+  const q = (taskId: string, state: string, more: Record<string, unknown> = {}) => db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
+  await db.events.append({ kind: "run.start", data: {} })
+  await q("setup", "waiting")
+  await q("setup", "checking", { onTopOf: [] })
+  await q("api", "waiting")
+  await q("api", "checking", { onTopOf: ["setup"], reason: "on top of setup" })
+  await q("setup", "failed", { reason: "the check failed (exit 1)", seconds: 1.5 })
+  db.close()
+  const report = await json(get("/api/queue"))
+  expect(ViewQueueReport.onDeepUndeclaredKey("reject")(report)).toEqual({
+    queue: [{
+      target: "main",
+      candidates: [
+        { task: "api", state: "checking", reason: "on top of setup", on_top_of: ["setup"], seconds: null },
+        { task: "setup", state: "failed", reason: "the check failed (exit 1)", on_top_of: [], seconds: 1.5 },
+      ],
+    }],
+  })
 })
 
 test.concurrent("an answer needs the token and the same origin; then the question is no longer pending", async () => {

@@ -193,6 +193,27 @@ test("usage an agent reports shows in the header and the open task's fields with
   expect(await page.$$eval("#details table.fields tr", (rows) => rows.map((r) => (r as unknown as El).textContent).filter((t) => t?.startsWith("Usage")))).toEqual(["Usagetokens 1,200 in, 80 out, $0.0123"])
 })
 
+test("a run's merge queue shows in the side panel and as a badge on the task's box, without a reload", async () => {
+  expect(await page.textContent("#queue")).toBe("")
+  {
+    using db = await openState(projectAt(dir.path))
+    const q = (taskId: string, state: string, more: Record<string, unknown> = {}) => db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
+    await q("api", "waiting")
+    await q("ui", "waiting")
+    await q("ui", "checking", { onTopOf: ["api"] })
+    await q("api", "failed", { reason: "merge conflict in a.txt" })
+  }
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelectorAll("#queue .qrow").length === 2)
+  expect(await page.$$eval("#queue h3, #queue .qrow", (els) => els.map((e) => (e as unknown as El).textContent))).toEqual([
+    "Merge queue into main (2)",
+    "ui ready_for_agent checking on top of api",
+    "api done failed merge conflict in a.txt", // api was marked done by an earlier test
+  ])
+  expect(await nodeClass("ui")).toContain("queue-checking")
+  expect(await page.textContent('#nodes .node[data-id="ui"] .badge')).toContain("⇉ queue checking")
+  expect(await nodeClass("api")).toContain("queue-failed")
+})
+
 test("a checkpoint waiting for review is accepted from the page", async () => {
   expect(await nodeClass("review")).toContain("review")
   await page.click('#inbox .card[data-review="review"] button[data-decision="done"]')

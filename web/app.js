@@ -2,7 +2,7 @@
 // questions and checkpoints waiting for a person. Plain JS, no framework, nothing from the internet.
 // Every text from the project goes through esc() (or textContent) before it reaches the DOM.
 import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
-import { onCardClick, renderDetails, renderInbox, select } from "./panel.js"
+import { onCardClick, renderDetails, renderInbox, renderQueue, select } from "./panel.js"
 import { $, api, INSTANCE, state } from "./state.js"
 import { esc, usageText } from "./text.js"
 
@@ -28,9 +28,11 @@ export async function refresh() {
 
 async function load() {
   const t0 = performance.now()
-  const [report, questions, usage] = await Promise.all([api("/api/tasks"), api("/api/questions"), api("/api/usage")])
+  const [report, questions, usage, queue] = await Promise.all([api("/api/tasks"), api("/api/questions"), api("/api/usage"), api("/api/queue")])
   state.report = report
   state.questions = questions.questions
+  state.queue = queue.queue
+  state.queued = new Map(queue.queue.flatMap((q) => q.candidates.map((c) => [c.task, c])))
   const spent = usageText(usage.total)
   $("usage").textContent = spent ? `${usageText(usage.run) ? `last run ${usageText(usage.run)}; ` : ""}all runs ${spent}` : ""
   state.tasks = new Map()
@@ -62,6 +64,7 @@ async function load() {
   applyHighlights()
   renderCounts()
   renderInbox()
+  renderQueue()
   if (state.selected) {
     if (state.tasks.has(state.selected)) await renderDetails(state.selected, true)
     else select(null)

@@ -11,9 +11,10 @@ const ID_PX = 6.7
 
 export function nodeMarkup(t, box) {
   const parent = state.parents.has(t.id)
-  const classes = ["node", `st-${t.status}`, parent ? "parent" : "", t.checkpoint ? "checkpoint" : "", t.review ? "review" : ""].filter(Boolean).join(" ")
+  const queued = state.queued.get(t.id)
+  const classes = ["node", `st-${t.status}`, parent ? "parent" : "", t.checkpoint ? "checkpoint" : "", t.review ? "review" : "", queued ? `queue-${queued.state}` : ""].filter(Boolean).join(" ")
   // In order of importance: a box too narrow for all of them drops from the end, never the checkpoint flag.
-  const badges = [t.checkpoint ? "⚑ checkpoint" : "", t.validation_task_id ? `✓ by ${t.validation_task_id}` : "", t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "", t.agent_name ? `@${t.agent_name}` : ""].filter(Boolean)
+  const badges = [t.checkpoint ? "⚑ checkpoint" : "", queued ? `⇉ queue ${queued.state}` : "", t.validation_task_id ? `✓ by ${t.validation_task_id}` : "", t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "", t.agent_name ? `@${t.agent_name}` : ""].filter(Boolean)
   const head = `<g class="${classes}" data-id="${esc(t.id)}" transform="translate(${box.x},${box.y})"><title>${esc(`${t.id}: ${t.title} (${t.status})`)}</title><rect width="${box.width}" height="${box.height}"></rect>`
   if (parent) {
     // One line: id, title, badges. The badges are placed first (the title can be read in the tooltip).

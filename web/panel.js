@@ -3,7 +3,7 @@
 import { refresh } from "./app.js"
 import { applyHighlights, centerOn } from "./graph.js"
 import { $, api, state, taskLink, TOKEN } from "./state.js"
-import { esc, inline, markdown, usageText } from "./text.js"
+import { esc, inline, markdown, queueDetail, usageText } from "./text.js"
 
 export function select(id, center = false) {
   state.selected = id
@@ -106,6 +106,16 @@ export function renderInbox() {
       const value = typed.get(c.dataset.question ?? `r:${c.dataset.review}`)
       if (value) c.querySelector("textarea").value = value
     }
+  }
+}
+
+/** Each target's merge queue of the live or last run, a candidate a line (docs/VIEW.md); nothing without one. */
+export function renderQueue() {
+  const html = state.queue.map((q) => `<h3>Merge queue into ${esc(q.target)} (${q.candidates.length})</h3>` +
+    q.candidates.map((c) => `<div class="qrow q-${esc(c.state)}" data-queued="${esc(c.task)}">${taskLink(c.task)} <b>${esc(c.state)}</b> <span class="meta">${esc(queueDetail(c, q.target))}</span></div>`).join("")).join("")
+  if ($("queue").dataset.html !== html) {
+    $("queue").innerHTML = html
+    $("queue").dataset.html = html
   }
 }
 

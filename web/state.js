@@ -25,6 +25,8 @@ export const state = {
   drawn: new Map(), // id → the markup its node was last drawn with
   validations: "", // the validation links the arrows were last drawn for
   questions: [],
+  queue: [], // the merge queues of the live or last run (GET /api/queue)
+  queued: new Map(), // task id → its candidate in a merge queue
   loading: null,
   wanted: 0, // the newest version the server announced
   again: false,

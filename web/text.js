@@ -78,6 +78,14 @@ export function markdown(text) {
   return out.join("\n")
 }
 
+/** What a merge queue candidate is about, as `flow dashboard` words it (lib/dashboard-render.ts queueLines). */
+export function queueDetail(c, target) {
+  const built = c.state === "checking" || c.state === "passed" || (c.state === "failed" && c.on_top_of.length > 0)
+  const base = built ? (c.on_top_of.length ? `on top of ${c.on_top_of.join(", ")}` : `on ${target}`) : ""
+  const took = c.seconds === null ? "" : `after ${c.seconds.toFixed(1)} s`
+  return [base, took, c.reason ?? ""].filter(Boolean).join("; ")
+}
+
 /** Tokens and cost as `flow show` prints them (lib/usage.ts usageText): only what was reported; "" for none. */
 export function usageText(u) {
   if (!u) return ""

@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto"
 import { streamSSE } from "hono/streaming"
 import { isoSeconds } from "../clock"
 import { FlowError } from "../errors"
-import type { Question, QuestionsReport, RunUsage } from "../json-shapes"
+import type { Question, QuestionsReport, RunUsage, ViewQueueReport } from "../json-shapes"
+import { readProjectQueues } from "../queue-report"
 import { openExistingState } from "../state-db"
 import { mutateTasks } from "../tasks"
 import { applyStatus, formatChange } from "../transitions"
@@ -96,6 +97,8 @@ export function createApp(opts: AppOptions): Hono {
       return c.json<RunUsage>({ run, total })
     }),
   )
+
+  app.get("/api/queue", (c) => guarded(c, async () => c.json<ViewQueueReport>({ queue: await readProjectQueues(model.project) })))
 
   app.post("/api/questions/:id/answer", async (c) => {
     const refused = checkWriter(c, opts)
