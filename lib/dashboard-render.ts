@@ -4,6 +4,7 @@ import { STATUS_COLOUR, type Colours } from "./colour"
 import { formatDuration } from "./duration"
 import type { DashboardReport } from "./json-shapes"
 import { ago } from "./question-format"
+import { queueDetail } from "./queue-report"
 import { sanitize, textWidth, truncate } from "./screen"
 import { TASK_STATUSES } from "./statuses"
 import { oneLine } from "./task-lines"
@@ -99,11 +100,7 @@ function queueLines(r: DashboardReport, w: number, c: Colours): string[] {
     out.push(fit([[`Merge queue into ${q.target} (${q.candidates.length})`, c.bold], ": ", r.run ? ["checked before each merge", c.dim] : ["as the last run left it", c.dim]], w))
     const idWidth = Math.max(...q.candidates.map((x) => textWidth(sanitize(x.task))))
     for (const x of q.candidates) {
-      const base = x.state === "checking" || x.state === "passed" || (x.state === "failed" && x.on_top_of.length > 0)
-        ? (x.on_top_of.length ? `on top of ${x.on_top_of.join(", ")}` : `on ${q.target}`) : ""
-      const took = x.seconds === null ? "" : `after ${x.seconds.toFixed(1)} s`
-      const detail = [base, took, x.reason ?? ""].filter(Boolean).join("; ")
-      out.push(fit(["  ", [x.task, paint[x.state]], " ".repeat(idWidth - textWidth(sanitize(x.task))), GAP, [x.state.padEnd(8), paint[x.state]], GAP, detail], w).trimEnd())
+      out.push(fit(["  ", [x.task, paint[x.state]], " ".repeat(idWidth - textWidth(sanitize(x.task))), GAP, [x.state.padEnd(8), paint[x.state]], GAP, queueDetail(x, q.target)], w).trimEnd())
     }
   }
   return out

@@ -63,3 +63,14 @@ export function queueReport(events: readonly FlowEvent[]): MergeQueueReport {
     return candidates.length ? [{ target, candidates }] : []
   })
 }
+
+/**
+ * What a candidate is about, in a few words: what its check ran on (`on top of a, b`, or `on main` for the
+ * target itself), how long its last check took, and the reason. web/text.js queueDetail words it the same.
+ */
+export function queueDetail(c: Candidate, target: string): string {
+  const built = c.state === "checking" || c.state === "passed" || (c.state === "failed" && c.on_top_of.length > 0)
+  const base = built ? (c.on_top_of.length ? `on top of ${c.on_top_of.join(", ")}` : `on ${target}`) : ""
+  const took = c.seconds === null ? "" : `after ${c.seconds.toFixed(1)} s`
+  return [base, took, c.reason ?? ""].filter(Boolean).join("; ")
+}
