@@ -171,6 +171,14 @@ test.concurrent("GET /api/queue: [] before any run; then each target's candidate
       ],
     }],
   })
+  // The run ends with api still in line: it stays, with why it never landed; the failed one keeps its reason.
+  const again = await openState(projectAt(dir.path))
+  await again.events.append({ kind: "run.end", data: {} })
+  again.close()
+  expect((await json(get("/api/queue"))).queue[0].candidates.map((c: { task: string; reason: string }) => [c.task, c.reason])).toEqual([
+    ["api", "the run ended before it landed"],
+    ["setup", "the check failed (exit 1)"],
+  ])
 })
 
 test.concurrent("an answer needs the token and the same origin; then the question is no longer pending", async () => {
