@@ -15,7 +15,8 @@ type Entry = { group: string; summary: string; load: () => Promise<Command> }
 
 /** Every command, grouped by lifecycle step; the order is the order of `flow --help`. */
 export const COMMANDS: Record<string, Entry> = {
-  create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
+  create: { group: "Start", summary: "create a project folder (a git repository) with PRD.md, plan.md, GUIDELINES.md and flow.yaml", load: () => import("./commands/create") },
+  init: { group: "Start", summary: "add PRD.md, plan.md, GUIDELINES.md and flow.yaml to an existing folder, touching nothing there", load: () => import("./commands/init") },
   demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
   refine: { group: "Plan", summary: "review PRD.md or plan.md offline, fix findings, then talk it over with an agent", load: () => import("./commands/refine") },
   plan: { group: "Plan", summary: "write plan.md from PRD.md, with an agent CLI or as an offline skeleton", load: () => import("./commands/plan") },
