@@ -44,6 +44,7 @@ export const COMMANDS: Record<string, Entry> = {
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   repo: { group: "Run", summary: "list or remove the git worktrees of a repository", load: () => import("./commands/repo") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
+  completion: { group: "Setup", summary: "print the bash, zsh or fish completion script", load: () => import("./commands/completion").then((m) => m.completionCommand(COMMANDS)) },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:
@@ -94,6 +95,8 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
       ctx.stdout(`flow ${VERSION}\n`)
       return Exit.ok
     }
+    // The completion scripts' id source: hidden from the help, as people never type it.
+    if (name === "__complete") return (await import("./commands/complete").then((m) => m.run(ctx, rest)), Exit.ok)
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
     if (!entry) {
       const near = closest(name, Object.keys(COMMANDS))
