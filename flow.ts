@@ -9,7 +9,7 @@ import { ctxFromProcess, type Ctx } from "./lib/context"
 import { Exit, FlowError, usage } from "./lib/errors"
 import { colours } from "./lib/colour"
 import { closest } from "./lib/suggest"
-import { VERSION } from "./lib/version"
+import { versionLine } from "./lib/version"
 
 type Entry = { group: string; summary: string; load: () => Promise<Command> }
 
@@ -50,7 +50,7 @@ export const COMMANDS: Record<string, Entry> = {
 const GLOBAL_HELP_FOOTER = `Global options:
   -C <dir>        run as if flow was started in <dir>
   -h, --help      show help (also: flow <command> --help)
-  -V, --version   print flow's version
+  -V, --version   print flow's version, the git commit and the platform it was built for
 
 The project is the nearest folder (from the working directory up) holding tasks.yaml or PRD.md;
 FLOW_PROJECT overrides it. Exit codes: 0 ok, 1 failure (or validate found errors), 2 usage,
@@ -92,7 +92,7 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
       return name === undefined ? Exit.usage : Exit.ok
     }
     if (name === "-V" || name === "--version" || name === "version") {
-      ctx.stdout(`flow ${VERSION}\n`)
+      ctx.stdout(`${versionLine()}\n`)
       return Exit.ok
     }
     // The completion scripts' id source: hidden from the help, as people never type it.
