@@ -14,6 +14,8 @@ import { colours } from "../lib/colour"
 import { indexTasks } from "../lib/task-index"
 import { readTasks } from "../lib/tasks"
 import { startTui, type Tui } from "../lib/run/tui"
+import { reviewCheckpoint } from "../lib/checkpoint-review"
+import { formatChange } from "../lib/transitions"
 import { Screen } from "../lib/screen"
 import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
@@ -123,7 +125,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
         screen = new Screen(terminal.input, terminal.output)
         process.on("exit", restore)
         ui = startTui({ bus, db, screen, colours: colours(ctx), project: basename(project.dir), agents: options.agents.map((a) => a.name),
-          user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop })
+          user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop,
+          review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange) })
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })

@@ -203,3 +203,20 @@ export async function moveBranch(repo: string, target: string, old: string, next
   }
   return { ok: true }
 }
+
+/** Whether a `git` executable is on this PATH (flow create says what to run instead when there is none). */
+export function gitOnPath(path: string | undefined): boolean {
+  return Bun.which("git", { PATH: path ?? "" }) !== null
+}
+
+/**
+ * Makes `dir` a repository on `main` with one commit of everything in it. The commit carries the user's
+ * identity when git has one; else flow's, so that a first run never stops at "Please tell me who you are".
+ */
+export async function initRepo(dir: string, message: string): Promise<void> {
+  await git(dir, ["init", "-q", "-b", "main"])
+  await git(dir, ["add", "-A"])
+  const known = (await run(["git", "config", "user.email"], { cwd: dir, env: GIT_ENV })).stdout.trim() !== ""
+  const identity = known ? [] : ["-c", "user.name=flow", "-c", "user.email=flow@localhost"]
+  await git(dir, [...identity, "commit", "-q", "--no-verify", "-m", message])
+}

@@ -255,3 +255,14 @@ export const DashboardReport = type({
   usage: RunUsage,
 })
 export type DashboardReport = typeof DashboardReport.infer
+
+/** `flow prompt <task_id> --json`: the exact text an agent receives, and which of the two prompts it is. */
+export const PromptReport = type({
+  task_id: "string",
+  /** task: the whole prompt a session starts with; resume: the shorter one resuming it for the current step */
+  kind: "'task' | 'resume'",
+  /** the step the prompt is for (the task's current step), or null when the task has no step left or none at all */
+  step_id: "string | null",
+  prompt: "string",
+})
+export type PromptReport = typeof PromptReport.infer

@@ -48,7 +48,8 @@ export function findProject(ctx: Ctx): Project {
   )
 }
 
-function isDir(path: string): boolean {
+/** Whether `path` is a folder (following links). */
+export function isDir(path: string): boolean {
   try {
     return statSync(path).isDirectory()
   } catch {

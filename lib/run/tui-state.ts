@@ -119,10 +119,15 @@ export class RunView {
   /** A run-wide message: that the run stops, or waits for a person; undefined when there is none. */
   notice(): string | undefined {
     if (this.stopping) return "stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (q or Ctrl-C again to quit at once)"
-    if (this.waitingFor) return this.waitingFor
-    const reviews = [...this.checkpoints].filter((id) => !["done", "blocked"].includes(this.tasks.get(id)?.status ?? ""))
-    if (reviews.length) return `checkpoint waiting for review: ${reviews.join(", ")} ('flow done <id>' to continue, 'flow block <id> <reason>' to stop)`
-    return undefined
+    // The run's own "waiting for review" names commands for another terminal: here the keys do it.
+    const reviews = this.reviews()
+    if (reviews.length) return `checkpoint waiting for review: ${reviews.join(", ")} (c approves ${reviews[0]}, b blocks it with a reason)`
+    return this.waitingFor
+  }
+
+  /** Checkpoints announced as waiting and not yet done or blocked in tasks.yaml, oldest first: `c` and `b` act on the first. */
+  reviews(): string[] {
+    return [...this.checkpoints].filter((id) => !["done", "blocked"].includes(this.tasks.get(id)?.status ?? ""))
   }
 
   /** What an agent is doing now: a pending question about its task means it waits for a person. */
