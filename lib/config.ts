@@ -4,7 +4,6 @@ import { join } from "node:path"
 import { type } from "arktype"
 import { Exit, FlowError } from "./errors"
 import { formatFinding } from "./findings"
-import type { PublishSettings } from "./run/publish"
 import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
 
 import { AGENT_NAME } from "./agent-name"
@@ -94,6 +93,15 @@ export function loadConfig(projectDir: string): FlowConfig {
       Exit.invalid, "open pull requests into another branch (pull_request: { base: main }) with merge_target an integration branch, or drop one of them")
   }
   return out
+}
+
+export type PublishSettings = {
+  /** the git remote to push to (default origin) */
+  remote: string
+  /** push the merge target after each merge */
+  push: boolean
+  /** push each task's branch and open a pull request against `base` (default: the merge target) */
+  pullRequest?: { base?: string; draft: boolean }
 }
 
 /** flow.yaml's push and pull-request settings, in the shape the run uses. */

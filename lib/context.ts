@@ -1,4 +1,21 @@
-import type { TtyInput, TtyOutput } from "./screen"
+/** The input side of a terminal: Node's and Bun's process.stdin when it is a TTY. */
+export type TtyInput = {
+  setRawMode(mode: boolean): unknown
+  setEncoding(encoding: "utf8"): unknown
+  resume(): unknown
+  pause(): unknown
+  on(event: "data", listener: (data: string) => void): unknown
+  off(event: "data", listener: (data: string) => void): unknown
+}
+
+/** The output side of a terminal: process.stdout when it is a TTY. */
+export type TtyOutput = {
+  columns: number
+  rows: number
+  write(text: string): unknown
+  on(event: "resize", listener: () => void): unknown
+  off(event: "resize", listener: () => void): unknown
+}
 
 /** Everything a command may touch of the outside world; tests build their own. */
 export type Ctx = {

@@ -2,6 +2,9 @@
 // `Depends on:` is not a label. Shared by every reader of plan.md and PRD.md so that they agree.
 
 /** A Markdown file's lines, without a byte order mark (some Windows editors write one) or a last empty line. */
+/** One line of a Markdown file with its 1-based number. */
+export type PlanLine = { n: number; text: string }
+
 export function splitLines(text: string): string[] {
   const lines = text.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n").split("\n")
   if (lines.at(-1) === "") lines.pop()

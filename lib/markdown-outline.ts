@@ -1,8 +1,7 @@
 // A Markdown file as a flat list of ATX headings, each with its own lines up to the next heading, and the
 // list items of a block of lines. A `#` inside a code block or an HTML comment is not a heading. Used to read PRD.md
 // (flow plan's skeleton, flow refine's review) and plan.md (the review).
-import { splitLines, trackBlocks } from "./markdown-blocks"
-import type { PlanLine } from "./plan-parse"
+import { splitLines, trackBlocks, type PlanLine } from "./markdown-blocks"
 
 export type OutlineHeading = {
   level: number

@@ -2,25 +2,9 @@
 // the alternate screen with a hidden cursor, raw keys, and lines cut to the width without ever wrapping.
 // The terminal's streams are passed in (the command hands over process.stdin/stdout), so lib/ stays free
 // of process globals.
+import type { TtyInput, TtyOutput } from "./context"
 
-/** The input side of a terminal: Node's and Bun's process.stdin when it is a TTY. */
-export type TtyInput = {
-  setRawMode(mode: boolean): unknown
-  setEncoding(encoding: "utf8"): unknown
-  resume(): unknown
-  pause(): unknown
-  on(event: "data", listener: (data: string) => void): unknown
-  off(event: "data", listener: (data: string) => void): unknown
-}
-
-/** The output side of a terminal: process.stdout when it is a TTY. */
-export type TtyOutput = {
-  columns: number
-  rows: number
-  write(text: string): unknown
-  on(event: "resize", listener: () => void): unknown
-  off(event: "resize", listener: () => void): unknown
-}
+export type { TtyInput, TtyOutput }
 
 export type Key =
   | { name: "char"; char: string }

@@ -4,15 +4,6 @@
 // merge is real and stays.
 import { run } from "../proc"
 
-export type PublishSettings = {
-  /** the git remote to push to (default origin) */
-  remote: string
-  /** push the merge target after each merge */
-  push: boolean
-  /** push each task's branch and open a pull request against `base` (default: the merge target) */
-  pullRequest?: { base?: string; draft: boolean }
-}
-
 export type PublishResult = { ok: true; detail: string } | { ok: false; detail: string }
 
 const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" }
