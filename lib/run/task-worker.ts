@@ -1,6 +1,6 @@
 // One task on one agent, from its worktree to its merge. A task's outcome is its status in tasks.yaml,
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { AgentConfig } from "../config"
 import { FlowError } from "../errors"
@@ -109,7 +109,7 @@ export class TaskWorker {
         continue
       }
       if (attempt > this.s.retries) {
-        await this.block(`the agent exited (code ${turn.code}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        await this.block(`the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
         return "blocked"
       }
       const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
@@ -155,7 +155,7 @@ export class TaskWorker {
         continue
       }
       if (n > this.s.retries) {
-        await this.block(`the agent exited (code ${turn.code}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        await this.block(`the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
         return "blocked"
       }
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
@@ -163,6 +163,16 @@ export class TaskWorker {
   }
 
   private async turn(prompt: string, script: string) {
+    const result = await this.launch(prompt, script)
+    if (!result.lostSession || this.s.signal.aborted) return result
+    // The CLI does not have the session (Gemini never saves one whose first request failed): start a new
+    // one with the whole task, since a resume prompt alone would make no sense to a fresh session.
+    this.shared.sessions.delete(this.taskId)
+    rmSync(this.sessionFile(), { force: true })
+    return this.launch(await this.taskPrompt(), script)
+  }
+
+  private async launch(prompt: string, script: string) {
     const ws = this.ws!
     const result = await runTurn({
       agent: this.agent,
