@@ -112,3 +112,20 @@ If it falls short, run \`flow block api-check "<what is wrong>"\` instead of fix
   expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no task 'apj' in tasks.yaml\nhint: did you mean 'api'?\n" })
   expect((await flow(dir.path, ["prompt"])).code).toBe(2)
 })
+
+test.concurrent("no text flow writes into a prompt holds a command substitution (Gemini CLI refuses any command with one)", async () => {
+  const { taskPrompt, stepPrompt, answersPrompt } = await import("../lib/prompt")
+  const { indexTasks } = await import("../lib/task-index")
+  const index = indexTasks(Bun.YAML.parse(TASKS) as Parameters<typeof indexTasks>[0])
+  const api = index.get("api")!.task
+  const step = api.steps![1]!
+  const questions = [{ id: "q-1", text: "Which port?", answer: "8080" }]
+  const prompts = [
+    taskPrompt({ index, taskId: "api", projectName: "p", workspace: { branch: "flow/api" }, questions }),
+    taskPrompt({ index, taskId: "setup", projectName: "p" }),
+    stepPrompt(api, step),
+    answersPrompt(api, questions, step),
+    answersPrompt(index.get("api-check")!.task, questions, undefined),
+  ]
+  for (const prompt of prompts) expect(prompt).not.toMatch(/\$\(|<\(|>\(/)
+})
