@@ -130,8 +130,8 @@ const RESUME = { prompt: "Next step.", cwd: "/w", sessionId: "S1", model: "m1", 
 test.concurrent("argv of every adapter: a new session, and a resumed one with a model and extra args", () => {
   const argv = (cli: string) => [adapterFor(cli).argv(NEW), adapterFor(cli).argv(RESUME)]
   expect(argv("claude")).toEqual([
-    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions", "--", "Do the task."],
-    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "bypassPermissions", "--model", "m1", "--resume", "S1", "--x", "y", "--", "Next step."],
+    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--", "Do the task."],
+    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--model", "m1", "--resume", "S1", "--x", "y", "--", "Next step."],
   ])
   expect(argv("codex")).toEqual([
     ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "--", "Do the task."],

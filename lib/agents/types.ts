@@ -26,6 +26,10 @@ export type Adapter = {
   canResume: boolean
   /** Environment the CLI needs on top of flow's own (FLOW_PROJECT, FLOW_TASK_ID), e.g. goose's unattended mode. */
   env?: Readonly<Record<string, string>>
+  /** Stderr lines that are the CLI's chatter (a colour warning, a mode banner), never a reason it failed. */
+  stderrNoise?: readonly RegExp[]
+  /** The error of a resume whose session the CLI does not have (it never saved it, or it was deleted). */
+  lostSession?: RegExp
   argv(opts: LaunchOptions): string[] // full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt
   parseLine(line: string): AgentEvent[] // one stdout line → zero or more events; never throws on junk (non-JSON → text)
 }

@@ -7,7 +7,9 @@ import { spawnGroup } from "../proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
 import { UsageMeter } from "./usage-meter"
 
-export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number }
+/** `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line). */
+/** `lostSession`: the CLI could not resume the session it was given (it does not have it). */
+export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean }
 
 export type Turn = {
   agent: AgentConfig
@@ -28,6 +30,12 @@ export type Turn = {
 }
 
 const TAIL_LINES = 20
+// A stack frame or the inside of a dumped object: never the line that says what went wrong.
+const STACK_LINE = /^\s+(at |[\[\]{}]|\w+: )|^\s*[\]}]/
+
+function isNoise(line: string, noise: readonly RegExp[] = []): boolean {
+  return line.trim() === "" || noise.some((re) => re.test(line))
+}
 
 export async function runTurn(turn: Turn): Promise<TurnResult> {
   const started = performance.now()
@@ -52,6 +60,8 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   })
   let sessionId = turn.sessionId
   const meter = new UsageMeter(adapter.cli, turn.usageFile)
+  let error: string | undefined
+  let stderrReason: string | undefined
   const tail: string[] = []
   const keep = (text: string) => {
     for (const line of text.split("\n")) {
@@ -71,15 +81,28 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
       for (const parsed of adapter.parseLine(line)) {
         const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
         if (event.type === "session") sessionId = event.id
+        if (event.type === "error") error = event.message
         if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
     }
   })()
   const err = (async () => {
-    for await (const line of lines(proc.stderr)) keep(line)
+    for await (const line of lines(proc.stderr)) {
+      if (isNoise(line, adapter.stderrNoise)) continue
+      keep(line)
+      if (!STACK_LINE.test(line)) stderrReason = line.trim()
+    }
   })()
   await Promise.all([out, err])
   const code = await proc.exited
-  return { code, tail: tail.join("\n").trim(), sessionId, seconds: seconds() }
+  // A CLI that refuses to start (Claude Code's root check) or dies says why on stderr only: that line
+  // becomes the turn's error, so the log and the block note name the reason, not just the exit code.
+  if (code !== 0 && error === undefined && stderrReason && !turn.signal.aborted) {
+    error = stderrReason
+    turn.onEvent({ type: "error", message: error })
+  }
+  const reason = error?.replace(/\s+/g, " ").trim()
+  const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
+  return { code, tail: tail.join("\n").trim(), sessionId, seconds: seconds(), ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}), ...(lostSession ? { lostSession } : {}) }
 }
