@@ -30,6 +30,8 @@ export type Adapter = {
   stderrNoise?: readonly RegExp[]
   /** The error of a resume whose session the CLI does not have (it never saved it, or it was deleted). */
   lostSession?: RegExp
+  /** The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): for CLIs that rewrite argv text. */
+  promptOnStdin?: boolean
   argv(opts: LaunchOptions): string[] // full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt
   parseLine(line: string): AgentEvent[] // one stdout line → zero or more events; never throws on junk (non-JSON → text)
 }

@@ -60,18 +60,24 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   })
   let sessionId = turn.sessionId
   const meter = new UsageMeter(adapter.cli, turn.usageFile)
+  // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
+  // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
+  // line; else the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's,
+  // and progress) only when it failed without saying why or its stream said nothing.
   let error: string | undefined
   let stderrReason: string | undefined
+  let streamed = false
   const tail: string[] = []
-  const keep = (text: string) => {
+  const errTail: string[] = []
+  const keep = (into: string[], text: string) => {
     for (const line of text.split("\n")) {
-      tail.push(line)
-      if (tail.length > TAIL_LINES) tail.shift()
+      into.push(line)
+      if (into.length > TAIL_LINES) into.shift()
     }
   }
   let proc: ReturnType<typeof spawnGroup>
   try {
-    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal })
+    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal, stdin: adapter.promptOnStdin ? turn.prompt : undefined })
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
@@ -79,10 +85,14 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
       for (const parsed of adapter.parseLine(line)) {
+        streamed = true
         const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
+        if (event.type === "error") {
+          if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
+          error = event.message
+        }
         if (event.type === "session") sessionId = event.id
-        if (event.type === "error") error = event.message
-        if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
+        if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
     }
@@ -90,7 +100,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const err = (async () => {
     for await (const line of lines(proc.stderr)) {
       if (isNoise(line, adapter.stderrNoise)) continue
-      keep(line)
+      keep(errTail, line)
       if (!STACK_LINE.test(line)) stderrReason = line.trim()
     }
   })()
@@ -104,5 +114,6 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   const reason = error?.replace(/\s+/g, " ").trim()
   const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
-  return { code, tail: tail.join("\n").trim(), sessionId, seconds: seconds(), ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}), ...(lostSession ? { lostSession } : {}) }
+  const said = code !== 0 && reason ? [reason] : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
+  return { code, tail: said.join("\n").trim(), sessionId, seconds: seconds(), ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}), ...(lostSession ? { lostSession } : {}) }
 }
