@@ -53,6 +53,16 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   }
   out.push("")
 
+  // Where the plan stands: the header of each phase as `flow list` prints it, its tasks done and running.
+  if (r.phases.length > 0) {
+    out.push(fit([["Phases", c.bold], ":"], w))
+    const rows = r.phases.map((p): Part[] => {
+      const [label, title] = p.title.includes(": ") ? [p.title.slice(0, p.title.indexOf(": ") + 1), p.title.slice(p.title.indexOf(": ") + 2)] : [p.title, ""]
+      return [label, title, [`${p.done}/${p.total} done`, p.done === p.total ? c.green : (s) => s], p.running > 0 ? [`${p.running} running`, c.yellow] : ""]
+    })
+    out.push(...table(rows, w, [false, false, true, false]), "")
+  }
+
   // The command first, so a narrow window clips the list of ids rather than what to run.
   const needs: Part[][] = []
   if (r.questions > 0) needs.push(["  ", ["flow questions", c.cyan], `  ${plural(r.questions, "question")} waiting for an answer`])

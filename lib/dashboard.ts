@@ -5,11 +5,12 @@ import { waitsForReview } from "./checkpoint"
 import { isoSeconds, parseTimestamp } from "./clock"
 import type { DashboardReport } from "./json-shapes"
 import { lockHolder } from "./lock"
+import { phaseHeader, readPhaseTitles } from "./plan-phases"
 import { runLockTarget, type Project } from "./project"
 import { currentStep } from "./prompt"
 import { openExistingState, type AgentRecord } from "./state-db"
 import { TASK_STATUSES } from "./statuses"
-import { indexTasks, type Task, type TaskFile } from "./task-index"
+import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "./task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "./usage"
 
 /** How many done tasks "Recently completed" lists. */
@@ -50,6 +51,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
   const counts = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<(typeof TASK_STATUSES)[number], number>
   for (const t of tasks) counts[t.status]++
   const total = tasks.length
+  const groupOf = phaseGroupOf(index)
   const working = new Map(runtime.agents.filter((a) => a.current_task !== null).map((a) => [a.current_task as string, a.name]))
   const secondsSince = (iso: string | undefined) => {
     const at = parseTimestamp(iso)
@@ -59,6 +61,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     project: basename(project.dir),
     at: isoSeconds(new Date(now)),
     counts: { ...counts, total, percent_done: total === 0 ? 0 : Math.floor((counts.done * 100) / total) },
+    phases: phaseCounts(project, data, tasks, groupOf),
     running: tasks
       .filter((t) => t.status === "in_progress" || t.status === "assigned")
       .map((t) => {
@@ -66,6 +69,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
         return {
           id: t.id,
           title: t.title,
+          phase: groupOf(t),
           status: t.status,
           agent: working.get(t.id) ?? stopped?.agent ?? t.agent_name ?? null,
           started_at: t.started_at ?? null,
@@ -82,12 +86,41 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
       })
       .sort((a, b) => b.at - a.at)
       .slice(0, RECENT_LIMIT)
-      .map(({ task, at }) => ({ id: task.id, title: task.title, completed_at: task.completed_at as string, seconds_ago: Math.max(0, Math.floor((now - at) / 1000)) })),
+      .map(({ task, at }) => ({ id: task.id, title: task.title, phase: groupOf(task), completed_at: task.completed_at as string, seconds_ago: Math.max(0, Math.floor((now - at) / 1000)) })),
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     run: runtime.run,
     usage: { run: runtime.usage.run, total: runtime.usage.total },
   }
+}
+
+/**
+ * The phase group of a task, the one `flow list` shows it under: a top-level task's own `phase`, a subtask's
+ * top-level task's (null without one).
+ */
+function phaseGroupOf(index: Map<string, Indexed>): (task: Task) => number | null {
+  return (task) => topLevelOf(index, index.get(task.id) as Indexed).task.phase ?? null
+}
+
+/**
+ * Done, running and total tasks per phase group, ascending with `No phase` last; none at all when no task has a
+ * phase (one `No phase` line would only repeat the task counts). Titles as `flow list` prints its headers.
+ */
+function phaseCounts(project: Project, data: TaskFile, tasks: Task[], groupOf: (task: Task) => number | null): DashboardReport["phases"] {
+  const groups = new Map<number | null, { done: number; running: number; total: number }>()
+  for (const t of tasks) {
+    const phase = groupOf(t)
+    const g = groups.get(phase) ?? { done: 0, running: 0, total: 0 }
+    g.total++
+    if (t.status === "done") g.done++
+    if (t.status === "in_progress" || t.status === "assigned") g.running++
+    groups.set(phase, g)
+  }
+  if (groups.size === 0 || (groups.size === 1 && groups.has(null))) return []
+  const titles = readPhaseTitles(project.dir, data)
+  return [...groups]
+    .sort(([a], [b]) => (a ?? Number.POSITIVE_INFINITY) - (b ?? Number.POSITIVE_INFINITY))
+    .map(([phase, g]) => ({ phase, title: phase === null ? "No phase" : phaseHeader(phase, titles), ...g }))
 }
 
 /**

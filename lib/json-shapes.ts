@@ -237,9 +237,12 @@ export const DashboardReport = type({
   project: "string",
   at: "string",
   counts: type(statusCounts).and({ total: "number", percent_done: "number" }),
+  /** per phase group as `flow list` groups tasks; `title` is list's header line; [] when no task has a phase */
+  phases: type({ phase: "number | null", title: "string", done: "number", running: "number", total: "number" }).array(),
   running: type({
     id: "string",
     title: "string",
+    phase: "number | null",
     status: TaskStatusValue,
     agent: "string | null",
     started_at: "string | null",
@@ -248,7 +251,7 @@ export const DashboardReport = type({
     live: "boolean | null",
     usage: Usage.or("null"),
   }).array(),
-  recent: type({ id: "string", title: "string", completed_at: "string", seconds_ago: "number" }).array(),
+  recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",
   review: "string[]",
   run: type({ pid: "number", since: "string" }).or("null"),

@@ -1,6 +1,6 @@
 // What `flow show` derives from one task (its --json shape), shared with the inspector's task endpoint.
 import type { ShowReport, Usage } from "./json-shapes"
-import type { Indexed, Task } from "./task-index"
+import { topLevelOf, type Indexed, type Task } from "./task-index"
 import { taskSummary } from "./task-lines"
 
 export type Descendant = { task: Task; parent: Task; depth: number }
@@ -44,8 +44,7 @@ export function pointingAt(index: Map<string, Indexed>, id: string): { dependent
  */
 export function effectivePhase(entry: Indexed, index: Map<string, Indexed>): { phase: number | null; from: Task } {
   if (entry.task.phase !== undefined) return { phase: entry.task.phase, from: entry.task }
-  let top = entry
-  while (top.parent) top = index.get(top.parent.id) as Indexed
+  const top = topLevelOf(index, entry)
   return { phase: top.task.phase ?? null, from: top.task }
 }
 

@@ -29,6 +29,13 @@ export function indexTasks(file: TaskFile): Map<string, Indexed> {
   return index
 }
 
+/** The top-level task an entry sits under (itself at the top level). */
+export function topLevelOf(index: Map<string, Indexed>, entry: Indexed): Indexed {
+  let top = entry
+  while (top.parent) top = index.get(top.parent.id) as Indexed
+  return top
+}
+
 /** The task and step a step id belongs to. */
 export function findStep(index: Map<string, Indexed>, stepId: string): { task: Task; step: Step } | undefined {
   for (const { task } of index.values()) {

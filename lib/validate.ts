@@ -128,6 +128,7 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
         hint: "add the validating task or correct/remove validation_task_id" })
     }
   }
+  raw.push(...checkPhaseList(data.phases, visited))
   for (const cycle of findCycles([...byId.keys()], deps)) {
     const [from, to] = cycle.slice(-2)
     const v = byId.get(from)!
@@ -136,6 +137,33 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
       path: [...v.path, "depends_on", i], hint: "correct or remove one of these dependencies" })
   }
   return { raw, taskCount: visited.length }
+}
+
+/**
+ * The top-level `phases:` list against itself and the tasks. Both findings are warnings, like a dependency
+ * listed twice: nothing breaks (the first title of a number is the one shown, lib/plan-phases.ts), but one
+ * of the two titles is never seen, and a title for a phase no task has names nothing.
+ */
+function checkPhaseList(phases: unknown, visited: Visited[]): RawFinding[] {
+  if (!Array.isArray(phases)) return []
+  const used = new Set(visited.map((v) => v.node.phase).filter((p) => typeof p === "number"))
+  const first = new Map<number, number>()
+  const out: RawFinding[] = []
+  phases.forEach((entry, i) => {
+    if (!isRec(entry) || typeof entry.number !== "number") return
+    const n = entry.number
+    const path = ["phases", i, "number"]
+    const earlier = first.get(n)
+    if (earlier !== undefined) {
+      out.push({ severity: "warning", message: `Phase ${n} is listed twice in 'phases' (entries #${earlier + 1} and #${i + 1})`, path,
+        hint: `only the first title is shown: remove entry #${i + 1} or give it another number` })
+      return
+    }
+    first.set(n, i)
+    if (!used.has(n)) out.push({ severity: "warning", message: `Phase entry #${i + 1} names phase ${n}, which no task has`, path,
+      hint: `give a task 'phase: ${n}', or remove the entry` })
+  })
+  return out
 }
 
 /** Every task record, subtasks included, in file order. */
