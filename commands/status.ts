@@ -33,8 +33,9 @@ export function statusCommand(verb: StatusVerb): Command {
     const [id, ...words] = verb === "block" ? positionals : positionalsExactly(positionals, ["task_id"], meta.usage)
     if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
     const reason = words.join(" ").trim()
-    const now = isoSeconds()
     const result = await mutateTasks(findProject(ctx), `flow ${verb} ${id}`, (editor) => {
+      // Taken under the lock, so timestamps follow the order of the writes.
+      const now = isoSeconds()
       const task = requireTask(editor.tasks, id).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
       const applied = applyStatus(editor, id, to, now)
