@@ -17,7 +17,7 @@ export const FULL: Sizes = { diskTries: 8, kills: 100, lockRuns: 10, writers: 10
 export const SMALL: Sizes = { diskTries: 2, kills: 8, lockRuns: 2, writers: 12, tasks: 1_000, fuzz: 150, cliSample: 4 }
 
 const flowArgv = () => (process.env.FLOW_BIN ? [resolve(ROOT, process.env.FLOW_BIN)] : [process.execPath, join(ROOT, "flow.ts")])
-const env = () => ({ ...process.env, NO_COLOR: "1", FLOW_PROJECT: "", FLOW_LOCK_TIMEOUT: "120" }) as Record<string, string>
+const env = () => ({ ...process.env, NO_COLOR: "1", FLOW_PROJECT: "" }) as Record<string, string>
 
 async function flow(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const p = Bun.spawn([...flowArgv(), ...args], { cwd, env: env(), stdin: "ignore", stdout: "pipe", stderr: "pipe" })
