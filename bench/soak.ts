@@ -2,7 +2,7 @@
 // Cases: a full disk (a small tmpfs; root only), kill -9 during writes, broken locks, a symlinked and a
 // read-only tasks.yaml, many concurrent writers on a large file, and a fuzz corpus through validate/list/done.
 // Prints one table: case, runs, failures, lost updates. `--small` runs smaller counts (test/soak.test.ts).
-// Usage: bun bench/soak.ts [--small]   (FLOW_BIN=dist/flow uses the compiled binary)
+// Usage: bun bench/soak.ts [--small] [--only <case function, e.g. writers>]   (FLOW_BIN=dist/flow uses the compiled binary)
 import { spawnSync } from "node:child_process"
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -223,9 +223,10 @@ async function fuzzCase(s: Sizes): Promise<Row> {
     note: `${r.accepted} accepted by validate; ${s.cliSample} also through the CLI${r.examples[0] ? `; e.g. ${r.examples[0]}` : ""}` }
 }
 
-export async function soak(s: Sizes): Promise<Row[]> {
+/** All cases, or with `only` the one whose function is named so (e.g. `--only writers`). */
+export async function soak(s: Sizes, only?: string): Promise<Row[]> {
   const rows: Row[] = []
-  for (const c of [diskFull, kills, brokenLocks, symlinked, readOnly, writers, fuzzCase]) rows.push(await c(s))
+  for (const c of [diskFull, kills, brokenLocks, symlinked, readOnly, writers, fuzzCase]) if (!only || c.name === only) rows.push(await c(s))
   return rows
 }
 
@@ -236,7 +237,8 @@ export function table(rows: Row[]): string {
 }
 
 if (import.meta.main) {
-  const rows = await soak(process.argv.includes("--small") ? SMALL : FULL)
+  const at = process.argv.indexOf("--only")
+  const rows = await soak(process.argv.includes("--small") ? SMALL : FULL, at > 0 ? process.argv[at + 1] : undefined)
   process.stdout.write(table(rows))
   process.exit(rows.some((r) => r.failures > 0 || r.lost > 0) ? 1 : 0)
 }

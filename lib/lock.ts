@@ -9,12 +9,12 @@ import { hostname } from "node:os"
 import { basename } from "node:path"
 import { removeDeadTemps, tempName, writeAll, writeError } from "./atomic-write"
 import { FlowError } from "./errors"
-import { bootId, isRecordedProcessGone, processStartTime } from "./pid"
+import { bootId, isRecordedProcessGone, processCpuTicks, processStartTime } from "./pid"
 
 type Owner = { pid: number; host: string; command: string; since: string; token: string; start?: string; boot?: string }
 
 export type LockOptions = {
-  /** how long one holder may keep the lock before a waiter gives up; the wait restarts whenever the holder changes */
+  /** how long one holder may keep the lock without progress before a waiter gives up (see patience) */
   timeoutMs?: number
   command?: string
 }
@@ -34,7 +34,7 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T, option
 
 /**
  * Takes the lock of `file`. A queue of writers is waited out however long it is: only a single holder that
- * keeps the lock for `timeoutMs` (a hung process) makes the wait give up, with a message naming it.
+ * makes no progress for `timeoutMs` (a hung process) makes the wait give up, with a message naming it.
  */
 export async function acquire(file: string, { timeoutMs = 30_000, command = "flow" }: LockOptions): Promise<() => void> {
   const lockFile = `${file}.lock`
@@ -42,26 +42,45 @@ export async function acquire(file: string, { timeoutMs = 30_000, command = "flo
     start: processStartTime(process.pid), boot: bootId() }
   const record = JSON.stringify(me)
   removeDeadTemps(lockFile)
-  let holderToken: string | undefined
-  let heldSince = performance.now()
+  let holder: Patience | undefined
   let wait = 2
-  for (;;) {
-    if (tryCreate(lockFile, record)) return () => releaseIfMine(lockFile, me.token)
-    const seen = inspect(lockFile)
-    if (seen.kind === "free") continue
+  for (let first = true; ; first = false) {
+    const seen = first ? ({ kind: "free" } as Seen) : inspect(lockFile)
+    if (seen.kind === "free") {
+      if (tryCreate(lockFile, record)) return () => releaseIfMine(lockFile, me.token)
+      continue
+    }
     const stale = seen.kind === "owner" ? isGone(seen.owner) : seen.ageMs >= BROKEN_GRACE_MS
     if (stale) {
       const token = seen.kind === "owner" ? seen.owner.token : undefined
       if (takeOver(lockFile, (now) => (now.kind === "owner" ? now.owner.token === token : now.kind === "broken" && now.ageMs >= BROKEN_GRACE_MS))) continue
     } else if (seen.kind === "owner") {
-      if (seen.owner.token !== holderToken) [holderToken, heldSince] = [seen.owner.token, performance.now()]
-      else if (performance.now() - heldSince >= timeoutMs) throw stuck(file, lockFile, seen.owner, timeoutMs)
       if (timeoutMs === 0) throw stuck(file, lockFile, seen.owner, timeoutMs)
+      holder = patience(holder, seen.owner)
+      if (performance.now() - holder.progressAt >= timeoutMs) throw stuck(file, lockFile, seen.owner, timeoutMs)
     }
     // Jitter keeps many waiting writers from retrying in lockstep.
     await Bun.sleep(wait + Math.random() * wait)
-    wait = Math.min(wait * 2, 25)
+    wait = Math.min(wait * 2, 40)
   }
+}
+
+/** What a waiter knows of the current holder: when it last saw it make progress (take the lock, or use CPU). */
+type Patience = { token: string; cpu: number | undefined; progressAt: number; checkedAt: number }
+
+/**
+ * A holder makes progress when it is new, or (on Linux, same host) when it used CPU since the last look: on a
+ * machine so loaded that a write takes many seconds the holder is slow, not hung, and waiting on is right.
+ * Only a holder that used no CPU for the whole timeout (stopped, deadlocked, waiting on a dead mount) is hung.
+ */
+function patience(known: Patience | undefined, owner: Owner): Patience {
+  const now = performance.now()
+  const local = owner.host === hostname()
+  if (!known || known.token !== owner.token) return { token: owner.token, cpu: local ? processCpuTicks(owner.pid) : undefined, progressAt: now, checkedAt: now }
+  if (!local || now - known.checkedAt < 250) return known
+  const cpu = processCpuTicks(owner.pid)
+  const moved = cpu !== undefined && known.cpu !== undefined && cpu > known.cpu
+  return { ...known, cpu, checkedAt: now, progressAt: moved ? now : known.progressAt }
 }
 
 /**
@@ -76,7 +95,7 @@ export function lockHolder(file: string): Pick<Owner, "pid" | "host" | "command"
 function stuck(file: string, lockFile: string, owner: Owner, timeoutMs: number): FlowError {
   const where = owner.host === hostname() ? "" : ` on ${owner.host}`
   const who = `process ${owner.pid}${where} (${owner.command}) since ${owner.since}`
-  return new FlowError(`${basename(file)} is locked by ${who}; gave up after it held the lock for ${timeoutMs / 1000} s`, undefined,
+  return new FlowError(`${basename(file)} is locked by ${who}; gave up after it held the lock for ${timeoutMs / 1000} s without progress`, undefined,
     `if that process hangs, stop it (kill ${owner.pid}); if it is gone, delete ${lockFile}; FLOW_LOCK_TIMEOUT (seconds) sets how long to wait`)
 }
 

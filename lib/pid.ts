@@ -16,6 +16,17 @@ export function processStartTime(pid: number): string | undefined {
   }
 }
 
+/** The CPU time process `pid` has used so far (utime + stime, clock ticks), or undefined when unknown. */
+export function processCpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return undefined
+  }
+}
+
 let boot: string | undefined | null = null
 
 /** This boot's id (Linux), so that a record written before a reboot is known to be dead. */
