@@ -34,9 +34,10 @@ export function statusCommand(verb: StatusVerb): Command {
     const [id, ...words] = verb === "block" ? positionals : positionalsExactly(positionals, ["task_id"], meta.usage)
     if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
     const reason = words.join(" ").trim()
-    const now = isoSeconds()
     const project = findProject(ctx)
     const result = await mutateTasks(project, `flow ${verb} ${id}`, (editor) => {
+      // Taken under the lock, so timestamps follow the order of the writes.
+      const now = isoSeconds()
       const task = requireTask(editor.tasks, id, (stepId, taskId) => verb === "done" || verb === "start"
         ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []

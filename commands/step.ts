@@ -48,9 +48,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 }
 
 async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string): Promise<void> {
-  const now = isoSeconds()
+  // The time is taken under the lock, so a step never ends before it starts.
   const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) =>
-    sub === "start" ? startStep(editor, stepId, now) : finishStep(editor, stepId, now),
+    sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds()),
   )
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)

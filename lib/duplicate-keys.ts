@@ -67,16 +67,18 @@ export function mayHaveDuplicateKeys(text: string): boolean {
 /** Where the `:` ending a mapping key that starts at `i` is, or -1 when the line holds no key there. */
 function keyEnd(text: string, i: number, end: number): number {
   const q = text[i]
+  // Every scan stops at the line's end: an unbounded indexOf would make lines without ':' quadratic.
   if (q === '"' || q === "'") {
-    const close = text.indexOf(q, i + 1)
-    if (close < 0 || close >= end) return -1
+    let close = i + 1
+    while (close < end && text[close] !== q) close++
+    if (close >= end) return -1
     let j = close + 1
     while (j < end && text.charCodeAt(j) === SPACE) j++
     return text.charCodeAt(j) === COLON && (j + 1 === end || isBlank(text.charCodeAt(j + 1))) ? j : -1
   }
   if ("{[&*!|>%@`#".includes(q)) return -1
-  for (let j = text.indexOf(":", i); j >= 0 && j < end; j = text.indexOf(":", j + 1)) {
-    if (j + 1 === end || isBlank(text.charCodeAt(j + 1))) return j
+  for (let j = i; j < end; j++) {
+    if (text.charCodeAt(j) === COLON && (j + 1 === end || isBlank(text.charCodeAt(j + 1)))) return j
   }
   return -1
 }

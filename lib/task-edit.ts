@@ -12,11 +12,16 @@ export type Scalar = string | number | boolean
 type Target = { taskId: string; stepId?: string }
 type Region = { start: number; end: number; map: YAMLMap }
 
+/** Up to this many edited tasks are checked one by one; more, and one parse of the whole file is faster. */
+const LOCAL_CHECK_MAX = 8
+
 /** Applies edits to the text and to a copy of the data, and checks that the two agree. */
 export class TasksEditor {
   private index: Map<string, Indexed>
   readonly data: TaskFile
   changed = false
+  /** Tasks whose lines were edited in place; undefined once an edit needed the whole file parsed. */
+  private touched: Set<string> | undefined = new Set()
 
   /** `data` is what Bun.YAML read from `text`; the editor changes it in place (callers hand over a fresh read). */
   constructor(
@@ -88,9 +93,17 @@ export class TasksEditor {
     this.changed = true
   }
 
-  /** The edited text after checking that it parses to exactly the edited data. */
+  /**
+   * The edited text after checking that it parses to exactly the edited data. When every edit was made in
+   * the lines of a few block-style tasks, only those lines are parsed again (the rest of the file is the
+   * same bytes): on 10,000 tasks that is milliseconds instead of a 0.2 s parse under the lock.
+   */
   result(): string {
     if (!this.changed) return this.text
+    if (this.touched && this.touched.size <= LOCAL_CHECK_MAX) {
+      const ok = [...this.touched].every((id) => locateBlockItem(this.text, id, this.index.get(id)!.task) !== undefined)
+      if (ok) return this.text
+    }
     let reread: unknown
     try {
       reread = Bun.YAML.parse(this.text)
@@ -133,7 +146,12 @@ export class TasksEditor {
   /** The task's (or step's) mapping node and the text region it was parsed from. */
   private locate(target: Target): Region {
     const task = this.index.get(target.taskId)!.task
-    const region = locateBlockItem(this.text, target.taskId, task) ?? locateInWholeFile(this.text, target.taskId)
+    let region = locateBlockItem(this.text, target.taskId, task)
+    if (region) this.touched?.add(target.taskId)
+    else {
+      region = locateInWholeFile(this.text, target.taskId)
+      this.touched = undefined
+    }
     if (target.stepId === undefined) return region
     const steps = findPair(region.map, "steps")?.value
     const step = isSeq(steps) ? steps.items.find((s) => isMap(s) && s.get("id") === target.stepId) : undefined
@@ -145,9 +163,14 @@ export class TasksEditor {
 /** Fast path: the lines of a block-style sequence item `- id: <id>` (or `id:` on a later line of the item). */
 function locateBlockItem(text: string, id: string, expected: Task): Region | undefined {
   const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-  const re = new RegExp(`^( *)(- +)?id: *(["']?)${escaped}\\3 *(#.*)?$`, "gm")
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    const lineStart = m.index
+  const re = new RegExp(`^( *)(- +)?id: *(["']?)${escaped}\\3 *(#.*)?$`)
+  // indexOf finds the few lines holding the id far faster than a multi-line regex over megabytes.
+  for (let at = text.indexOf(id); at >= 0; at = text.indexOf(id, at + id.length)) {
+    const lineStart = text.lastIndexOf("\n", at) + 1
+    let lineEnd = text.indexOf("\n", at)
+    if (lineEnd < 0) lineEnd = text.length
+    const m = re.exec(text.slice(lineStart, lineEnd))
+    if (!m) continue
     const keyColumn = m[1].length + (m[2]?.length ?? 0)
     let itemStart = lineStart
     let dash = m[2] ? m[1].length : -1

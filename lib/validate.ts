@@ -5,17 +5,26 @@ import { findCycles } from "./graph"
 import { STEP_STATUSES, TASK_STATUSES } from "./statuses"
 import { isTaskFile, STEP_KEYS, TASK_KEYS } from "./generated/task-file-check"
 import { closest, toKebab } from "./suggest"
-import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
+import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
+import { branchNameProblem } from "./branch-name"
+import { mayHaveAnchors, textLimitFindings } from "./yaml-limits"
+import { isAlias, visit } from "yaml"
 
 export type Validation = { findings: Finding[]; taskCount: number }
 
 type Rec = Record<string, unknown>
+
+/** Subtasks nest at most this deep: every level costs each command that walks the tree. */
+const MAX_SUBTASK_DEPTH = 32
 type Visited = { node: Rec; path: Path; label: string; ancestors: string[] }
 
 const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** All findings for the text of a tasks file, errors and warnings, sorted by line. */
 export async function validateText(text: string): Promise<Validation> {
+  // Checked before any parser sees the text: nesting that would overflow a parser's stack, lone CRs.
+  const limits = textLimitFindings(text)
+  if (limits.length > 0) return { findings: limits, taskCount: 0 }
   let data: unknown
   try {
     data = Bun.YAML.parse(text)
@@ -23,7 +32,7 @@ export async function validateText(text: string): Promise<Validation> {
     return { findings: syntaxFindings(text, cause), taskCount: 0 }
   }
   const { raw, taskCount } = await checkData(data)
-  if (raw.length === 0 && !mayHaveDuplicateKeys(text)) return { findings: [], taskCount }
+  if (raw.length === 0 && !mayHaveDuplicateKeys(text) && !mayHaveAnchors(text)) return { findings: [], taskCount }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
   const found: Finding[] = syntaxErrors(parsed).map((e) => ({
@@ -32,7 +41,25 @@ export async function validateText(text: string): Promise<Validation> {
     ...e.position,
   }))
   for (const { path, atKey, ...f } of raw) found.push({ ...f, ...positionOf(parsed, path, atKey) })
+  found.push(...anchorFindings(parsed))
   return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)), taskCount }
+}
+
+/**
+ * Anchors and aliases: flow edits a value in place, so an edit through an alias (or of an anchored value that
+ * aliases repeat) would change other tasks or not read back; every writer refuses such a file, and so does validate.
+ */
+function anchorFindings(parsed: ParsedForPositions): Finding[] {
+  const out: Finding[] = []
+  const hint = "write the value out in each place: flow edits tasks.yaml in place and cannot edit through YAML anchors and aliases"
+  visit(parsed.doc, (_key, node) => {
+    if (!node) return
+    const offset = (node as { range?: number[] }).range?.[0]
+    const at = offset === undefined ? {} : (({ line, col }) => ({ line, column: col }))(parsed.lines.linePos(offset))
+    if (isAlias(node)) out.push({ severity: "error", message: `YAML alias '*${node.source}' (flow does not support anchors and aliases)`, hint, ...at })
+    else if ((node as { anchor?: string }).anchor) out.push({ severity: "error", message: `YAML anchor '&${(node as { anchor?: string }).anchor}' (flow does not support anchors and aliases)`, hint, ...at })
+  })
+  return out
 }
 
 function syntaxFindings(text: string, cause: unknown): Finding[] {
@@ -84,6 +111,20 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
         hint: "add 'instructions:' with what to do, or give the task 'steps'" })
     }
     for (const key of Object.keys(node)) if (!TASK_KEYS.has(key)) raw.push(unknownKey(label, key, TASK_KEYS, [...path, key], id))
+    if (steps.length > 0 && Array.isArray(node.subtasks) && node.subtasks.length > 0) {
+      // Such a task would wait for its subtasks, then be marked done with its steps never run (as generate refuses it).
+      raw.push({ severity: "error", message: `${label} has both steps and subtasks: a task has one or the other`, task_id: id, path: [...path, "subtasks"], atKey: true,
+        hint: "move the steps into a subtask of their own, or turn the subtasks into steps" })
+    }
+    if (typeof node.worktree === "string") {
+      const problem = branchNameProblem(node.worktree)
+      if (problem) raw.push({ severity: "error", message: `${label}: worktree '${node.worktree}' is not a usable branch name: ${problem}`, task_id: id, path: [...path, "worktree"],
+        hint: "use letters, digits, '-', '_', '.' and '/', like 'feature/login' (or leave worktree out: flow uses 'flow/<id>')" })
+    }
+    if (v.ancestors.length > MAX_SUBTASK_DEPTH) {
+      raw.push({ severity: "error", message: `${label} is nested ${v.ancestors.length} levels of subtasks deep; flow allows at most ${MAX_SUBTASK_DEPTH}`, task_id: id, path,
+        hint: "flatten the tree: make deep subtasks top-level tasks with depends_on" })
+    }
     steps.forEach((step, i) => {
       if (!isRec(step)) return
       const stepPath = [...path, "steps", i]
