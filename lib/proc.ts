@@ -1,4 +1,5 @@
 // Every child process flow starts goes through here: argv arrays only, never a shell string.
+import { resolve } from "node:path"
 import { FlowError } from "./errors"
 
 export type RunOptions = { cwd: string; env?: Record<string, string | undefined>; stdin?: string; signal?: AbortSignal }
@@ -35,16 +36,19 @@ export function mergeEnv(extra: Record<string, string | undefined> = {}): Record
   return env as Record<string, string>
 }
 
-export type GroupOptions = { cwd: string; env?: Record<string, string | undefined>; signal?: AbortSignal; graceMs?: number }
+export type GroupOptions = { cwd: string; env?: Record<string, string | undefined>; stdin?: string; signal?: AbortSignal; graceMs?: number }
 
 /**
  * Starts argv in its own process group (an agent and everything it starts), with stdout and stderr piped.
  * When `signal` aborts, the whole group gets SIGTERM, then SIGKILL after `graceMs`: a shell's `sleep`
  * or an agent's tool process is never left behind holding our pipes open.
+ * PWD is set to `cwd`: programs that read their directory from PWD (OpenCode does, and a shell's `pwd`
+ * trusts it) would otherwise work in flow's directory, not the one they were started in.
  */
 export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
   const proc = Bun.spawn([...argv], {
-    cwd: opts.cwd, env: mergeEnv(opts.env), stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true,
+    cwd: opts.cwd, env: mergeEnv({ ...opts.env, PWD: resolve(opts.cwd) }), stdout: "pipe", stderr: "pipe", detached: true,
+    stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
   })
   const kill = (signal: NodeJS.Signals) => {
     try {

@@ -48,16 +48,23 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   })
   let sessionId = turn.sessionId
   const meter = new UsageMeter(adapter.cli, turn.usageFile)
+  // What the turn leaves for a block note: after a failure the CLI reported, that error on one line; else
+  // the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's, and
+  // progress) only when it failed without saying why or its stream said nothing.
   const tail: string[] = []
-  const keep = (text: string) => {
+  const errTail: string[] = []
+  let lastError: string | undefined
+  let streamed = false
+  const keep = (into: string[], text: string) => {
     for (const line of text.split("\n")) {
-      tail.push(line)
-      if (tail.length > TAIL_LINES) tail.shift()
+      into.push(line)
+      if (into.length > TAIL_LINES) into.shift()
     }
   }
   let proc: ReturnType<typeof spawnGroup>
   try {
-    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal })
+    const stdin = adapter.promptOnStdin ? turn.prompt : undefined
+    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, stdin, signal: turn.signal })
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
@@ -65,16 +72,23 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     for await (const line of lines(proc.stdout)) {
       for (const parsed of adapter.parseLine(line)) {
         const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
+        streamed = true
+        if (event.type === "error") {
+          if (event.message === lastError) continue // a CLI that reports its fatal error twice (Codex)
+          lastError = event.message
+        }
         if (event.type === "session") sessionId = event.id
-        if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
+        if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
     }
   })()
   const err = (async () => {
-    for await (const line of lines(proc.stderr)) keep(line)
+    for await (const line of lines(proc.stderr)) keep(errTail, line)
   })()
   await Promise.all([out, err])
   const code = await proc.exited
-  return { code, tail: tail.join("\n").trim(), sessionId, seconds: seconds() }
+  const said = code !== 0 && lastError !== undefined ? [lastError.replace(/\s+/g, " ").trim()]
+    : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
+  return { code, tail: said.join("\n").trim(), sessionId, seconds: seconds() }
 }

@@ -1,0 +1,176 @@
+// `flow run` with the real Codex and OpenCode CLIs (test/agent-clis), each pointed by the configuration a
+// user would write at the scripted model server on loopback (Codex: the Responses API; OpenCode: an
+// OpenAI-compatible provider, Chat Completions). The model plays a script of shell commands per task.
+import { describe, expect, test } from "bun:test"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { startModelServer, type ModelServer } from "./fixtures/model-server/server"
+import { installed, userHome } from "./agent-e2e"
+import { background, flow, tempRepo, type TempDir } from "./helpers"
+
+const CLIS = ["codex", "opencode"] as const
+const SLOW = 900_000 // real CLIs, several turns each (OpenCode: up to a minute a turn on a loaded machine)
+
+type Task = { id: string; status: string; ai_notes?: string[]; steps?: { id: string; status?: string }[] }
+const tasksOf = (dir: TempDir) => (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }).tasks
+const statuses = (dir: TempDir) => Object.fromEntries(tasksOf(dir).map((t) => [t.id, t.status]))
+const lastNote = (dir: TempDir, id: string) => tasksOf(dir).find((t) => t.id === id)?.ai_notes?.at(-1) ?? ""
+const session = (dir: TempDir, id: string) => (JSON.parse(readFileSync(join(dir.path, ".flow", "sessions", `${id}.json`), "utf8")) as { session: string }).session
+const turnRequests = (server: ModelServer, task: string, turn: number) => server.model.requests(task).filter((r) => r.turn === turn)
+const seen = (server: ModelServer, task: string, text: string) => server.model.requests(task).some((r) => r.toolResults?.some((t) => t.includes(text)))
+
+function project(cli: string, tasks: string) {
+  return tempRepo({ "tasks.yaml": tasks, "flow.yaml": `agents:\n  - name: ${cli}-1\n    cli: ${cli}\n  - name: ${cli}-2\n    cli: ${cli}\n` })
+}
+
+/** Waits until `check` holds, polling (real CLIs take seconds to minutes per turn). */
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = SLOW): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(250)
+  }
+}
+
+/** Answers the pending question whose text includes `about`, once it is asked. */
+async function answer(dir: TempDir, about: string, text: string): Promise<void> {
+  let id: string | undefined
+  await until(`the question '${about}'`, async () => {
+    const pending = (JSON.parse((await flow(dir.path, ["questions", "--json"])).stdout) as { questions: { id: string; text: string }[] }).questions
+    id = pending.find((q) => q.text.includes(about))?.id
+    return id !== undefined
+  })
+  expect((await flow(dir.path, ["answer", id!, text])).code).toBe(0)
+}
+
+const ASKS = `tasks:
+  - id: port
+    title: Port
+    status: todo
+    instructions: Ask which port, and wait for the answer.
+  - id: name
+    title: Name
+    status: todo
+    instructions: Ask for a name, then exit to wait.
+`
+
+const LONG = `tasks:
+  - id: long
+    title: Long
+    status: todo
+    instructions: Run the long job.
+`
+
+const CHAIN = `tasks:
+  - id: api
+    title: API
+    status: todo
+    steps:
+      - id: api.1
+        instruction: Write api.txt
+      - id: api.2
+        instruction: Extend api.txt
+  - id: web
+    title: Web
+    status: todo
+    depends_on: [api]
+    instructions: Build the page from api.txt.
+  - id: lazy
+    title: Lazy
+    status: todo
+    instructions: 'Say "hello" to   the "world" (quotes, ''single quotes'' and spaces must arrive as written).'
+  - id: denied
+    title: Denied
+    status: todo
+    instructions: Anything.
+`
+
+describe.each(CLIS)("%s, for real, against the scripted model server", (cli) => {
+  const run = installed(cli) ? test.concurrent : test.skip
+
+  run(`${cli}: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason`, async () => {
+    await using server = startModelServer({
+      api: [
+        { commands: ["git status --short", "printf 'api 1\\n' > api.txt && git add api.txt && git commit -qm 'api: step 1'", "flow step done api.1"], text: "Step 1 done." },
+        { commands: ["printf 'api 2\\n' >> api.txt && git commit -qam 'api: step 2'", "flow step done api.2"], text: "Step 2 done." },
+      ],
+      web: [{ commands: ["cat api.txt", "printf 'web\\n' > web.txt && git add web.txt && git commit -qm web", "flow done web"] }],
+      lazy: [{ commands: ["ls"], text: "I looked around." }, { text: "Still looking around." }],
+      denied: [{ fail: { status: 401, message: "Incorrect API key provided: sk-bad" } }],
+    })
+    await using home = await userHome(cli, server.url)
+    await using dir = await project(cli, CHAIN)
+    const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
+    const r = await flow(dir.path, ["run"], { env: home.env })
+    expect({ statuses: statuses(dir), code: r.code }).toEqual({ statuses: { api: "done", web: "done", lazy: "blocked", denied: "blocked" }, code: 4 })
+
+    // The chain: both steps in one session (the second turn carries the first's history), merged, and the
+    // dependent saw its dependency's file.
+    expect(dir.read("api.txt")).toBe("api 1\napi 2\n")
+    expect(dir.read("web.txt")).toBe("web\n")
+    expect(JSON.stringify(turnRequests(server, "api", 2)[0]?.body)).toContain("Step 1 done.")
+    expect(r.stdout).toContain(`api: step api.2 (session ${session(dir, "api")})`)
+    expect(seen(server, "web", "api 1\napi 2")).toBe(true)
+
+    // The prompt arrives byte for byte as `flow prompt` shows it (quotes and runs of spaces included).
+    expect(server.model.requests("lazy")[0]?.prompt).toBe(lazyPrompt)
+    // Forgotten `flow done`: retried once in the same session, then blocked with the agent's last words
+    // (never the CLI's stderr warnings).
+    expect(turnRequests(server, "lazy", 2)[0]?.prompt).toStartWith("the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
+    expect(lastNote(dir, "lazy")).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:\n")
+    expect(lastNote(dir, "lazy")).toEndWith("\nStill looking around.")
+    expect(lastNote(dir, "lazy")).not.toMatch(/WARNING|Reading additional input/)
+
+    // A 401: the reason on one line, logged once per attempt, and the block note's last line.
+    const reason = lastNote(dir, "denied").split("\n").at(-1)!
+    expect(lastNote(dir, "denied")).toStartWith("the agent exited (code 1) without 'flow done' or 'flow block'; its last output:\n")
+    expect(reason).toContain("Incorrect API key provided: sk-bad") // Codex adds "unexpected status 401 Unauthorized: "
+    const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))
+    expect(errors.length).toBe(2) // two attempts, one line each
+    expect(r.stdout.split("\n").filter((l) => /denied \| .*Reconnecting/.test(l) && l.includes("error:"))).toEqual([])
+  }, SLOW)
+})
+
+describe.each(CLIS)("%s asks and is stopped, for real", (cli) => {
+  const run = installed(cli) ? test.concurrent : test.skip
+
+  run(`${cli}: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it`, async () => {
+    await using server = startModelServer({
+      port: [{ commands: ['flow ask port "Which port should the server use?" --wait', "flow done port"] }],
+      name: [{ commands: ['flow ask name "Which name?"'], text: "Asked; waiting for the answer." }, { commands: ["flow done name"] }],
+    })
+    await using home = await userHome(cli, server.url)
+    await using dir = await project(cli, ASKS)
+    const r = background(dir.path, ["run"], home.env)
+    await answer(dir, "Which port", "8080")
+    await answer(dir, "Which name", "Ada")
+    const { code, stdout } = await r.done()
+    expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done" } })
+    expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
+    expect(turnRequests(server, "port", 2)).toEqual([])
+    expect(stdout).toContain("name: q-")
+    expect(turnRequests(server, "name", 2)[0]?.prompt).toStartWith("People answered the question you asked about task 'name':")
+    expect(turnRequests(server, "name", 2)[0]?.prompt).toContain("Answer: Ada")
+    expect(JSON.stringify(turnRequests(server, "name", 2)[0]?.body)).toContain("Asked; waiting for the answer.")
+  }, SLOW)
+
+  run(`${cli}: SIGTERM stops the agent mid-command; the next run resumes the same session`, async () => {
+    await using server = startModelServer({
+      long: [{ commands: ["touch started.txt && sleep 300"] }, { commands: ["flow done long"] }],
+    })
+    await using home = await userHome(cli, server.url)
+    await using dir = await project(cli, LONG)
+    const first = background(dir.path, ["run"], home.env)
+    const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
+    await until("the long command to start", () => Bun.file(started).exists())
+    first.proc.kill("SIGTERM")
+    expect((await first.done()).code).toBe(130)
+    expect(statuses(dir)).toEqual({ long: "in_progress" })
+    const before = session(dir, "long")
+    const second = await flow(dir.path, ["run"], { env: home.env })
+    expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
+    expect(second.stdout).toContain("long: resumed by")
+    expect(session(dir, "long")).toBe(before)
+    expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
+  }, SLOW)
+})
