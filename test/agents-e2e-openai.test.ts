@@ -2,46 +2,13 @@
 // user would write at the scripted model server on loopback (Codex: the Responses API; OpenCode: an
 // OpenAI-compatible provider, Chat Completions). The model plays a script of shell commands per task.
 import { describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { startModelServer, type ModelServer } from "./fixtures/model-server/server"
-import { installed, userHome } from "./agent-e2e"
-import { background, flow, tempRepo, type TempDir } from "./helpers"
+import { startModelServer } from "./fixtures/model-server/server"
+import { answer, installed, lastNote, project, seen, session, statuses, turnRequests, until, userHome } from "./agent-e2e"
+import { background, flow } from "./helpers"
 
 const CLIS = ["codex", "opencode"] as const
 const SLOW = 900_000 // real CLIs, several turns each (OpenCode: up to a minute a turn on a loaded machine)
-
-type Task = { id: string; status: string; ai_notes?: string[]; steps?: { id: string; status?: string }[] }
-const tasksOf = (dir: TempDir) => (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }).tasks
-const statuses = (dir: TempDir) => Object.fromEntries(tasksOf(dir).map((t) => [t.id, t.status]))
-const lastNote = (dir: TempDir, id: string) => tasksOf(dir).find((t) => t.id === id)?.ai_notes?.at(-1) ?? ""
-const session = (dir: TempDir, id: string) => (JSON.parse(readFileSync(join(dir.path, ".flow", "sessions", `${id}.json`), "utf8")) as { session: string }).session
-const turnRequests = (server: ModelServer, task: string, turn: number) => server.model.requests(task).filter((r) => r.turn === turn)
-const seen = (server: ModelServer, task: string, text: string) => server.model.requests(task).some((r) => r.toolResults?.some((t) => t.includes(text)))
-
-function project(cli: string, tasks: string) {
-  return tempRepo({ "tasks.yaml": tasks, "flow.yaml": `agents:\n  - name: ${cli}-1\n    cli: ${cli}\n  - name: ${cli}-2\n    cli: ${cli}\n` })
-}
-
-/** Waits until `check` holds, polling (real CLIs take seconds to minutes per turn). */
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = SLOW): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(250)
-  }
-}
-
-/** Answers the pending question whose text includes `about`, once it is asked. */
-async function answer(dir: TempDir, about: string, text: string): Promise<void> {
-  let id: string | undefined
-  await until(`the question '${about}'`, async () => {
-    const pending = (JSON.parse((await flow(dir.path, ["questions", "--json"])).stdout) as { questions: { id: string; text: string }[] }).questions
-    id = pending.find((q) => q.text.includes(about))?.id
-    return id !== undefined
-  })
-  expect((await flow(dir.path, ["answer", id!, text])).code).toBe(0)
-}
 
 const ASKS = `tasks:
   - id: port

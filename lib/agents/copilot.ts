@@ -2,9 +2,9 @@
 // its bundled source and a stream recorded against a local endpoint): session events shaped like the
 // Copilot SDK's, `{type, data}`. 1.0.102's JSON output leaves out session.start and assistant.usage (its
 // filter list), and names the session only in its closing `result` line, which a stopped turn never
-// writes: so flow picks a new session's id (`--session-id`, which sets the UUID of a new session) and
-// records it before Copilot starts. No tokens are reported; session.start and assistant.usage are still
-// read in case a later version writes them.
+// writes: so flow picks a new session's id and records it before Copilot starts (`--session-id` sets the
+// UUID of a new session and resumes an existing one). No tokens are reported; session.start and
+// assistant.usage are still read in case a later version writes them.
 import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -16,6 +16,7 @@ export const copilot: Adapter = {
   canResume: true,
   choosesSessionId: true,
   argv({ prompt, sessionId, newSessionId, model, extraArgs = [] }) {
+    const id = sessionId ?? newSessionId
     return [
       "copilot",
       `--prompt=${prompt}`, // the `=` form keeps a prompt that starts with a dash a value
@@ -27,8 +28,9 @@ export const copilot: Adapter = {
       "--no-ask-user",
       "--no-auto-update",
       ...withModel(model, "--model"),
-      ...(sessionId ? [`--resume=${sessionId}`] : []), // optional value: keep the id attached
-      ...(newSessionId && !sessionId ? [`--session-id=${newSessionId}`] : []),
+      // --session-id resumes the session with that id, or starts one with it: never --resume, which fails
+      // ("No session ... matched") on the id flow recorded for a turn stopped before Copilot saved it.
+      ...(id ? [`--session-id=${id}`] : []),
       ...extraArgs,
     ]
   },
