@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { startModelServer } from "./fixtures/model-server/server"
 import { answer, installed, lastNote, project, seen, session, statuses, turnRequests, until, userHome } from "./agent-e2e"
+import { ASKS, ASKS_SCRIPTS, CHAIN, CHAIN_SCRIPTS, LONG, LONG_SCRIPTS } from "./agent-e2e-tasks"
 import { background, flow } from "./helpers"
 
 const SLOW = 900_000 // a real CLI, several turns (20-60 s a turn on a loaded machine)
@@ -13,59 +14,9 @@ const run = installed("copilot") ? test.concurrent : test.skip
 /** Copilot puts `<current_datetime>…</current_datetime>` and a blank line before every user message it sends. */
 const unstamped = (prompt = "") => prompt.replace(/^<current_datetime>[^<]*<\/current_datetime>\n\n/, "")
 
-const CHAIN = `tasks:
-  - id: api
-    title: API
-    status: todo
-    steps:
-      - id: api.1
-        instruction: Write api.txt
-      - id: api.2
-        instruction: Extend api.txt
-  - id: web
-    title: Web
-    status: todo
-    depends_on: [api]
-    instructions: Build the page from api.txt.
-  - id: lazy
-    title: Lazy
-    status: todo
-    instructions: 'Say "hello" to   the "world" (quotes, ''single quotes'' and spaces must arrive as written).'
-  - id: denied
-    title: Denied
-    status: todo
-    instructions: Anything.
-`
-
-const ASKS = `tasks:
-  - id: port
-    title: Port
-    status: todo
-    instructions: Ask which port, and wait for the answer.
-  - id: name
-    title: Name
-    status: todo
-    instructions: Ask for a name, then exit to wait.
-`
-
-const LONG = `tasks:
-  - id: long
-    title: Long
-    status: todo
-    instructions: Run the long job.
-`
-
 describe("copilot, for real, against the scripted model server", () => {
   run("copilot: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason", async () => {
-    await using server = startModelServer({
-      api: [
-        { commands: ["git status --short", "printf 'api 1\\n' > api.txt && git add api.txt && git commit -qm 'api: step 1'", "flow step done api.1"], text: "Step 1 done." },
-        { commands: ["printf 'api 2\\n' >> api.txt && git commit -qam 'api: step 2'", "flow step done api.2"], text: "Step 2 done." },
-      ],
-      web: [{ commands: ["cat api.txt", "printf 'web\\n' > web.txt && git add web.txt && git commit -qm web", "flow done web"] }],
-      lazy: [{ commands: ["ls"], text: "I looked around." }, { text: "Still looking around." }],
-      denied: [{ fail: { status: 401, message: "Incorrect API key provided: sk-bad" } }],
-    })
+    await using server = startModelServer({ ...CHAIN_SCRIPTS })
     await using home = await userHome("copilot", server.url)
     await using dir = await project("copilot", CHAIN)
     const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
@@ -100,29 +51,28 @@ describe("copilot, for real, against the scripted model server", () => {
   }, SLOW)
 
   run("copilot: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it", async () => {
-    await using server = startModelServer({
-      port: [{ commands: ['flow ask port "Which port should the server use?" --wait', "flow done port"] }],
-      name: [{ commands: ['flow ask name "Which name?"'], text: "Asked; waiting for the answer." }, { commands: ["flow done name"] }],
-    })
+    await using server = startModelServer({ ...ASKS_SCRIPTS })
     await using home = await userHome("copilot", server.url)
     await using dir = await project("copilot", ASKS)
     const r = background(dir.path, ["run"], home.env)
-    await answer(dir, "Which port", "8080")
-    await answer(dir, "Which name", "Ada")
+    // `port` waits inside its command; `name` is answered once its agent has exited and the run waits.
+    await Promise.all([
+      answer(dir, "Which port", "8080"),
+      r.waitFor("name: waiting for the answer to", SLOW).then(() => answer(dir, "Which name", "Ada")),
+    ])
     const { code, stdout } = await r.done()
     expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done" } })
     expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
     expect(turnRequests(server, "port", 2)).toEqual([])
-    expect(stdout).toContain("name: q-")
+    expect(stdout).toMatch(/name: q-\d+ answered; resuming the session/)
+    expect(stdout).not.toContain("retry")
     expect(unstamped(turnRequests(server, "name", 2)[0]?.prompt)).toStartWith("People answered the question you asked about task 'name':")
     expect(turnRequests(server, "name", 2)[0]?.prompt).toContain("Answer: Ada")
     expect(JSON.stringify(turnRequests(server, "name", 2)[0]?.body)).toContain("Asked; waiting for the answer.")
   }, SLOW)
 
   run("copilot: SIGTERM stops the agent mid-command; the next run resumes the same session", async () => {
-    await using server = startModelServer({
-      long: [{ commands: ["touch started.txt && sleep 300"] }, { commands: ["flow done long"] }],
-    })
+    await using server = startModelServer({ ...LONG_SCRIPTS })
     await using home = await userHome("copilot", server.url)
     await using dir = await project("copilot", LONG)
     const first = background(dir.path, ["run"], home.env)
