@@ -46,7 +46,8 @@ describe("adapters' flags are accepted by the real CLIs", () => {
   for (const [cli, helps] of Object.entries(HELP)) {
     test.concurrent(`${cli}: new and resumed launches, with a model`, async () => {
       const adapter = adapterFor(cli)
-      const fresh = adapter.argv({ prompt: "Do the task.", cwd: "/w", model: "some-model" })
+      // A new session's id is passed only to adapters that choose it (Copilot); the others ignore it.
+      const fresh = adapter.argv({ prompt: "Do the task.", cwd: "/w", newSessionId: "5e7d1c7a-0a53-4d52-9a1d-3f4bb0d0c2a1", model: "some-model" })
       const resumed = adapter.argv({ prompt: "Next step.", cwd: "/w", sessionId: "0cb916db-26aa-40f2-86b5-1ba81b225fd2", model: "some-model" })
       const missing: string[] = []
       for (const [argv, helpArgs] of [[fresh, helps.fresh], [resumed, helps.resumed]] as const) {

@@ -2,102 +2,20 @@
 // user would write at the scripted model server on loopback (Codex: the Responses API; OpenCode: an
 // OpenAI-compatible provider, Chat Completions). The model plays a script of shell commands per task.
 import { describe, expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { startModelServer, type ModelServer } from "./fixtures/model-server/server"
-import { installed, userHome } from "./agent-e2e-openai-home"
-import { background, flow, tempRepo, type TempDir } from "./helpers"
+import { startModelServer } from "./fixtures/model-server/server"
+import { answer, installed, lastNote, project, seen, session, statuses, turnRequests, until, userHome } from "./agent-e2e-openai-home"
+import { ASKS, ASKS_SCRIPTS, CHAIN, CHAIN_SCRIPTS, LONG, LONG_SCRIPTS } from "./agent-e2e-tasks"
+import { background, flow } from "./helpers"
 
 const CLIS = ["codex", "opencode"] as const
 const SLOW = 900_000 // real CLIs, several turns each (OpenCode: up to a minute a turn on a loaded machine)
-
-type Task = { id: string; status: string; ai_notes?: string[]; steps?: { id: string; status?: string }[] }
-const tasksOf = (dir: TempDir) => (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }).tasks
-const statuses = (dir: TempDir) => Object.fromEntries(tasksOf(dir).map((t) => [t.id, t.status]))
-const lastNote = (dir: TempDir, id: string) => tasksOf(dir).find((t) => t.id === id)?.ai_notes?.at(-1) ?? ""
-const session = (dir: TempDir, id: string) => (JSON.parse(readFileSync(join(dir.path, ".flow", "sessions", `${id}.json`), "utf8")) as { session: string }).session
-const turnRequests = (server: ModelServer, task: string, turn: number) => server.model.requests(task).filter((r) => r.turn === turn)
-const seen = (server: ModelServer, task: string, text: string) => server.model.requests(task).some((r) => r.toolResults?.some((t) => t.includes(text)))
-
-function project(cli: string, tasks: string) {
-  return tempRepo({ "tasks.yaml": tasks, "flow.yaml": `agents:\n  - name: ${cli}-1\n    cli: ${cli}\n  - name: ${cli}-2\n    cli: ${cli}\n` })
-}
-
-/** Waits until `check` holds, polling (real CLIs take seconds to minutes per turn). */
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = SLOW): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(250)
-  }
-}
-
-/** Answers the pending question whose text includes `about`, once it is asked. */
-async function answer(dir: TempDir, about: string, text: string): Promise<void> {
-  let id: string | undefined
-  await until(`the question '${about}'`, async () => {
-    const pending = (JSON.parse((await flow(dir.path, ["questions", "--json"])).stdout) as { questions: { id: string; text: string }[] }).questions
-    id = pending.find((q) => q.text.includes(about))?.id
-    return id !== undefined
-  })
-  expect((await flow(dir.path, ["answer", id!, text])).code).toBe(0)
-}
-
-const ASKS = `tasks:
-  - id: port
-    title: Port
-    status: todo
-    instructions: Ask which port, and wait for the answer.
-  - id: name
-    title: Name
-    status: todo
-    instructions: Ask for a name, then exit to wait.
-`
-
-const LONG = `tasks:
-  - id: long
-    title: Long
-    status: todo
-    instructions: Run the long job.
-`
-
-const CHAIN = `tasks:
-  - id: api
-    title: API
-    status: todo
-    steps:
-      - id: api.1
-        instruction: Write api.txt
-      - id: api.2
-        instruction: Extend api.txt
-  - id: web
-    title: Web
-    status: todo
-    depends_on: [api]
-    instructions: Build the page from api.txt.
-  - id: lazy
-    title: Lazy
-    status: todo
-    instructions: 'Say "hello" to   the "world" (quotes, ''single quotes'' and spaces must arrive as written).'
-  - id: denied
-    title: Denied
-    status: todo
-    instructions: Anything.
-`
 
 describe.each(CLIS)("%s, for real, against the scripted model server", (cli) => {
   const run = installed(cli) ? test.concurrent : test.skip
 
   run(`${cli}: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason`, async () => {
-    await using server = startModelServer({
-      api: [
-        { commands: ["git status --short", "printf 'api 1\\n' > api.txt && git add api.txt && git commit -qm 'api: step 1'", "flow step done api.1"], text: "Step 1 done." },
-        { commands: ["printf 'api 2\\n' >> api.txt && git commit -qam 'api: step 2'", "flow step done api.2"], text: "Step 2 done." },
-      ],
-      web: [{ commands: ["cat api.txt", "printf 'web\\n' > web.txt && git add web.txt && git commit -qm web", "flow done web"] }],
-      lazy: [{ commands: ["ls"], text: "I looked around." }, { text: "Still looking around." }],
-      denied: [{ fail: { status: 401, message: "Incorrect API key provided: sk-bad" } }],
-    })
+    await using server = startModelServer({ ...CHAIN_SCRIPTS })
     await using home = await userHome(cli, server.url)
     await using dir = await project(cli, CHAIN)
     const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
@@ -135,10 +53,7 @@ describe.each(CLIS)("%s asks and is stopped, for real", (cli) => {
   const run = installed(cli) ? test.concurrent : test.skip
 
   run(`${cli}: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it`, async () => {
-    await using server = startModelServer({
-      port: [{ commands: ['flow ask port "Which port should the server use?" --wait', "flow done port"] }],
-      name: [{ commands: ['flow ask name "Which name?"'], text: "Asked; waiting for the answer." }, { commands: ["flow done name"] }],
-    })
+    await using server = startModelServer({ ...ASKS_SCRIPTS })
     await using home = await userHome(cli, server.url)
     await using dir = await project(cli, ASKS)
     const r = background(dir.path, ["run"], home.env)
@@ -159,9 +74,7 @@ describe.each(CLIS)("%s asks and is stopped, for real", (cli) => {
   }, SLOW)
 
   run(`${cli}: SIGTERM stops the agent mid-command; the next run resumes the same session`, async () => {
-    await using server = startModelServer({
-      long: [{ commands: ["touch started.txt && sleep 300"] }, { commands: ["flow done long"] }],
-    })
+    await using server = startModelServer({ ...LONG_SCRIPTS })
     await using home = await userHome(cli, server.url)
     await using dir = await project(cli, LONG)
     const first = background(dir.path, ["run"], home.env)

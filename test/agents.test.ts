@@ -156,8 +156,12 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
   ])
   expect(argv("copilot")).toEqual([
     ["copilot", "--prompt=Do the task.", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update"],
-    ["copilot", "--prompt=Next step.", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update", "--model", "m1", "--resume=S1", "--x", "y"],
+    ["copilot", "--prompt=Next step.", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update", "--model", "m1", "--session-id=S1", "--x", "y"],
   ])
+  // A new Copilot session gets the id flow chose (the runner records it before the CLI starts).
+  expect(adapterFor("copilot").argv({ ...NEW, newSessionId: "N1" }).at(-1)).toBe("--session-id=N1")
+  expect(adapterFor("copilot").argv({ ...RESUME, newSessionId: "N1" }).join(" ")).not.toContain("N1")
+  expect(AGENT_CLIS.filter((cli) => cli !== "command" && adapterFor(cli).choosesSessionId)).toEqual(["copilot"])
   expect(adapterFor("goose").argv({ ...NEW, model: "m1" })).toEqual(["goose", "run", "--text=Do the task.", "--output-format", "stream-json", "--model", "m1"])
   expect(() => adapterFor("goose").argv(RESUME)).toThrow("goose cannot resume")
   for (const cli of AGENT_CLIS.filter((c) => c !== "command")) {

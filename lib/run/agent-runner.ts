@@ -51,14 +51,18 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
 
   const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
+  const resume = adapter.canResume ? turn.sessionId : undefined
+  const newSessionId = adapter.choosesSessionId && !resume ? crypto.randomUUID() : undefined
   const argv = adapter.argv({
     prompt: turn.prompt,
     cwd: turn.cwd,
-    sessionId: adapter.canResume ? turn.sessionId : undefined,
+    sessionId: resume,
+    newSessionId,
     model: turn.agent.model,
     extraArgs: turn.agent.args,
   })
-  let sessionId = turn.sessionId
+  let sessionId = newSessionId ?? turn.sessionId
+  if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
   const meter = new UsageMeter(adapter.cli, turn.usageFile)
   // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
   // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
