@@ -4,12 +4,12 @@
 // libraries (arktype alone costs about 0.25 s) that a command does not use.
 import { resolve } from "node:path"
 import { statSync } from "node:fs"
-import { commandHelp, type Command } from "./lib/cli"
-import { ctxFromProcess, type Ctx } from "./lib/context"
-import { Exit, FlowError, usage } from "./lib/errors"
-import { colours } from "./lib/colour"
-import { closest } from "./lib/suggest"
-import { versionLine } from "./lib/version"
+import { commandHelp, type Command } from "./lib/cli/args"
+import { ctxFromProcess, type Ctx } from "./lib/cli/context"
+import { Exit, FlowError, usage } from "./lib/cli/errors"
+import { colours } from "./lib/terminal/colour"
+import { closest } from "./lib/cli/suggest"
+import { versionLine } from "./lib/cli/version"
 
 type Entry = { group: string; summary: string; load: () => Promise<Command> }
 

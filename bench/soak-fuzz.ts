@@ -2,12 +2,12 @@
 // (thousands of CLI spawns would take an hour; a sample also goes through the real CLI in bench/soak.ts).
 // A file validate accepts must be editable by every writer, and the edit must validate again; nothing may
 // throw anything but a FlowError (no RangeError from deep nesting, no internal error from an alias).
-import { FlowError } from "../lib/errors"
-import { TasksEditor } from "../lib/task-edit"
-import { indexTasks, type TaskFile } from "../lib/task-index"
-import { taskLine } from "../lib/task-lines"
-import { applyStatus } from "../lib/transitions"
-import { validateText } from "../lib/validate"
+import { FlowError } from "../lib/cli/errors"
+import { TasksEditor } from "../lib/store/task-edit"
+import { indexTasks, type TaskFile } from "../lib/model/task-index"
+import { taskLine } from "../lib/graph/task-lines"
+import { applyStatus } from "../lib/store/transitions"
+import { validateText } from "../lib/store/validate"
 
 export const BASE = `# fuzz base: comments, flow style, block strings, steps, subtasks
 tasks:

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process"
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { acquire } from "../lib/lock"
+import { acquire } from "../lib/store/lock"
 import { corpus, fuzz } from "./soak-fuzz"
 
 const ROOT = resolve(import.meta.dir, "..")

@@ -2,8 +2,8 @@
 // on every Tab, so it reads tasks.yaml with Bun's native YAML parser and skips the schema (arktype) and
 // validation; and it never prints an error: a shell completing in a folder without a project gets nothing.
 import { readFileSync } from "node:fs"
-import type { Ctx } from "../lib/context"
-import { findProject } from "../lib/project"
+import type { Ctx } from "../lib/cli/context"
+import { findProject } from "../lib/cli/project"
 
 export const meta = { usage: "flow __complete <tasks|steps>", options: {} } as const
 

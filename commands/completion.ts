@@ -1,11 +1,11 @@
 // `flow completion bash|zsh|fish`: the script comes from flow's command table (passed in by flow.ts) and each
 // command's meta, so a new command or flag completes without touching this file. Only what the positionals
 // complete to is listed here: meta does not say it.
-import { parse, positionalsExactly, type Command } from "../lib/cli"
-import { completionScript, SHELLS, type ArgKind, type CommandSpec, type Shell } from "../lib/completion"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import { TASK_STATUSES } from "../lib/statuses"
+import { parse, positionalsExactly, type Command } from "../lib/cli/args"
+import { completionScript, SHELLS, type ArgKind, type CommandSpec, type Shell } from "../lib/cli/completion"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import { TASK_STATUSES } from "../lib/model/statuses"
 
 export const meta = {
   usage: "flow completion <bash|zsh|fish>",

@@ -1,10 +1,10 @@
 import { chmodSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { FlowError, usage } from "../lib/errors"
-import { gitOnPath, initRepo, repoRoot } from "../lib/git"
-import { listed, projectFiles } from "../lib/scaffold"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError, usage } from "../lib/cli/errors"
+import { gitOnPath, initRepo, repoRoot } from "../lib/run/git"
+import { listed, projectFiles } from "../lib/plan/scaffold"
 
 export const meta = {
   usage: "flow create <project_name>",

@@ -1,10 +1,10 @@
 import { basename, resolve } from "node:path"
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { FlowError, usage } from "../lib/errors"
-import { gitOnPath, repoRoot } from "../lib/git"
-import { isDir } from "../lib/project"
-import { addMissing, listed } from "../lib/scaffold"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError, usage } from "../lib/cli/errors"
+import { gitOnPath, repoRoot } from "../lib/run/git"
+import { isDir } from "../lib/cli/project"
+import { addMissing, listed } from "../lib/plan/scaffold"
 
 export const meta = {
   usage: "flow init [<dir>]",

@@ -1,13 +1,13 @@
-import { parse, positionalsExactly } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { FlowError } from "../lib/errors"
-import type { PromptReport } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { projectTaskPrompt } from "../lib/project-prompt"
-import { currentStep, stepPrompt } from "../lib/prompt"
-import { indexTasks } from "../lib/task-index"
-import { requireTask } from "../lib/task-lookup"
-import { readTasks } from "../lib/tasks"
+import { parse, positionalsExactly } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError } from "../lib/cli/errors"
+import type { PromptReport } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { projectTaskPrompt } from "../lib/run/project-prompt"
+import { currentStep, stepPrompt } from "../lib/run/prompt"
+import { indexTasks } from "../lib/model/task-index"
+import { requireTask } from "../lib/graph/task-lookup"
+import { readTasks } from "../lib/store/tasks"
 
 export const meta = {
   usage: "flow prompt <task_id> [--resume] [--json]",
@@ -15,7 +15,7 @@ export const meta = {
 instructions, acceptance criteria and notes, the tasks it builds on with their notes, its current step,
 and the flow commands to call. With --resume, the shorter prompt that resumes the task's session for its
 current step (what an agent gets after finishing the previous step). With --json, the prompt and what it
-is for (lib/json-shapes.ts PromptReport).`,
+is for (lib/model/json-shapes.ts PromptReport).`,
   options: {
     resume: { type: "boolean", help: "the prompt that resumes the session for the current step" },
     json: { type: "boolean", help: "print JSON: task_id, kind (task or resume), step_id and the prompt" },

@@ -1,8 +1,8 @@
 // Builds flow into one executable: `npm run build` (dist/flow, for this machine) and scripts/release.ts (every
 // platform). The git commit and the target are compiled in with --define, for `flow --version`.
 import { resolve } from "node:path"
-import { check } from "../lib/proc"
-import { hostTarget } from "../lib/version"
+import { check } from "../lib/cli/proc"
+import { hostTarget } from "../lib/cli/version"
 
 const ROOT = resolve(import.meta.dir, "..")
 

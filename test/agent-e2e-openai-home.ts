@@ -4,7 +4,7 @@ import { expect } from "bun:test"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { run } from "../lib/proc"
+import { run } from "../lib/cli/proc"
 import type { ModelServer } from "./fixtures/model-server/server"
 import { flow, ROOT, tempRepo, type TempDir } from "./helpers"
 

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { adapterFor } from "../lib/agents"
-import { run } from "../lib/proc"
+import { run } from "../lib/cli/proc"
 import { CLIS_BIN, CLIS_DIR, ensureAgentClis } from "./agent-clis/installed"
 
 const BIN = CLIS_BIN

@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test"
 import { join } from "node:path"
 import { AGENT_CLIS, adapterFor, commandAdapter, type Adapter, type AgentEvent } from "../lib/agents"
-import { FlowError } from "../lib/errors"
+import { FlowError } from "../lib/cli/errors"
 
 const FIXTURES = join(import.meta.dir, "fixtures", "agents")
 
@@ -226,7 +226,7 @@ for (const cli of ["claude", "codex"] as const) {
   test.concurrent(`fake-${cli}: the adapter's argv in, the adapter's events out, commands run in the cwd, resume keeps the session`, async () => {
     const { mkdtempSync, existsSync, readFileSync, rmSync } = await import("node:fs")
     const { tmpdir } = await import("node:os")
-    const { run } = await import("../lib/proc")
+    const { run } = await import("../lib/cli/proc")
     const dir = mkdtempSync(join(tmpdir(), `flow-fake-${cli}-`))
     try {
       const adapter = adapterFor(cli)

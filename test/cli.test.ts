@@ -6,7 +6,7 @@ import { join, relative } from "node:path"
 import { type } from "arktype"
 import pkg from "../package.json" with { type: "json" }
 import { COMMANDS } from "../flow"
-import { ErrorReport } from "../lib/json-shapes"
+import { ErrorReport } from "../lib/model/json-shapes"
 import { flow, flowArgv, tasksYaml, tempRepo } from "./helpers"
 
 const StrictError = ErrorReport.onDeepUndeclaredKey("reject")

@@ -1,12 +1,12 @@
 // flow dashboard: the snapshot compared whole (the clock fixed with FLOW_NOW), its JSON against the shape in
-// lib/json-shapes.ts, exit codes, and the live screen in a real terminal under tmux.
+// lib/model/json-shapes.ts, exit codes, and the live screen in a real terminal under tmux.
 import { expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { basename } from "node:path"
-import { DashboardReport } from "../lib/json-shapes"
-import { projectAt, runLockTarget } from "../lib/project"
-import { openState } from "../lib/state-db"
+import { DashboardReport } from "../lib/model/json-shapes"
+import { projectAt, runLockTarget } from "../lib/cli/project"
+import { openState } from "../lib/run/state-db"
 import { flow, tasksYaml, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 
@@ -107,7 +107,7 @@ Recently completed (3):
   for (const line of r.stdout.split("\n")) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(80)
 })
 
-test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts", async () => {
+test.concurrent("--json prints the snapshot in the shape of lib/model/json-shapes.ts", async () => {
   await using repo = await fixture()
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
   expect(r.code).toBe(0)

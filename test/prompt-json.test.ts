@@ -1,7 +1,7 @@
-// `flow prompt --json`: the same text as without --json, in the PromptReport shape of lib/json-shapes.ts.
+// `flow prompt --json`: the same text as without --json, in the PromptReport shape of lib/model/json-shapes.ts.
 import { expect, test } from "bun:test"
 import { type } from "arktype"
-import { PromptReport } from "../lib/json-shapes"
+import { PromptReport } from "../lib/model/json-shapes"
 import { flow, tempRepo } from "./helpers"
 
 const TASKS = `tasks:

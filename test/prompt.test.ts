@@ -248,8 +248,8 @@ test.concurrent("--resume before any step is done does not claim a previous step
 })
 
 test.concurrent("no text flow writes into a prompt holds a command substitution (Gemini CLI refuses any command with one)", async () => {
-  const { taskPrompt, stepPrompt, answersPrompt } = await import("../lib/prompt")
-  const { indexTasks } = await import("../lib/task-index")
+  const { taskPrompt, stepPrompt, answersPrompt } = await import("../lib/run/prompt")
+  const { indexTasks } = await import("../lib/model/task-index")
   const index = indexTasks(Bun.YAML.parse(TASKS) as Parameters<typeof indexTasks>[0])
   const api = index.get("api")!.task
   const step = api.steps![1]!

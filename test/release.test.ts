@@ -9,7 +9,7 @@ import { join } from "node:path"
 import pkg from "../package.json" with { type: "json" }
 import { NPM_NAME, npmPackages } from "../scripts/npm-packages"
 import { releaseName } from "../scripts/release"
-import { hostTarget } from "../lib/version"
+import { hostTarget } from "../lib/cli/version"
 import { ROOT } from "./helpers"
 
 const target = hostTarget()

@@ -1,6 +1,6 @@
 // `flow reset <task_id>` and `flow reset --stuck`: back to todo, timestamps removed, in-progress steps pending.
 import { expect, test } from "bun:test"
-import { isoSeconds } from "../lib/clock"
+import { isoSeconds } from "../lib/cli/clock"
 import { flow, tempRepo } from "./helpers"
 import { refused, run, unchanged } from "./change-helpers"
 

@@ -1,7 +1,7 @@
 // `flow show` through the real CLI: the whole text of tasks with every optional line, subtask ids, absent
 // values, --json against its shape, an unknown id with a suggestion, and an invalid file.
 import { expect, test } from "bun:test"
-import { ErrorReport, ShowReport } from "../lib/json-shapes"
+import { ErrorReport, ShowReport } from "../lib/model/json-shapes"
 import { PLAN, SAMPLE, strictJson, untouched } from "./fixtures/read-sample"
 import { flow, tempRepo, tasksYaml } from "./helpers"
 

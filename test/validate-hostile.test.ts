@@ -1,7 +1,7 @@
 // `flow validate` on hostile and extreme files (docs/STATUS-RULES.md, "What validate refuses"): what it
 // accepts every writer can edit, and what it refuses the writers refuse too, in linear time and bounded depth.
 import { expect, test } from "bun:test"
-import { branchNameProblem } from "../lib/branch-name"
+import { branchNameProblem } from "../lib/store/branch-name"
 import { flow, tempRepo } from "./helpers"
 
 const task = (extra: string) => `tasks:\n  - id: a\n    title: A\n    status: in_progress\n${extra}`

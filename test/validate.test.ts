@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
-import { ErrorReport, ValidateReport } from "../lib/json-shapes"
+import { ErrorReport, ValidateReport } from "../lib/model/json-shapes"
 import { flow, tempRepo, type Result } from "./helpers"
 
 /** The report type with no extra keys allowed anywhere: the JSON must be exactly the documented shape. */

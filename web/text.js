@@ -78,7 +78,7 @@ export function markdown(text) {
   return out.join("\n")
 }
 
-/** Tokens and cost as `flow show` prints them (lib/usage.ts usageText): only what was reported; "" for none. */
+/** Tokens and cost as `flow show` prints them (lib/run/usage.ts usageText): only what was reported; "" for none. */
 export function usageText(u) {
   if (!u) return ""
   const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")

@@ -2,8 +2,8 @@
 // agent. Either way the result is the exit code, the last lines of output and the session to resume.
 import { adapterFor } from "../agents"
 import type { AgentEvent } from "../agents/types"
-import type { AgentConfig } from "../config"
-import { spawnGroup } from "../proc"
+import type { AgentConfig } from "../store/config"
+import { spawnGroup } from "../cli/proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
 import { UsageMeter } from "./usage-meter"
 

@@ -11,10 +11,10 @@
 // that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
 // (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse } from "../git"
-import { indexTasks } from "../task-index"
-import { mutateTasks, readTasks } from "../tasks"
-import { applyStatus, type Change } from "../transitions"
+import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse } from "./git"
+import { indexTasks } from "../model/task-index"
+import { mutateTasks, readTasks } from "../store/tasks"
+import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
 import type { Verdict } from "./merge-queue"

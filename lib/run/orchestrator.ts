@@ -3,15 +3,15 @@
 // once; nothing polls. tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains
 // the rules.
 import { watch } from "chokidar"
-import { availableTasks } from "../availability"
-import { indexTasks, type Indexed, type Task } from "../task-index"
-import { readTasks } from "../tasks"
+import { availableTasks } from "../graph/availability"
+import { indexTasks, type Indexed, type Task } from "../model/task-index"
+import { readTasks } from "../store/tasks"
 import { Landing } from "./landing"
 import { AgentGroups } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
-import type { AgentConfig } from "../config"
+import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
 import { Workspaces } from "./workspace"
 

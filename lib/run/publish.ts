@@ -2,7 +2,7 @@
 // through GitHub's `gh`, when flow.yaml asks for them. Both talk to the network, so they run off the
 // critical path (dependents start from the local merge) and a failure is reported, never fatal: the
 // merge is real and stays.
-import { run } from "../proc"
+import { run } from "../cli/proc"
 
 export type PublishResult = { ok: true; detail: string } | { ok: false; detail: string }
 

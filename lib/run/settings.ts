@@ -1,8 +1,8 @@
 // What one `flow run` is given and what it reports: shared by the orchestrator, the task workers, the landing
 // of finished work and the merge queues, so none of them imports another for its types.
-import type { AgentConfig, PublishSettings, VerifyConfig } from "../config"
-import type { Project } from "../project"
-import type { StateDb } from "../state-db"
+import type { AgentConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { Project } from "../cli/project"
+import type { StateDb } from "./state-db"
 import type { EventBus } from "./events"
 
 export type RunSettings = {

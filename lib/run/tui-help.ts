@@ -1,5 +1,5 @@
 // The run screen's key help (`?`), drawn in the agent panes' place.
-import type { Colours } from "../colour"
+import type { Colours } from "../terminal/colour"
 
 const HELP: [string, string][] = [
   ["q", "stop the run: agents stop, their tasks resume with the next 'flow run' (again: quit at once)"],

@@ -1,11 +1,11 @@
 // What the run's terminal UI knows, built from the run's event stream (lib/run/events.ts) and two reads
 // of the stores the events point at: tasks.yaml (titles, steps, counts by status) and the state database
 // (pending questions). Pure data and a reducer: tui.ts draws it and wires it to a terminal.
-import type { Question } from "../json-shapes"
-import { TASK_STATUSES } from "../statuses"
+import type { Question } from "../model/json-shapes"
+import { TASK_STATUSES } from "../model/statuses"
 import type { RunEvent } from "./events"
 import { agentLine, logLine } from "./log"
-import { sanitize } from "../screen"
+import { sanitize } from "../terminal/screen"
 
 /** What the UI needs of tasks.yaml: each task's title, step ids and status. */
 export type TaskSnapshot = Map<string, { title: string; status: string; steps: string[] }>

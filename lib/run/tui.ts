@@ -2,13 +2,13 @@
 // output, the queue of questions waiting for a person, a log of what happened to tasks, and a key line.
 // It subscribes to the same event stream as the headless log; what it reads besides (tasks.yaml for
 // titles and counts, the state database for pending questions) are the stores those events point at.
-import type { Colours } from "../colour"
-import { formatDuration } from "../duration"
-import { FlowError } from "../errors"
-import type { Question } from "../json-shapes"
-import type { StateDb } from "../state-db"
+import type { Colours } from "../terminal/colour"
+import { formatDuration } from "../cli/duration"
+import { FlowError } from "../cli/errors"
+import type { Question } from "../model/json-shapes"
+import type { StateDb } from "./state-db"
 import type { EventBus, RunEvent } from "./events"
-import { type Key, type Screen, textWidth, truncate } from "../screen"
+import { type Key, type Screen, textWidth, truncate } from "../terminal/screen"
 import { helpLines } from "./tui-help"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
 
@@ -24,7 +24,7 @@ export type TuiOptions = {
   loadTasks: () => Promise<TaskSnapshot>
   /** the run's stop, the same as Ctrl-C outside the UI (a second call quits at once) */
   stop: () => void
-  /** a checkpoint's review from the keys c and b (lib/checkpoint-review.ts); returns the changes, as printed */
+  /** a checkpoint's review from the keys c and b (lib/store/checkpoint-review.ts); returns the changes, as printed */
   review: (id: string, decision: "done" | "block", reason: string) => Promise<string[]>
   now?: () => number
 }
