@@ -4,18 +4,19 @@
 // libraries (arktype alone costs about 0.25 s) that a command does not use.
 import { resolve } from "node:path"
 import { statSync } from "node:fs"
-import { commandHelp, type Command } from "./lib/cli"
-import { ctxFromProcess, type Ctx } from "./lib/context"
-import { Exit, FlowError, usage } from "./lib/errors"
-import { colours } from "./lib/colour"
-import { closest } from "./lib/suggest"
-import { VERSION } from "./lib/version"
+import { commandHelp, type Command } from "./lib/cli/args"
+import { ctxFromProcess, type Ctx } from "./lib/cli/context"
+import { Exit, FlowError, usage } from "./lib/cli/errors"
+import { colours } from "./lib/terminal/colour"
+import { closest } from "./lib/cli/suggest"
+import { versionLine } from "./lib/cli/version"
 
 type Entry = { group: string; summary: string; load: () => Promise<Command> }
 
 /** Every command, grouped by lifecycle step; the order is the order of `flow --help`. */
 export const COMMANDS: Record<string, Entry> = {
-  create: { group: "Start", summary: "create a project folder with PRD.md, plan.md and GUIDELINES.md", load: () => import("./commands/create") },
+  create: { group: "Start", summary: "create a project folder (a git repository) with PRD.md, plan.md, GUIDELINES.md and flow.yaml", load: () => import("./commands/create") },
+  init: { group: "Start", summary: "add PRD.md, plan.md, GUIDELINES.md and flow.yaml to an existing folder, touching nothing there", load: () => import("./commands/init") },
   demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
   refine: { group: "Plan", summary: "review PRD.md or plan.md offline, fix findings, then talk it over with an agent", load: () => import("./commands/refine") },
   plan: { group: "Plan", summary: "write plan.md from PRD.md, with an agent CLI or as an offline skeleton", load: () => import("./commands/plan") },
@@ -43,12 +44,13 @@ export const COMMANDS: Record<string, Entry> = {
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   repo: { group: "Run", summary: "list or remove the git worktrees of a repository", load: () => import("./commands/repo") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
+  completion: { group: "Setup", summary: "print the bash, zsh or fish completion script", load: () => import("./commands/completion").then((m) => m.completionCommand(COMMANDS)) },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:
   -C <dir>        run as if flow was started in <dir>
   -h, --help      show help (also: flow <command> --help)
-  -V, --version   print flow's version
+  -V, --version   print flow's version, the git commit and the platform it was built for
 
 The project is the nearest folder (from the working directory up) holding tasks.yaml or PRD.md;
 FLOW_PROJECT overrides it. Exit codes: 0 ok, 1 failure (or validate found errors), 2 usage,
@@ -90,9 +92,11 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
       return name === undefined ? Exit.usage : Exit.ok
     }
     if (name === "-V" || name === "--version" || name === "version") {
-      ctx.stdout(`flow ${VERSION}\n`)
+      ctx.stdout(`${versionLine()}\n`)
       return Exit.ok
     }
+    // The completion scripts' id source: hidden from the help, as people never type it.
+    if (name === "__complete") return (await import("./commands/complete").then((m) => m.run(ctx, rest)), Exit.ok)
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
     if (!entry) {
       const near = closest(name, Object.keys(COMMANDS))

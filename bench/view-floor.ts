@@ -65,9 +65,9 @@ export function floorServer(): FloorServer {
 
 // ELK alone, in a fresh process: prints the milliseconds from before importing elkjs to the last band laid out.
 if (import.meta.main && Bun.argv[2] === "elk") {
-  const { indexTasks } = await import("../lib/task-index")
+  const { indexTasks } = await import("../lib/model/task-index")
   const { bandGraph, bands } = await import("../lib/view/layout")
-  const index = indexTasks(Bun.YAML.parse(await Bun.file(Bun.argv[3]).text()) as import("../lib/task-index").TaskFile)
+  const index = indexTasks(Bun.YAML.parse(await Bun.file(Bun.argv[3]).text()) as import("../lib/model/task-index").TaskFile)
   const graphs = bands(index).map((b) => bandGraph(index, b))
   const start = performance.now()
   const ELK = (await import("elkjs/lib/elk.bundled.js")).default

@@ -1,13 +1,13 @@
-import { parse } from "../lib/cli"
-import { loadConfig } from "../lib/config"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import type { AgentsReport, Usage } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { openExistingState } from "../lib/state-db"
-import { indexTasks } from "../lib/task-index"
-import { readTasks } from "../lib/tasks"
-import { usageText } from "../lib/usage"
+import { parse } from "../lib/cli/args"
+import { loadConfig } from "../lib/store/config"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import type { AgentsReport, Usage } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { openExistingState } from "../lib/run/state-db"
+import { indexTasks } from "../lib/model/task-index"
+import { readTasks } from "../lib/store/tasks"
+import { usageText } from "../lib/run/usage"
 
 export const meta = {
   usage: "flow agents [--json]",

@@ -1,10 +1,10 @@
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { FlowError, usage } from "../lib/errors"
-import { findProject } from "../lib/project"
-import { answerer, openExistingState } from "../lib/state-db"
-import { ago } from "../lib/question-format"
-import { closest } from "../lib/suggest"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError, usage } from "../lib/cli/errors"
+import { findProject } from "../lib/cli/project"
+import { answerer, openExistingState } from "../lib/run/state-db"
+import { ago } from "../lib/terminal/question-format"
+import { closest } from "../lib/cli/suggest"
 
 export const meta = {
   usage: "flow answer <question_id> <text> [--force]",

@@ -1,13 +1,13 @@
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { formatDuration, parseDuration } from "../lib/duration"
-import { Exit, FlowError, usage } from "../lib/errors"
-import type { Question } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { openState, type StateDb } from "../lib/state-db"
-import { indexTasks } from "../lib/task-index"
-import { requireTask } from "../lib/task-lookup"
-import { readTasks } from "../lib/tasks"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { formatDuration, parseDuration } from "../lib/cli/duration"
+import { Exit, FlowError, usage } from "../lib/cli/errors"
+import type { Question } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { openState, type StateDb } from "../lib/run/state-db"
+import { indexTasks } from "../lib/model/task-index"
+import { requireTask } from "../lib/graph/task-lookup"
+import { readTasks } from "../lib/store/tasks"
 
 export const meta = {
   usage: "flow ask <task_id> <text> [--wait] [--timeout <duration>]",

@@ -1,11 +1,11 @@
 // `flow assign <task_id> <agent_name>`: restricts a task to one named agent (SPEC 3.2 rule 4).
-import { AGENT_NAME, AGENT_NAME_HINT } from "../lib/agent-name"
-import { parse, positionalsExactly } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import { findProject } from "../lib/project"
-import { mutateTasks } from "../lib/tasks"
-import { requireTask } from "../lib/task-lookup"
+import { AGENT_NAME, AGENT_NAME_HINT } from "../lib/cli/agent-name"
+import { parse, positionalsExactly } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import { findProject } from "../lib/cli/project"
+import { mutateTasks } from "../lib/store/tasks"
+import { requireTask } from "../lib/graph/task-lookup"
 
 
 export const meta = {

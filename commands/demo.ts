@@ -1,11 +1,11 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { basename, join, resolve } from "node:path"
-import { parse } from "../lib/cli"
-import { loadConfig } from "../lib/config"
-import type { Ctx } from "../lib/context"
-import { FlowError, usage } from "../lib/errors"
-import { check } from "../lib/proc"
-import { projectAt } from "../lib/project"
+import { parse } from "../lib/cli/args"
+import { loadConfig } from "../lib/store/config"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError, usage } from "../lib/cli/errors"
+import { check } from "../lib/cli/proc"
+import { projectAt } from "../lib/cli/project"
 import guidelines from "../lib/templates/GUIDELINES.md" with { type: "text" }
 import demoFlowYaml from "../lib/templates/demo/flow.yaml" with { type: "text" }
 import demoPlan from "../lib/templates/demo/plan.md" with { type: "text" }

@@ -1,12 +1,12 @@
-import { availableTasks } from "../lib/availability"
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import type { NextReport } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { indexTasks } from "../lib/task-index"
-import { taskLine, taskSummary } from "../lib/task-lines"
-import { readTasks } from "../lib/tasks"
+import { availableTasks } from "../lib/graph/availability"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import type { NextReport } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { indexTasks } from "../lib/model/task-index"
+import { taskLine, taskSummary } from "../lib/graph/task-lines"
+import { readTasks } from "../lib/store/tasks"
 
 export const meta = {
   usage: "flow next [<agent_name>] [--json]",

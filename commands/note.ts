@@ -1,9 +1,9 @@
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import { findProject } from "../lib/project"
-import { mutateTasks } from "../lib/tasks"
-import { requireTask } from "../lib/task-lookup"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import { findProject } from "../lib/cli/project"
+import { mutateTasks } from "../lib/store/tasks"
+import { requireTask } from "../lib/graph/task-lookup"
 
 export const meta = {
   usage: "flow note <task_id> <text>",

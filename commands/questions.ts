@@ -1,10 +1,10 @@
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import type { Question, QuestionsReport } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { formatQuestion } from "../lib/question-format"
-import { openExistingState } from "../lib/state-db"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import type { Question, QuestionsReport } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { formatQuestion } from "../lib/terminal/question-format"
+import { openExistingState } from "../lib/run/state-db"
 
 export const meta = {
   usage: "flow questions [--all] [--json]",

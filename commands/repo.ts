@@ -1,10 +1,10 @@
 import { statSync } from "node:fs"
 import { relative } from "node:path"
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { FlowError, usage } from "../lib/errors"
-import { listWorktrees, removeWorktree, repoRoot } from "../lib/git"
-import { findProject } from "../lib/project"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError, usage } from "../lib/cli/errors"
+import { listWorktrees, removeWorktree, repoRoot } from "../lib/run/git"
+import { findProject } from "../lib/cli/project"
 import { insideProject } from "../lib/run/workspace"
 
 export const meta = {

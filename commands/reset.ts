@@ -1,12 +1,12 @@
 // `flow reset <task_id>` and `flow reset --stuck [--older-than <duration>]` (SPEC 3.2: a stuck task goes back to todo).
-import { parseTimestamp } from "../lib/clock"
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import { formatDuration, parseDuration } from "../lib/duration"
-import { findProject } from "../lib/project"
-import { mutateTasks } from "../lib/tasks"
-import { findStuck, formatChange, resetTask, type Change } from "../lib/transitions"
+import { parseTimestamp } from "../lib/cli/clock"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import { formatDuration, parseDuration } from "../lib/cli/duration"
+import { findProject } from "../lib/cli/project"
+import { mutateTasks } from "../lib/store/tasks"
+import { findStuck, formatChange, resetTask, type Change } from "../lib/store/transitions"
 
 /** Agent sessions that make progress finish or fail well within this; see docs/STATUS-RULES.md. */
 const DEFAULT_STUCK = "2h"

@@ -1,23 +1,26 @@
 import { adapterFor, type Adapter } from "../lib/agents"
-import { parse } from "../lib/cli"
-import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config"
-import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/context"
-import { Exit, FlowError, usage } from "../lib/errors"
-import { acquire } from "../lib/lock"
-import { findProject, runLockTarget, type Project } from "../lib/project"
+import { parse } from "../lib/cli/args"
+import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
+import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
+import { Exit, FlowError, usage } from "../lib/cli/errors"
+import { acquire } from "../lib/store/lock"
+import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
-import { answerer, openState, type StateDb } from "../lib/state-db"
-import { colours } from "../lib/colour"
-import { indexTasks } from "../lib/task-index"
-import { readTasks } from "../lib/tasks"
+import { answerer, openState, type StateDb } from "../lib/run/state-db"
+import { colours } from "../lib/terminal/colour"
+import { indexTasks } from "../lib/model/task-index"
+import { readTasks } from "../lib/store/tasks"
 import { startTui, type Tui } from "../lib/run/tui"
-import { Screen } from "../lib/screen"
+import { reviewCheckpoint } from "../lib/store/checkpoint-review"
+import { formatChange } from "../lib/store/transitions"
+import { Screen } from "../lib/terminal/screen"
 import type { TaskSnapshot } from "../lib/run/tui-state"
-import { orchestrate, type RunSettings } from "../lib/run/orchestrator"
-import { ensureStateDir } from "../lib/valid-cache"
+import { orchestrate } from "../lib/run/orchestrator"
+import type { RunSettings } from "../lib/run/settings"
+import { ensureStateDir } from "../lib/store/valid-cache"
 import { basename } from "node:path"
 
 export const meta = {
@@ -123,7 +126,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
         screen = new Screen(terminal.input, terminal.output)
         process.on("exit", restore)
         ui = startTui({ bus, db, screen, colours: colours(ctx), project: basename(project.dir), agents: options.agents.map((a) => a.name),
-          user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop })
+          user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop,
+          review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange) })
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })

@@ -1,6 +1,6 @@
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
 
 export const meta = {
   usage: "flow schema",
@@ -11,6 +11,6 @@ export const meta = {
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
-  const { jsonSchema } = await import("../lib/schema-json")
+  const { jsonSchema } = await import("../lib/model/schema-json")
   ctx.stdout(jsonSchema())
 }

@@ -1,13 +1,13 @@
 // `flow ready | start | done | block | todo <task_id>`: one module for the five status verbs (SPEC 3.2).
-import { isoSeconds } from "../lib/clock"
-import { parse, positionalsExactly, type Command } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import { findProject } from "../lib/project"
+import { isoSeconds } from "../lib/cli/clock"
+import { parse, positionalsExactly, type Command } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import { findProject } from "../lib/cli/project"
 import { mergePending, pendingNote } from "../lib/run/merge-pending"
-import { mutateTasks } from "../lib/tasks"
-import { requireTask } from "../lib/task-lookup"
-import { applyStatus, formatChange, listWithStatus, unfinishedDependencies, VERB_STATUS, type StatusVerb } from "../lib/transitions"
+import { mutateTasks } from "../lib/store/tasks"
+import { requireTask } from "../lib/graph/task-lookup"
+import { applyStatus, formatChange, listWithStatus, unfinishedDependencies, VERB_STATUS, type StatusVerb } from "../lib/store/transitions"
 
 const DESCRIPTIONS: Record<StatusVerb, string> = {
   ready: `Sets the task to ready_for_agent, whatever its status: the orchestrator may hand it to an agent.`,
@@ -34,9 +34,10 @@ export function statusCommand(verb: StatusVerb): Command {
     const [id, ...words] = verb === "block" ? positionals : positionalsExactly(positionals, ["task_id"], meta.usage)
     if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
     const reason = words.join(" ").trim()
-    const now = isoSeconds()
     const project = findProject(ctx)
     const result = await mutateTasks(project, `flow ${verb} ${id}`, (editor) => {
+      // Taken under the lock, so timestamps follow the order of the writes.
+      const now = isoSeconds()
       const task = requireTask(editor.tasks, id, (stepId, taskId) => verb === "done" || verb === "start"
         ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []

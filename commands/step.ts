@@ -1,15 +1,15 @@
 // `flow step start|done <step_id>` and `flow step show|list <task_id>` (SPEC 3.3): steps run in order in
 // one agent session; the task is merged only after the last one.
-import { isoSeconds } from "../lib/clock"
-import { parse, positionalsExactly } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { FlowError, usage } from "../lib/errors"
-import type { StepListReport, StepReport, StepShowReport } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { mutateTasks, readTasks } from "../lib/tasks"
-import { indexTasks, type Step, type Task } from "../lib/task-index"
-import { requireTask } from "../lib/task-lookup"
-import { finishStep, formatChange, startStep, stepStatus } from "../lib/transitions"
+import { isoSeconds } from "../lib/cli/clock"
+import { parse, positionalsExactly } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { FlowError, usage } from "../lib/cli/errors"
+import type { StepListReport, StepReport, StepShowReport } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { mutateTasks, readTasks } from "../lib/store/tasks"
+import { indexTasks, type Step, type Task } from "../lib/model/task-index"
+import { requireTask } from "../lib/graph/task-lookup"
+import { finishStep, formatChange, startStep, stepStatus } from "../lib/store/transitions"
 
 export const meta = {
   usage: "flow step <start|done> <step_id> | flow step <show|list> <task_id> [--json]",
@@ -21,7 +21,7 @@ export const meta = {
   show <task_id>   the current step: the first in progress, else the first pending
   list <task_id>   every step: [<status>] <step_id> <first line of the instruction>`,
   options: {
-    json: { type: "boolean", help: "show and list: print JSON (lib/json-shapes.ts StepShowReport, StepListReport)" },
+    json: { type: "boolean", help: "show and list: print JSON (lib/model/json-shapes.ts StepShowReport, StepListReport)" },
   },
 } as const
 
@@ -48,9 +48,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 }
 
 async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string): Promise<void> {
-  const now = isoSeconds()
+  // The time is taken under the lock, so a step never ends before it starts.
   const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) =>
-    sub === "start" ? startStep(editor, stepId, now) : finishStep(editor, stepId, now),
+    sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds()),
   )
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)

@@ -1,14 +1,14 @@
 import { readFileSync } from "node:fs"
 import { relative } from "node:path"
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { Exit, FlowError, usage } from "../lib/errors"
-import { colours } from "../lib/colour"
-import { formatFinding, plural, summarize } from "../lib/findings"
-import type { ValidateReport } from "../lib/json-shapes"
-import { findProject } from "../lib/project"
-import { rememberValid } from "../lib/valid-cache"
-import { validateText } from "../lib/validate"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { Exit, FlowError, usage } from "../lib/cli/errors"
+import { colours } from "../lib/terminal/colour"
+import { formatFinding, plural, summarize } from "../lib/store/findings"
+import type { ValidateReport } from "../lib/model/json-shapes"
+import { findProject } from "../lib/cli/project"
+import { rememberValid } from "../lib/store/valid-cache"
+import { validateText } from "../lib/store/validate"
 
 export const meta = {
   usage: "flow validate [--json]",

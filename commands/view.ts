@@ -1,7 +1,7 @@
-import { parse } from "../lib/cli"
-import type { Ctx } from "../lib/context"
-import { usage } from "../lib/errors"
-import { findProject } from "../lib/project"
+import { parse } from "../lib/cli/args"
+import type { Ctx } from "../lib/cli/context"
+import { usage } from "../lib/cli/errors"
+import { findProject } from "../lib/cli/project"
 import { openBrowser, startViewServer } from "../lib/view/server"
 
 export const meta = {

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The Debian packages that tests drive for real, installed when missing so that `npm test` is complete on a
 # fresh machine: tmux (flow refine's prompts and flow plan's spinner, in a real terminal) and chromium (the
-# inspector's page, driven headless by playwright-core; about 30 s to install).
+# inspector's page, driven headless by playwright-core; about 30 s to install), zsh and fish (flow completion's
+# scripts, loaded into the real shells).
 # Runs as npm's pretest; needs root or sudo when something is missing (as on CI or a dev container).
 set -euo pipefail
 missing=()
 command -v tmux >/dev/null || missing+=(tmux)
 command -v chromium >/dev/null || missing+=(chromium)
+command -v zsh >/dev/null || missing+=(zsh)
+command -v fish >/dev/null || missing+=(fish)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null; then
   echo "the tests need ${missing[*]}: install them with your package manager, then run npm test again" >&2

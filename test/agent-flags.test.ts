@@ -1,20 +1,14 @@
 // Every flag an adapter passes is one the real CLI lists in its --help (the CLIs come from test/agent-clis).
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { adapterFor } from "../lib/agents"
-import { run } from "../lib/proc"
+import { run } from "../lib/cli/proc"
+import { CLIS_BIN, CLIS_DIR, ensureAgentClis } from "./agent-clis/installed"
 
-const CLIS_DIR = join(import.meta.dir, "agent-clis")
-const BIN = join(CLIS_DIR, "node_modules", ".bin")
-// The test installs the CLIs itself the first time (about a minute, 1.4 GB, from the npm registry), so the
-// README's test command checks every adapter on a fresh clone too; a failed install fails the tests below.
-if (!existsSync(join(CLIS_DIR, "node_modules", ".bin"))) {
-  console.warn("installing the agent CLIs into test/agent-clis (first run only)...")
-  const r = Bun.spawnSync(["bash", join(CLIS_DIR, "install.sh")], { stdout: "inherit", stderr: "inherit" })
-  if (r.exitCode !== 0) console.warn(`test/agent-clis/install.sh failed (exit ${r.exitCode}): the flag checks below will fail`)
-}
+const BIN = CLIS_BIN
+ensureAgentClis()
 
 // The help texts that list the flags of each way flow launches a CLI: [new session, resumed session].
 const HELP: Record<string, { fresh: string[]; resumed: string[] }> = {
@@ -52,7 +46,8 @@ describe("adapters' flags are accepted by the real CLIs", () => {
   for (const [cli, helps] of Object.entries(HELP)) {
     test.concurrent(`${cli}: new and resumed launches, with a model`, async () => {
       const adapter = adapterFor(cli)
-      const fresh = adapter.argv({ prompt: "Do the task.", cwd: "/w", model: "some-model" })
+      // A new session's id is passed only to adapters that choose it (Copilot); the others ignore it.
+      const fresh = adapter.argv({ prompt: "Do the task.", cwd: "/w", newSessionId: "5e7d1c7a-0a53-4d52-9a1d-3f4bb0d0c2a1", model: "some-model" })
       const resumed = adapter.argv({ prompt: "Next step.", cwd: "/w", sessionId: "0cb916db-26aa-40f2-86b5-1ba81b225fd2", model: "some-model" })
       const missing: string[] = []
       for (const [argv, helpArgs] of [[fresh, helps.fresh], [resumed, helps.resumed]] as const) {

@@ -6,7 +6,7 @@ import { join, relative } from "node:path"
 import { type } from "arktype"
 import pkg from "../package.json" with { type: "json" }
 import { COMMANDS } from "../flow"
-import { ErrorReport } from "../lib/json-shapes"
+import { ErrorReport } from "../lib/model/json-shapes"
 import { flow, flowArgv, tasksYaml, tempRepo } from "./helpers"
 
 const StrictError = ErrorReport.onDeepUndeclaredKey("reject")
@@ -81,10 +81,15 @@ for (const [name, entry] of Object.entries(COMMANDS)) {
   })
 }
 
-test.concurrent("flow --version, -V and version print flow and the version from package.json", async () => {
+test.concurrent("flow --version, -V and version print the version from package.json, the commit and the build target", async () => {
   await using dir = await tempRepo()
-  const expected = { code: 0, stdout: `flow ${pkg.version}\n`, stderr: "" }
-  expect(await flow(dir.path, ["--version"])).toEqual(expected)
+  const first = await flow(dir.path, ["--version"])
+  // From source the commit is "source"; a build (scripts/build.ts) compiles in the commit and the target.
+  const target = `${process.platform === "win32" ? "windows" : process.platform}-${process.arch}`
+  const commit = process.env.FLOW_BIN ? "[0-9a-f]{12}(-dirty)?|unknown" : "source"
+  expect(first.stdout).toMatch(new RegExp(`^flow ${pkg.version.replaceAll(".", "\\.")} \\(commit (${commit}), ${target}\\)\n$`))
+  const expected = { code: 0, stdout: first.stdout, stderr: "" }
+  expect(first).toEqual(expected)
   expect(await flow(dir.path, ["-V"])).toEqual(expected)
   expect(await flow(dir.path, ["version"])).toEqual(expected)
 })

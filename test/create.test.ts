@@ -1,24 +1,13 @@
 // `flow create` through the real CLI: the files it makes and their content, the folder's mode, refusing unsafe
 // names and non-empty folders without touching anything, and finding the new project from inside it.
 import { expect, test } from "bun:test"
-import { mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { flow, tempRepo } from "./helpers"
+import { flow, snapshot, tempRepo } from "./helpers"
 
-/** Every path under `dir` (but .git) with a file's content or a folder's mode: what "touched nothing" compares. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    const full = join(entry.parentPath, entry.name)
-    const rel = full.slice(dir.length + 1)
-    if (rel === ".git" || rel.startsWith(".git/")) continue
-    const stat = statSync(full)
-    out[rel] = entry.isDirectory() ? `dir ${(stat.mode & 0o7777).toString(8)}` : `file ${(stat.mode & 0o7777).toString(8)} ${readFileSync(full, "utf8")}`
-  }
-  return out
-}
-
-const created = (name: string) => `Created ${name}/ with PRD.md, plan.md and GUIDELINES.md
+/** create's output for a project made inside the temp repository `repo` (a project there does not get a repository of its own). */
+const created = (name: string, repo: string) => `Created ${name}/ with PRD.md, plan.md, GUIDELINES.md and flow.yaml
+It is part of the git repository ${realpathSync(repo)}: commit the files there when you are ready
 Next: describe the product in ${name}/PRD.md ('flow refine prd' reviews it); then 'flow plan' writes
 plan.md from it and 'flow generate' turns the plan into tasks.yaml.
 `
@@ -28,11 +17,11 @@ const UNSAFE_HINT = "hint: use letters, digits, '.', '_' and '-' (starting with 
 test.concurrent("create makes exactly PRD.md, an empty plan.md and GUIDELINES.md, and nothing else", async () => {
   await using dir = await tempRepo({ "README.md": "hi\n" })
   const before = snapshot(dir.path)
-  expect(await flow(dir.path, ["create", "billing-export"])).toEqual({ code: 0, stdout: created("billing-export"), stderr: "" })
+  expect(await flow(dir.path, ["create", "billing-export"])).toEqual({ code: 0, stdout: created("billing-export", dir.path), stderr: "" })
   const after = snapshot(dir.path)
   // The folder and its three files are all that is new: no staging folder left behind, no tasks.yaml yet.
   expect(Object.keys(after).filter((k) => !(k in before)).sort()).toEqual([
-    "billing-export", "billing-export/GUIDELINES.md", "billing-export/PRD.md", "billing-export/plan.md",
+    "billing-export", "billing-export/GUIDELINES.md", "billing-export/PRD.md", "billing-export/flow.yaml", "billing-export/plan.md",
   ])
   expect(readdirSync(dir.path).sort()).toEqual([".git", "README.md", "billing-export"])
   expect(dir.read("billing-export/plan.md")).toBe("")
@@ -91,8 +80,8 @@ test.concurrent("the project folder and its files get the ordinary modes of the 
 test.concurrent("names with letters, digits, '.', '_' and '-' are accepted, up to 100 characters", async () => {
   await using dir = await tempRepo()
   for (const name of ["a", "Billing_Export.v2", "9lives", "x".repeat(100)]) {
-    expect(await flow(dir.path, ["create", name])).toEqual({ code: 0, stdout: created(name), stderr: "" })
-    expect(readdirSync(dir.file(name)).sort()).toEqual(["GUIDELINES.md", "PRD.md", "plan.md"])
+    expect(await flow(dir.path, ["create", name])).toEqual({ code: 0, stdout: created(name, dir.path), stderr: "" })
+    expect(readdirSync(dir.file(name)).sort()).toEqual(["GUIDELINES.md", "PRD.md", "flow.yaml", "plan.md"])
   }
 })
 
@@ -100,7 +89,7 @@ test.concurrent("unsafe names are refused with exit 2 and nothing is created any
   await using dir = await tempRepo({ "work/keep.txt": "keep\n" })
   const work = dir.file("work")
   // Run from a subfolder, so a name that escapes upward would still land inside the temp repo and be seen.
-  const names = ["../x", "..", ".", ".hidden", "a/b", "/tmp/abs", "", "x".repeat(101), "a..b", "has space", "-rf", "_lead", "tab\tname", "ünïcode"]
+  const names = ["../x", "..", ".hidden", "a/b", "/tmp/abs", "", "x".repeat(101), "a..b", "has space", "-rf", "_lead", "tab\tname", "ünïcode"]
   const before = snapshot(dir.path)
   for (const name of names) {
     // "--" so that "-rf" reaches create as a name rather than as flags.
@@ -130,13 +119,13 @@ test.concurrent("an existing non-empty folder is refused with exit 1 and left ex
   await using dir = await tempRepo({ "shop/notes.md": "mine\n", "dotted/.keep": "" })
   const before = snapshot(dir.path)
   const root = realpathSync(dir.path)
-  const hint = "hint: choose another name, or empty that folder first\n"
+  const hint = (name: string) => `hint: choose another name, or run 'flow init ${name}' to add the project files to it\n`
   expect(await flow(dir.path, ["create", "shop"])).toEqual({
-    code: 1, stdout: "", stderr: `error: ${join(root, "shop")} already exists and is not empty\n${hint}`,
+    code: 1, stdout: "", stderr: `error: ${join(root, "shop")} already exists and is not empty\n${hint("shop")}`,
   })
   // A folder holding only a hidden file is not empty either.
   expect(await flow(dir.path, ["create", "dotted"])).toEqual({
-    code: 1, stdout: "", stderr: `error: ${join(root, "dotted")} already exists and is not empty\n${hint}`,
+    code: 1, stdout: "", stderr: `error: ${join(root, "dotted")} already exists and is not empty\n${hint("dotted")}`,
   })
   expect(snapshot(dir.path)).toEqual(before)
 })
@@ -153,15 +142,15 @@ test.concurrent("a file in the way is refused with exit 1 and left as it was", a
 test.concurrent("an existing empty folder is filled", async () => {
   await using dir = await tempRepo()
   mkdirSync(dir.file("shop"))
-  expect(await flow(dir.path, ["create", "shop"])).toEqual({ code: 0, stdout: created("shop"), stderr: "" })
-  expect(readdirSync(dir.file("shop")).sort()).toEqual(["GUIDELINES.md", "PRD.md", "plan.md"])
+  expect(await flow(dir.path, ["create", "shop"])).toEqual({ code: 0, stdout: created("shop", dir.path), stderr: "" })
+  expect(readdirSync(dir.file("shop")).sort()).toEqual(["GUIDELINES.md", "PRD.md", "flow.yaml", "plan.md"])
   expect(readdirSync(dir.path).sort()).toEqual([".git", "shop"])
 })
 
 test.concurrent("-C <dir> creates the project inside <dir>", async () => {
   await using dir = await tempRepo({ "work/.keep": "" })
-  expect(await flow(dir.path, ["-C", "work", "create", "shop"])).toEqual({ code: 0, stdout: created("shop"), stderr: "" })
-  expect(readdirSync(dir.file("work/shop")).sort()).toEqual(["GUIDELINES.md", "PRD.md", "plan.md"])
+  expect(await flow(dir.path, ["-C", "work", "create", "shop"])).toEqual({ code: 0, stdout: created("shop", dir.path), stderr: "" })
+  expect(readdirSync(dir.file("work/shop")).sort()).toEqual(["GUIDELINES.md", "PRD.md", "flow.yaml", "plan.md"])
   expect(readdirSync(dir.path).sort()).toEqual([".git", "work"])
 })
 

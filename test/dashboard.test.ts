@@ -1,24 +1,25 @@
 // flow dashboard: the snapshot compared whole (the clock fixed with FLOW_NOW), its JSON against the shape in
-// lib/json-shapes.ts, exit codes, and the live screen in a real terminal under tmux.
+// lib/model/json-shapes.ts, exit codes, and the live screen in a real terminal under tmux.
 import { expect, test } from "bun:test"
 import { writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { basename } from "node:path"
-import { DashboardReport } from "../lib/json-shapes"
-import { projectAt, runLockTarget } from "../lib/project"
-import { openState } from "../lib/state-db"
+import { DashboardReport } from "../lib/model/json-shapes"
+import { projectAt, runLockTarget } from "../lib/cli/project"
+import { openState } from "../lib/run/state-db"
 import { flow, tasksYaml, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 
 const NOW = "2026-03-01T10:00:00Z"
 
 const TASKS = tasksYaml([
-  { id: "setup", title: "Set up the repository", status: "done", instructions: "x", completed_at: "2026-03-01T09:00:00Z" },
-  { id: "schema", title: "Database schema", status: "done", instructions: "x", completed_at: "2026-03-01T09:58:30Z", depends_on: ["setup"] },
+  { id: "setup", title: "Set up the repository", status: "done", phase: 1, instructions: "x", completed_at: "2026-03-01T09:00:00Z" },
+  { id: "schema", title: "Database schema", status: "done", phase: 1, instructions: "x", completed_at: "2026-03-01T09:58:30Z", depends_on: ["setup"] },
   {
     id: "api-layer",
     title: "Build the API layer with authentication, rate limiting and a title far too long for one line",
     status: "in_progress",
+    phase: 2,
     instructions: "x",
     started_at: "2026-03-01T09:30:00Z",
     depends_on: ["schema"],
@@ -27,6 +28,7 @@ const TASKS = tasksYaml([
     id: "ui",
     title: "The UI",
     status: "in_progress",
+    phase: 2,
     agent_name: "gemini-1",
     started_at: "2026-03-01T09:55:30Z",
     steps: [
@@ -39,6 +41,7 @@ const TASKS = tasksYaml([
     id: "docs",
     title: "Docs",
     status: "todo",
+    phase: 2,
     instructions: "x",
     depends_on: ["ui"],
     subtasks: [
@@ -46,14 +49,17 @@ const TASKS = tasksYaml([
       { id: "docs-guide", title: "Guide", status: "assigned", instructions: "x", agent_name: "claude-2" },
     ],
   },
-  { id: "review", title: "Review", status: "todo", checkpoint: true, instructions: "x", depends_on: ["setup"] },
+  { id: "review", title: "Review", status: "todo", phase: 3, checkpoint: true, instructions: "x", depends_on: ["setup"] },
   { id: "bug", title: "Fix the bug", status: "blocked", instructions: "x" },
   { id: "later", title: "Later", status: "ready_for_agent", instructions: "x" },
 ])
+// Phase 1's title from tasks.yaml's `phases:` list, phase 2's from plan.md (which wins), phase 3 without one.
+const PHASES = "phases:\n  - number: 1\n    title: Foundations\n  - number: 2\n    title: Stale title\n"
+const PLAN = "# Plan\n\n## Phase 2: API and UI\n\n### 2.1 API layer\n\nBuild it.\n"
 
 /** A project with the tasks above, a run that has claude-1 on api-layer, and one pending question. */
 async function fixture() {
-  const repo = await tempRepo({ "tasks.yaml": TASKS })
+  const repo = await tempRepo({ "tasks.yaml": PHASES + TASKS, "plan.md": PLAN })
   const project = projectAt(repo.path)
   {
     using db = await openState(project)
@@ -77,6 +83,12 @@ test.concurrent("piped, it prints one snapshot that fits the width, without esca
 Tasks: 10 total, 30% done  ██████░░░░░░░░░░░░░░
   todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1
 
+Phases:
+  Phase 1:  Foundations  2/2 done
+  Phase 2:  API and UI   1/5 done  3 running
+  Phase 3                0/1 done
+  No phase               0/2 done
+
 Needs you:
   flow questions  1 question waiting for an answer
   flow view       1 checkpoint waiting for review: review
@@ -95,7 +107,7 @@ Recently completed (3):
   for (const line of r.stdout.split("\n")) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(80)
 })
 
-test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts", async () => {
+test.concurrent("--json prints the snapshot in the shape of lib/model/json-shapes.ts", async () => {
   await using repo = await fixture()
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
   expect(r.code).toBe(0)
@@ -105,10 +117,17 @@ test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts",
     project: basename(repo.path),
     at: NOW,
     counts: { todo: 2, ready_for_agent: 1, assigned: 1, in_progress: 2, done: 3, blocked: 1, total: 10, percent_done: 30 },
+    phases: [
+      { phase: 1, title: "Phase 1: Foundations", done: 2, running: 0, total: 2 },
+      { phase: 2, title: "Phase 2: API and UI", done: 1, running: 3, total: 5 },
+      { phase: 3, title: "Phase 3", done: 0, running: 0, total: 1 },
+      { phase: null, title: "No phase", done: 0, running: 0, total: 2 },
+    ],
     running: [
       {
         id: "api-layer",
         title: "Build the API layer with authentication, rate limiting and a title far too long for one line",
+        phase: 2,
         status: "in_progress",
         agent: "claude-1",
         started_at: "2026-03-01T09:30:00Z",
@@ -117,13 +136,13 @@ test.concurrent("--json prints the snapshot in the shape of lib/json-shapes.ts",
         live: true,
         usage: null,
       },
-      { id: "ui", title: "The UI", status: "in_progress", agent: "gemini-1", started_at: "2026-03-01T09:55:30Z", seconds: 270, step: { current: 2, total: 3 }, live: null, usage: null },
-      { id: "docs-guide", title: "Guide", status: "assigned", agent: "claude-2", started_at: null, seconds: null, step: null, live: null, usage: null },
+      { id: "ui", title: "The UI", phase: 2, status: "in_progress", agent: "gemini-1", started_at: "2026-03-01T09:55:30Z", seconds: 270, step: { current: 2, total: 3 }, live: null, usage: null },
+      { id: "docs-guide", title: "Guide", phase: 2, status: "assigned", agent: "claude-2", started_at: null, seconds: null, step: null, live: null, usage: null },
     ],
     recent: [
-      { id: "schema", title: "Database schema", completed_at: "2026-03-01T09:58:30Z", seconds_ago: 90 },
-      { id: "setup", title: "Set up the repository", completed_at: "2026-03-01T09:00:00Z", seconds_ago: 3600 },
-      { id: "docs-readme", title: "README", completed_at: "2026-02-27T10:00:00Z", seconds_ago: 172_800 },
+      { id: "schema", title: "Database schema", phase: 1, completed_at: "2026-03-01T09:58:30Z", seconds_ago: 90 },
+      { id: "setup", title: "Set up the repository", phase: 1, completed_at: "2026-03-01T09:00:00Z", seconds_ago: 3600 },
+      { id: "docs-readme", title: "README", phase: 2, completed_at: "2026-02-27T10:00:00Z", seconds_ago: 172_800 },
     ],
     questions: 1,
     review: ["review"],
@@ -208,9 +227,11 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
     await db.agents.upsert("claude-1", { current_task: "a" })
   }
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
-  expect(JSON.parse(r.stdout).running).toEqual([{ id: "a", title: "A", status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null }])
+  expect(JSON.parse(r.stdout).running).toEqual([{ id: "a", title: "A", phase: null, status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null }])
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
   expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")
+  expect(text.stdout).not.toContain("Phases") // no task has a phase: nothing to show per phase
+  expect(JSON.parse(r.stdout).phases).toEqual([])
 })
 
 test.concurrent("escape sequences in a title never reach the terminal", async () => {

@@ -5,9 +5,11 @@ import { expect, test } from "bun:test"
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { type } from "arktype"
-import { formatNote } from "../lib/plan-notes"
-import { generateTasks } from "../lib/generate"
-import { GenerateReport } from "../lib/json-shapes"
+import { formatNote } from "../lib/plan/plan-notes"
+import { generateTasks } from "../lib/plan/generate"
+import { GenerateReport } from "../lib/model/json-shapes"
+import { shellBlocks } from "../lib/run/script-agent"
+import type { Task } from "../lib/model/task-index"
 import { flow, ROOT, tempRepo } from "./helpers"
 
 const PLANS = join(ROOT, "test", "fixtures", "plans")
@@ -32,6 +34,25 @@ for (const name of fixtures) {
 test("the demo's plan.md generates the demo's tasks.yaml byte for byte, with no notes", async () => {
   const g = await generateTasks(readFileSync(join(ROOT, "lib/templates/demo/plan.md"), "utf8"))
   expect({ text: g.text, notes: g.notes }).toEqual({ text: readFileSync(join(ROOT, "lib/templates/demo/tasks.yaml"), "utf8"), notes: [] })
+})
+
+test("no instruction of the demo uses command substitution, which Gemini CLI refuses to run even in yolo mode", () => {
+  // An agent reading these instructions copies them; `$(`, `<(`, `>(` and backticks are what it refuses.
+  const data = Bun.YAML.parse(readFileSync(join(ROOT, "lib/templates/demo/tasks.yaml"), "utf8")) as { tasks: Task[] }
+  const texts: { id: string; text: string }[] = []
+  const walk = (tasks: Task[]) => {
+    for (const t of tasks) {
+      texts.push({ id: t.id, text: t.instructions ?? "" })
+      for (const step of t.steps ?? []) texts.push({ id: step.id, text: step.instruction })
+      walk(t.subtasks ?? [])
+    }
+  }
+  walk(data.tasks)
+  expect(texts.filter((t) => shellBlocks(t.text).length > 0).length).toBeGreaterThanOrEqual(10)
+  for (const { id, text } of texts) {
+    expect({ id, substitution: text.includes("$(") }).toEqual({ id, substitution: false })
+    for (const block of shellBlocks(text)) expect({ id, found: block.match(/<\(|>\(|`/)?.[0] ?? null }).toEqual({ id, found: null })
+  }
 })
 
 test.concurrent("flow generate writes tasks.yaml from plan.md, and it passes flow validate", async () => {

@@ -1,11 +1,11 @@
-// The files derived from lib/schema.ts are checked in; they must be what scripts/gen-schema.ts makes now,
+// The files derived from lib/model/schema.ts are checked in; they must be what scripts/gen-schema.ts makes now,
 // and the generated check must judge data exactly as arktype does.
 import { expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
-import { TaskFile } from "../lib/schema"
-import { isTaskFile } from "../lib/generated/task-file-check"
+import { TaskFile } from "../lib/model/schema"
+import { isTaskFile } from "../lib/model/generated/task-file-check"
 import { generatedFiles } from "../scripts/gen-schema"
 import { ROOT } from "./helpers"
 

@@ -1,5 +1,5 @@
 // Test helpers: real temp folders with real git repositories, and the real CLI run as a subprocess.
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { lstatSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 
@@ -87,4 +87,21 @@ export function background(cwd: string, args: string[], env: Record<string, stri
       }),
     done: async () => ({ code: await proc.exited, stdout: (await pump, out), stderr: await stderr }),
   }
+}
+
+/**
+ * Every path under `dir` (but .git) with its mode and its exact bytes (latin1: one character per byte), a
+ * link's target, a folder's mode: what "touched nothing" compares.
+ */
+export function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const full = join(entry.parentPath, entry.name)
+    const rel = full.slice(dir.length + 1)
+    if (rel === ".git" || rel.startsWith(".git/")) continue
+    const stat = lstatSync(full)
+    const mode = (stat.mode & 0o7777).toString(8)
+    out[rel] = stat.isSymbolicLink() ? `link ${readlinkSync(full)}` : stat.isDirectory() ? `dir ${mode}` : `file ${mode} ${readFileSync(full, "latin1")}`
+  }
+  return out
 }

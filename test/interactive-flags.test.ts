@@ -4,9 +4,9 @@ import { expect, test } from "bun:test"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { AgentConfig } from "../lib/config"
-import { interactiveArgv } from "../lib/planning-agent"
-import { run } from "../lib/proc"
+import type { AgentConfig } from "../lib/store/config"
+import { interactiveArgv } from "../lib/plan/planning-agent"
+import { run } from "../lib/cli/proc"
 
 const CLIS_DIR = join(import.meta.dir, "agent-clis")
 const BIN = join(CLIS_DIR, "node_modules", ".bin")

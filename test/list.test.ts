@@ -2,7 +2,7 @@
 // status filter, a bad filter, --json against its shape, empty files, invalid files, and finding the project.
 import { expect, test } from "bun:test"
 import { mkdirSync } from "node:fs"
-import { ListReport } from "../lib/json-shapes"
+import { ListReport } from "../lib/model/json-shapes"
 import { PLAN, SAMPLE, strictJson, untouched } from "./fixtures/read-sample"
 import { flow, tempRepo, tasksYaml } from "./helpers"
 

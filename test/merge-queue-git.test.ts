@@ -1,7 +1,7 @@
-// The merge queue's git plumbing (lib/git.ts) on real repositories, the trimming of a check's output
+// The merge queue's git plumbing (lib/run/git.ts) on real repositories, the trimming of a check's output
 // (lib/run/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
-import { makeMergeCommit, moveBranch, revParse as revParseAll } from "../lib/git"
+import { makeMergeCommit, moveBranch, revParse as revParseAll } from "../lib/run/git"
 import { RunView } from "../lib/run/tui-state"
 import { checkResolver, trimOutput } from "../lib/run/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"

@@ -1,7 +1,7 @@
 // `flow next` through the real CLI: the availability rule case by case, the order, the agent filter, the
 // empty answers, --json against its shape, and an invalid file.
 import { expect, test } from "bun:test"
-import { NextReport } from "../lib/json-shapes"
+import { NextReport } from "../lib/model/json-shapes"
 import { SAMPLE, strictJson, untouched } from "./fixtures/read-sample"
 import { flow, tempRepo, tasksYaml } from "./helpers"
 

@@ -57,3 +57,42 @@ test.concurrent("a malformed phases list is a validate error naming the entry an
   expect(r.stdout).toContain("ERROR: Phase entry #1: number must be a number (was a string)\n  at tasks.yaml:2:13\n")
   expect(r.stdout).toContain("ERROR: Phase entry #2 is missing required field 'number'\n  at tasks.yaml:4:5\n")
 })
+
+test.concurrent("a phase number listed twice, and an entry no task uses, are validate warnings at the number", async () => {
+  const yaml = `phases:
+  - number: 1
+    title: Foundations
+  - number: 2
+    title: Unused
+  - {number: 1, title: Again}
+tasks:
+  - {id: a, title: A, status: todo, phase: 1, instructions: x}
+`
+  await using dir = await tempRepo({ "tasks.yaml": yaml })
+  expect(await flow(dir.path, ["validate"])).toEqual({
+    code: 0,
+    stderr: "",
+    stdout: `WARNING: Phase entry #2 names phase 2, which no task has
+  at tasks.yaml:4:13
+  4 |   - number: 2
+    |             ^
+  hint: give a task 'phase: 2', or remove the entry
+WARNING: Phase 1 is listed twice in 'phases' (entries #1 and #3)
+  at tasks.yaml:6:14
+  6 |   - {number: 1, title: Again}
+    |              ^
+  hint: only the first title is shown: remove entry #3 or give it another number
+
+tasks.yaml: 1 task checked
+0 errors, 2 warnings
+`,
+  })
+  // The first title is the one shown.
+  expect((await flow(dir.path, ["list"])).stdout).toBe("Phase 1: Foundations\n[todo] a A\n")
+})
+
+test.concurrent("a phase a subtask has counts as used", async () => {
+  const yaml = "phases:\n  - number: 3\n    title: Late\ntasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n    subtasks:\n      - {id: b, title: B, status: todo, phase: 3, instructions: y}\n"
+  await using dir = await tempRepo({ "tasks.yaml": yaml })
+  expect(await flow(dir.path, ["validate"])).toEqual({ code: 0, stderr: "", stdout: "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\n" })
+})

@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { type } from "arktype"
-import { PlanReport } from "../lib/json-shapes"
+import { PlanReport } from "../lib/model/json-shapes"
 import { flow, ROOT, tempRepo, type TempDir } from "./helpers"
 import { terminal } from "./terminal"
 

@@ -246,3 +246,20 @@ test.concurrent("--resume before any step is done does not claim a previous step
   const r = await flow(dir.path, ["prompt", "st", "--resume"])
   expect(r.stdout.split("\n")[0]).toBe("No step of task 'st' is done yet. Continue with step 1 of 3 of task 'st'.")
 })
+
+test.concurrent("no text flow writes into a prompt holds a command substitution (Gemini CLI refuses any command with one)", async () => {
+  const { taskPrompt, stepPrompt, answersPrompt } = await import("../lib/run/prompt")
+  const { indexTasks } = await import("../lib/model/task-index")
+  const index = indexTasks(Bun.YAML.parse(TASKS) as Parameters<typeof indexTasks>[0])
+  const api = index.get("api")!.task
+  const step = api.steps![1]!
+  const questions = [{ id: "q-1", text: "Which port?", answer: "8080" }]
+  const prompts = [
+    taskPrompt({ index, taskId: "api", projectName: "p", workspace: { branch: "flow/api" }, questions }),
+    taskPrompt({ index, taskId: "setup", projectName: "p" }),
+    stepPrompt(api, step),
+    answersPrompt(api, questions, step),
+    answersPrompt(index.get("api-check")!.task, questions, undefined),
+  ]
+  for (const prompt of prompts) expect(prompt).not.toMatch(/\$\(|<\(|>\(/)
+})

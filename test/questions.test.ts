@@ -4,8 +4,8 @@
 import { expect, test } from "bun:test"
 import { existsSync, readdirSync } from "node:fs"
 import { type } from "arktype"
-import { parseDuration } from "../lib/duration"
-import { ErrorReport, QuestionsReport } from "../lib/json-shapes"
+import { parseDuration } from "../lib/cli/duration"
+import { ErrorReport, QuestionsReport } from "../lib/model/json-shapes"
 import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
 const StrictReport = QuestionsReport.onDeepUndeclaredKey("reject")

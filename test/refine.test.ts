@@ -5,7 +5,7 @@ import { expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
-import { RefineReport } from "../lib/json-shapes"
+import { RefineReport } from "../lib/model/json-shapes"
 import { flow, ROOT, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 

@@ -1,6 +1,6 @@
 // `flow reset <task_id>` and `flow reset --stuck`: back to todo, timestamps removed, in-progress steps pending.
 import { expect, test } from "bun:test"
-import { isoSeconds } from "../lib/clock"
+import { isoSeconds } from "../lib/cli/clock"
 import { flow, tempRepo } from "./helpers"
 import { refused, run, unchanged } from "./change-helpers"
 
@@ -27,11 +27,10 @@ tasks:
         started_at: 2026-01-01T10:30:00Z
       - id: api.3
         instruction: tests
-    subtasks:
-      - {id: api-sub, title: Sub, status: in_progress, instructions: s, started_at: "2026-01-01T10:00:00Z"}
+  - {id: api-sub, title: Sub, status: in_progress, instructions: s, started_at: "2026-01-01T10:00:00Z"}
 `
 
-test.concurrent("reset puts the task back to todo, removes its timestamps and sets in-progress steps pending; done steps, agent and subtasks stay", async () => {
+test.concurrent("reset puts the task back to todo, removes its timestamps and sets in-progress steps pending; done steps, agent and other tasks stay", async () => {
   await using dir = await tempRepo({ "tasks.yaml": STEPPED })
   const after = await run(dir, ["reset", "api"], { stdout: "api: in_progress → todo (reset)\napi.2: in_progress → pending\n" })
   expect(after).toBe(`# comments stay
@@ -52,8 +51,7 @@ tasks:
         status: pending
       - id: api.3
         instruction: tests
-    subtasks:
-      - {id: api-sub, title: Sub, status: in_progress, instructions: s, started_at: "2026-01-01T10:00:00Z"}
+  - {id: api-sub, title: Sub, status: in_progress, instructions: s, started_at: "2026-01-01T10:00:00Z"}
 `)
   expect((await flow(dir.path, ["validate"])).code).toBe(0)
 })

@@ -1,12 +1,12 @@
 // The pure parts of refine and plan, in-process: applying changes, what counts as naming a file, Markdown
 // lists, the skeleton's section titles, and the plan review's reading of labels and code blocks.
 import { expect, test } from "bun:test"
-import { listItems } from "../lib/markdown-outline"
-import { planSkeleton } from "../lib/plan-skeleton"
-import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/review"
-import type { AgentConfig } from "../lib/config"
-import { interactiveArgv } from "../lib/planning-agent"
-import { planPrompt } from "../lib/plan-prompt"
+import { listItems } from "../lib/plan/markdown-outline"
+import { planSkeleton } from "../lib/plan/plan-skeleton"
+import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/plan/review"
+import type { AgentConfig } from "../lib/store/config"
+import { interactiveArgv } from "../lib/plan/planning-agent"
+import { planPrompt } from "../lib/plan/plan-prompt"
 
 const lines = (text: string) => text.split("\n").map((t, i) => ({ n: i + 1, text: t }))
 

@@ -167,3 +167,14 @@ test.concurrent("an agent that blocks its task and exits 0 leaves it blocked and
   expect(dir.read("tasks.yaml")).toContain("Blocked: the API key is missing")
   expect(() => dir.read("half.txt")).toThrow()
 })
+
+test.concurrent("a CLI that refuses to start says why on stderr only: that line is the error in the log and the block note", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: refused\n    title: Refused\n    status: todo\n    instructions: Do it.\n" })
+  const fake = fakeAgents(dir, "claude")
+  dir.write("flow.yaml", "agents:\n  - name: claude-a\n    cli: claude\n    args: [--bogus]\n")
+  const r = await flow(dir.path, ["run"], { env: fake.env })
+  expect(r.code).toBe(4)
+  expect(r.stdout).toContain("refused | error: claude: error: unknown option '--bogus'\n")
+  expect(r.stdout).toContain("refused: claude-a exited 2 after")
+  expect(dir.read("tasks.yaml")).toContain("the agent exited (code 2: claude: error: unknown option '--bogus') without 'flow done' or 'flow block'")
+})

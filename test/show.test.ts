@@ -1,7 +1,7 @@
 // `flow show` through the real CLI: the whole text of tasks with every optional line, subtask ids, absent
 // values, --json against its shape, an unknown id with a suggestion, and an invalid file.
 import { expect, test } from "bun:test"
-import { ErrorReport, ShowReport } from "../lib/json-shapes"
+import { ErrorReport, ShowReport } from "../lib/model/json-shapes"
 import { PLAN, SAMPLE, strictJson, untouched } from "./fixtures/read-sample"
 import { flow, tempRepo, tasksYaml } from "./helpers"
 
@@ -76,7 +76,6 @@ test.concurrent("every optional line at once, in the documented order", async ()
     {
       id: "all", title: "All", status: "blocked", phase: 1, agent_name: "a", depends_on: ["base"], instructions: "do it\n",
       checkpoint: true, validation_task_id: "check", repo: "repos/r", worktree: "wt", started_at: "s", completed_at: "c",
-      steps: [{ id: "all.1", instruction: "" }],
       subtasks: [{ id: "child", title: "Child", status: "todo", instructions: "y", subtasks: [{ id: "grand", title: "Grand", status: "done", instructions: "z" }] }],
     },
     { id: "check", title: "Check", status: "todo", instructions: "x", validation_task_id: "all" },
@@ -88,7 +87,7 @@ test.concurrent("every optional line at once, in the documented order", async ()
       "Instructions:", "  do it", "Acceptance Criteria: none", "Notes: none",
       "Checkpoint: yes (waits for a person to run flow done)", "Validated by: check", "Validates: check",
       "Repo: repos/r", "Worktree: wt", "Started: s", "Completed: c",
-      "Steps:", "  [pending] all.1", "Subtasks:", "  [todo] child Child", "    [done] grand Grand",
+      "Subtasks:", "  [todo] child Child", "    [done] grand Grand",
     ),
     stderr: "",
   })

@@ -1,11 +1,11 @@
-// lib/state-db.ts in-process: lazy opening, the schema version, events, agents, and the busy retry giving up
+// lib/run/state-db.ts in-process: lazy opening, the schema version, events, agents, and the busy retry giving up
 // with a clear error when another connection holds the write lock.
 import { expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
 import { existsSync } from "node:fs"
-import { FlowError } from "../lib/errors"
-import { projectAt } from "../lib/project"
-import { openExistingState, openState, SCHEMA_VERSION, stateFile } from "../lib/state-db"
+import { FlowError } from "../lib/cli/errors"
+import { projectAt } from "../lib/cli/project"
+import { openExistingState, openState, SCHEMA_VERSION, stateFile } from "../lib/run/state-db"
 import { tempRepo } from "./helpers"
 
 test.concurrent("openExistingState creates nothing; openState makes .flow with its .gitignore and a WAL database", async () => {

@@ -2,7 +2,7 @@
 // hands the task to the orchestrator.
 import { expect, test } from "bun:test"
 import { type } from "arktype"
-import { StepListReport, StepShowReport } from "../lib/json-shapes"
+import { StepListReport, StepShowReport } from "../lib/model/json-shapes"
 import { flow, tempRepo } from "./helpers"
 import { refused, run, STAMP, stamped, unchanged } from "./change-helpers"
 

@@ -120,7 +120,7 @@ test.concurrent("waiting for a live lock ends with a message naming the holder, 
   try {
     const r = await flow(dir.path, ["note", "setup", "x"], { env: { FLOW_LOCK_TIMEOUT: "0.3" } })
     expect(r.code).toBe(1)
-    expect(r.stderr).toMatch(new RegExp(`^error: tasks.yaml is locked by process ${holder.pid} \\(hold-lock fixture\\) since \\S+; gave up after 0.3 s\\nhint: if that process is no longer running, delete \\S+tasks.yaml.lock\\n$`))
+    expect(r.stderr).toMatch(new RegExp(`^error: tasks.yaml is locked by process ${holder.pid} \\(hold-lock fixture\\) since \\S+; gave up after it held the lock for 0.3 s without progress\\nhint: if that process hangs, stop it \\(kill ${holder.pid}\\); if it is gone, delete \\S+tasks.yaml.lock; FLOW_LOCK_TIMEOUT \\(seconds\\) sets how long to wait\\n$`))
     expect(dir.read("tasks.yaml")).toBe(COMMENTED)
   } finally {
     holder.kill()

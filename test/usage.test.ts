@@ -5,9 +5,9 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { adapterFor } from "../lib/agents"
-import { AgentsReport, DashboardReport, RunUsage, ShowReport } from "../lib/json-shapes"
+import { AgentsReport, DashboardReport, RunUsage, ShowReport } from "../lib/model/json-shapes"
 import { UsageMeter, turnUsage } from "../lib/run/usage-meter"
-import { addUsage, usageCell, usageText } from "../lib/usage"
+import { addUsage, usageCell, usageText } from "../lib/run/usage"
 import { background, flow, ROOT, tempRepo, type TempDir } from "./helpers"
 
 test("a report of session totals becomes the turn's usage: the difference from the totals last seen", () => {

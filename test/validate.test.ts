@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
-import { ErrorReport, ValidateReport } from "../lib/json-shapes"
+import { ErrorReport, ValidateReport } from "../lib/model/json-shapes"
 import { flow, tempRepo, type Result } from "./helpers"
 
 /** The report type with no extra keys allowed anywhere: the JSON must be exactly the documented shape. */
@@ -54,16 +54,7 @@ tasks:
     phase: 2
     depends_on: [setup]
     validation_task_id: api-tests
-    steps:
-      - id: api-layer.1
-        instruction: routes
-        status: done
-        acceptance_criteria: [200 on GET /]
-        started_at: "2025-01-02T00:00:00Z"
-        completed_at: "2025-01-02T00:30:00Z"
-      - id: api-layer.2
-        instruction: handlers
-        status: pending
+    instructions: build it
     subtasks:
       - id: auth-token
         title: Auth token
@@ -79,8 +70,17 @@ tasks:
   - id: api-tests
     title: API tests
     status: todo
-    instructions: test it
     depends_on: [api-layer, auth-token-rotation]
+    steps:
+      - id: api-tests.1
+        instruction: routes
+        status: done
+        acceptance_criteria: [200 on GET /]
+        started_at: "2025-01-02T00:00:00Z"
+        completed_at: "2025-01-02T00:30:00Z"
+      - id: api-tests.2
+        instruction: handlers
+        status: pending
   - {id: docs, title: Docs, status: assigned, instructions: write, depends_on: [api-tests]}
 `
 

@@ -1,7 +1,7 @@
 // The inspector's layout (lib/view/layout.ts) as a unit: bands per phase, large phases cut into parts in
 // dependency order, boxes that never overlap across bands, and a key that ignores everything but structure.
 import { expect, test } from "bun:test"
-import { indexTasks, type Task } from "../lib/task-index"
+import { indexTasks, type Task } from "../lib/model/task-index"
 import { bands, computeLayout, layoutKey, MAX_BAND_TASKS } from "../lib/view/layout"
 
 /** n tasks without a phase, listed last-first (so file order is no help), each depending on two earlier ones. */

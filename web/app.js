@@ -3,7 +3,7 @@
 // Every text from the project goes through esc() (or textContent) before it reaches the DOM.
 import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
 import { onCardClick, renderDetails, renderInbox, renderQueue, select } from "./panel.js"
-import { $, api, INSTANCE, state } from "./state.js"
+import { $, actions, api, INSTANCE, state } from "./state.js"
 import { esc, usageText } from "./text.js"
 
 /** Fetches what changed and redraws; calls made while one runs are folded into one more run. */
@@ -160,6 +160,8 @@ function start() {
       $("search").focus()
     }
   })
+  actions.select = select
+  actions.refresh = refresh
   const initial = taskFromHash()
   showProgress("Loading the tasks…")
   connect()

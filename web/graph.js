@@ -1,7 +1,6 @@
 // The graph: nodes, arrows and phase bands from the server's layout; highlights (selection chain, search,
 // status filter); pan, zoom and fit.
-import { select } from "./panel.js"
-import { $, STATUSES, state, SVG, VIEWPORT } from "./state.js"
+import { $, actions, STATUSES, state, SVG, VIEWPORT } from "./state.js"
 import { esc } from "./text.js"
 
 // Rough widths in px per character at the node fonts (style.css): title 13px, badge 11px, id 11px monospace.
@@ -237,7 +236,7 @@ export function setUpPanZoom() {
     SVG.classList.remove("dragging")
     if (!clicked) return
     const target = document.elementFromPoint(e.clientX, e.clientY)?.closest?.(".node")
-    select(target ? target.dataset.id : null)
+    actions.select(target ? target.dataset.id : null)
   })
   SVG.addEventListener("wheel", (e) => {
     e.preventDefault()

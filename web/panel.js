@@ -1,8 +1,7 @@
 // The side panel: the selected task's details (every field, Markdown instructions, steps, notes, links, the
 // exact prompt) and the questions and checkpoints waiting for a person, answered from here.
-import { refresh } from "./app.js"
 import { applyHighlights, centerOn } from "./graph.js"
-import { $, api, state, taskLink, TOKEN } from "./state.js"
+import { $, actions, api, state, taskLink, TOKEN } from "./state.js"
 import { esc, inline, markdown, queueDetail, usageText } from "./text.js"
 
 export function select(id, center = false) {
@@ -137,7 +136,7 @@ export async function onCardClick(e) {
       await post(`/api/tasks/${encodeURIComponent(card.dataset.review)}/review`, { decision: button.dataset.decision, reason: text })
     } else return
     error.textContent = ""
-    await refresh()
+    await actions.refresh()
   } catch (err) {
     error.textContent = err.message
   } finally {

@@ -8,6 +8,10 @@ export const $ = (id) => document.getElementById(id)
 export const SVG = $("graph")
 export const VIEWPORT = $("viewport")
 
+// What graph.js and panel.js call back into (set by app.js at start): they reach the page's selection and
+// refresh through here instead of importing the modules that import them, so the modules form no cycle.
+export const actions = { select: (_id, _center) => {}, refresh: async () => {} }
+
 export const state = {
   tasks: new Map(), // id → GraphTask
   report: null,

@@ -78,7 +78,7 @@ export function markdown(text) {
   return out.join("\n")
 }
 
-/** What a merge queue candidate is about, as `flow dashboard` words it (lib/queue-report.ts queueDetail; the page imports nothing from lib/). */
+/** What a merge queue candidate is about, as `flow dashboard` words it (lib/run/queue-report.ts queueDetail; the page imports nothing from lib/). */
 export function queueDetail(c, target) {
   const built = c.state === "checking" || c.state === "passed" || (c.state === "failed" && c.on_top_of.length > 0)
   const base = built ? (c.on_top_of.length ? `on top of ${c.on_top_of.join(", ")}` : `on ${target}`) : ""
@@ -86,7 +86,7 @@ export function queueDetail(c, target) {
   return [base, took, c.reason ?? ""].filter(Boolean).join("; ")
 }
 
-/** Tokens and cost as `flow show` prints them (lib/usage.ts usageText): only what was reported; "" for none. */
+/** Tokens and cost as `flow show` prints them (lib/run/usage.ts usageText): only what was reported; "" for none. */
 export function usageText(u) {
   if (!u) return ""
   const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")

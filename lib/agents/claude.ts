@@ -8,6 +8,7 @@ export const claude: Adapter = {
   install: "install Claude Code: npm install -g @anthropic-ai/claude-code",
   testedVersion: "2.1.330",
   canResume: true,
+  lostSession: /^No conversation found with session ID/,
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "claude",
@@ -15,10 +16,14 @@ export const claude: Adapter = {
       "--output-format",
       "stream-json",
       "--verbose", // stream-json in print mode requires it
-      // Unattended in a worktree: nobody is there to answer a permission prompt, and print mode denies
-      // whatever would prompt, so the agent could not run tests or `flow step done`.
+      // Unattended in a worktree: nobody answers a permission prompt, and print mode denies whatever would
+      // prompt, so the agent could not run tests or `flow step done`. Not bypassPermissions: as root (CI,
+      // containers) Claude Code refuses it unless IS_SANDBOX=1, a claim flow cannot make for the user.
+      // Edits in the working directory and every shell command are what an agent needs, as any user.
       "--permission-mode",
-      "bypassPermissions",
+      "acceptEdits",
+      "--allowedTools",
+      "Bash",
       ...withModel(model, "--model"),
       ...(sessionId ? ["--resume", sessionId] : []),
       ...extraArgs,
@@ -36,6 +41,8 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
       return event.subtype === "init" && id ? [{ type: "session", id }] : []
     }
     case "assistant":
+      // An API failure comes as a made-up assistant message too: the result says it once, as an error.
+      if (event.error !== undefined || event.is_api_error_message === true) return []
       // Subagents' messages carry parent_tool_use_id; they are part of the same session and shown the same way.
       return arr(obj(event.message).content).flatMap((block): AgentEvent[] => {
         const b = obj(block)

@@ -7,6 +7,13 @@ import type { Adapter, AgentEvent } from "./types"
 // asks for approval, so the sandbox is the only gate, and `exec resume` has no --sandbox flag: the one flag
 // both accept is this one.
 const FULL_ACCESS = "--dangerously-bypass-approvals-and-sandbox"
+// Codex runs commands in a login shell by default (`bash -lc`): /etc/profile resets PATH and drops the
+// `.flow/bin` flow put first on it, so `flow done` is "command not found". This setting makes Codex run
+// every command in a non-login shell (and refuse a model's explicit `login: true`), keeping the PATH flow
+// gave it. Measured with 0.169.0: `-c` is accepted by `exec` and `exec resume` alike.
+const NO_LOGIN_SHELL = ["-c", "allow_login_shell=false"]
+// Codex's transient retries are reported as `error` events; they are progress, not failures.
+const RECONNECTING = /^Reconnecting\.\.\./
 
 export const codex: Adapter = {
   cli: "codex",
@@ -15,7 +22,7 @@ export const codex: Adapter = {
   testedVersion: "0.169.0",
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {
-    const flags = ["--json", FULL_ACCESS, ...withModel(model, "--model"), ...extraArgs]
+    const flags = ["--json", FULL_ACCESS, ...NO_LOGIN_SHELL, ...withModel(model, "--model"), ...extraArgs]
     return sessionId
       ? ["codex", "exec", "resume", ...flags, "--", sessionId, prompt]
       : ["codex", "exec", ...flags, "--", prompt]
@@ -37,8 +44,11 @@ function codexEvent(event: Record<string, unknown>): AgentEvent[] {
     }
     case "turn.failed":
       return [{ type: "error", message: str(obj(event.error).message) ?? "turn failed" }]
-    case "error":
-      return [{ type: "error", message: str(event.message) ?? "error" }]
+    case "error": {
+      // The fatal error comes twice, as `error` then `turn.failed`: the runner drops the repeat.
+      const message = str(event.message) ?? "error"
+      return RECONNECTING.test(message) ? text(message) : [{ type: "error", message }]
+    }
     case "item.started":
       return startedItem(obj(event.item))
     case "item.completed":
@@ -71,8 +81,8 @@ function completedItem(item: Record<string, unknown>): AgentEvent[] {
       const paths = arr(item.changes).map((c) => str(obj(c).path)).filter((p) => p !== undefined)
       return [tool("file_change", paths.length > 0 ? { path: paths.join(", ") } : undefined)]
     }
-    case "error":
-      return [{ type: "error", message: str(item.message) ?? "error" }]
+    case "error": // an error item is a warning Codex went on after (e.g. no metadata for a custom model)
+      return text(`warning: ${str(item.message) ?? "error"}`)
     default:
       return []
   }

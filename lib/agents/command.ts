@@ -1,5 +1,5 @@
 // The generic agent: any program, its argv written as a template in flow.yaml, its stdout shown as text.
-import { Exit, FlowError } from "../errors"
+import { Exit, FlowError } from "../cli/errors"
 import type { Adapter, AgentEvent, LaunchOptions } from "./types"
 
 const PLACEHOLDERS = ["prompt", "session", "model", "cwd"] as const

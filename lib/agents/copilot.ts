@@ -1,8 +1,10 @@
 // GitHub Copilot CLI in prompt mode with JSONL output (checked against @github/copilot 1.0.102: its --help,
 // its bundled source and a stream recorded against a local endpoint): session events shaped like the
 // Copilot SDK's, `{type, data}`. 1.0.102's JSON output leaves out session.start and assistant.usage (its
-// filter list), so the session id comes from the closing `result` line and no tokens are reported; both
-// are still read in case a later version writes them.
+// filter list), and names the session only in its closing `result` line, which a stopped turn never
+// writes: so flow picks a new session's id and records it before Copilot starts (`--session-id` sets the
+// UUID of a new session and resumes an existing one). No tokens are reported; session.start and
+// assistant.usage are still read in case a later version writes them.
 import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -12,7 +14,9 @@ export const copilot: Adapter = {
   install: "install GitHub Copilot CLI: npm install -g @github/copilot",
   testedVersion: "1.0.102",
   canResume: true,
-  argv({ prompt, sessionId, model, extraArgs = [] }) {
+  choosesSessionId: true,
+  argv({ prompt, sessionId, newSessionId, model, extraArgs = [] }) {
+    const id = sessionId ?? newSessionId
     return [
       "copilot",
       `--prompt=${prompt}`, // the `=` form keeps a prompt that starts with a dash a value
@@ -24,7 +28,9 @@ export const copilot: Adapter = {
       "--no-ask-user",
       "--no-auto-update",
       ...withModel(model, "--model"),
-      ...(sessionId ? [`--resume=${sessionId}`] : []), // optional value: keep the id attached
+      // --session-id resumes the session with that id, or starts one with it: never --resume, which fails
+      // ("No session ... matched") on the id flow recorded for a turn stopped before Copilot saved it.
+      ...(id ? [`--session-id=${id}`] : []),
       ...extraArgs,
     ]
   },

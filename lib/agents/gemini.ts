@@ -8,6 +8,10 @@ export const gemini: Adapter = {
   install: "install Gemini CLI: npm install -g @google/gemini-cli",
   testedVersion: "0.61.0",
   canResume: true,
+  // What it prints on every headless start, and its fallback when ripgrep is missing: not failures.
+  stderrNoise: [/^Warning: 256-color support not detected/, /^YOLO mode is enabled/, /^Ripgrep is not available/, /^Loaded cached credentials/],
+  // A session whose first turn failed (a rejected key) was announced but never saved: resuming it fails.
+  lostSession: /^Error resuming session/,
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "gemini",
@@ -45,11 +49,24 @@ function geminiEvent(event: Record<string, unknown>): AgentEvent[] {
     case "result": {
       const stats = obj(event.stats)
       const out: AgentEvent[] = []
-      if (event.status === "error") out.push({ type: "error", message: str(obj(event.error).message) ?? "error" })
+      if (event.status === "error") out.push({ type: "error", message: apiError(str(obj(event.error).message) ?? "error") })
       out.push(...usage(num(stats.input_tokens), num(stats.output_tokens)))
       return out
     }
     default:
       return [] // tool_result
+  }
+}
+
+/** "[API Error: {"error":{"code":401,"message":"…","status":"UNAUTHENTICATED"}}]" → "API error 401 UNAUTHENTICATED: …". */
+function apiError(message: string): string {
+  const json = /^\[API Error: (\{.*\})\]$/s.exec(message.trim())?.[1]
+  if (!json) return message
+  try {
+    const e = obj(obj(JSON.parse(json)).error)
+    const what = [num(e.code), str(e.status)].filter((x) => x !== undefined).join(" ")
+    return `API error${what ? ` ${what}` : ""}: ${str(e.message) ?? "no message"}`
+  } catch {
+    return message
   }
 }

@@ -1,6 +1,6 @@
 // The registry of agent adapters: flow.yaml's `cli:` name → adapter.
-import { Exit, FlowError } from "../errors"
-import { closest } from "../suggest"
+import { Exit, FlowError } from "../cli/errors"
+import { closest } from "../cli/suggest"
 import { claude } from "./claude"
 import { codex } from "./codex"
 import { commandAdapter } from "./command"

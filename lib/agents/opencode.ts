@@ -8,7 +8,10 @@ export const opencode: Adapter = {
   install: "install OpenCode: npm install -g opencode-ai",
   testedVersion: "1.18.33",
   canResume: true,
-  argv({ prompt, sessionId, model, extraArgs = [] }) {
+  // `run` joins its message arguments after wrapping each one holding a space in quotes (and escaping its
+  // quotes), so an argv prompt reaches the model altered; with no message argument it reads stdin as is.
+  promptOnStdin: true,
+  argv({ sessionId, model, extraArgs = [] }) {
     return [
       "opencode",
       "run",
@@ -19,8 +22,6 @@ export const opencode: Adapter = {
       ...withModel(model, "--model"), // provider/model, e.g. anthropic/claude-sonnet-4-5
       ...(sessionId ? ["--session", sessionId] : []),
       ...extraArgs,
-      "--",
-      prompt,
     ]
   },
   parseLine: (line) => parseJsonLine(line, opencodeEvent),

@@ -16,7 +16,8 @@ export type UsageEvent = { type: "usage"; inputTokens?: number; outputTokens?: n
 /** "tokens" covers inputTokens and outputTokens, "cost" costUsd. */
 export type UsageField = "tokens" | "cost"
 
-export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; model?: string; extraArgs?: readonly string[] }
+/** `newSessionId`: the id for a new session, chosen by flow (only for adapters with `choosesSessionId`). */
+export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; newSessionId?: string; model?: string; extraArgs?: readonly string[] }
 
 export type Adapter = {
   cli: string // the adapter's name in flow.yaml: "claude", "codex", ...
@@ -24,8 +25,20 @@ export type Adapter = {
   install: string // how to get the binary, for the error when it is missing
   testedVersion: string // the CLI version whose flags and stream format this adapter was checked against
   canResume: boolean
+  /**
+   * The CLI accepts a session id for a new session, and its stream names the session too late to rely on
+   * (Copilot: only in its closing line, which a stopped turn never writes). The runner then picks a UUID,
+   * passes it as `newSessionId` and records it before the CLI starts, so a stopped turn still resumes.
+   */
+  choosesSessionId?: boolean
   /** Environment the CLI needs on top of flow's own (FLOW_PROJECT, FLOW_TASK_ID), e.g. goose's unattended mode. */
   env?: Readonly<Record<string, string>>
+  /** Stderr lines that are the CLI's chatter (a colour warning, a mode banner), never a reason it failed. */
+  stderrNoise?: readonly RegExp[]
+  /** The error of a resume whose session the CLI does not have (it never saved it, or it was deleted). */
+  lostSession?: RegExp
+  /** The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): for CLIs that rewrite argv text. */
+  promptOnStdin?: boolean
   argv(opts: LaunchOptions): string[] // full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt
   parseLine(line: string): AgentEvent[] // one stdout line → zero or more events; never throws on junk (non-JSON → text)
 }

@@ -2,12 +2,14 @@
 // agent. Either way the result is the exit code, the last lines of output and the session to resume.
 import { adapterFor } from "../agents"
 import type { AgentEvent } from "../agents/types"
-import type { AgentConfig } from "../config"
-import { spawnGroup } from "../proc"
+import type { AgentConfig } from "../store/config"
+import { spawnGroup } from "../cli/proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
 import { UsageMeter } from "./usage-meter"
 
-export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number }
+/** `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line). */
+/** `lostSession`: the CLI could not resume the session it was given (it does not have it). */
+export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean }
 
 export type Turn = {
   agent: AgentConfig
@@ -28,6 +30,12 @@ export type Turn = {
 }
 
 const TAIL_LINES = 20
+// A stack frame or the inside of a dumped object: never the line that says what went wrong.
+const STACK_LINE = /^\s+(at |[\[\]{}]|\w+: )|^\s*[\]}]/
+
+function isNoise(line: string, noise: readonly RegExp[] = []): boolean {
+  return line.trim() === "" || noise.some((re) => re.test(line))
+}
 
 export async function runTurn(turn: Turn): Promise<TurnResult> {
   const started = performance.now()
@@ -43,25 +51,37 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
 
   const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
+  const resume = adapter.canResume ? turn.sessionId : undefined
+  const newSessionId = adapter.choosesSessionId && !resume ? crypto.randomUUID() : undefined
   const argv = adapter.argv({
     prompt: turn.prompt,
     cwd: turn.cwd,
-    sessionId: adapter.canResume ? turn.sessionId : undefined,
+    sessionId: resume,
+    newSessionId,
     model: turn.agent.model,
     extraArgs: turn.agent.args,
   })
-  let sessionId = turn.sessionId
+  let sessionId = newSessionId ?? turn.sessionId
+  if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
   const meter = new UsageMeter(adapter.cli, turn.usageFile)
+  // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
+  // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
+  // line; else the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's,
+  // and progress) only when it failed without saying why or its stream said nothing.
+  let error: string | undefined
+  let stderrReason: string | undefined
+  let streamed = false
   const tail: string[] = []
-  const keep = (text: string) => {
+  const errTail: string[] = []
+  const keep = (into: string[], text: string) => {
     for (const line of text.split("\n")) {
-      tail.push(line)
-      if (tail.length > TAIL_LINES) tail.shift()
+      into.push(line)
+      if (into.length > TAIL_LINES) into.shift()
     }
   }
   let proc: ReturnType<typeof spawnGroup>
   try {
-    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal })
+    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal, stdin: adapter.promptOnStdin ? turn.prompt : undefined })
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
@@ -69,17 +89,35 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
       for (const parsed of adapter.parseLine(line)) {
+        streamed = true
         const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
+        if (event.type === "error") {
+          if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
+          error = event.message
+        }
         if (event.type === "session") sessionId = event.id
-        if (event.type === "text" || event.type === "error") keep(event.type === "text" ? event.text : event.message)
+        if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
     }
   })()
   const err = (async () => {
-    for await (const line of lines(proc.stderr)) keep(line)
+    for await (const line of lines(proc.stderr)) {
+      if (isNoise(line, adapter.stderrNoise)) continue
+      keep(errTail, line)
+      if (!STACK_LINE.test(line)) stderrReason = line.trim()
+    }
   })()
   await Promise.all([out, err])
   const code = await proc.exited
-  return { code, tail: tail.join("\n").trim(), sessionId, seconds: seconds() }
+  // A CLI that refuses to start (Claude Code's root check) or dies says why on stderr only: that line
+  // becomes the turn's error, so the log and the block note name the reason, not just the exit code.
+  if (code !== 0 && error === undefined && stderrReason && !turn.signal.aborted) {
+    error = stderrReason
+    turn.onEvent({ type: "error", message: error })
+  }
+  const reason = error?.replace(/\s+/g, " ").trim()
+  const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
+  const said = code !== 0 && reason ? [reason] : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
+  return { code, tail: said.join("\n").trim(), sessionId, seconds: seconds(), ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}), ...(lostSession ? { lostSession } : {}) }
 }

@@ -1,7 +1,7 @@
 // What the agent is told when its finished branch comes back: the check's output, or the conflicting files
 // with the target's commits it lacks and the tasks that wrote them. docs/RUN.md, "Sent back to the agent".
-import { commitsBetween } from "../git"
-import type { Task } from "../task-index"
+import { commitsBetween } from "./git"
+import type { Task } from "../model/task-index"
 import type { Verdict } from "./merge-queue"
 import type { Workspace } from "./workspace"
 

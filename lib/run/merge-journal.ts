@@ -9,7 +9,7 @@
 // An entry that is not closed means "this task's work was finished at branch_head and handed to a merge":
 // the next run lands it (merges it if branch_head is not yet in the target) and never reruns its agent.
 // This module is the whole API; lib/run/landing.ts is its only writer.
-import type { StateDb } from "../state-db"
+import type { StateDb } from "./state-db"
 
 export type MergeIntent = { taskId: string; repo: string; branch: string; branchHead: string; target: string; targetBefore: string }
 export type MergeOutcome = "merged" | "failed"

@@ -5,8 +5,8 @@
 // `git for-each-ref --no-merged` per repository.
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import type { Project } from "../project"
-import type { Task } from "../task-index"
+import type { Project } from "../cli/project"
+import type { Task } from "../model/task-index"
 
 export type Pending = { branch: string; target: string }
 
@@ -17,7 +17,7 @@ export async function mergePending(project: Project, tasks: Iterable<Task>): Pro
   if (candidates.length === 0) return out
   try {
     // Loaded only now: list, show and done start fast when no worktree is left (the common case).
-    const [{ loadConfig }, { unmergedBranches }, { Workspaces }] = await Promise.all([import("../config"), import("../git"), import("./workspace")])
+    const [{ loadConfig }, { unmergedBranches }, { Workspaces }] = await Promise.all([import("../store/config"), import("./git"), import("./workspace")])
     const config = loadConfig(project.dir)
     const workspaces = new Workspaces(project, { repo: config.repo, target: config.merge_target })
     const unmerged = new Map<string, Promise<Set<string>>>()

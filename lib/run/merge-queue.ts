@@ -6,7 +6,7 @@
 // are rebuilt on what is left (their earlier checks, built on it, are dropped). docs/RUN.md, "The merge queue".
 import { mkdirSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { addScratchWorktree, isAncestor, makeMergeCommit, moveBranch, pruneWorktrees, removeWorktree, revParse } from "../git"
+import { addScratchWorktree, isAncestor, makeMergeCommit, moveBranch, pruneWorktrees, removeWorktree, revParse } from "./git"
 import type { EventBus, QueueState } from "./events"
 import { runCheck, type Check } from "./verify"
 

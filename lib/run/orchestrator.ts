@@ -3,53 +3,17 @@
 // once; nothing polls. tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains
 // the rules.
 import { watch } from "chokidar"
-import { availableTasks } from "../availability"
-import type { AgentConfig, VerifyConfig } from "../config"
-import type { Project } from "../project"
-import { indexTasks, type Indexed, type Task } from "../task-index"
-import { readTasks } from "../tasks"
-import type { StateDb } from "../state-db"
-import type { EventBus } from "./events"
-import type { PublishSettings } from "./publish"
+import { availableTasks } from "../graph/availability"
+import { indexTasks, type Indexed, type Task } from "../model/task-index"
+import { readTasks } from "../store/tasks"
 import { Landing } from "./landing"
 import { AgentGroups } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
+import type { AgentConfig } from "../store/config"
+import type { RunSettings, RunSummary } from "./settings"
 import { Workspaces } from "./workspace"
-
-export type RunSettings = {
-  project: Project
-  agents: AgentConfig[]
-  parallelism: number
-  retries: number
-  /** approve checkpoints automatically (the demo's --yes) */
-  yes: boolean
-  defaults: { repo?: string; target?: string }
-  /** the checks a merge must pass before its target moves (flow.yaml `verify`; empty: merged unchecked) */
-  verify: VerifyConfig[]
-  /** how many times a failed check or a merge conflict goes back to the agent */
-  fixAttempts: number
-  /** how many candidates of a merge queue are checked at once (1: strictly serial) */
-  queueDepth?: number
-  /** push and pull requests after merges (flow.yaml) */
-  publish: PublishSettings
-  /** how an agent runs flow: the argv prefix of this very program */
-  flowArgv: string[]
-  bus: EventBus
-  signal: AbortSignal
-  /** the project's runtime state: questions, agents, the event log */
-  db: StateDb
-}
-
-export type RunSummary = {
-  done: number
-  blocked: string[]
-  remaining: number
-  interrupted: boolean
-  /** tasks left because their agent_name names no agent of this run, with that name */
-  unassignable: { id: string; agent: string }[]
-}
 
 /** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
 class Wake {

@@ -2,16 +2,7 @@
 // through GitHub's `gh`, when flow.yaml asks for them. Both talk to the network, so they run off the
 // critical path (dependents start from the local merge) and a failure is reported, never fatal: the
 // merge is real and stays.
-import { run } from "../proc"
-
-export type PublishSettings = {
-  /** the git remote to push to (default origin) */
-  remote: string
-  /** push the merge target after each merge */
-  push: boolean
-  /** push each task's branch and open a pull request against `base` (default: the merge target) */
-  pullRequest?: { base?: string; draft: boolean }
-}
+import { run } from "../cli/proc"
 
 export type PublishResult = { ok: true; detail: string } | { ok: false; detail: string }
 

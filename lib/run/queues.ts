@@ -2,7 +2,7 @@
 // repository has no check configured (its merges go as before: `git merge` in the target's checkout).
 import { join } from "node:path"
 import { MergeQueue } from "./merge-queue"
-import type { RunSettings } from "./orchestrator"
+import type { RunSettings } from "./settings"
 import { checkResolver } from "./verify"
 import type { Workspace } from "./workspace"
 

@@ -1,5 +1,5 @@
 // No agent outlives its run. Each agent runs in a process group of its own, started through
-// `setpriv --pdeathsig KILL` (lib/proc.ts), so the kernel kills its leader when the run dies, even by
+// `setpriv --pdeathsig KILL` (lib/cli/proc.ts), so the kernel kills its leader when the run dies, even by
 // SIGKILL. What the leader started (a shell's `sleep`, an agent's tools) does not inherit that, so every
 // group is also recorded in the state database (table `agent_groups`) with its leader's start time, and
 // `reap` kills what is left of the recorded groups: at the start of every run (they belong to a dead run:
@@ -10,7 +10,7 @@
 // still carry its group id (Linux keeps a pid number from reuse while any process uses it as a group id).
 // Without /proc (not Linux) nothing can be proven, so nothing is killed.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import type { StateDb } from "../state-db"
+import type { StateDb } from "./state-db"
 
 /** Fields 3 and on of /proc/<pid>/stat (after the command name, which may hold spaces and parentheses). */
 function statFields(pid: number | string): string[] | undefined {

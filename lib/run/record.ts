@@ -1,6 +1,6 @@
 // Keeps the run's history in the state database: every transition with its time and agent, tokens and cost
 // as the CLIs report them, and each agent's current task and completed count (for `flow agents`).
-import type { StateDb } from "../state-db"
+import type { StateDb } from "./state-db"
 import type { EventBus, RunEvent } from "./events"
 
 /** Subscribes the database to the bus; the returned function waits for every pending write. */

@@ -11,8 +11,8 @@
 // `git for-each-ref --no-merged` per repository holding done tasks.
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { commitAll, unmergedBranches } from "../git"
-import type { Indexed, Task } from "../task-index"
+import { commitAll, unmergedBranches } from "./git"
+import type { Indexed, Task } from "../model/task-index"
 import { AUTHOR } from "./landing"
 import { doneMark } from "./script-agent"
 import type { WorkerShared } from "./task-worker"

@@ -3,7 +3,7 @@
 // it makes the demo and the tests real.
 import { existsSync, mkdirSync, readdirSync } from "node:fs"
 import { join } from "node:path"
-import { spawnGroup } from "../proc"
+import { spawnGroup } from "../cli/proc"
 
 /**
  * The shell blocks of a Markdown text, in order: the plain ones (```sh), or with `label` only those

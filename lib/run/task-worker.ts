@@ -3,19 +3,19 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { adapterFor } from "../agents"
-import type { AgentConfig } from "../config"
-import { FlowError } from "../errors"
-import { commitAll, ensureWorktree } from "../git"
-import type { Question } from "../json-shapes"
-import { projectTaskPrompt } from "../project-prompt"
-import { answersPrompt, currentStep, stepPrompt } from "../prompt"
-import { indexTasks, type Step, type Task } from "../task-index"
-import { mutateTasks, readTasks } from "../tasks"
-import { applyStatus } from "../transitions"
-import { runTurn } from "./agent-runner"
+import type { AgentConfig } from "../store/config"
+import { FlowError } from "../cli/errors"
+import { commitAll, ensureWorktree } from "./git"
+import type { Question } from "../model/json-shapes"
+import { projectTaskPrompt } from "./project-prompt"
+import { answersPrompt, currentStep, stepPrompt } from "./prompt"
+import { indexTasks, type Step, type Task } from "../model/task-index"
+import { mutateTasks, readTasks } from "../store/tasks"
+import { applyStatus } from "../store/transitions"
+import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
-import type { RunSettings } from "./orchestrator"
+import type { RunSettings } from "./settings"
 import type { AgentGroups } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -115,7 +115,7 @@ export class TaskWorker {
         continue
       }
       if (attempt > this.s.retries) {
-        await this.block(`the agent exited (code ${turn.code}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        await this.block(`the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
         return "blocked"
       }
       const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
@@ -142,7 +142,7 @@ export class TaskWorker {
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
-      const turn = finished ? { code: 0, tail: "" } : await this.turn(n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction, step.id)
+      const turn: TurnResult = finished ? { code: 0, tail: "", seconds: 0 } : await this.turn(n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction, step.id)
       resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
       if (this.agent.cli === "script") {
@@ -165,7 +165,7 @@ export class TaskWorker {
         continue
       }
       if (n > this.s.retries) {
-        await this.block(`the agent exited (code ${turn.code}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        await this.block(`the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
         return "blocked"
       }
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
@@ -173,6 +173,16 @@ export class TaskWorker {
   }
 
   private async turn(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
+    const result = await this.launch(prompt, script, stepId, env)
+    if (!result.lostSession || this.s.signal.aborted) return result
+    // The CLI does not have the session (Gemini never saves one whose first request failed): start a new
+    // one with the whole task, since a resume prompt alone would make no sense to a fresh session.
+    this.shared.sessions.delete(this.taskId)
+    rmSync(this.sessionFile(), { force: true })
+    return this.launch(await this.taskPrompt(), script, stepId, env)
+  }
+
+  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
     const ws = this.ws!
     const result = await runTurn({
       doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,

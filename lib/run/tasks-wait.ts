@@ -1,7 +1,7 @@
 // tasks.yaml during a run: people edit it by hand, and an editor's save may leave it invalid for a moment.
 // The run keeps its last valid view and waits (docs/RUN.md); a worker whose task finished meanwhile waits
 // here to write its outcome, which is applied once the file is valid again.
-import { Exit, FlowError } from "../errors"
+import { Exit, FlowError } from "../cli/errors"
 
 /** How often a write waiting for a valid tasks.yaml tries again: only while the file is invalid. */
 const RETRY_MS = 250

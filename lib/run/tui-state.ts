@@ -1,11 +1,11 @@
 // What the run's terminal UI knows, built from the run's event stream (lib/run/events.ts) and two reads
 // of the stores the events point at: tasks.yaml (titles, steps, counts by status) and the state database
 // (pending questions). Pure data and a reducer: tui.ts draws it and wires it to a terminal.
-import type { Question } from "../json-shapes"
-import { TASK_STATUSES } from "../statuses"
+import type { Question } from "../model/json-shapes"
+import { TASK_STATUSES } from "../model/statuses"
 import type { RunEvent } from "./events"
 import { agentLine, logLine } from "./log"
-import { sanitize } from "../screen"
+import { sanitize } from "../terminal/screen"
 
 /** What the UI needs of tasks.yaml: each task's title, step ids and status. */
 export type TaskSnapshot = Map<string, { title: string; status: string; steps: string[] }>
@@ -119,10 +119,15 @@ export class RunView {
   /** A run-wide message: that the run stops, or waits for a person; undefined when there is none. */
   notice(): string | undefined {
     if (this.stopping) return "stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (q or Ctrl-C again to quit at once)"
-    if (this.waitingFor) return this.waitingFor
-    const reviews = [...this.checkpoints].filter((id) => !["done", "blocked"].includes(this.tasks.get(id)?.status ?? ""))
-    if (reviews.length) return `checkpoint waiting for review: ${reviews.join(", ")} ('flow done <id>' to continue, 'flow block <id> <reason>' to stop)`
-    return undefined
+    // The run's own "waiting for review" names commands for another terminal: here the keys do it.
+    const reviews = this.reviews()
+    if (reviews.length) return `checkpoint waiting for review: ${reviews.join(", ")} (c approves ${reviews[0]}, b blocks it with a reason)`
+    return this.waitingFor
+  }
+
+  /** Checkpoints announced as waiting and not yet done or blocked in tasks.yaml, oldest first: `c` and `b` act on the first. */
+  reviews(): string[] {
+    return [...this.checkpoints].filter((id) => !["done", "blocked"].includes(this.tasks.get(id)?.status ?? ""))
   }
 
   /** What an agent is doing now: a pending question about its task means it waits for a person. */

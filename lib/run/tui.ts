@@ -2,13 +2,14 @@
 // output, the queue of questions waiting for a person, a log of what happened to tasks, and a key line.
 // It subscribes to the same event stream as the headless log; what it reads besides (tasks.yaml for
 // titles and counts, the state database for pending questions) are the stores those events point at.
-import type { Colours } from "../colour"
-import { formatDuration } from "../duration"
-import { FlowError } from "../errors"
-import type { Question } from "../json-shapes"
-import type { StateDb } from "../state-db"
+import type { Colours } from "../terminal/colour"
+import { formatDuration } from "../cli/duration"
+import { FlowError } from "../cli/errors"
+import type { Question } from "../model/json-shapes"
+import type { StateDb } from "./state-db"
 import type { EventBus, RunEvent } from "./events"
-import { type Key, type Screen, textWidth, truncate } from "../screen"
+import { type Key, type Screen, textWidth, truncate } from "../terminal/screen"
+import { helpLines } from "./tui-help"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
 
 export type TuiOptions = {
@@ -23,6 +24,8 @@ export type TuiOptions = {
   loadTasks: () => Promise<TaskSnapshot>
   /** the run's stop, the same as Ctrl-C outside the UI (a second call quits at once) */
   stop: () => void
+  /** a checkpoint's review from the keys c and b (lib/store/checkpoint-review.ts); returns the changes, as printed */
+  review: (id: string, decision: "done" | "block", reason: string) => Promise<string[]>
   now?: () => number
 }
 
@@ -36,8 +39,11 @@ export type Tui = {
 /** What the person is doing in the UI, apart from the run's own state. */
 export type UiState = {
   focus?: string
-  input?: { question: Question; text: string }
+  /** what is being typed: an answer to a question, or the reason for blocking a checkpoint */
+  input?: { question: Question; text: string } | { checkpoint: string; text: string }
   flash?: { text: string; until: number }
+  /** the key help (`?`) shows in place of the panes */
+  help?: boolean
 }
 
 /** At most one frame per FRAME_MS: events can come by the hundred per second. */
@@ -109,6 +115,18 @@ export function startTui(o: TuiOptions): Tui {
     refreshQuestions()
   }
 
+  const review = async (id: string, decision: "done" | "block", reason: string) => {
+    try {
+      const changes = await o.review(id, decision, reason)
+      flash(changes.length ? changes.join("; ") : `${id} was already ${decision === "done" ? "done" : "blocked"}`)
+    } catch (e) {
+      if (!(e instanceof FlowError)) throw e
+      if (decision === "block") ui.input = { checkpoint: id, text: reason } // nothing was recorded: the reason is not lost
+      flash(e.message)
+    }
+    refreshTasks()
+  }
+
   const onInputKey = (key: Key, input: NonNullable<UiState["input"]>) => {
     if (key.name === "escape") ui.input = undefined
     else if (key.name === "backspace") input.text = [...input.text].slice(0, -1).join("")
@@ -118,16 +136,25 @@ export function startTui(o: TuiOptions): Tui {
     }
     else if (key.name === "enter") {
       const text = input.text.trim()
-      if (!text) return flash("the answer is empty: type it, or Esc to cancel")
+      if (!text) return flash(`the ${"question" in input ? "answer" : "reason"} is empty: type it, or Esc to cancel`)
       ui.input = undefined
-      void answer(input.question, text)
+      if ("question" in input) void answer(input.question, text)
+      else void review(input.checkpoint, "block", text)
     }
   }
 
   const onKey = (key: Key) => {
     if (key.name === "ctrl-c") return o.stop()
     if (ui.input) onInputKey(key, ui.input)
+    else if (ui.help) ui.help = false // any key closes the help, q too: a stop should not come by surprise
     else if (key.name === "char" && key.char === "q") return o.stop()
+    else if (key.name === "char" && key.char === "?") ui.help = true
+    else if (key.name === "char" && (key.char === "c" || key.char === "b")) {
+      const waiting = view.reviews()[0]
+      if (!waiting) flash("no checkpoint is waiting for review")
+      else if (key.char === "c") void review(waiting, "done", "")
+      else ui.input = { checkpoint: waiting, text: "" }
+    }
     else if (key.name === "char" && key.char === "a") {
       const oldest = view.questions[0]
       if (oldest) ui.input = { question: oldest, text: "" }
@@ -191,7 +218,8 @@ export function renderRun(view: RunView, ui: UiState, size: { columns: number; r
   const notice = view.notice()
   if (notice) top.push(c.yellow(notice))
   const bottom = [...questionLines(view, ui, columns, rows, c), ...logLines(view, columns, rows, c), keyLine(view, ui, columns, c)]
-  const panes = paneLines(view, ui, rows - top.length - bottom.length, columns, c, now)
+  const room = rows - top.length - bottom.length
+  const panes = ui.help ? helpLines(room, c) : paneLines(view, ui, room, columns, c, now)
   return [...top, ...panes, ...bottom].slice(0, rows)
 }
 
@@ -266,7 +294,7 @@ function questionLines(view: RunView, ui: UiState, columns: number, rows: number
   const room = rows >= 30 ? 5 : rows >= 20 ? 3 : 2
   const shown = qs.length > room ? qs.slice(0, room - 1) : qs
   const lines = shown.map((q) => {
-    const mark = ui.input?.question.id === q.id ? c.yellow("› ") : "  "
+    const mark = ui.input && "question" in ui.input && ui.input.question.id === q.id ? c.yellow("› ") : "  "
     return `${mark}${c.bold(q.id)}  ${c.cyan(q.task_id)}  ${q.text.replace(/\s+/g, " ").trim()}`
   })
   if (shown.length < qs.length) lines.push(c.dim(`  and ${qs.length - shown.length} more ('flow questions' lists them all)`))
@@ -284,13 +312,14 @@ function keyLine(view: RunView, ui: UiState, columns: number, c: Colours): strin
   const flash = ui.flash ? `${c.yellow(ui.flash.text)}  ` : ""
   if (ui.input) {
     const tail = `${c.inverse(" ")}  ${c.dim("Enter sends · Esc cancels")}`
+    const label = "question" in ui.input ? `Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): ` : `Block ${c.bold(ui.input.checkpoint)}, the reason: `
     // The label gives way to the typing: at most what leaves 20 columns for the answer.
-    const head = truncate(`${flash}Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): `, Math.max(1, columns - textWidth(tail) - 20))
+    const head = truncate(`${flash}${label}`, Math.max(1, columns - textWidth(tail) - 20))
     // The end of a long answer stays in sight, where the typing happens.
     let text = ui.input.text
     while (text && textWidth(head + text + tail) > columns) text = [...text].slice(1).join("")
     return head + text + tail
   }
-  const keys = ["q stop", ...(view.questions.length ? ["a answer"] : []), "Tab/1-9 focus", "Ctrl-C twice quits at once"]
+  const keys = ["q stop", ...(view.questions.length ? ["a answer"] : []), ...(view.reviews().length ? ["c approve", "b block"] : []), "Tab/1-9 focus", "? keys"]
   return flash + c.dim(keys.join(" · "))
 }

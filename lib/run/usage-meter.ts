@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync } from "node:fs"
 import { dirname } from "node:path"
 import type { UsageEvent } from "../agents/types"
-import { writeFileAtomic } from "../atomic-write"
+import { writeFileAtomic } from "../store/atomic-write"
 
 const FIELDS = { tokens: ["inputTokens", "outputTokens"], cost: ["costUsd"] } as const
 type Field = "inputTokens" | "outputTokens" | "costUsd"

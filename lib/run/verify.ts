@@ -2,10 +2,10 @@
 // Its output goes back to the agent, so it is trimmed to what a person would read first: the lines that
 // name a failure, with a little context, and the end.
 import { existsSync, realpathSync } from "node:fs"
-import type { VerifyConfig } from "../config"
-import { parseDuration } from "../duration"
-import { repoRoot } from "../git"
-import { spawnGroup } from "../proc"
+import type { VerifyConfig } from "../store/config"
+import { parseDuration } from "../cli/duration"
+import { repoRoot } from "./git"
+import { spawnGroup } from "../cli/proc"
 import { lines } from "./script-agent"
 import { insideProject } from "./workspace"
 

@@ -2,11 +2,11 @@
 // Names come only from validated ids and checked paths: nothing from tasks.yaml escapes the workspace.
 import { existsSync, realpathSync } from "node:fs"
 import { isAbsolute, join, relative, resolve } from "node:path"
-import { FlowError } from "../errors"
-import { currentBranch, repoRoot } from "../git"
-import { run } from "../proc"
-import type { Project } from "../project"
-import type { Task } from "../task-index"
+import { FlowError } from "../cli/errors"
+import { currentBranch, repoRoot } from "./git"
+import { run } from "../cli/proc"
+import type { Project } from "../cli/project"
+import type { Task } from "../model/task-index"
 
 export type Workspace = { repo: string; branch: string; path: string; target: string }
 

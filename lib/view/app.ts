@@ -8,14 +8,13 @@
 import { Hono, type Context } from "hono"
 import { randomBytes } from "node:crypto"
 import { streamSSE } from "hono/streaming"
-import { isoSeconds } from "../clock"
-import { FlowError } from "../errors"
-import type { Question, QuestionsReport, RunUsage, ViewQueueReport } from "../json-shapes"
-import { readProjectQueues } from "../queue-report"
-import { openExistingState } from "../state-db"
-import { mutateTasks } from "../tasks"
-import { applyStatus, formatChange } from "../transitions"
-import { readUsage } from "../usage"
+import { reviewCheckpoint } from "../store/checkpoint-review"
+import { FlowError } from "../cli/errors"
+import type { Question, QuestionsReport, RunUsage, ViewQueueReport } from "../model/json-shapes"
+import { readProjectQueues } from "../run/queue-report"
+import { openExistingState } from "../run/state-db"
+import { formatChange } from "../store/transitions"
+import { readUsage } from "../run/usage"
 import { FILES, INDEX_HTML } from "./assets"
 import type { ViewModel } from "./model"
 
@@ -131,14 +130,7 @@ export function createApp(opts: AppOptions): Hono {
     if (decision !== "done" && decision !== "block") return c.json<ApiError>({ error: "decision must be 'done' or 'block'" }, 400)
     if (decision === "block" && !reason) return c.json<ApiError>({ error: "blocking a checkpoint needs a reason", hint: "say what the review found" }, 400)
     return guarded(c, async () => {
-      const changes = await mutateTasks(model.project, `flow view: review ${id}`, (editor) => {
-        const task = editor.task(id)
-        if (!task) throw new FlowError(`no task '${id}'`, undefined, "it may have been removed from tasks.yaml")
-        if (task.checkpoint !== true) throw new FlowError(`'${id}' is not a checkpoint`, undefined, `use 'flow done ${id}' or 'flow block ${id}' in a terminal`)
-        const applied = applyStatus(editor, id, decision === "done" ? "done" : "blocked", isoSeconds())
-        if (reason) editor.append({ taskId: id }, "ai_notes", decision === "block" ? `Blocked: ${reason}` : `Review: ${reason}`)
-        return applied.changes
-      })
+      const changes = await reviewCheckpoint(model.project, id, decision, reason, "flow view")
       return c.json({ changes: changes.map(formatChange) })
     })
   })

@@ -6,7 +6,7 @@
 // The result depends only on the graph's structure (ids, nesting, phases, dependencies): node boxes have
 // a fixed size, so a title or status change never lays out again (see `layoutKey`).
 import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk.bundled.js"
-import type { Indexed, Task } from "../task-index"
+import type { Indexed, Task } from "../model/task-index"
 import { layoutGraph } from "./layout-engine"
 
 export const NODE_WIDTH = 200

@@ -3,7 +3,7 @@
 // the old file sees nothing. The folders are watched, filtered down to those few names.
 import { watch } from "chokidar"
 import { basename, join, resolve } from "node:path"
-import type { Project } from "../project"
+import type { Project } from "../cli/project"
 
 /** Calls `onChange` once per burst of changes (an atomic write is several events); returns the stopper. */
 export function watchProject(project: Project, onChange: () => void, settleMs = 15): () => Promise<void> {

@@ -1,0 +1,244 @@
+// `npm run soak`: the store under faults, through the real CLI (docs/RELIABILITY.md keeps the latest table).
+// Cases: a full disk (a small tmpfs; root only), kill -9 during writes, broken locks, a symlinked and a
+// read-only tasks.yaml, many concurrent writers on a large file, and a fuzz corpus through validate/list/done.
+// Prints one table: case, runs, failures, lost updates. `--small` runs smaller counts (test/soak.test.ts).
+// Usage: bun bench/soak.ts [--small] [--only <case function, e.g. writers>]   (FLOW_BIN=dist/flow uses the compiled binary)
+import { spawnSync } from "node:child_process"
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { acquire } from "../lib/store/lock"
+import { corpus, fuzz } from "./soak-fuzz"
+
+const ROOT = resolve(import.meta.dir, "..")
+export type Row = { name: string; runs: number; failures: number; lost: number; note?: string }
+export type Sizes = { diskTries: number; kills: number; lockRuns: number; writers: number; tasks: number; fuzz: number; cliSample: number }
+export const FULL: Sizes = { diskTries: 8, kills: 100, lockRuns: 10, writers: 100, tasks: 10_000, fuzz: 2_000, cliSample: 40 }
+export const SMALL: Sizes = { diskTries: 2, kills: 8, lockRuns: 2, writers: 12, tasks: 1_000, fuzz: 150, cliSample: 4 }
+
+const flowArgv = () => (process.env.FLOW_BIN ? [resolve(ROOT, process.env.FLOW_BIN)] : [process.execPath, join(ROOT, "flow.ts")])
+const env = () => ({ ...process.env, NO_COLOR: "1", FLOW_PROJECT: "" }) as Record<string, string>
+
+async function flow(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const p = Bun.spawn([...flowArgv(), ...args], { cwd, env: env(), stdin: "ignore", stdout: "pipe", stderr: "pipe" })
+  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
+  return { code, stdout, stderr }
+}
+
+/** Synthetic tasks like /work/shared/tools/gen-tasks.ts makes (about 430 bytes each), without depending on that tool. */
+export function genTasks(n: number): string {
+  const id = (i: number) => `task-${String(i).padStart(5, "0")}`
+  let y = "# generated\ntasks:\n"
+  for (let i = 0; i < n; i++) {
+    y += `  - id: ${id(i)}\n    title: Implement component ${i} of the service\n    status: ${i % 5 === 0 ? "in_progress" : "todo"}\n    phase: ${1 + Math.floor((i * 10) / n)}\n`
+    if (i > 0) y += `    depends_on: [${id(Math.floor(i / 2))}]\n`
+    y += `    instructions: |\n      Build component ${i}. Read the PRD section on it, write the module, add unit tests,\n      and keep the public interface small. Run the whole test suite before calling done.\n`
+    y += `    acceptance_criteria:\n      - tests for component ${i} pass\n      - no lint warnings\n`
+  }
+  return y
+}
+
+function project(text: string, under = tmpdir()): string {
+  const dir = mkdtempSync(join(under, "flow-soak-"))
+  writeFileSync(join(dir, "tasks.yaml"), text)
+  return dir
+}
+
+const leftovers = (dir: string) => readdirSync(dir).filter((f) => f.startsWith("tasks.yaml.") && f !== "tasks.yaml.lock.takeover")
+const taskCount = (text: string) => { try { return (Bun.YAML.parse(text) as { tasks: unknown[] }).tasks.length } catch { return -1 } }
+
+/** A write on a disk with too little room, then one on a 100% full disk: refused, file untouched, nothing left; then it works again. */
+async function diskFull(s: Sizes): Promise<Row> {
+  const name = "disk full (6 MB tmpfs)"
+  if (process.getuid?.() !== 0) return { name, runs: 0, failures: 0, lost: 0, note: "skipped: needs root to mount a tmpfs" }
+  const mnt = mkdtempSync(join(tmpdir(), "flow-soak-tmpfs-"))
+  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt])
+  if (mounted.status !== 0) {
+    rmSync(mnt, { recursive: true, force: true })
+    return { name, runs: 0, failures: 0, lost: 0, note: `skipped: mount failed (${mounted.stderr.toString().trim()})` }
+  }
+  const row: Row = { name, runs: 0, failures: 0, lost: 0 }
+  try {
+    const text = genTasks(4_000)
+    const dir = project(text, mnt)
+    const filler = join(mnt, "filler")
+    for (const fill of ["leave 600 KB", "leave nothing"]) {
+      for (let t = 0; t < s.diskTries; t++) {
+        row.runs++
+        fillDisk(filler, fill === "leave nothing" ? 0 : 600 * 1024)
+        const r = await flow(dir, ["note", "task-00003", `note ${fill} ${t}`])
+        const now = readFileSync(join(dir, "tasks.yaml"), "utf8")
+        if (now !== text) row.lost += taskCount(now) === 4_000 ? 0 : 1
+        if (r.code !== 1 || !/disk is full|no space/i.test(r.stderr) || now !== text || leftovers(dir).length > 0) row.failures++
+        unlinkSync(filler)
+        // Space is back: the next write must work (no lock left behind to lock everyone out).
+        const after = await flow(dir, ["note", "task-00003", "space is back"])
+        if (after.code !== 0) row.failures++
+        writeFileSync(join(dir, "tasks.yaml"), text)
+      }
+    }
+  } finally {
+    spawnSync("umount", [mnt])
+    rmSync(mnt, { recursive: true, force: true })
+  }
+  return row
+}
+
+function fillDisk(file: string, leave: number): void {
+  const df = spawnSync("df", ["--output=avail", "-B1", resolve(file, "..")]).stdout.toString().trim().split("\n")[1]
+  const size = Math.max(0, Number(df) - leave)
+  try {
+    writeFileSync(file, Buffer.alloc(size))
+  } catch {}
+  if (leave === 0) {
+    // Take the last blocks too (df rounds).
+    try {
+      writeFileSync(file, Buffer.alloc(1 << 16), { flag: "a" })
+      for (;;) writeFileSync(file, Buffer.alloc(4096), { flag: "a" })
+    } catch {}
+  }
+}
+
+/** kill -9 of writers at random moments: the file is never torn, every acknowledged note is there, leftovers are cleaned. */
+async function kills(s: Sizes): Promise<Row> {
+  const row: Row = { name: "kill -9 during writes", runs: s.kills, failures: 0, lost: 0 }
+  const n = Math.min(s.tasks, 2_000)
+  const dir = project(genTasks(n))
+  const acknowledged: string[] = []
+  // Kill points spread over a whole write, as long as one takes on this machine now.
+  const t0 = performance.now()
+  await flow(dir, ["note", "task-00001", "timing"])
+  const writeMs = performance.now() - t0
+  for (let k = 0; k < s.kills; k++) {
+    const note = `kill-note-${k}`
+    const p = Bun.spawn([...flowArgv(), "note", `task-${String(k % n).padStart(5, "0")}`, note], { cwd: dir, env: env(), stdout: "pipe", stderr: "ignore" })
+    await Bun.sleep(Math.random() * writeMs * 1.2)
+    p.kill("SIGKILL")
+    const code = await p.exited
+    if (code === 0) acknowledged.push(note)
+    const text = readFileSync(join(dir, "tasks.yaml"), "utf8")
+    if (taskCount(text) !== n) row.failures++
+  }
+  const last = await flow(dir, ["note", "task-00000", "after the kills"])
+  const text = readFileSync(join(dir, "tasks.yaml"), "utf8")
+  row.lost = acknowledged.filter((note) => !text.includes(note)).length
+  if (last.code !== 0 || leftovers(dir).length > 0) row.failures++
+  row.note = `${acknowledged.length} writes finished before their kill (one write: ${Math.round(writeMs)} ms)`
+  rmSync(dir, { recursive: true, force: true })
+  return row
+}
+
+/** Lock files as crashes and full disks leave them: empty, garbage, half-written, a dead pid; tasks.yaml's and .flow/run's. */
+async function brokenLocks(s: Sizes): Promise<Row> {
+  const row: Row = { name: "empty and garbage locks", runs: 0, failures: 0, lost: 0 }
+  const dead = Bun.spawn(["true"])
+  await dead.exited
+  const contents = ["", "\0\0garbage", '{"pid": 1', JSON.stringify({ pid: dead.pid, host: (await import("node:os")).hostname(), command: "x", since: "", token: "t" })]
+  for (let i = 0; i < s.lockRuns; i++) {
+    for (const content of contents) {
+      const dir = project(genTasks(20))
+      for (const target of [join(dir, "tasks.yaml"), join(dir, ".flow", "run")]) {
+        row.runs++
+        mkdirSync(join(dir, ".flow"), { recursive: true })
+        writeFileSync(`${target}.lock`, content)
+        // Half the runs date the lock back; the others make the lock wait out its short grace period.
+        if (i % 2 === 0) utimesSync(`${target}.lock`, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
+        if (target.endsWith("tasks.yaml")) {
+          const r = await flow(dir, ["note", "task-00001", "after a broken lock"])
+          if (r.code !== 0) row.failures++
+        } else {
+          try {
+            ;(await acquire(target, { timeoutMs: 0, command: "flow run" }))()
+          } catch {
+            row.failures++
+          }
+        }
+      }
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  return row
+}
+
+async function symlinked(s: Sizes): Promise<Row> {
+  const row: Row = { name: "symlinked tasks.yaml", runs: s.lockRuns, failures: 0, lost: 0 }
+  for (let i = 0; i < s.lockRuns; i++) {
+    const dir = project("")
+    unlinkSync(join(dir, "tasks.yaml"))
+    mkdirSync(join(dir, "real"))
+    writeFileSync(join(dir, "real", "tasks.yaml"), genTasks(20))
+    symlinkSync("real/tasks.yaml", join(dir, "tasks.yaml"))
+    const r = await flow(dir, ["note", "task-00002", `through ${i}`])
+    const ok = r.code === 0 && lstatSync(join(dir, "tasks.yaml")).isSymbolicLink() && readFileSync(join(dir, "real", "tasks.yaml"), "utf8").includes(`through ${i}`)
+    if (!ok) row.failures++
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return row
+}
+
+async function readOnly(s: Sizes): Promise<Row> {
+  const row: Row = { name: "read-only tasks.yaml (0444)", runs: s.lockRuns, failures: 0, lost: 0 }
+  for (let i = 0; i < s.lockRuns; i++) {
+    const text = genTasks(20)
+    const dir = project(text)
+    chmodSync(join(dir, "tasks.yaml"), 0o444)
+    const r = await flow(dir, ["done", "task-00000"])
+    if (r.code !== 1 || !r.stderr.includes("read-only") || readFileSync(join(dir, "tasks.yaml"), "utf8") !== text || leftovers(dir).length > 0) row.failures++
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return row
+}
+
+/** Many `flow note` at once on a large file: every one succeeds and every note lands. */
+async function writers(s: Sizes): Promise<Row & { seconds: number }> {
+  const dir = project(genTasks(s.tasks))
+  const start = performance.now()
+  const results = await Promise.all(Array.from({ length: s.writers }, (_, i) => flow(dir, ["note", `task-${String((i * 37) % s.tasks).padStart(5, "0")}`, `writer-${i}`])))
+  const seconds = (performance.now() - start) / 1000
+  const text = readFileSync(join(dir, "tasks.yaml"), "utf8")
+  const failed = results.filter((r) => r.code !== 0)
+  const lost = results.filter((_, i) => !text.includes(`- writer-${i}\n`)).length - failed.length
+  rmSync(dir, { recursive: true, force: true })
+  return { name: `${s.writers} writers on ${s.tasks.toLocaleString("en")} tasks`, runs: s.writers, failures: failed.length, lost, seconds,
+    note: `${seconds.toFixed(1)} s for all${failed[0] ? `; first failure: ${failed[0].stderr.split("\n")[0]}` : ""}` }
+}
+
+/** The fuzz corpus in process, plus a sample through the real CLI: validate's verdict must be done's. */
+async function fuzzCase(s: Sizes): Promise<Row> {
+  const files = corpus(s.fuzz)
+  const r = await fuzz(files)
+  let failures = r.failures
+  for (const text of files.slice(0, s.cliSample)) {
+    const dir = project(text)
+    const v = await flow(dir, ["validate"])
+    const l = await flow(dir, ["list"])
+    const id = /id: ([a-z0-9-]+)/.exec(text)?.[1] ?? "setup"
+    const d = await flow(dir, ["done", id])
+    // Valid: list works and done either works or refuses by rule (exit 1, never "internal error"); invalid: both exit 3.
+    const agree = v.code === 0 ? l.code === 0 && d.code !== 3 && !d.stderr.includes("internal error") : l.code === 3 && d.code === 3
+    if (!agree || [v, l, d].some((x) => x.stderr.includes("    at "))) failures++
+    rmSync(dir, { recursive: true, force: true })
+  }
+  return { name: `fuzz corpus (validate/list/done)`, runs: files.length + s.cliSample, failures, lost: 0,
+    note: `${r.accepted} accepted by validate; ${s.cliSample} also through the CLI${r.examples[0] ? `; e.g. ${r.examples[0]}` : ""}` }
+}
+
+/** All cases, or with `only` the one whose function is named so (e.g. `--only writers`). */
+export async function soak(s: Sizes, only?: string): Promise<Row[]> {
+  const rows: Row[] = []
+  for (const c of [diskFull, kills, brokenLocks, symlinked, readOnly, writers, fuzzCase]) if (!only || c.name === only) rows.push(await c(s))
+  return rows
+}
+
+export function table(rows: Row[]): string {
+  const lines = ["| case | runs | failures | lost updates | notes |", "|---|---:|---:|---:|---|"]
+  for (const r of rows) lines.push(`| ${r.name} | ${r.runs} | ${r.failures} | ${r.lost} | ${r.note ?? ""} |`)
+  return `${lines.join("\n")}\n`
+}
+
+if (import.meta.main) {
+  const at = process.argv.indexOf("--only")
+  const rows = await soak(process.argv.includes("--small") ? SMALL : FULL, at > 0 ? process.argv[at + 1] : undefined)
+  process.stdout.write(table(rows))
+  process.exit(rows.some((r) => r.failures > 0 || r.lost > 0) ? 1 : 0)
+}

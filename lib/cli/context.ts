@@ -1,0 +1,91 @@
+/** The input side of a terminal: Node's and Bun's process.stdin when it is a TTY. */
+export type TtyInput = {
+  setRawMode(mode: boolean): unknown
+  setEncoding(encoding: "utf8"): unknown
+  resume(): unknown
+  pause(): unknown
+  on(event: "data", listener: (data: string) => void): unknown
+  off(event: "data", listener: (data: string) => void): unknown
+}
+
+/** The output side of a terminal: process.stdout when it is a TTY. */
+export type TtyOutput = {
+  columns: number
+  rows: number
+  write(text: string): unknown
+  on(event: "resize", listener: () => void): unknown
+  off(event: "resize", listener: () => void): unknown
+}
+
+/** Everything a command may touch of the outside world; tests build their own. */
+export type Ctx = {
+  cwd: string
+  env: Record<string, string | undefined>
+  stdout: (text: string) => void
+  stderr: (text: string) => void
+  /** stdin and stdout are a terminal and CI is not set: prompts may be shown. */
+  interactive: boolean
+  /** colour codes may be written: a TTY (or FORCE_COLOR set) and no NO_COLOR, which always wins. */
+  color: boolean
+  /**
+   * Calls `handler` on Ctrl-C (SIGINT) instead of dying, until the returned function is called. For the
+   * few commands that wait (`flow ask --wait`) and must say what was left behind. Absent in tests' ctx.
+   */
+  onInterrupt?: (handler: () => void) => () => void
+  /** The terminal's streams, for a full-screen command (lib/terminal/screen.ts); set only when `interactive` is. */
+  terminal?: { input: TtyInput; output: TtyOutput }
+}
+
+/** The signals that ask a long-running command (a run, a live screen) to stop: Ctrl-C, kill, a closed terminal. */
+export const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+
+/** The context of the real process. */
+export function ctxFromProcess(): Ctx {
+  const env = process.env
+  process.stdout.on("error", leaveIfReaderGone)
+  const tty = Boolean(process.stdout.isTTY)
+  const interactive = tty && Boolean(process.stdin.isTTY) && !env.CI
+  return {
+    cwd: process.cwd(),
+    env,
+    stdout: writeOrLeave,
+    stderr: (text) => void process.stderr.write(text),
+    interactive,
+    color: !env.NO_COLOR && (Boolean(env.FORCE_COLOR && env.FORCE_COLOR !== "0") || (tty && env.TERM !== "dumb")),
+    onInterrupt: (handler) => {
+      process.on("SIGINT", handler)
+      return () => void process.off("SIGINT", handler)
+    },
+    terminal: interactive ? { input: process.stdin as unknown as TtyInput, output: process.stdout as unknown as TtyOutput } : undefined,
+  }
+}
+
+let readerGone: (() => void) | undefined
+let gone = false
+
+/**
+ * For a command that must not just vanish when stdout's reader goes (`flow run | head -1` has agents to
+ * stop): `handler` is called once instead of leaving with exit 0, and later output is dropped.
+ */
+export function onReaderGone(handler: (() => void) | undefined): void {
+  readerGone = handler
+}
+
+// `flow list | head`: once the reader has gone, the rest of the output has nowhere to go. Leave quietly,
+// as `cat` and `git log` do, instead of printing a stack trace (docs/CLI.md).
+function writeOrLeave(text: string): void {
+  if (gone) return
+  try {
+    process.stdout.write(text)
+  } catch (e) {
+    leaveIfReaderGone(e)
+  }
+}
+
+function leaveIfReaderGone(e: unknown): void {
+  if ((e as NodeJS.ErrnoException)?.code !== "EPIPE") throw e
+  if (gone) return
+  if (!readerGone) process.exit(0)
+  gone = true
+  readerGone()
+}

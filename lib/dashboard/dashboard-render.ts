@@ -1,0 +1,172 @@
+// The dashboard as lines of a given width: every line fits (titles are clipped with "…", nothing wraps),
+// so redrawing in place never scrolls the terminal. Colour comes from the caller's Colours (lib/terminal/colour.ts).
+import { STATUS_COLOUR, type Colours } from "../terminal/colour"
+import { formatDuration } from "../cli/duration"
+import type { DashboardReport } from "../model/json-shapes"
+import { ago } from "../terminal/question-format"
+import { queueDetail } from "../run/queue-report"
+import { sanitize, textWidth, truncate } from "../terminal/screen"
+import { TASK_STATUSES } from "../model/statuses"
+import { oneLine } from "../graph/task-lines"
+import { usageCell, usageText } from "../run/usage"
+
+export type RenderOptions = {
+  width: number
+  /** at most this many lines: the last one then says there is more */
+  height?: number
+  colours: Colours
+  /** set when the screen redraws itself: the header says how often and how to leave */
+  intervalSeconds?: number
+  /** why the last read failed; the report is then the last good one, and the screen says so */
+  error?: string
+}
+
+/** A piece of a line, painted or not. */
+type Part = string | readonly [text: string, paint: (s: string) => string]
+
+const BAR_WIDTH = 20
+const GAP = "  "
+
+/** The dashboard's lines, each at most `width` columns wide. */
+export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] {
+  const c = o.colours
+  const w = Math.max(1, o.width)
+  const out: string[] = []
+  const time = new Date(Date.parse(r.at)).toTimeString().slice(0, 8)
+  if (o.error) {
+    out.push(fit([[`! ${oneLine(o.error)}`, c.red]], w))
+    out.push(fit([[`! showing the data read at ${time}; fix the file and this clears at the next refresh`, c.red]], w))
+  }
+  const right = o.intervalSeconds === undefined ? `at ${time}` : `updated ${time}, every ${o.intervalSeconds}s; q quits`
+  const left = `flow dashboard: ${r.project}`
+  const room = w - textWidth(left) - textWidth(right)
+  out.push(fit(room >= 2 ? [[left, c.bold], " ".repeat(room), [right, c.dim]] : [[left, c.bold], GAP, [right, c.dim]], w))
+  out.push("")
+
+  const filled = r.counts.total === 0 ? 0 : Math.round((r.counts.done * BAR_WIDTH) / r.counts.total)
+  out.push(fit([["Tasks", c.bold], `: ${r.counts.total} total, ${r.counts.percent_done}% done  `, ["█".repeat(filled), c.green], ["░".repeat(BAR_WIDTH - filled), c.dim]], w))
+  out.push(...pack(TASK_STATUSES.map((s) => [`${s} ${r.counts[s]}`, c[STATUS_COLOUR[s]]] as const), w))
+  // Only once an agent reported something: scripted and `command` agents report nothing.
+  const spent = usageText(r.usage.total)
+  if (spent) {
+    const run = usageText(r.usage.run)
+    out.push(fit([["Usage", c.bold], `: ${run ? `last run ${run}; ` : ""}all runs ${spent}`], w))
+  }
+  out.push("")
+
+  // Where the plan stands: the header of each phase as `flow list` prints it, its tasks done and running.
+  if (r.phases.length > 0) {
+    out.push(fit([["Phases", c.bold], ":"], w))
+    const rows = r.phases.map((p): Part[] => {
+      const [label, title] = p.title.includes(": ") ? [p.title.slice(0, p.title.indexOf(": ") + 1), p.title.slice(p.title.indexOf(": ") + 2)] : [p.title, ""]
+      return [label, title, [`${p.done}/${p.total} done`, p.done === p.total ? c.green : (s) => s], p.running > 0 ? [`${p.running} running`, c.yellow] : ""]
+    })
+    out.push(...table(rows, w, [false, false, true, false]), "")
+  }
+
+  // The command first, so a narrow window clips the list of ids rather than what to run.
+  const needs: Part[][] = []
+  if (r.questions > 0) needs.push(["  ", ["flow questions", c.cyan], `  ${plural(r.questions, "question")} waiting for an answer`])
+  if (r.review.length > 0) needs.push(["  ", ["flow view", c.cyan], `       ${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
+  if (needs.length === 0) out.push(fit([["Needs you", c.bold], ": nothing"], w))
+  else out.push(fit([["Needs you", c.bold], ":"], w), ...needs.map((parts) => fit(parts, w)))
+  out.push("")
+
+  const run = r.run ? [`flow run live (pid ${r.run.pid})`, c.green] as const : ["no flow run", c.dim] as const
+  out.push(fit([[`Running (${r.running.length})`, c.bold], ": ", run], w))
+  if (r.running.length === 0) out.push(fit([["  none", c.dim]], w))
+  else {
+    const rows = r.running.map((t): Part[] => [
+      [t.id, c[STATUS_COLOUR[t.status]]],
+      oneLine(t.title),
+      t.agent ?? "-",
+      t.seconds === null ? "-" : formatDuration(t.seconds * 1000),
+      t.step ? `step ${t.step.current}/${t.step.total}` : "",
+      t.live === null ? "" : t.live ? ["live", c.green] : ["stopped", c.yellow],
+      usageCell(t.usage),
+    ])
+    out.push(...table(rows, w, [false, false, false, true, false, false, true]))
+  }
+  out.push("")
+
+  if (r.queue.length > 0) out.push(...queueLines(r, w, c), "")
+
+  out.push(fit([[`Recently completed (${r.recent.length})`, c.bold], ":"], w))
+  if (r.recent.length === 0) out.push(fit([["  none yet", c.dim]], w))
+  else {
+    const now = Date.parse(r.at)
+    out.push(...table(r.recent.map((t) => [[t.id, c.green], oneLine(t.title), [ago(t.completed_at, now), c.dim]] as const), w, [false, false, true]))
+  }
+  // A line more than the screen holds would scroll it.
+  if (o.height !== undefined && out.length > o.height) return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
+  return out
+}
+
+/** Each target's merge queue: a candidate a line, in queue order, the failed ones last (docs/DASHBOARD.md). */
+function queueLines(r: DashboardReport, w: number, c: Colours): string[] {
+  const paint = { waiting: c.dim, checking: c.yellow, passed: c.green, failed: c.red }
+  const out: string[] = []
+  for (const q of r.queue) {
+    out.push(fit([[`Merge queue into ${q.target} (${q.candidates.length})`, c.bold], ": ", r.run ? ["checked before each merge", c.dim] : ["as the last run left it", c.dim]], w))
+    const idWidth = Math.max(...q.candidates.map((x) => textWidth(sanitize(x.task))))
+    for (const x of q.candidates) {
+      out.push(fit(["  ", [x.task, paint[x.state]], " ".repeat(idWidth - textWidth(sanitize(x.task))), GAP, [x.state.padEnd(8), paint[x.state]], GAP, queueDetail(x, q.target)], w).trimEnd())
+    }
+  }
+  return out
+}
+
+/**
+ * Rows as columns two spaces apart, indented two. The second column (the title) takes what the others leave
+ * and is clipped; empty trailing columns are left out; `alignRight` marks columns padded on the left.
+ */
+function table(rows: readonly (readonly Part[])[], width: number, alignRight: readonly boolean[]): string[] {
+  // Measured as drawn: a title from tasks.yaml may hold codes that `fit` drops.
+  const text = (p: Part) => sanitize(typeof p === "string" ? p : p[0])
+  const cols = rows[0].length
+  const widths = Array.from({ length: cols }, (_, i) => Math.max(...rows.map((row) => textWidth(text(row[i])))))
+  const used = widths.filter((cw, i) => i !== 1 && cw > 0).reduce((sum, cw) => sum + cw + GAP.length, 2 + GAP.length)
+  const titleWidth = Math.min(widths[1], Math.max(8, width - used))
+  return rows.map((row) => {
+    const parts: Part[] = ["  "]
+    row.forEach((p, i) => {
+      if (widths[i] === 0) return
+      const cw = i === 1 ? titleWidth : widths[i]
+      const cell = i === 1 ? truncate(text(p), cw) : text(p)
+      const pad = " ".repeat(Math.max(0, cw - textWidth(cell)))
+      const last = row.slice(i + 1).every((_, j) => widths[i + 1 + j] === 0)
+      if (i > 0) parts.push(GAP)
+      if (alignRight[i]) parts.push(pad)
+      parts.push(typeof p === "string" ? cell : [cell, p[1]])
+      if (!alignRight[i] && !last) parts.push(pad)
+    })
+    return fit(parts, width).trimEnd()
+  })
+}
+
+/** Items side by side two spaces apart, indented two, on as many lines as the width needs. */
+function pack(items: readonly Part[], width: number): string[] {
+  const lines: Part[][] = []
+  let used = Infinity
+  for (const item of items) {
+    const iw = textWidth(typeof item === "string" ? item : item[0])
+    if (used + GAP.length + iw > width) {
+      lines.push(["  ", item])
+      used = 2 + iw
+    } else {
+      lines[lines.length - 1].push(GAP, item)
+      used += GAP.length + iw
+    }
+  }
+  return lines.map((parts) => fit(parts, width))
+}
+
+/** The parts joined and painted, cut to `width` columns with "…" when they are wider. */
+function fit(parts: readonly Part[], width: number): string {
+  // Titles come from tasks.yaml: an escape sequence in one must not reach the terminal.
+  return truncate(sanitize(parts.map((p) => (typeof p === "string" ? p : p[0] === "" ? "" : p[1](p[0]))).join("")), width)
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`
+}

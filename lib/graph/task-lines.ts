@@ -1,0 +1,30 @@
+// The one-line form of a task shared by list, next and show's subtask lines, and its JSON twin
+// (TaskSummary). Both are built from the plain parsed data, so the read path never loads arktype.
+import type { TaskSummary } from "../model/json-shapes"
+import type { Task } from "../model/task-index"
+
+/** `[<status>] <id> <title>` then ` (depends: a, b)` when the task has dependencies; `status` words it otherwise. */
+export function taskLine(task: Task, status: string = task.status): string {
+  const deps = task.depends_on
+  return `[${status}] ${task.id} ${oneLine(task.title)}${deps && deps.length > 0 ? ` (depends: ${deps.join(", ")})` : ""}`
+}
+
+/** A title written as a multi-line string would break "one line per task", which scripts rely on. */
+export function oneLine(text: string): string {
+  return text.includes("\n") ? text.replace(/\s*\n\s*/g, " ").trim() : text
+}
+
+/** The JSON form of one task in list, next and show: `depth` 0 for top-level tasks, `parent` its parent's id. */
+export function taskSummary(task: Task, parent: Task | undefined, depth: number): TaskSummary {
+  return {
+    id: task.id,
+    title: task.title,
+    status: task.status,
+    phase: task.phase ?? null,
+    parent: parent ? parent.id : null,
+    depth,
+    depends_on: task.depends_on ?? [],
+    agent_name: task.agent_name ?? null,
+    checkpoint: task.checkpoint === true,
+  }
+}

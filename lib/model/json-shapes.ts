@@ -1,0 +1,294 @@
+// Shapes of every --json output, as arktype types. Commands import only the inferred TS types
+// (`import type`), so printing JSON never loads arktype; tests check real output against these values.
+import { type } from "arktype"
+import { Task } from "./schema"
+import { TASK_STATUSES } from "./statuses"
+
+export const Finding = type({
+  severity: "'error' | 'warning'",
+  message: "string",
+  "line?": "number",
+  "column?": "number",
+  "hint?": "string",
+  "task_id?": "string",
+})
+export type Finding = typeof Finding.infer
+
+export const ValidateReport = type({
+  file: "string",
+  valid: "boolean",
+  tasks: "number",
+  errors: "number",
+  warnings: "number",
+  findings: Finding.array(),
+})
+export type ValidateReport = typeof ValidateReport.infer
+
+export const ErrorReport = type({ error: "string", "hint?": "string", exit: "number" })
+export type ErrorReport = typeof ErrorReport.infer
+
+/** One step as `flow step show|list --json` print it; a missing status is printed as pending. */
+export const StepReport = type({
+  id: "string",
+  status: "'pending' | 'in_progress' | 'done'",
+  instruction: "string",
+  "acceptance_criteria?": "string[]",
+  "started_at?": "string",
+  "completed_at?": "string",
+})
+export type StepReport = typeof StepReport.infer
+
+/** `flow step show <task_id> --json`: `current` is the first in-progress step, else the first pending, else null. */
+export const StepShowReport = type({ task_id: "string", done: "number", total: "number", current: StepReport.or("null") })
+export type StepShowReport = typeof StepShowReport.infer
+
+/** `flow step list <task_id> --json`: every step in order. */
+export const StepListReport = type({ task_id: "string", steps: StepReport.array() })
+export type StepListReport = typeof StepListReport.infer
+/** One question of `flow questions --json` (and a row of .flow/state.db); absent values are null. */
+export const Question = type({
+  id: "string",
+  task_id: "string",
+  agent: "string | null",
+  text: "string",
+  asked_at: "string",
+  answer: "string | null",
+  answered_at: "string | null",
+  answered_by: "string | null",
+})
+export type Question = typeof Question.infer
+
+/** `flow questions --json`: pending questions oldest first (with --all, every question). */
+export const QuestionsReport = type({ questions: Question.array() })
+export type QuestionsReport = typeof QuestionsReport.infer
+/**
+ * Tokens and cost summed from the agents' reports (docs/AGENTS.md "Tokens and cost"). A field is absent when
+ * no report had it (Gemini and Codex report no cost); where nothing was reported at all, outputs say null.
+ */
+export const Usage = type({ "input_tokens?": "number", "output_tokens?": "number", "cost_usd?": "number" })
+export type Usage = typeof Usage.infer
+
+/** The latest `flow run`'s usage (since its start) and every run's; each null when nothing was reported. */
+export const RunUsage = type({ run: Usage.or("null"), total: Usage.or("null") })
+export type RunUsage = typeof RunUsage.infer
+
+// --- list, show, next ---
+
+const TaskStatusValue = type.enumerated(...TASK_STATUSES)
+
+/** One task in list, next and show's subtasks. `phase` is the task's own field; `depth` 0 is top level. */
+export const TaskSummary = type({
+  id: "string",
+  title: "string",
+  status: TaskStatusValue,
+  phase: "number | null",
+  parent: "string | null",
+  depth: "number",
+  depends_on: "string[]",
+  agent_name: "string | null",
+  checkpoint: "boolean",
+})
+export type TaskSummary = typeof TaskSummary.infer
+
+/** `flow list --json`: one entry per group shown; `title` is the group's header line as printed. */
+export const ListReport = type({
+  phases: type({ phase: "number | null", title: "string", tasks: TaskSummary.array() }).array(),
+})
+export type ListReport = typeof ListReport.infer
+
+/**
+ * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
+ * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
+ * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
+ * ancestor's), that phase's title in plan.md and the tokens and cost its agents reported.
+ */
+export const ShowReport = type({
+  task: Task.omit("subtasks"),
+  subtasks: TaskSummary.array(),
+  dependencies: type({ id: "string", status: TaskStatusValue }).array(),
+  dependents: "string[]",
+  validates: "string[]",
+  parent: "string | null",
+  phase: "number | null",
+  phase_title: "string | null",
+  /** tokens and cost its agents reported (this task's turns only, not its subtasks'); null when none */
+  usage: Usage.or("null"),
+})
+export type ShowReport = typeof ShowReport.infer
+
+/** `flow next --json`: the available tasks in the order they should be taken. */
+export const NextReport = type({ tasks: TaskSummary.array() })
+export type NextReport = typeof NextReport.infer
+
+export const AgentsReport = type({
+  agents: type({
+    name: "string",
+    cli: "string | null",
+    current: type({ id: "string", status: "string" }).or("null"),
+    completed: "number",
+    /** tokens and cost the agent reported over every run; null when none */
+    usage: Usage.or("null"),
+  }).array(),
+})
+export type AgentsReport = typeof AgentsReport.infer
+
+// --- generate, plan, refine ---
+
+/** A note about plan.md or PRD.md: `line` is the line in that file. */
+export const PlanNote = type({ severity: "'error' | 'warning'", "line?": "number", message: "string", "hint?": "string" })
+export type PlanNote = typeof PlanNote.infer
+
+/**
+ * `flow generate --json`. With errors in the plan nothing is written and the counts are 0. `removed` names
+ * the tasks that are gone with the status they had; `text` is the would-be tasks.yaml, with --dry-run only.
+ */
+export const GenerateReport = type({
+  plan: "string",
+  file: "string",
+  written: "boolean",
+  dry_run: "boolean",
+  tasks: "number",
+  phases: "number",
+  added: "string[]",
+  removed: type({ id: "string", status: "string" }).array(),
+  kept: "string[]",
+  /** kept ids that were ready_for_agent and are todo again: the plan gave them a dependency that is not done */
+  requeued: "string[]",
+  notes: PlanNote.array(),
+  "text?": "string",
+  /** with --enrich: the agent, and the ids whose instructions or criteria it changed */
+  "enriched_by?": "string",
+  "enriched?": "string[]",
+})
+export type GenerateReport = typeof GenerateReport.infer
+
+/**
+ * `flow plan --json`. `written_by` is the agent's name, or "offline" for the skeleton; `reason` says why that
+ * one; `notes` are about PRD.md (what the skeleton lacks) and plan.md (its shape as `flow generate` reads it).
+ */
+export const PlanReport = type({
+  file: "string",
+  written_by: "string",
+  reason: "string",
+  phases: "number",
+  sections: "number",
+  backup: "string | null",
+  seconds: "number",
+  notes: PlanNote.and({ file: "'PRD.md' | 'plan.md'" }).array(),
+})
+export type PlanReport = typeof PlanReport.infer
+
+/**
+ * `flow refine --json`: the offline review. `change` is the suggested fix as lines: `remove` lines from
+ * `line` on are replaced by `insert` (remove 0: inserted before `line`); null when only a person can write it.
+ */
+export const RefineReport = type({
+  file: "string",
+  findings: type({
+    rule: "string",
+    line: "number | null",
+    message: "string",
+    suggestion: "string",
+    change: type({ line: "number", remove: "number", insert: "string[]" }).or("null"),
+  }).array(),
+})
+export type RefineReport = typeof RefineReport.infer
+
+// --- flow view's JSON API (lib/view/app.ts, docs/VIEW.md) ---
+
+/** One task of the inspector's graph: its `flow list --json` form and what the page draws besides. */
+export const GraphTask = TaskSummary.and({
+  validation_task_id: "string | null",
+  steps: { done: "number", total: "number" },
+  /** a checkpoint whose dependencies and subtasks are done: it waits for a person (SPEC 3.2 rule 5) */
+  review: "boolean",
+})
+export type GraphTask = typeof GraphTask.infer
+
+/** GET /api/tasks: `flow list --json` (every task) with the version, the layout key and the file's error. */
+export const ViewTasksReport = type({
+  version: "number",
+  project: "string",
+  /** why tasks.yaml cannot be read now; the tasks are then the last valid ones */
+  error: "string | null",
+  layout_key: "string",
+  phases: type({ phase: "number | null", title: "string", tasks: GraphTask.array() }).array(),
+})
+export type ViewTasksReport = typeof ViewTasksReport.infer
+
+/** GET /api/tasks/:id: `flow show --json` and the prompts an agent receives for the task. */
+export const ViewTaskReport = ShowReport.and({ prompt: "string", resume_prompt: "string | null" })
+export type ViewTaskReport = typeof ViewTaskReport.infer
+
+// --- dashboard ---
+
+/**
+ * The merge queues of the live or last run (lib/run/queue-report.ts, docs/RUN.md "The merge queue"), one per target
+ * branch that has candidates: those still in line in queue order, then those that failed out of it. `on_top_of`
+ * names the candidates ahead whose merges a check was built on ([] on the target itself, or not built yet);
+ * `reason` says why it failed or was rebuilt; `seconds` is how long its last check took.
+ */
+export const MergeQueueReport = type({
+  target: "string",
+  candidates: type({
+    task: "string",
+    state: "'waiting' | 'checking' | 'passed' | 'failed'",
+    reason: "string | null",
+    on_top_of: "string[]",
+    seconds: "number | null",
+  }).array(),
+}).array()
+export type MergeQueueReport = typeof MergeQueueReport.infer
+
+/** `flow view`'s GET /api/queue: the same merge queues (docs/VIEW.md). */
+export const ViewQueueReport = type({ queue: MergeQueueReport })
+export type ViewQueueReport = typeof ViewQueueReport.infer
+
+const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"])) as { [S in (typeof TASK_STATUSES)[number]]: "number" }
+
+/**
+ * `flow dashboard --json`: one snapshot (docs/DASHBOARD.md). `counts` has every status, subtasks included.
+ * `running` are the assigned and in-progress tasks in file order: `agent` is the one a run has working on it
+ * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
+ * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
+ * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
+ * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
+ * task's `usage` is its own so far (null where nothing was reported). `queue`: the merge queues (MergeQueueReport).
+ */
+export const DashboardReport = type({
+  project: "string",
+  at: "string",
+  counts: type(statusCounts).and({ total: "number", percent_done: "number" }),
+  /** per phase group as `flow list` groups tasks; `title` is list's header line; [] when no task has a phase */
+  phases: type({ phase: "number | null", title: "string", done: "number", running: "number", total: "number" }).array(),
+  running: type({
+    id: "string",
+    title: "string",
+    phase: "number | null",
+    status: TaskStatusValue,
+    agent: "string | null",
+    started_at: "string | null",
+    seconds: "number | null",
+    step: type({ current: "number", total: "number" }).or("null"),
+    live: "boolean | null",
+    usage: Usage.or("null"),
+  }).array(),
+  recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
+  questions: "number",
+  review: "string[]",
+  run: type({ pid: "number", since: "string" }).or("null"),
+  usage: RunUsage,
+  queue: MergeQueueReport,
+})
+export type DashboardReport = typeof DashboardReport.infer
+
+/** `flow prompt <task_id> --json`: the exact text an agent receives, and which of the two prompts it is. */
+export const PromptReport = type({
+  task_id: "string",
+  /** task: the whole prompt a session starts with; resume: the shorter one resuming it for the current step */
+  kind: "'task' | 'resume'",
+  /** the step the prompt is for (the task's current step), or null when the task has no step left or none at all */
+  step_id: "string | null",
+  prompt: "string",
+})
+export type PromptReport = typeof PromptReport.infer

@@ -1,0 +1,215 @@
+// plan.md's sections → tasks.yaml's tasks, deterministically and offline (docs/PLANNING.md has the rules).
+// Pure: the command reads and writes the files. Types are imported as types only: no arktype at runtime.
+import { carryProgress, type Carried } from "./carry-progress"
+import { applyEnrichment, type Enrichment } from "./enrich"
+import { readBody, type PlanBody, type PlanRefs } from "./plan-body"
+import { parsePlan, type ParsedPlan, type PlanChild, type PlanNote, type PlanSection } from "./plan-parse"
+import { closest, toKebab } from "../cli/suggest"
+import type { Step, Task, TaskFile } from "../model/task-index"
+import { renderTasks } from "../store/tasks-render"
+
+export type GeneratedTasks = {
+  tasks: Task[]
+  /** phase number → title, for the comments above each phase in tasks.yaml */
+  phases: Map<number, string>
+  notes: PlanNote[]
+  /** task id → the plan.md line of its heading, to point validation findings back at the plan */
+  lines: Map<string, number>
+}
+
+// The same shape lib/model/schema.ts checks; repeated here because importing the schema loads arktype.
+const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
+/** Generated ids stay short: they become branch and worktree names. */
+const MAX_ID = 40
+
+export type Generation = GeneratedTasks & Omit<Carried, "warnings"> & {
+  /** the new tasks.yaml; undefined when a note is an error */
+  text?: string
+  /** ids whose instructions or acceptance criteria came from an agent's proposals */
+  enriched: string[]
+}
+
+/**
+ * plan.md's text → the text of tasks.yaml, with the progress recorded in `old` carried over. The text is
+ * given only when it passes every check of `flow validate`; otherwise the notes say why, with plan lines.
+ */
+export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment): Promise<Generation> {
+  const generated = planToTasks(parsePlan(planText))
+  const { warnings, ...carried } = carryProgress(generated.tasks, old, generated.lines)
+  const notes = generated.notes
+  notes.push(...warnings)
+  notes.sort(byLine)
+  if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried, enriched: [] }
+  const enriched = enrichment ? applyEnrichment(generated.tasks, enrichment) : []
+  // A `phases:` list the old file had is kept, with plan.md's titles winning (lib/plan/plan-phases.ts reads them so).
+  const keepList = old?.phases !== undefined
+  if (keepList) for (const p of old!.phases!) if (!generated.phases.get(p.number)) generated.phases.set(p.number, p.title)
+  const text = renderTasks(generated.tasks, generated.phases, keepList)
+  const { validateText } = await import("../store/validate")
+  for (const f of (await validateText(text)).findings) {
+    if (f.severity !== "error") continue
+    notes.push({ severity: "error", line: f.task_id ? generated.lines.get(f.task_id) : undefined, message: `${f.message} (tasks.yaml would not pass 'flow validate')`, hint: f.hint })
+  }
+  return { ...generated, ...carried, enriched, text: notes.some((n) => n.severity === "error") ? undefined : text }
+}
+
+type Node = {
+  heading: PlanSection | PlanChild
+  body: PlanBody
+  where: string
+  id: string
+  subtasks: Node[]
+  steps: { child: PlanChild; body: PlanBody }[]
+}
+
+/** Tasks for every section of a parsed plan; errors in `notes` mean the tasks must not be written. */
+export function planToTasks(plan: ParsedPlan): GeneratedTasks {
+  const notes: PlanNote[] = [...plan.notes]
+  const taken = new Set<string>()
+  const roots: Node[] = plan.sections.map((section) => {
+    const where = section.number ? `section ${section.number}` : `section '${section.title}'`
+    const node: Node = { heading: section, body: readBody(section.body, where), where, id: "", subtasks: [], steps: [] }
+    // open[d] is the node a subtask of depth d + 1 belongs to: the section, then the latest subtask of each depth.
+    const open: Node[] = [node]
+    for (const child of section.children) {
+      const childWhere = child.kind === "step" ? `step ${node.steps.length + 1} of ${where}` : child.number ? `subtask ${child.number}` : `subtask '${child.title}'`
+      const body = readBody(child.body, childWhere)
+      if (child.kind === "step") node.steps.push({ child, body })
+      else {
+        const sub: Node = { heading: child, body, where: childWhere, id: "", subtasks: [], steps: [] }
+        open[child.depth - 1].subtasks.push(sub)
+        open.length = child.depth
+        open.push(sub)
+      }
+    }
+    return node
+  })
+  const flatten = (n: Node): Node[] => [n, ...n.subtasks.flatMap(flatten)]
+  const all = roots.flatMap(flatten)
+  for (const n of all) notes.push(...n.body.notes)
+  for (const { body } of roots.flatMap((r) => r.steps)) notes.push(...body.notes)
+
+  // Ids: the ones written as {#id} first, so a generated id never takes a name the plan chose.
+  for (const n of all) {
+    const id = n.heading.id
+    if (id === undefined) continue
+    if (!KEBAB.test(id)) {
+      notes.push({ severity: "error", line: n.heading.line, message: `the id '{#${id}}' of ${n.where} is not kebab-case`, hint: `use lowercase letters, digits and single dashes, for example {#${toKebab(id) || "setup"}}` })
+    } else if (taken.has(id)) {
+      notes.push({ severity: "error", line: n.heading.line, message: `the id '${id}' of ${n.where} is used twice`, hint: "give each section its own {#id}" })
+    }
+    taken.add(id)
+    n.id = id
+  }
+  for (const n of all) {
+    if (n.id) continue
+    const base = shorten(toKebab(n.heading.title)) || `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
+    let id = base
+    for (let k = 2; taken.has(id); k++) id = `${base}-${k}`
+    if (id !== base) notes.push({ severity: "warning", line: n.heading.line, message: `${n.where} has the same id as an earlier section; it is '${id}'`, hint: `give it its own title or an id: {#${base}-<something>}` })
+    taken.add(id)
+    n.id = id
+  }
+
+  // A reference is a section number (1.2, 2.1.3) or an id.
+  const byNumber = new Map<string, Node>()
+  for (const n of all) {
+    const number = n.heading.number
+    if (number === undefined) continue
+    const first = byNumber.get(number)
+    if (first) notes.push({ severity: "warning", line: n.heading.line, message: `${number} is the number of two sections (the first at line ${first.heading.line}); references to ${number} mean the first`, hint: "renumber one of them" })
+    else byNumber.set(number, n)
+  }
+  const byId = new Map(all.map((n) => [n.id, n]))
+  const resolve = (refs: PlanRefs, where: string): string[] => {
+    const ids: string[] = []
+    for (const ref of refs.refs) {
+      const found = byNumber.get(ref.replace(/\.$/, "")) ?? byId.get(ref) ?? byId.get(toKebab(ref))
+      if (found) ids.push(found.id)
+      else {
+        const near = closest(ref, [...byNumber.keys(), ...byId.keys()])
+        notes.push({ severity: "error", line: refs.line, message: `${where} refers to '${ref}', which is no section number or task id`,
+          hint: near ? `did you mean '${near}'?` : "use a section number such as 1.2, or a task id" })
+      }
+    }
+    return [...new Set(ids)]
+  }
+
+  // Explicit dependencies first: the default for a task is the last tasks of the previous phase, which
+  // needs the explicit edges inside that phase.
+  const explicit = new Map<Node, string[]>()
+  for (const n of all) if (n.body.dependsOn) explicit.set(n, resolve(n.body.dependsOn, n.where))
+  const phaseOf = (n: Node) => (n.heading as PlanSection).phase
+  const phaseNumbers = [...new Set(roots.map(phaseOf).filter((p): p is number => p !== undefined))].sort((a, b) => a - b)
+  const lastOfPhase = new Map<number, string[]>()
+  for (const p of phaseNumbers) {
+    const inPhase = roots.filter((r) => phaseOf(r) === p)
+    const dependedOn = new Set(inPhase.flatMap((r) => explicit.get(r) ?? []))
+    lastOfPhase.set(p, inPhase.filter((r) => !dependedOn.has(r.id)).map((r) => r.id))
+  }
+
+  const lines = new Map<string, number>()
+  const build = (n: Node, top: boolean): Task => {
+    lines.set(n.id, n.heading.line)
+    const task: Task = { id: n.id, title: n.heading.title || n.id, status: "todo" }
+    const phase = top ? phaseOf(n) : undefined
+    if (phase !== undefined) task.phase = phase
+    if (n.heading.checkpoint) task.checkpoint = true
+    let deps = explicit.get(n)
+    if (!deps && top && phase !== undefined) {
+      const before = phaseNumbers.filter((p) => p < phase).at(-1)
+      deps = before === undefined ? [] : lastOfPhase.get(before)!
+    }
+    if (deps && deps.length > 0) task.depends_on = deps
+    if (n.body.validatedBy) {
+      const [target] = resolve(n.body.validatedBy, n.where)
+      if (target) task.validation_task_id = target
+    }
+    const instructions = n.body.instructions
+    if (instructions) task.instructions = instructions
+    else if (n.steps.length === 0) {
+      task.instructions = n.heading.title || n.id
+      if (n.subtasks.length === 0) {
+        notes.push({ severity: "warning", line: n.heading.line, message: `${n.where} has no work items: its instructions are its title`, hint: "list the work as bullets under the heading" })
+      }
+    }
+    if (n.body.acceptance.length > 0) task.acceptance_criteria = n.body.acceptance
+    if (n.steps.length > 0) task.steps = n.steps.map((s, i) => buildStep(n.id, i + 1, s.child, s.body, notes))
+    if (n.subtasks.length > 0) task.subtasks = n.subtasks.map((s) => build(s, false))
+    return task
+  }
+  const tasks = roots.map((r) => build(r, true))
+  const phases = new Map<number, string>()
+  for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
+  return { tasks, phases, notes: notes.sort(byLine), lines }
+}
+
+function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, notes: PlanNote[]): Step {
+  const where = `step ${k} of '${taskId}'`
+  if (body.dependsOn || body.validatedBy) {
+    notes.push({ severity: "warning", line: (body.dependsOn ?? body.validatedBy)!.line, message: `${where}: steps run in order in one session, so 'Depends on' and 'Validated by' do not apply to them (ignored)`,
+      hint: "put the line in the section's own text, above its first step" })
+  }
+  // A heading and one line read as one sentence ("Tokenizer: src/tokenize.ts ..."); longer text goes below it.
+  const text = child.title && body.instructions ? `${child.title}${body.instructions.includes("\n") ? "\n" : ": "}${body.instructions}` : child.title || body.instructions
+  let instruction = text.includes("\n") && !text.endsWith("\n") ? `${text}\n` : text
+  if (!instruction) {
+    instruction = `Step ${k}`
+    notes.push({ severity: "warning", line: child.line, message: `${where} has no text`, hint: "write what the step does after its heading" })
+  }
+  const step: Step = { id: `${taskId}.${k}`, instruction }
+  if (body.acceptance.length > 0) step.acceptance_criteria = body.acceptance
+  return step
+}
+
+function byLine(a: PlanNote, b: PlanNote): number {
+  return (a.line ?? 0) - (b.line ?? 0)
+}
+
+/** A kebab id cut at a dash to at most MAX_ID characters. */
+function shorten(id: string): string {
+  if (id.length <= MAX_ID) return id
+  const cut = id.slice(0, MAX_ID + 1)
+  const dash = cut.lastIndexOf("-")
+  return dash > 0 ? cut.slice(0, dash) : id.slice(0, MAX_ID)
+}

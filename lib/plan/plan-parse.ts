@@ -1,0 +1,320 @@
+// plan.md → phases, sections and their sub-headings, every piece with its line in the file (SPEC section 1,
+// "Plan shape"). Pure: no IO. Real plans are messy, so the parser is generous about heading forms and
+// reports, with line numbers, every piece of text it could not place instead of dropping it.
+import { splitLines, trackBlocks, type PlanLine } from "./markdown-blocks"
+import { writtenLines } from "./markdown-outline"
+
+/** One source line: its 1-based number in plan.md and its text. */
+export type { PlanLine }
+
+/** Something the reader of plan.md should know; errors stop `flow generate` before it writes. */
+export type PlanNote = { severity: "error" | "warning"; line?: number; message: string; hint?: string }
+
+/** A `## Phase <n>: <title>` heading. */
+export type PlanPhase = { n: number; title: string; line: number }
+
+/** A `#### ...` heading inside a section: a step of the section's task, or a subtask (`#####` and deeper: a subtask's subtask). */
+export type PlanChild = {
+  kind: "step" | "subtask"
+  /** 1 for a `####` heading, 2 for a `#####` one under a subtask, ...; a step is always 1 */
+  depth: number
+  /** `2.1.3` for a numbered subtask, `2.1.3.1` one level deeper */
+  number?: string
+  title: string
+  /** from a `{#id}` attribute at the end of the heading */
+  id?: string
+  checkpoint: boolean
+  line: number
+  body: PlanLine[]
+}
+
+/** A `### <n>.<m> <title>` heading and everything under it up to the next heading of level 3 or less. */
+export type PlanSection = {
+  /** `1.2`; absent when the heading has no number */
+  number?: string
+  /** from the enclosing phase heading, else from the number */
+  phase?: number
+  title: string
+  id?: string
+  checkpoint: boolean
+  line: number
+  /** the lines before the first step or subtask heading */
+  body: PlanLine[]
+  children: PlanChild[]
+}
+
+export type ParsedPlan = { title?: string; phases: PlanPhase[]; sections: PlanSection[]; notes: PlanNote[] }
+
+const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/
+// "Phase 2: API", "Phase 2 - API (week 2)", "Milestone 2. API", "2. API": the word is optional, the number is not.
+const PHASE = /^(?:(?:phase|milestone|stage|part)\s+)?(\d+(?:\.\d+)?)\s*(?:[:.)\-–—]\s*|\s+|$)(.*)$/i
+// "1.2 Title", "1.2. Title", "1.2: Title", "Task 1.2 - Title", "Section 1.2 Title"
+const SECTION = /^(?:(?:task|section|step|item)\s+)?(\d+)\.(\d+)\.?\s*(?:[:)\-–—]\s*)?(.*)$/i
+const SUBTASK_NUMBER = /^(\d+\.\d+\.\d+(?:\.\d+)*)\.?\s*(?:[:)\-–—]\s*)?(.*)$/
+const SUBTASK_WORD = /^subtask\b\s*(?:\d+\s*)?[:.)\-–—]?\s*(.*)$/i
+const STEP_WORD = /^step\s*(\d+)?\s*[:.)\-–—]?\s*(.*)$/i
+const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
+const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
+
+const EMPHASIS = String.raw`(?:\*{1,2}|_{1,2})`
+// A bullet or a number, then emphasis: what may come before a label's words.
+const LABEL_LEAD = String.raw`^(?:(?:[-*+]|\d+[.)])\s+)?${EMPHASIS}?\s*`
+const LABEL_LINE = new RegExp(String.raw`${LABEL_LEAD}(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`, "i")
+// The label's end: a colon with emphasis closing before or after it, emphasis alone, or the end of the line.
+const LABEL_END = new RegExp(String.raw`^\s*(?:${EMPHASIS}?\s*:\s*${EMPHASIS}?|${EMPHASIS}(?=\s|$)|$)\s*`)
+// What a dependency label without a colon, or the less usual "Dependencies", must start with to be read as one:
+// a section number or "none". Otherwise "Dependencies: add zod" in a work item would be taken for references.
+const REFS_START = /^(?:(?:section|task)\s+)?(?:\d+\.\d+|none\b|n\/a\b)/i
+// Lines that start like a label; one that is not read as a label is reported rather than silently kept as text.
+const LABEL_LIKE = new RegExp(String.raw`${LABEL_LEAD}(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b`, "i")
+
+export type LabelKind = "acceptance" | "depends" | "validated"
+
+/** A label line that `flow generate` reads inside a section: what it labels and the text after it. */
+export type Label = { kind: LabelKind; rest: string }
+
+/**
+ * Reads a label line: plain (`Done when:`), emphasised (`**Acceptance criteria:**`, `*Done when:*`), a list
+ * item (`- Depends on: 1.1`, `2. Depends on: 1.1`) or a heading (`#### Acceptance`); `Depends on 1.1` and
+ * `Dependencies: 1.2` when a section number follows.
+ */
+export function readLabel(text: string): Label | undefined {
+  const m = withoutHeadingMarks(text).match(LABEL_LINE)
+  if (!m) return undefined
+  const word = m[1].toLowerCase().replace(/\s+/g, " ")
+  const kind: LabelKind = word.startsWith("depend") ? "depends" : word.startsWith("validated") ? "validated" : "acceptance"
+  const end = m[2].match(LABEL_END)
+  const rest = end ? m[2].slice(end[0].length).replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "").trim() : m[2].trim()
+  if (!end && kind !== "depends") return undefined
+  if (kind === "depends" && (!end || word === "dependencies") && rest !== "" && !REFS_START.test(rest)) return undefined
+  return { kind, rest }
+}
+
+/** Whether a label is followed by a list of its items: acceptance always, `Depends on` only when bare. */
+export function labelOpensList(label: Label): boolean {
+  return label.kind === "acceptance" || (label.kind === "depends" && label.rest === "")
+}
+
+/** Whether a line that is no label starts like one (`Depends on the API`): it is worth a warning. */
+export function looksLikeLabel(text: string): boolean {
+  return LABEL_LIKE.test(withoutHeadingMarks(text))
+}
+
+function withoutHeadingMarks(text: string): string {
+  return text.replace(/^\s*#{1,6}\s+/, "").trimStart()
+}
+
+/** Splits plan.md into its phases and sections; every line lands in a section or in a note. */
+export function parsePlan(text: string): ParsedPlan {
+  const lines = splitLines(text)
+  const out: ParsedPlan = { phases: [], sections: [], notes: [] }
+  let phase: PlanPhase | undefined
+  let section: PlanSection | undefined
+  let child: PlanChild | undefined
+  // Text that belongs to no section: collected per region and reported once per region.
+  let stray: { where: string; lines: PlanLine[] } | undefined = { where: "before the first phase", lines: [] }
+  const blocks = trackBlocks()
+
+  const flushStray = () => {
+    const content = writtenLines(stray?.lines ?? [])
+    if (stray && content.length > 0) {
+      const first = content[0].n
+      const last = content.at(-1)!.n
+      out.notes.push({
+        severity: "warning",
+        line: first,
+        message: `${first === last ? `line ${first}` : `lines ${first}-${last}`} ${stray.where} ${first === last ? "belongs" : "belong"} to no section: not in tasks.yaml`,
+        hint: "move the text under a '### <n>.<m> <title>' section if an agent should see it",
+      })
+    }
+    stray = undefined
+  }
+  const place = (line: PlanLine) => {
+    if (child) child.body.push(line)
+    else if (section) section.body.push(line)
+    else stray?.lines.push(line)
+  }
+
+  lines.forEach((raw, i) => {
+    const line: PlanLine = { n: i + 1, text: raw }
+    // A heading in a code block or an HTML comment is text, not a task.
+    if (blocks.line(raw)) {
+      place(line)
+      return
+    }
+    const h = raw.match(HEADING)
+    if (!h) {
+      place(line)
+      return
+    }
+    const level = h[1].length
+    const content = (h[2] ?? "").trim()
+    if (level === 1) {
+      if (out.title === undefined && out.sections.length === 0) {
+        out.title = content
+        if (!/^implementation plan\b/i.test(content)) {
+          out.notes.push({ severity: "warning", line: line.n, message: `the title is '${content}', not 'Implementation Plan'`, hint: "start plan.md with '# Implementation Plan'" })
+        }
+        return
+      }
+      flushStray()
+      ;[phase, section, child] = [undefined, undefined, undefined]
+      stray = { where: `under '# ${content}'`, lines: [] }
+      return
+    }
+    if (level === 2) {
+      flushStray()
+      ;[section, child] = [undefined, undefined]
+      const m = content.match(PHASE)
+      if (m) {
+        phase = { n: Number(m[1]), title: cleanTitle(m[2]).title, line: line.n }
+        if (!/^phase\s+\d+(?:\.\d+)?\s*:\s*\S/i.test(content)) {
+          const read = phase.title ? `phase ${phase.n} '${phase.title}'` : `phase ${phase.n}, without a title`
+          out.notes.push({ severity: "warning", line: line.n, message: `read '## ${content}' as ${read}`, hint: "write phase headings as '## Phase <n>: <title>'" })
+        }
+        const twice = out.phases.find((p) => p.n === phase!.n)
+        if (twice) out.notes.push({ severity: "warning", line: line.n, message: `phase ${phase.n} appears twice (first at line ${twice.line})`, hint: "number the phases 1, 2, 3, ..." })
+        out.phases.push(phase)
+        stray = { where: `under '## ${content}' before its first section`, lines: [] }
+      } else {
+        phase = undefined
+        stray = { where: `under '## ${content}'`, lines: [] }
+      }
+      return
+    }
+    if (level === 3) {
+      const m = content.match(SECTION)
+      if (!m && !phase) {
+        // A `###` outside any phase and without a number is commentary, not work.
+        if (section) {
+          ;[section, child] = [undefined, undefined]
+          stray = { where: `under '### ${content}'`, lines: [] }
+        }
+        stray ??= { where: `under '### ${content}'`, lines: [] }
+        stray.lines.push(line)
+        return
+      }
+      flushStray()
+      child = undefined
+      const { title, id, checkpoint } = cleanTitle(m ? m[3] : content)
+      const number = m ? `${Number(m[1])}.${Number(m[2])}` : undefined
+      section = { number, phase: phase?.n ?? (m ? Number(m[1]) : undefined), title, id, checkpoint, line: line.n, body: [], children: [] }
+      if (!m) {
+        out.notes.push({ severity: "warning", line: line.n, message: `section '${content}' has no <n>.<m> number`, hint: `number it, for example '### ${phase!.n}.${sectionsIn(out, phase!.n) + 1} ${content}'` })
+      } else if (phase && Number(m[1]) !== phase.n) {
+        out.notes.push({ severity: "warning", line: line.n, message: `section ${number} is under phase ${phase.n} (line ${phase.line}); it is put in phase ${phase.n}`, hint: `renumber it ${phase.n}.<m> or move it under its phase` })
+      } else if (!phase) {
+        out.notes.push({ severity: "warning", line: line.n, message: `section ${number} is under no '## Phase ${m[1]}' heading; it is put in phase ${m[1]}`, hint: `add '## Phase ${m[1]}: <title>' above it` })
+      }
+      if (!title) out.notes.push({ severity: "warning", line: line.n, message: `section ${number ?? ""} has no title`.replace("  ", " "), hint: "write a title after the number" })
+      out.sections.push(section)
+      return
+    }
+    const kind = level >= 4 && section ? childKind(content) : undefined
+    // A step is a `####` heading of the section; a `#####` "Step" is text of the subtask above it.
+    if (section && kind && (level === 4 || kind.kind === "subtask")) {
+      const { title, id, checkpoint } = cleanTitle(kind.title)
+      // A subtask heading one level below the previous subtask is its child (SPEC 2.3: any depth); one that
+      // skips a level has no heading to hang from, so it goes one below the deepest open subtask.
+      const above = section.children.at(-1)
+      const deepest = above?.kind === "subtask" ? above.depth : 0
+      const depth = Math.min(level - 3, deepest + 1)
+      if (depth < level - 3) {
+        out.notes.push({ severity: "warning", line: line.n, message: `'${"#".repeat(level)} ${content}' is ${level - 3 - depth} heading level${level - 3 - depth > 1 ? "s" : ""} deeper than the subtask above it: read as ${depth === 1 ? "a subtask of the section" : "a subtask of the subtask above it"}`,
+          hint: `write it as '${"#".repeat(depth + 3)} ${content}'` })
+      }
+      child = { kind: kind.kind, depth, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
+      const other = section.children.find((c) => c.kind !== kind.kind && c.depth === 1)
+      if (depth > 1) {
+        section.children.push(child)
+        return
+      }
+      if (other) {
+        // A task with both would never run: it waits for its subtasks, and its steps keep it from finishing.
+        // Markdown makes a `#### Step` after a `#### 1.2.1` its sibling, not its child, so it is not guessed.
+        const [step, subtask] = kind.kind === "step" ? [child, other] : [other, child]
+        out.notes.push({ severity: "error", line: line.n, message: `section ${section.number ?? `'${section.title}'`} has both steps (line ${step.line}) and subtasks (line ${subtask.line}): a task has one or the other`,
+          hint: "move the steps into their own section, or write them as the subtask's text" })
+      }
+      section.children.push(child)
+      return
+    }
+    // Other headings of level 4-6 (a "#### Notes"): text of the section or subtask above.
+    place(line)
+  })
+  const open = blocks.open
+  if (open?.kind === "code") {
+    out.notes.push({ severity: "warning", line: open.at, message: "this code block is never closed: it runs to the end of the file", hint: `close it with ${open.marker}` })
+  } else if (open) {
+    out.notes.push({ severity: "warning", line: open.at, message: "this HTML comment is never closed: it runs to the end of the file", hint: "close it with -->" })
+  }
+  flushStray()
+  if (out.title === undefined && out.sections.length > 0) {
+    out.notes.push({ severity: "warning", line: 1, message: "plan.md has no '# Implementation Plan' title", hint: "start plan.md with '# Implementation Plan'" })
+  }
+  if (out.sections.length === 0) {
+    const example = listAsSections(lines, out.phases)
+    out.notes.push({
+      severity: "error",
+      line: example?.line,
+      message: !lines.some((l) => l.trim()) ? "plan.md is empty"
+        : example ? "plan.md has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of"
+        : "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of",
+      hint: example ? `make each task a heading under its phase: line ${example.line} '${example.text.trim()}' becomes '${example.heading}'`
+        : "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
+    })
+  }
+  return out
+}
+
+const LIST_ITEM = /^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.+)$/
+
+/**
+ * For a plan written as lists (`1. Set up the repo` under a phase heading): the first top-level item and the
+ * section heading it would be. The hint shows the fix on the file's own line rather than a generic template.
+ */
+function listAsSections(lines: readonly string[], phases: readonly PlanPhase[]): { line: number; text: string; heading: string } | undefined {
+  const blocks = trackBlocks()
+  let count = 0
+  for (const [i, raw] of lines.entries()) {
+    if (blocks.line(raw)) continue
+    if (HEADING.test(raw)) count = 0
+    const m = raw.match(LIST_ITEM)
+    if (!m || m[1].length > 0) continue
+    count++
+    const phase = phases.filter((p) => p.line < i + 1).at(-1)?.n ?? 1
+    return { line: i + 1, text: raw, heading: `### ${phase}.${count} ${m[2].trim()}` }
+  }
+  return undefined
+}
+
+function sectionsIn(plan: ParsedPlan, phase: number): number {
+  return plan.sections.filter((s) => s.phase === phase).length
+}
+
+function childKind(content: string): { kind: PlanChild["kind"]; number?: string; title: string } | undefined {
+  if (readLabel(content)) return undefined
+  const step = content.match(STEP_WORD)
+  if (step) return { kind: "step", title: step[2] }
+  const numbered = content.match(SUBTASK_NUMBER)
+  if (numbered) return { kind: "subtask", number: numbered[1].split(".").map(Number).join("."), title: numbered[2] }
+  const word = content.match(SUBTASK_WORD)
+  if (word) return { kind: "subtask", title: word[1] }
+  return undefined
+}
+
+/** A heading's text without its `(checkpoint)` marker and `{#id}` attribute, and whether they were there. */
+export function cleanTitle(raw: string): { title: string; id?: string; checkpoint: boolean } {
+  let title = raw.trim()
+  let id: string | undefined
+  const attr = title.match(ID_ATTRIBUTE)
+  if (attr) {
+    id = attr[1]
+    title = `${title.slice(0, attr.index)} ${title.slice(attr.index! + attr[0].length)}`.trim()
+  }
+  const checkpoint = CHECKPOINT.test(title)
+  if (checkpoint) title = title.replace(CHECKPOINT, "").trim()
+  // Emphasis around a whole heading ("### 1.1 **Setup**") is decoration, not part of the title.
+  title = title.replace(/^(\*\*|__)(.*)\1$/, "$2").trim()
+  return { title, id, checkpoint }
+}

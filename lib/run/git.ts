@@ -1,0 +1,222 @@
+// All git work of flow. The hot path (worktrees, commits, merges) runs git directly through lib/cli/proc.ts:
+// simple-git has no worktree API and costs 3 to 5 times more per command. simple-git serves where its
+// parsed results save hand-written parsing (status).
+import { existsSync } from "node:fs"
+import { simpleGit } from "simple-git"
+import { FlowError } from "../cli/errors"
+import { check, run } from "../cli/proc"
+
+/** git with a fixed identity fallback and no pager, prompts or hooks' interference with our parsing. */
+function git(cwd: string, args: string[]) {
+  return check(["git", ...args], { cwd, env: GIT_ENV })
+}
+
+const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C" }
+
+/** The top folder of the repository holding `dir`, or undefined outside any repository. */
+export async function repoRoot(dir: string): Promise<string | undefined> {
+  const r = await run(["git", "rev-parse", "--show-toplevel"], { cwd: dir, env: GIT_ENV })
+  return r.code === 0 ? r.stdout.trim() : undefined
+}
+
+export async function currentBranch(repo: string): Promise<string> {
+  const name = (await git(repo, ["symbolic-ref", "--quiet", "--short", "HEAD"]).catch(() => "")).trim()
+  if (!name) throw new FlowError(`${repo} is not on a branch (detached HEAD)`, undefined, "check out the branch flow should merge into, or set merge_target in flow.yaml")
+  return name
+}
+
+export async function branchExists(repo: string, branch: string): Promise<boolean> {
+  const r = await run(["git", "rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { cwd: repo, env: GIT_ENV })
+  return r.code === 0
+}
+
+export type Worktree = { path: string; branch?: string; head: string }
+
+export async function listWorktrees(repo: string): Promise<Worktree[]> {
+  const out = await git(repo, ["worktree", "list", "--porcelain"])
+  const list: Worktree[] = []
+  for (const block of out.split("\n\n")) {
+    const fields = new Map(block.split("\n").filter(Boolean).map((line) => {
+      const space = line.indexOf(" ")
+      return space < 0 ? [line, ""] : [line.slice(0, space), line.slice(space + 1)]
+    }))
+    const path = fields.get("worktree")
+    if (!path) continue
+    const branch = fields.get("branch")?.replace(/^refs\/heads\//, "")
+    list.push({ path, branch, head: fields.get("HEAD") ?? "" })
+  }
+  return list
+}
+
+/**
+ * A worktree at `path` on `branch`: reused when it already exists (an interrupted run resumes there),
+ * else created from the existing branch, else a new branch from `base`.
+ */
+export async function ensureWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
+  if (existsSync(path)) {
+    const existing = (await listWorktrees(repo)).find((w) => w.path === path)
+    if (existing) {
+      if (existing.branch !== branch) throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
+      return "reused"
+    }
+  }
+  // The common case is one `git worktree add`; the rest only when it fails (a left-over registration
+  // of a deleted folder, or a branch that exists from an earlier run).
+  const fresh = await run(["git", "worktree", "add", "-b", branch, "--", path, base], { cwd: repo, env: GIT_ENV })
+  if (fresh.code === 0) return "created"
+  await git(repo, ["worktree", "prune"])
+  if (await branchExists(repo, branch)) await git(repo, ["worktree", "add", "--", path, branch])
+  else await git(repo, ["worktree", "add", "-b", branch, "--", path, base])
+  return "created"
+}
+
+/** Files with uncommitted changes in a worktree (tracked changes and untracked files). */
+export async function dirtyFiles(path: string): Promise<string[]> {
+  const status = await simpleGit({ baseDir: path }).status()
+  return status.files.map((f) => f.path)
+}
+
+export async function removeWorktree(repo: string, path: string, force = false): Promise<void> {
+  const r = await run(["git", "worktree", "remove", ...(force ? ["--force"] : []), "--", path], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0) return
+  // git refuses a worktree with changes; say which, in our words.
+  const dirty = existsSync(path) ? await dirtyFiles(path) : []
+  if (dirty.length) {
+    throw new FlowError(`the worktree ${path} has uncommitted changes: ${dirty.slice(0, 10).join(", ")}${dirty.length > 10 ? ", ..." : ""}`,
+      undefined, "commit or discard them, or add --force to remove it anyway (they are lost)")
+  }
+  throw new FlowError(`'git worktree remove ${path}' failed: ${(r.stderr || r.stdout).trim()}`)
+}
+
+/** Commits everything in the worktree; false when there was nothing to commit. */
+export async function commitAll(path: string, message: string, author: { name: string; email: string }): Promise<boolean> {
+  // Agents usually commit their own work: one `status` is all it costs then.
+  if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
+  await git(path, ["add", "-A"])
+  await check(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "commit", "-q", "--no-verify", "-m", message], { cwd: path, env: GIT_ENV })
+  return true
+}
+
+export type MergeResult = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
+
+/**
+ * Merges `branch` into the branch checked out at `checkout` (a no-fast-forward merge commit). On a conflict
+ * or when local changes would be overwritten, the merge is aborted and the target is left as it was.
+ */
+export async function mergeInto(checkout: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeResult> {
+  const r = await run(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "merge", "--no-ff", "--no-edit", "-m", message, "--", branch], { cwd: checkout, env: GIT_ENV })
+  if (r.code === 0) return { ok: true, commit: (await git(checkout, ["rev-parse", "HEAD"])).trim() }
+  const conflicts = (await run(["git", "diff", "--name-only", "--diff-filter=U"], { cwd: checkout, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
+  const merging = await run(["git", "rev-parse", "--verify", "--quiet", "MERGE_HEAD"], { cwd: checkout, env: GIT_ENV })
+  if (merging.code === 0) await git(checkout, ["merge", "--abort"])
+  // Without its final period: callers go on with ". The target was left ...".
+  const reason = conflicts.length ? `merge conflict in ${conflicts.join(", ")}` : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
+  return { ok: false, conflicts, reason }
+}
+
+/** The commits `refs` name (one git call), each undefined when it does not exist. */
+export async function revParse(repo: string, ...refs: string[]): Promise<(string | undefined)[]> {
+  const r = await run(["git", "rev-parse", ...refs.map((ref) => `${ref}^{commit}`)], { cwd: repo, env: GIT_ENV })
+  const out = r.stdout.split("\n")
+  // On an unknown ref git prints it back as given (not a hash) and exits 128.
+  return refs.map((_, i) => (/^[0-9a-f]{40,64}$/.test(out[i] ?? "") ? out[i] : undefined))
+}
+
+/** The local branches holding commits that `target` does not have (one git call for a whole repository). */
+export async function unmergedBranches(repo: string, target: string): Promise<Set<string>> {
+  const out = await git(repo, ["for-each-ref", `--no-merged=refs/heads/${target}`, "--format=%(refname:short)", "refs/heads/"])
+  return new Set(out.split("\n").filter(Boolean))
+}
+
+// The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
+// moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
+
+/** True when every commit of `rev` is already in `into` (a merge would add nothing). */
+export async function isAncestor(repo: string, rev: string, into: string): Promise<boolean> {
+  const r = await run(["git", "merge-base", "--is-ancestor", rev, into], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0 || r.code === 1) return r.code === 0
+  throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
+}
+
+export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
+
+/**
+ * A merge commit of `branch` onto the commit `base` (first parent), made with `git merge-tree` in the object
+ * store alone: no checkout, no index, so any number can be made at once while others work.
+ */
+export async function makeMergeCommit(repo: string, base: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeCommit> {
+  const [head] = await revParse(repo, branch)
+  if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
+  const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
+  if (r.code === 1) {
+    const conflicts = r.stdout.split("\n").slice(1).filter(Boolean)
+    return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
+  }
+  if (r.code !== 0) return { ok: false, conflicts: [], reason: (r.stderr || r.stdout).trim().split("\n").slice(0, 6).join("\n") }
+  const tree = r.stdout.split("\n")[0].trim()
+  const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
+  const commit = (await check(["git", "commit-tree", tree, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
+  return { ok: true, commit }
+}
+
+/** The commits of `rev` not in `base`, oldest first, as "<short> <subject>" lines. */
+export async function commitsBetween(repo: string, base: string, rev: string, max = 20): Promise<string[]> {
+  const out = await git(repo, ["log", "--first-parent", "--reverse", `--max-count=${max}`, "--format=%h %s", `${base}..${rev}`])
+  return out.split("\n").filter(Boolean)
+}
+
+/** A detached worktree at `commit` (the check's scratch copy of a merge). */
+export async function addScratchWorktree(repo: string, path: string, commit: string): Promise<void> {
+  const r = await run(["git", "worktree", "add", "--detach", "--", path, commit], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0) return
+  await git(repo, ["worktree", "prune"])
+  await git(repo, ["worktree", "add", "--force", "--detach", "--", path, commit])
+}
+
+/** Forgets worktrees whose folders are gone. */
+export async function pruneWorktrees(repo: string): Promise<void> {
+  await git(repo, ["worktree", "prune"])
+}
+
+export type MoveResult = { ok: true } | { ok: false; why: "moved" | "dirty"; detail: string }
+
+/**
+ * Moves refs/heads/<target> from `old` to `next` only if it still points at `old` (`git update-ref` with
+ * the old value: a compare-and-swap). Where the target is checked out, its working tree follows, but only
+ * when no file the move changes has local changes there (what `git merge` requires too); otherwise nothing
+ * moves and the caller waits for the person to commit or discard them.
+ */
+export async function moveBranch(repo: string, target: string, old: string, next: string, message: string): Promise<MoveResult> {
+  const checkout = (await listWorktrees(repo)).find((w) => w.branch === target)?.path
+  if (checkout) {
+    const changed = new Set((await git(repo, ["diff", "--name-only", "--no-renames", old, next])).split("\n").filter(Boolean))
+    const status = await git(checkout, ["status", "--porcelain", "--untracked-files=all", "--no-renames"])
+    const dirty = status.split("\n").filter(Boolean).map((l) => l.slice(3)).filter((f) => changed.has(f))
+    if (dirty.length) return { ok: false, why: "dirty", detail: `${checkout} has local changes to ${dirty.slice(0, 10).join(", ")}` }
+  }
+  const r = await run(["git", "update-ref", "-m", message, `refs/heads/${target}`, next, old], { cwd: repo, env: GIT_ENV })
+  if (r.code !== 0) return { ok: false, why: "moved", detail: (r.stderr || r.stdout).trim() }
+  // The ref moved; the checkout's index and files follow by a two-tree read (only the changed paths).
+  if (checkout) {
+    const u = await run(["git", "read-tree", "-m", "-u", old, next], { cwd: checkout, env: GIT_ENV })
+    if (u.code !== 0) return { ok: true } // files appeared meanwhile: the branch moved; `git status` there shows the difference
+  }
+  return { ok: true }
+}
+
+/** Whether a `git` executable is on this PATH (flow create says what to run instead when there is none). */
+export function gitOnPath(path: string | undefined): boolean {
+  return Bun.which("git", { PATH: path ?? "" }) !== null
+}
+
+/**
+ * Makes `dir` a repository on `main` with one commit of everything in it. The commit carries the user's
+ * identity when git has one; else flow's, so that a first run never stops at "Please tell me who you are".
+ */
+export async function initRepo(dir: string, message: string): Promise<void> {
+  await git(dir, ["init", "-q", "-b", "main"])
+  await git(dir, ["add", "-A"])
+  const known = (await run(["git", "config", "user.email"], { cwd: dir, env: GIT_ENV })).stdout.trim() !== ""
+  const identity = known ? [] : ["-c", "user.name=flow", "-c", "user.email=flow@localhost"]
+  await git(dir, [...identity, "commit", "-q", "--no-verify", "-m", message])
+}

@@ -1,0 +1,121 @@
+// The exact text an agent receives. One builder serves the orchestrator, `flow prompt` and the inspector,
+// so what a person previews is what the agent gets.
+import type { Question } from "../model/json-shapes"
+import { ancestorSection, dependencySection, oneLine } from "./prompt-context"
+import type { Indexed, Step, Task } from "../model/task-index"
+
+export type PromptInput = {
+  /** every task by id (lib/model/task-index.ts) */
+  index: Map<string, Indexed>
+  taskId: string
+  /** the project's GUIDELINES.md, when it has one */
+  guidelines?: string
+  /** the project folder's name, for the opening line */
+  projectName: string
+  /** the branch the agent works on (in its own worktree) */
+  workspace?: { branch: string }
+  /** the task's questions from .flow/state.db: the answered ones are part of its context */
+  questions?: readonly Pick<Question, "id" | "text" | "answer">[]
+}
+
+/** The first prompt of a task: its whole context, and for a task with steps, its current step. */
+export function taskPrompt(input: PromptInput): string {
+  const { index, taskId } = input
+  const entry = index.get(taskId)
+  if (!entry) throw new Error(`taskPrompt: no task '${taskId}'`)
+  const { task } = entry
+  const out: string[] = [`You are a coding agent working on task '${task.id}' of the project '${input.projectName}', orchestrated by flow.`]
+  if (input.workspace) {
+    out.push(`Your working directory is a git worktree on branch '${input.workspace.branch}': work and commit only there.`)
+  }
+  const guidelines = input.guidelines?.trim()
+  if (guidelines) out.push("", ...(guidelines.startsWith("# ") ? [] : ["# Guidelines", ""]), guidelines)
+
+  out.push("", `# Your task: ${task.id}: ${task.title}`)
+  const facts = [
+    task.phase !== undefined ? `Phase: ${task.phase}` : undefined,
+    task.repo ? `Repository: ${task.repo}` : undefined,
+  ].filter(Boolean)
+  if (facts.length) out.push("", ...(facts as string[]))
+  out.push(...ancestorSection(index, taskId))
+  if (task.instructions?.trim()) out.push("", "## Instructions", "", task.instructions.trim())
+  if (task.acceptance_criteria?.length) out.push("", "## Acceptance criteria", "", ...bullets(task.acceptance_criteria))
+  if (task.ai_notes?.length) out.push("", "## Notes so far", "", ...bullets(task.ai_notes))
+  const answered = (input.questions ?? []).filter((q) => q.answer !== null)
+  if (answered.length) out.push("", "## Questions already answered", "", ...questionLines(answered))
+
+  out.push(...dependencySection(index, taskId))
+  const validates = [...index.values()].filter((e) => e.task.validation_task_id === task.id).map((e) => e.task)
+  for (const target of validates) {
+    out.push("", `## You validate ${target.id}`, "", `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
+      ...bullets(target.acceptance_criteria?.length ? target.acceptance_criteria : ["(none written: check its instructions)"]),
+      "", `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`)
+  }
+  if (task.validation_task_id) out.push("", `Your work will be checked afterwards by the task '${task.validation_task_id}'.`)
+
+  const step = currentStep(task)
+  if (task.steps?.length && step) {
+    const n = task.steps.indexOf(step) + 1
+    out.push("", "## Steps", "", `This task has ${task.steps.length} steps, done one at a time in this session. Do only step ${n} now.`)
+    out.push(...stepSection(step))
+  }
+  out.push("", "## Talking to flow", "", ...flowCommands(task, step))
+  return `${out.join("\n")}\n`
+}
+
+/** The prompt that resumes a task's session for its next step. */
+export function stepPrompt(task: Task, step: Step): string {
+  const steps = task.steps ?? []
+  const n = steps.indexOf(step) + 1
+  const continueWith = `Continue with step ${n} of ${steps.length || n} of task '${task.id}'.`
+  // Said only when true: `flow prompt --resume` can preview a session that has not finished any step yet.
+  const before = n > 1 && steps[n - 2].status === "done" ? "The previous step is done. "
+    : steps.some((s) => s.status === "done") ? "" : `No step of task '${task.id}' is done yet. `
+  const out = [`${before}${continueWith}`]
+  out.push(...stepSection(step), "", ...flowCommands(task, step))
+  return `${out.join("\n")}\n`
+}
+
+/** The prompt that resumes a session whose agent exited after asking: the answers, then carry on. */
+export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined): string {
+  const out = [`People answered the question${answered.length > 1 ? "s" : ""} you asked about task '${task.id}':`, "", ...questionLines(answered), "",
+    step ? `Continue with step ${step.id} using ${answered.length > 1 ? "these answers" : "this answer"}.` : `Continue the task using ${answered.length > 1 ? "these answers" : "this answer"}.`]
+  out.push("", ...flowCommands(task, step))
+  return `${out.join("\n")}\n`
+}
+
+function questionLines(questions: readonly Pick<Question, "id" | "text" | "answer">[]): string[] {
+  return questions.flatMap((q) => [`- ${q.id}: ${oneLine(q.text)}`, `  Answer: ${oneLine(q.answer ?? "")}`])
+}
+
+/** The step a task's session works on now: the first one in progress, else the first pending. */
+export function currentStep(task: Task): Step | undefined {
+  const steps = task.steps ?? []
+  return steps.find((s) => s.status === "in_progress") ?? steps.find((s) => (s.status ?? "pending") === "pending")
+}
+
+function stepSection(step: Step): string[] {
+  const out = ["", `### Step ${step.id}`, "", step.instruction.trim()]
+  if (step.acceptance_criteria?.length) out.push("", "Done when:", ...bullets(step.acceptance_criteria))
+  return out
+}
+
+/** The commands the agent is told to run, with the real ids filled in. */
+function flowCommands(task: Task, step: Step | undefined): string[] {
+  const id = task.id
+  const lines = [
+    "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
+    `- \`flow note ${id} "<text>"\` to record a decision or finding for the people and agents after you.`,
+    `- \`flow ask ${id} "<question>" --wait\` when something is unclear: it waits for a person's answer and prints it.`,
+    `  If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.`,
+    `- \`flow block ${id} "<reason>"\` when you cannot go on; then exit.`,
+  ]
+  if (step) lines.push(`- \`flow step done ${step.id}\` when this step is finished and committed; then exit. You will be resumed with the next step.`)
+  else lines.push(`- \`flow done ${id}\` when every acceptance criterion is met, the tests pass and your work is committed; then exit.`)
+  return lines
+}
+
+function bullets(items: readonly string[]): string[] {
+  return items.map((item) => `- ${oneLine(item)}`)
+}
+

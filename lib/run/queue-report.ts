@@ -1,0 +1,76 @@
+// The merge queues of the live or last run as data, for `flow dashboard` and `flow view`: rebuilt from the
+// run's `queue` events in the state database (lib/run/record.ts), the same events the run's log prints, so
+// no other process needs the run's memory and a finished run's queue can still be read.
+import type { MergeQueueReport } from "../model/json-shapes"
+import type { Project } from "../cli/project"
+import { openExistingState, type FlowEvent, type StateDb } from "./state-db"
+
+/** The kinds `queueReport` reads, as lib/run/record.ts names them. */
+export const QUEUE_EVENT_KINDS = ["queue", "merge", "run.end"] as const
+
+type Candidate = MergeQueueReport[number]["candidates"][number]
+
+/** The queues of the latest run; [] before any run, or when no queue was used (no `verify`). */
+export async function readQueues(db: StateDb): Promise<MergeQueueReport> {
+  return queueReport(await db.events.ofLastRun(QUEUE_EVENT_KINDS))
+}
+
+/** The same from the project's state database, creating nothing: [] when there is none yet. */
+export async function readProjectQueues(project: Project): Promise<MergeQueueReport> {
+  const db = await openExistingState(project)
+  if (!db) return []
+  using open = db
+  return readQueues(open)
+}
+
+/**
+ * Each target's candidates: the ones still in line in queue order (the order they were handed over), then
+ * the ones that failed out of it, with the reason. A candidate that lands (a `merge` event) leaves; one
+ * handed over again after a fix attempt goes to the end of the line. Events of older runs are not passed in.
+ */
+export function queueReport(events: readonly FlowEvent[]): MergeQueueReport {
+  const targets = new Map<string, Map<string, Candidate>>()
+  for (const ev of events) {
+    const d = (ev.data ?? {}) as Record<string, unknown>
+    const task = typeof d.taskId === "string" ? d.taskId : ev.task_id
+    if (ev.kind === "run.end") {
+      // Whatever had not landed was dropped with the run; the next run hands it over again.
+      for (const line of targets.values()) for (const c of line.values()) if (c.state !== "failed") c.reason = "the run ended before it landed"
+      continue
+    }
+    if (!task || typeof d.target !== "string") continue
+    let line = targets.get(d.target)
+    if (!line) targets.set(d.target, (line = new Map()))
+    if (ev.kind === "merge") {
+      line.delete(task)
+      continue
+    }
+    const state = d.state as Candidate["state"]
+    const before = line.get(task)
+    if (before && before.state === "failed" && state === "waiting") line.delete(task)
+    const c: Candidate = line.get(task) ?? { task, state, reason: null, on_top_of: [], seconds: null }
+    c.state = state
+    c.reason = typeof d.reason === "string" ? d.reason : null
+    c.seconds = typeof d.seconds === "number" ? d.seconds : null
+    // The base a check ran on stays what the candidate passed or failed on; a rebuild starts from nothing.
+    if (state === "checking") c.on_top_of = Array.isArray(d.onTopOf) ? d.onTopOf.map(String) : []
+    else if (state === "waiting") c.on_top_of = []
+    line.set(task, c)
+  }
+  return [...targets].flatMap(([target, line]) => {
+    const all = [...line.values()]
+    const candidates = [...all.filter((c) => c.state !== "failed"), ...all.filter((c) => c.state === "failed")]
+    return candidates.length ? [{ target, candidates }] : []
+  })
+}
+
+/**
+ * What a candidate is about, in a few words: what its check ran on (`on top of a, b`, or `on main` for the
+ * target itself), how long its last check took, and the reason. web/text.js queueDetail words it the same.
+ */
+export function queueDetail(c: Candidate, target: string): string {
+  const built = c.state === "checking" || c.state === "passed" || (c.state === "failed" && c.on_top_of.length > 0)
+  const base = built ? (c.on_top_of.length ? `on top of ${c.on_top_of.join(", ")}` : `on ${target}`) : ""
+  const took = c.seconds === null ? "" : `after ${c.seconds.toFixed(1)} s`
+  return [base, took, c.reason ?? ""].filter(Boolean).join("; ")
+}

@@ -1,0 +1,343 @@
+// The project's runtime state beside tasks.yaml: questions, agents and an event log, in one SQLite
+// database (.flow/state.db) that many processes (the orchestrator, every agent's `flow ask`, a person's
+// `flow answer`) write at once. tasks.yaml stays the source of truth for tasks; nothing here is about them.
+//
+// Concurrency: WAL mode, so readers never wait for the writer. bun:sqlite's busy_timeout is a blocking
+// sleep inside SQLite that stalls the whole event loop (the orchestrator's agents, its UI), so it is kept at
+// 50 ms and a busy database is retried here, asynchronously, with jittered back-off, up to the project's
+// lock timeout (FLOW_LOCK_TIMEOUT), then a FlowError says which file stayed busy.
+import { Database, SQLiteError } from "bun:sqlite"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { Exit, FlowError } from "../cli/errors"
+import type { Question, Usage } from "../model/json-shapes"
+import type { Project } from "../cli/project"
+import { ensureStateDir } from "../store/valid-cache"
+
+const BUSY_TIMEOUT_MS = 50
+
+/** Schema migrations: entry i takes `PRAGMA user_version` from i to i + 1. Append only; never edit one. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE questions (
+     id TEXT PRIMARY KEY,
+     seq INTEGER NOT NULL UNIQUE,
+     task_id TEXT NOT NULL,
+     agent TEXT,
+     text TEXT NOT NULL,
+     asked_at TEXT NOT NULL,
+     answer TEXT,
+     answered_at TEXT,
+     answered_by TEXT
+   );
+   CREATE INDEX questions_pending ON questions (seq) WHERE answer IS NULL;
+   CREATE TABLE events (
+     id INTEGER PRIMARY KEY,
+     at TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     task_id TEXT,
+     agent TEXT,
+     data TEXT
+   );
+   CREATE TABLE agents (
+     name TEXT PRIMARY KEY,
+     cli TEXT,
+     current_task TEXT,
+     completed INTEGER NOT NULL DEFAULT 0,
+     session_id TEXT,
+     updated_at TEXT NOT NULL
+   );`,
+  // The merge journal (lib/run/merge-journal.ts) and the agent process groups of runs (lib/run/reaper.ts).
+  `CREATE TABLE merges (
+     id INTEGER PRIMARY KEY,
+     task_id TEXT NOT NULL,
+     repo TEXT NOT NULL,
+     branch TEXT NOT NULL,
+     branch_head TEXT NOT NULL,
+     target TEXT NOT NULL,
+     target_before TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     outcome TEXT,
+     merge_commit TEXT,
+     detail TEXT,
+     closed_at TEXT
+   );
+   CREATE INDEX merges_open ON merges (task_id) WHERE closed_at IS NULL;
+   CREATE TABLE agent_groups (
+     pgid INTEGER PRIMARY KEY,
+     started TEXT NOT NULL,
+     run_pid INTEGER NOT NULL,
+     task_id TEXT,
+     at TEXT NOT NULL
+   );`,
+]
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+export type { Question }
+
+export type FlowEvent = { id: number; at: string; kind: string; task_id: string | null; agent: string | null; data: unknown }
+export type NewEvent = { kind: string; task_id?: string | null; agent?: string | null; data?: unknown }
+
+export type AgentRecord = { name: string; cli: string | null; current_task: string | null; completed: number; session_id: string | null; updated_at: string }
+/** Fields to set on an agent; a key left out keeps its value, `null` clears it. */
+export type AgentUpdate = Partial<Pick<AgentRecord, "cli" | "current_task" | "completed" | "session_id">>
+
+const QUESTION_COLUMNS = "id, task_id, agent, text, asked_at, answer, answered_at, answered_by"
+
+/** Who answers a question: $USER, or `person` when it is unset (never FLOW_AGENT: agents answer nothing). */
+export function answerer(env: Record<string, string | undefined>): string {
+  return env.USER || "person"
+}
+
+export function stateFile(project: Project): string {
+  return join(project.stateDir, "state.db")
+}
+
+/** Opens (creating it and .flow/ when missing) the project's state database. */
+export async function openState(project: Project): Promise<StateDb> {
+  ensureStateDir(project.stateDir)
+  return StateDb.open(project, true)
+}
+
+/** The state database if it exists, else undefined: read-only commands must not create files. */
+export async function openExistingState(project: Project): Promise<StateDb | undefined> {
+  if (!existsSync(stateFile(project))) return undefined
+  return StateDb.open(project, false)
+}
+
+export class StateDb {
+  private lastDataVersion = -1
+
+  private constructor(
+    private readonly db: Database,
+    readonly file: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static async open(project: Project, create: boolean): Promise<StateDb> {
+    const file = stateFile(project)
+    let db: Database
+    try {
+      db = new Database(file, { readwrite: true, create, strict: true })
+    } catch (e) {
+      throw new FlowError(`cannot open ${file}: ${(e as Error).message}`, Exit.failure, "check the permissions of the project's .flow folder", { cause: e })
+    }
+    const state = new StateDb(db, file, project.lockTimeoutMs)
+    try {
+      db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+      await state.setUp()
+    } catch (e) {
+      db.close()
+      throw e
+    }
+    return state
+  }
+
+  /** WAL mode (persistent in the file, so set once) and the schema migrations, each under the write lock. */
+  private async setUp(): Promise<void> {
+    await this.retry(() => {
+      const mode = this.db.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode
+      if (mode !== "wal") this.db.exec("PRAGMA journal_mode = WAL")
+    })
+    if ((await this.retry(() => this.version())) === SCHEMA_VERSION) return
+    await this.write(() => {
+      // Re-read under the lock: another process may have migrated since.
+      const from = this.version()
+      if (from > SCHEMA_VERSION) {
+        throw new FlowError(`${this.file} has schema version ${from}, newer than this flow knows (${SCHEMA_VERSION})`, Exit.invalid,
+          "update flow, or delete .flow/state.db to start the runtime state afresh (pending questions are lost)")
+      }
+      for (let v = from; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v])
+      this.db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
+    })
+  }
+
+  private version(): number {
+    return this.db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0
+  }
+
+  close(): void {
+    this.db.close()
+  }
+
+  [Symbol.dispose](): void {
+    this.close()
+  }
+
+  /**
+   * True when another connection committed since the last call (SQLite's data_version): a waiting
+   * process re-reads only then. The first call returns true.
+   */
+  changed(): boolean {
+    const v = this.db.query<{ data_version: number }, []>("PRAGMA data_version").get()?.data_version ?? 0
+    const changed = v !== this.lastDataVersion
+    this.lastDataVersion = v
+    return changed
+  }
+
+  readonly questions = {
+    /** Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... */
+    ask: (q: { task_id: string; agent?: string | null; text: string }): Promise<Question> =>
+      this.write(() => {
+        const seq = (this.db.query<{ n: number }, []>("SELECT coalesce(max(seq), 0) + 1 AS n FROM questions").get()?.n ?? 1)
+        const id = `q-${seq}`
+        const at = now()
+        this.db.query("INSERT INTO questions (id, seq, task_id, agent, text, asked_at) VALUES ($id, $seq, $task, $agent, $text, $at)")
+          .run({ id, seq, task: q.task_id, agent: q.agent ?? null, text: q.text, at })
+        this.insertEvent({ kind: "question.asked", task_id: q.task_id, agent: q.agent, data: { question: id } }, at)
+        return { id, task_id: q.task_id, agent: q.agent ?? null, text: q.text, asked_at: at, answer: null, answered_at: null, answered_by: null }
+      }),
+    get: (id: string): Promise<Question | undefined> =>
+      this.retry(() => this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE id = ?`).get(id) ?? undefined),
+    /** Oldest first. */
+    pending: (): Promise<Question[]> =>
+      this.retry(() => this.db.query<Question, []>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE answer IS NULL ORDER BY seq`).all()),
+    all: (): Promise<Question[]> => this.retry(() => this.db.query<Question, []>(`SELECT ${QUESTION_COLUMNS} FROM questions ORDER BY seq`).all()),
+    /** One task's questions, answered or not, oldest first. */
+    forTask: (taskId: string): Promise<Question[]> =>
+      this.retry(() => this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? ORDER BY seq`).all(taskId)),
+    /**
+     * Records the answer unless the question already has one (then `replace` decides). Returns the
+     * question as it was before, so the caller can tell "unknown" and "already answered" apart.
+     */
+    answer: (id: string, answer: string, by: string, replace = false): Promise<{ before: Question | undefined; after: Question | undefined }> =>
+      this.write(() => {
+        const before = this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE id = ?`).get(id) ?? undefined
+        if (!before || (before.answer !== null && !replace)) return { before, after: undefined }
+        const at = now()
+        this.db.query("UPDATE questions SET answer = ?, answered_at = ?, answered_by = ? WHERE id = ?").run(answer, at, by, id)
+        this.insertEvent({ kind: "question.answered", task_id: before.task_id, agent: before.agent, data: { question: id, by, replaced: before.answer !== null } }, at)
+        return { before, after: { ...before, answer, answered_at: at, answered_by: by } }
+      }),
+  }
+
+  readonly events = {
+    append: (e: NewEvent): Promise<number> => this.write(() => this.insertEvent(e, now())),
+    /** Events with an id above `afterId`, oldest first: a subscriber keeps the last id it saw. */
+    since: (afterId = 0, limit = 1000): Promise<FlowEvent[]> =>
+      this.retry(() =>
+        this.db.query<Omit<FlowEvent, "data"> & { data: string | null }, [number, number]>("SELECT id, at, kind, task_id, agent, data FROM events WHERE id > ? ORDER BY id LIMIT ?")
+          .all(afterId, limit)
+          .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
+      ),
+    /** The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first. */
+    ofLastRun: (kinds: readonly string[]): Promise<FlowEvent[]> =>
+      this.retry(() =>
+        this.db.query<Omit<FlowEvent, "data"> & { data: string | null }, string[]>(
+          `SELECT id, at, kind, task_id, agent, data FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events WHERE kind = 'run.start') AND kind IN (${kinds.map(() => "?").join(", ")}) ORDER BY id`)
+          .all(...kinds)
+          .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
+      ),
+    /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
+    lastTaskEnds: (): Promise<Map<string, { agent: string | null; at: string; status: string }>> =>
+      this.retry(() => {
+        const rows = this.db.query<{ task_id: string; agent: string | null; at: string; data: string | null }, []>(
+          "SELECT task_id, agent, at, data FROM events WHERE id IN (SELECT MAX(id) FROM events WHERE kind = 'task.end' AND task_id IS NOT NULL GROUP BY task_id)").all()
+        return new Map(rows.map((r) => [r.task_id, { agent: r.agent, at: r.at, status: String((r.data === null ? {} : JSON.parse(r.data)).status ?? "") }]))
+      }),
+  }
+
+  /**
+   * Tokens and cost summed from the `agent.usage` events (each is one report's own usage: lib/run/usage-meter.ts),
+   * grouped by task or agent, or over the last run (the events after the latest `run.start`). A group with no
+   * report is absent; a field no report had stays absent (docs/AGENTS.md "Tokens and cost").
+   */
+  readonly usage = {
+    byTask: (): Promise<Map<string, Usage>> => this.sumUsage("task_id"),
+    byAgent: (): Promise<Map<string, Usage>> => this.sumUsage("agent"),
+    lastRun: async (): Promise<Usage | null> =>
+      (await this.sumUsage("'run'", "id > (SELECT coalesce(max(id), 0) FROM events WHERE kind = 'run.start')")).get("run") ?? null,
+  }
+
+  private sumUsage(group: "task_id" | "agent" | "'run'", where = "1"): Promise<Map<string, Usage>> {
+    type Row = { key: string | null; input: number | null; output: number | null; cost: number | null }
+    return this.retry(() => {
+      const rows = this.db.query<Row, []>(
+        `SELECT ${group} AS key, sum(json_extract(data, '$.inputTokens')) AS input, sum(json_extract(data, '$.outputTokens')) AS output,
+           sum(json_extract(data, '$.costUsd')) AS cost FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`).all()
+      const out = new Map<string, Usage>()
+      for (const r of rows) {
+        if (r.key === null) continue
+        const u: Usage = {}
+        if (r.input !== null) u.input_tokens = r.input
+        if (r.output !== null) u.output_tokens = r.output
+        if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
+        if (Object.keys(u).length > 0) out.set(r.key, u)
+      }
+      return out
+    })
+  }
+
+  readonly agents = {
+    /** Creates the agent or updates the given fields. */
+    upsert: (name: string, update: AgentUpdate = {}): Promise<AgentRecord> =>
+      this.write(() => {
+        const at = now()
+        this.db.query("INSERT INTO agents (name, updated_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, at)
+        const keys = (["cli", "current_task", "completed", "session_id"] as const).filter((k) => update[k] !== undefined)
+        const sets = [...keys.map((k) => `${k} = $${k}`), "updated_at = $at"].join(", ")
+        const params: Record<string, string | number | null> = { name, at }
+        for (const k of keys) params[k] = update[k] ?? null
+        this.db.query(`UPDATE agents SET ${sets} WHERE name = $name`).run(params)
+        return this.db.query<AgentRecord, [string]>("SELECT * FROM agents WHERE name = ?").get(name)!
+      }),
+    /** Adds one to the agent's completed count, atomically (two processes may finish tasks at once). */
+    countCompleted: (name: string): Promise<number> =>
+      this.write(() => {
+        const at = now()
+        this.db.query("INSERT INTO agents (name, completed, updated_at) VALUES (?, 1, ?) ON CONFLICT (name) DO UPDATE SET completed = completed + 1, updated_at = excluded.updated_at").run(name, at)
+        return this.db.query<{ completed: number }, [string]>("SELECT completed FROM agents WHERE name = ?").get(name)!.completed
+      }),
+    get: (name: string): Promise<AgentRecord | undefined> =>
+      this.retry(() => this.db.query<AgentRecord, [string]>("SELECT * FROM agents WHERE name = ?").get(name) ?? undefined),
+    list: (): Promise<AgentRecord[]> => this.retry(() => this.db.query<AgentRecord, []>("SELECT * FROM agents ORDER BY name").all()),
+  }
+
+  /** Reads through `fn` (retried while busy): for modules that keep their own tables (lib/run/merge-journal.ts). */
+  read<T>(fn: (db: Database) => T): Promise<T> {
+    return this.retry(() => fn(this.db))
+  }
+
+  /** `fn` in one write transaction (retried while busy), for the same modules. */
+  transact<T>(fn: (db: Database) => T): Promise<T> {
+    return this.write(() => fn(this.db))
+  }
+
+  private insertEvent(e: NewEvent, at: string): number {
+    const data = e.data === undefined ? null : JSON.stringify(e.data)
+    const result = this.db.query("INSERT INTO events (at, kind, task_id, agent, data) VALUES (?, ?, ?, ?, ?)").run(at, e.kind, e.task_id ?? null, e.agent ?? null, data)
+    return Number(result.lastInsertRowid)
+  }
+
+  /** `fn` in a write transaction taken at once (BEGIN IMMEDIATE: a deferred one could fail mid-way on upgrade). */
+  private write<T>(fn: () => T): Promise<T> {
+    return this.retry(() => this.db.transaction(fn).immediate())
+  }
+
+  /** Runs `fn`, retrying while the database is busy, with jittered back-off, until the timeout. */
+  private async retry<T>(fn: () => T): Promise<T> {
+    const deadline = performance.now() + this.timeoutMs
+    let wait = 2
+    for (;;) {
+      try {
+        return fn()
+      } catch (e) {
+        if (!isBusy(e)) throw e
+        if (performance.now() > deadline) {
+          throw new FlowError(`${this.file} stayed busy (locked by another flow process) for ${this.timeoutMs / 1000} s`, Exit.failure,
+            "try again; if it persists, look for a stuck flow process, or raise FLOW_LOCK_TIMEOUT (seconds)", { cause: e })
+        }
+        // Jitter keeps many agents from retrying in lockstep.
+        await Bun.sleep(wait + Math.random() * wait)
+        wait = Math.min(wait * 2, 50)
+      }
+    }
+  }
+}
+
+function isBusy(e: unknown): boolean {
+  return e instanceof SQLiteError && e.code?.startsWith("SQLITE_BUSY") === true
+}
+
+function now(): string {
+  return new Date().toISOString()
+}

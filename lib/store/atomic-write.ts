@@ -1,0 +1,152 @@
+// Replacing a file so that a reader sees the old or the new content, never a mix, and a failure at any
+// point leaves the old one: a temp file in the same folder (rename is atomic only within a file system),
+// every byte written (writeSync may write fewer than asked: a full disk), fsync, rename. docs/RELIABILITY.md.
+import { closeSync, constants, fchownSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, renameSync, statSync, unlinkSync, writeSync, accessSync } from "node:fs"
+import { basename, dirname, isAbsolute, join } from "node:path"
+import { FlowError } from "../cli/errors"
+import { isPidDead } from "../cli/pid"
+
+/**
+ * Writes `text` to `file` atomically and durably. A symlink is written through (its target is replaced, the
+ * link stays); the file's permission bits (and, where allowed, owner) are kept; a file its user may not
+ * write, or one with no write bit at all, is refused rather than replaced.
+ */
+export function writeFileAtomic(file: string, text: string): void {
+  const target = resolveLinks(file)
+  const existing = statOrUndefined(target)
+  if (existing) refuseReadOnly(file, target, existing.mode)
+  const tmp = tempName(target)
+  let fd: number | undefined
+  try {
+    fd = openSync(tmp, "wx", existing ? existing.mode & 0o777 : 0o644)
+    writeAll(fd, Buffer.from(text))
+    if (existing) keepOwner(fd, existing.uid, existing.gid)
+    fsyncSync(fd)
+    closeSync(fd)
+    fd = undefined
+    renameSync(tmp, target)
+  } catch (e) {
+    if (fd !== undefined) {
+      try {
+        closeSync(fd)
+      } catch {}
+    }
+    try {
+      unlinkSync(tmp)
+    } catch {}
+    throw writeError(file, e)
+  }
+  // The rename itself is durable only once the folder is synced.
+  try {
+    const dir = openSync(dirname(target), "r")
+    fsyncSync(dir)
+    closeSync(dir)
+  } catch {}
+  removeDeadTemps(target)
+}
+
+/** Writes the whole buffer: a short write (a full disk, a quota) is retried, and one that writes nothing fails. */
+export function writeAll(fd: number, buf: Uint8Array): void {
+  let off = 0
+  while (off < buf.length) {
+    const n = writeSync(fd, buf, off, buf.length - off)
+    if (n <= 0) throw Object.assign(new Error("no space left on device (a write wrote nothing)"), { code: "ENOSPC" })
+    off += n
+  }
+}
+
+/** `<file>.<pid>.<random>.tmp`: the pid lets a later writer tell a dead writer's leftover from a live one's. */
+export function tempName(file: string): string {
+  return `${file}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`
+}
+
+const TEMP = /^(.*)\.(\d+)\.[a-z0-9]+\.tmp$/
+
+/**
+ * Removes temp files of `file` left by writers that were killed between creating and renaming them. Only a
+ * file whose writer pid is no longer running is removed: a live writer's temp file is never touched (a pid
+ * reused by another program only delays the cleanup).
+ */
+export function removeDeadTemps(file: string): number {
+  const name = basename(file)
+  let removed = 0
+  let entries: string[]
+  try {
+    entries = readdirSync(dirname(file))
+  } catch {
+    return 0
+  }
+  for (const entry of entries) {
+    if (!entry.startsWith(`${name}.`) || !entry.endsWith(".tmp")) continue
+    const m = TEMP.exec(entry)
+    if (!m || m[1] !== name || Number(m[2]) === process.pid || !isPidDead(Number(m[2]))) continue
+    try {
+      unlinkSync(join(dirname(file), entry))
+      removed++
+    } catch {}
+  }
+  return removed
+}
+
+/** The file a chain of symlinks ends at (which may not exist yet); `file` itself when it is no link. */
+export function resolveLinks(file: string): string {
+  let path = file
+  for (let hops = 0; hops < 40; hops++) {
+    let link: string
+    try {
+      if (!lstatSync(path).isSymbolicLink()) return path
+      link = readlinkSync(path)
+    } catch {
+      return path
+    }
+    path = isAbsolute(link) ? link : join(dirname(path), link)
+  }
+  throw new FlowError(`${file} is a chain of more than 40 symbolic links`, undefined, "point the link at the real file")
+}
+
+function statOrUndefined(file: string) {
+  try {
+    return statSync(file)
+  } catch {
+    return undefined
+  }
+}
+
+function refuseReadOnly(file: string, target: string, mode: number): void {
+  let denied = (mode & 0o222) === 0
+  try {
+    accessSync(target, constants.W_OK)
+  } catch {
+    denied = true
+  }
+  if (!denied) return
+  const which = target === file ? file : `${file} (a link to ${target})`
+  throw new FlowError(`${which} is read-only (mode ${(mode & 0o777).toString(8).padStart(4, "0")}): flow does not replace a file that may not be written`,
+    undefined, `make it writable (chmod u+w ${target}) if the change is meant, then try again`)
+}
+
+/** A file another user owns stays theirs when that can be kept (root can; others get EPERM and keep theirs). */
+function keepOwner(fd: number, uid: number, gid: number): void {
+  const now = fstatSync(fd)
+  if (now.uid === uid && now.gid === gid) return
+  try {
+    fchownSync(fd, uid, gid)
+  } catch {}
+}
+
+const REASONS: Record<string, string> = {
+  ENOSPC: "the disk is full",
+  EDQUOT: "the disk quota is used up",
+  EROFS: "the file system is read-only",
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+}
+
+/** A write failure as a FlowError that says why and that the file was left as it was. */
+export function writeError(file: string, e: unknown): FlowError {
+  if (e instanceof FlowError) return e
+  const code = (e as NodeJS.ErrnoException).code ?? ""
+  const why = REASONS[code] ?? (e as Error).message
+  const hint = code === "ENOSPC" || code === "EDQUOT" ? "free some space and try again" : code === "EROFS" || code === "EACCES" || code === "EPERM" ? `check that you may write in ${dirname(file)}` : undefined
+  return new FlowError(`cannot write ${file}: ${why}${code && !why.includes(code) ? ` (${code})` : ""}; the file was left as it was`, undefined, hint, { cause: e })
+}

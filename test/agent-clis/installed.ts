@@ -1,0 +1,15 @@
+// The real agent CLIs for the tests, installed into this folder the first time a test needs them (about
+// a minute, 1.4 GB, from the npm registry), so `bun test` checks them on a fresh clone too.
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+
+export const CLIS_DIR = import.meta.dir
+export const CLIS_BIN = join(CLIS_DIR, "node_modules", ".bin")
+
+/** Installs the CLIs unless they are there; a failed install is reported, and the tests that need them fail. */
+export function ensureAgentClis(): void {
+  if (existsSync(CLIS_BIN)) return
+  console.warn("installing the agent CLIs into test/agent-clis (first run only)...")
+  const r = Bun.spawnSync(["bash", join(CLIS_DIR, "install.sh")], { stdout: "inherit", stderr: "inherit" })
+  if (r.exitCode !== 0) console.warn(`test/agent-clis/install.sh failed (exit ${r.exitCode}): the tests of the real CLIs will fail`)
+}

@@ -1,0 +1,38 @@
+// Claude Code (the real CLI) end to end under `flow run`, against the scripted model server.
+import { expect, test } from "bun:test"
+import { join } from "node:path"
+import { startModelServer } from "./fixtures/model-server/server"
+import { agentE2E, type CliSetup, e2eProject, writeJson } from "./agent-e2e"
+import { flow } from "./helpers"
+
+const claude: CliSetup = {
+  cli: "claude",
+  // ~/.claude/settings.json: Claude Code reads its `env` as its user's environment.
+  configure(home, url) {
+    writeJson(join(home, ".claude", "settings.json"), {
+      env: {
+        ANTHROPIC_BASE_URL: url,
+        ANTHROPIC_API_KEY: "sk-ant-test",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", // no telemetry, no auto-update, no other calls home
+        // A rejected key is retried 10 times over about 3 minutes before Claude Code gives up: one retry is
+        // enough to show it gives up and why, and keeps the test short.
+        CLAUDE_CODE_MAX_RETRIES: "1",
+      },
+    })
+    return {}
+  },
+  authError: "Invalid API key · Fix external API key",
+}
+
+agentE2E(claude)
+
+test.skipIf(process.getuid?.() !== 0)("claude as root: a refused --permission-mode bypassPermissions is the one-line reason in the log and the block note", async () => {
+  await using server = startModelServer({ refuse: [{ commands: ["flow done refuse"] }] })
+  await using p = await e2eProject(claude, server, [{ id: "refuse", title: "Refuse", status: "todo", instructions: "Anything." }], { args: ["--permission-mode", "bypassPermissions"] })
+  const r = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
+  const reason = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
+  expect(r.code).toBe(4)
+  expect(r.stdout).toContain(`refuse | error: ${reason}\n`)
+  expect(p.dir.read("tasks.yaml")).toContain(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'`)
+  expect(server.model.log).toEqual([]) // refused before any request
+}, 60_000)

@@ -1,0 +1,136 @@
+// End-to-end runs of Codex, OpenCode and Copilot (test/agents-e2e-openai.test.ts, agents-e2e-copilot.test.ts) against the
+// scripted model server: a HOME per test holding the configuration a user would write to point the CLI at their own provider.
+import { expect } from "bun:test"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { run } from "../lib/cli/proc"
+import type { ModelServer } from "./fixtures/model-server/server"
+import { flow, ROOT, tempRepo, type TempDir } from "./helpers"
+
+export const AGENT_BIN = join(ROOT, "test", "agent-clis", "node_modules", ".bin")
+export const API_KEY = "sk-scripted-test"
+
+export type UserHome = { path: string; env: Record<string, string>; [Symbol.asyncDispose]: () => Promise<void> }
+
+/**
+ * A temp HOME for `cli` with its provider set to the model server at `url`, telemetry and updates off,
+ * and a git identity (agents commit). `env` is what `flow run` needs: that HOME, the CLIs on PATH, the key.
+ */
+export async function userHome(cli: "codex" | "opencode" | "copilot", url: string): Promise<UserHome> {
+  const path = mkdtempSync(join(tmpdir(), `flow-home-${cli}-`))
+  const write = (name: string, text: string) => {
+    mkdirSync(dirname(join(path, name)), { recursive: true })
+    writeFileSync(join(path, name), text)
+  }
+  write(".gitconfig", "[user]\n\tname = Agent User\n\temail = agent@example.invalid\n")
+  if (cli === "codex") write(".codex/config.toml", codexConfig(url))
+  else if (cli === "opencode") write(".config/opencode/opencode.json", opencodeConfig(url))
+  const env: Record<string, string> = { HOME: path, PATH: `${AGENT_BIN}:${dirname(process.execPath)}:${process.env.PATH}`, SCRIPTED_API_KEY: API_KEY }
+  if (cli === "copilot") Object.assign(env, copilotEnv(url))
+  const home = { path, env, [Symbol.asyncDispose]: async () => rmSync(path, { recursive: true, force: true }) }
+  if (cli === "copilot") {
+    // What a user's first `copilot` does: unpack the CLI into ~/.cache/copilot/pkg (about 235 MB, 20-25 s
+    // on a loaded machine, measured with 1.0.102). Done once here so parallel agents do not each unpack it.
+    const r = await run([join(AGENT_BIN, "copilot"), "--version"], { cwd: path, env })
+    if (r.code !== 0) {
+      await home[Symbol.asyncDispose]()
+      throw new Error(`copilot --version exited ${r.code}: ${r.stderr}`)
+    }
+  }
+  if (cli === "opencode") {
+    // What a user does after writing the config: check the provider's models are listed. It also creates
+    // OpenCode's database: two OpenCode processes starting at once in a fresh HOME race on its migration
+    // and one fails ("Failed query: CREATE TABLE ..."; measured with 1.18.33), which a run of parallel
+    // agents would otherwise meet as a failed first attempt.
+    const r = await run([join(AGENT_BIN, "opencode"), "models", "scripted"], { cwd: path, env })
+    if (r.code !== 0) {
+      await home[Symbol.asyncDispose]()
+      throw new Error(`opencode models scripted exited ${r.code}: ${r.stderr}`)
+    }
+  }
+  return home
+}
+
+export const installed = (cli: string) => existsSync(join(AGENT_BIN, cli))
+
+type Task = { id: string; status: string; ai_notes?: string[]; steps?: { id: string; status?: string }[] }
+export const tasksOf = (dir: TempDir) => (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }).tasks
+export const statuses = (dir: TempDir) => Object.fromEntries(tasksOf(dir).map((t) => [t.id, t.status]))
+export const lastNote = (dir: TempDir, id: string) => tasksOf(dir).find((t) => t.id === id)?.ai_notes?.at(-1) ?? ""
+export const session = (dir: TempDir, id: string) => (JSON.parse(readFileSync(join(dir.path, ".flow", "sessions", `${id}.json`), "utf8")) as { session: string }).session
+export const turnRequests = (server: ModelServer, task: string, turn: number) => server.model.requests(task).filter((r) => r.turn === turn)
+export const seen = (server: ModelServer, task: string, text: string) => server.model.requests(task).some((r) => r.toolResults?.some((t) => t.includes(text)))
+
+export function project(cli: string, tasks: string) {
+  return tempRepo({ "tasks.yaml": tasks, "flow.yaml": `agents:\n  - name: ${cli}-1\n    cli: ${cli}\n  - name: ${cli}-2\n    cli: ${cli}\n` })
+}
+
+/** Waits until `check` holds, polling (real CLIs take seconds to minutes per turn). */
+export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 900_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await Bun.sleep(250)
+  }
+}
+
+/** Answers the pending question whose text includes `about`, once it is asked. */
+export async function answer(dir: TempDir, about: string, text: string): Promise<void> {
+  let id: string | undefined
+  await until(`the question '${about}'`, async () => {
+    const pending = (JSON.parse((await flow(dir.path, ["questions", "--json"])).stdout) as { questions: { id: string; text: string }[] }).questions
+    id = pending.find((q) => q.text.includes(about))?.id
+    return id !== undefined
+  })
+  expect((await flow(dir.path, ["answer", id!, text])).code).toBe(0)
+}
+
+// $CODEX_HOME/config.toml (CODEX_HOME defaults to ~/.codex): a provider speaking the Responses API.
+function codexConfig(url: string): string {
+  return `model = "gpt-scripted"
+model_provider = "scripted"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.scripted]
+name = "Scripted model server"
+base_url = "${url}/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+`
+}
+
+// Copilot takes a provider from its environment, no file (its bundled source: "bring your own key"): a
+// Chat Completions endpoint at COPILOT_PROVIDER_BASE_URL, the key, the model; COPILOT_OFFLINE=true: no
+// GitHub login, no telemetry, no update check.
+function copilotEnv(url: string): Record<string, string> {
+  return {
+    COPILOT_PROVIDER_BASE_URL: `${url}/v1`,
+    COPILOT_PROVIDER_TYPE: "openai",
+    COPILOT_PROVIDER_WIRE_API: "completions",
+    COPILOT_PROVIDER_API_KEY: API_KEY,
+    COPILOT_MODEL: "gpt-scripted",
+    COPILOT_OFFLINE: "true",
+  }
+}
+
+// ~/.config/opencode/opencode.json: an OpenAI-compatible provider (Chat Completions at baseURL).
+function opencodeConfig(url: string): string {
+  return `${JSON.stringify({
+    $schema: "https://opencode.ai/config.json",
+    autoupdate: false,
+    share: "disabled",
+    provider: {
+      scripted: {
+        npm: "@ai-sdk/openai-compatible",
+        name: "Scripted model server",
+        options: { baseURL: `${url}/v1`, apiKey: "{env:SCRIPTED_API_KEY}" },
+        models: { "scripted-model": { name: "Scripted model" } },
+      },
+    },
+    model: "scripted/scripted-model",
+  }, null, 2)}\n`
+}
