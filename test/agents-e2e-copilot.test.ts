@@ -42,7 +42,8 @@ describe("copilot, for real, against the scripted model server", () => {
 
     // A 401: the reason on one line, logged once per attempt, and the block note's last line.
     const reason = lastNote(dir, "denied").split("\n").at(-1)!
-    expect(lastNote(dir, "denied")).toStartWith("the agent exited (code 1) without 'flow done' or 'flow block'; its last output:\n")
+    // The note names the reason in its first line too (the CLI's error on one line), then the last output.
+    expect(lastNote(dir, "denied")).toBe(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'; its last output:\n${reason}`)
     // Copilot says it in its own words, not the API's (its session.error for a provider's 401).
     expect(reason).toBe(`Authentication failed with provider at ${server.url}/v1 (HTTP 401). Check your COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_API_KEY_COMMAND, or COPILOT_PROVIDER_BEARER_TOKEN.`)
     const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))

@@ -41,7 +41,8 @@ describe.each(CLIS)("%s, for real, against the scripted model server", (cli) => 
 
     // A 401: the reason on one line, logged once per attempt, and the block note's last line.
     const reason = lastNote(dir, "denied").split("\n").at(-1)!
-    expect(lastNote(dir, "denied")).toStartWith("the agent exited (code 1) without 'flow done' or 'flow block'; its last output:\n")
+    // The note names the reason in its first line too (the CLI's error on one line), then the last output.
+    expect(lastNote(dir, "denied")).toBe(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'; its last output:\n${reason}`)
     expect(reason).toContain("Incorrect API key provided: sk-bad") // Codex adds "unexpected status 401 Unauthorized: "
     const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))
     expect(errors.length).toBe(2) // two attempts, one line each
