@@ -5,7 +5,7 @@ import { expect, test } from "bun:test"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 
@@ -53,4 +53,45 @@ test.concurrent("a project folder that is not a repository runs when every task 
   } finally {
     rmSync(parent, { recursive: true, force: true })
   }
+})
+
+/** The pids of processes whose command line is exactly `command` (a marker no other test uses). */
+function pidsOf(command: string): number[] {
+  return Bun.spawnSync(["pgrep", "-x", "-f", command]).stdout.toString().split("\n").filter(Boolean).map(Number)
+}
+
+test.concurrent("what an agent starts in a session of its own dies with the run (SIGTERM), and what a killed run left dies when the next starts", async () => {
+  await using dir = await tempRepo({ ".gitignore": ".flow/\n" })
+  // Like OpenCode's tools: `setsid` puts the sleep outside the agent's process group, so only the
+  // environment (FLOW_RUN_ID) ties it to the run. Started once per run (the marker file is per run).
+  const marker = `sleep ${(900 + Math.random() * 99).toFixed(6)}`
+  dir.write("tasks.yaml", tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh(`setsid -f ${marker} </dev/null >/dev/null 2>&1\nsleep 30`) }]))
+  await git(dir.path, ["add", "-A"])
+  await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qm", "tasks"])
+  const waitForMarker = async () => {
+    for (let i = 0; i < 600 && pidsOf(marker).length === 0; i++) await Bun.sleep(100)
+    expect(pidsOf(marker).length).toBe(1)
+  }
+  const first = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  await first.waitFor("long: started by")
+  await waitForMarker()
+  first.proc.kill("SIGTERM")
+  expect(await first.proc.exited).toBe(130)
+  expect(pidsOf(marker)).toEqual([])
+
+  const second = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  await second.waitFor((o) => /long: (started|resumed) by/.test(o))
+  await waitForMarker()
+  const left = pidsOf(marker)
+  second.proc.kill("SIGKILL")
+  await second.proc.exited
+  expect(pidsOf(marker)).toEqual(left) // kill -9 of flow: the kernel kills the agent's leader, not this
+
+  const third = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  await third.waitFor("stopped what a dead run left running")
+  for (let i = 0; i < 100 && pidsOf(marker).some((p) => left.includes(p)); i++) await Bun.sleep(50)
+  expect(pidsOf(marker).filter((p) => left.includes(p))).toEqual([])
+  third.proc.kill("SIGTERM")
+  expect(await third.proc.exited).toBe(130)
+  expect(pidsOf(marker)).toEqual([])
 })

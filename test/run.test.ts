@@ -192,7 +192,7 @@ test.concurrent("SIGTERM stops the agents and leaves the task in progress; a sec
   const running = JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).running
   expect(running.map((t: { id: string; agent: string; live: boolean }) => [t.id, t.agent, t.live])).toEqual([["long", "script-1", false]])
   // No `sleep 30` of the agent is left running.
-  const ps = Bun.spawnSync(["pgrep", "-f", "sleep 30"]).stdout.toString().trim()
+  const ps = Bun.spawnSync(["pgrep", "-x", "-f", "sleep 30"]).stdout.toString().trim()
   expect(ps.split("\n").filter(Boolean).length).toBe(0)
 })
 

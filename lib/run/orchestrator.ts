@@ -7,7 +7,7 @@ import { availableTasks } from "../graph/availability"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { readTasks } from "../store/tasks"
 import { Landing } from "./landing"
-import { AgentGroups } from "./reaper"
+import { AgentGroups, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
@@ -41,14 +41,19 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const workspaces = new Workspaces(s.project, s.defaults)
   const groups = new AgentGroups(s.db)
   const shared: WorkerShared = { settings: s, workspaces, landing: new Landing(s), groups, background: new Set(), publishQueues: new Map(), sessions: new Map() }
-  const onStop = () => wake.notify()
+  const onStop = () => {
+    wake.notify()
+    // Agents' groups get SIGTERM, then SIGKILL after 3 s (cli/proc.ts); what they started in sessions of
+    // their own would live on, and keep their pipes open so the run could not finish: it goes then too.
+    setTimeout(() => killAgentProcesses(s.project.dir), 3_500).unref()
+  }
   s.signal.addEventListener("abort", onStop)
   const first = await readTasks(s.project)
   // A project folder outside any repository is fine when every task names its repo: the target is then "?".
   const target = await workspaces.repoOf({} as Task).then((repo) => workspaces.targetOf(repo)).catch(() => "?")
   s.bus.emit({ type: "run-start", agents: s.agents.map((a) => a.name), tasks: indexTasks(first.data).size, target })
   // What a dead run left: its agents' process groups first (they may still be writing), then its merges.
-  const reaped = await groups.reap()
+  const reaped = await groups.reap(s.project.dir)
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
   await recover(shared, indexTasks((await readTasks(s.project)).data))
   const unassignable = restrictedToOthers(indexTasks((await readTasks(s.project)).data), s.agents)
@@ -126,7 +131,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
     await watcher.close()
-    await groups.reap() // what agents left behind in their groups (a server started in the background) goes too
+    await groups.reap(s.project.dir) // what agents left behind in their groups (a server started in the background) goes too
   }
 
   const { data } = await readTasks(s.project).catch(() => last)

@@ -9,6 +9,12 @@
 // time recorded (/proc/<pid>/stat field 22: a reused pid has another), or its leader is gone and processes
 // still carry its group id (Linux keeps a pid number from reuse while any process uses it as a group id).
 // Without /proc (not Linux) nothing can be proven, so nothing is killed.
+//
+// Groups are not enough: an agent CLI may start its tools in a session of their own (OpenCode does: its
+// `sleep 300` survived the group's SIGKILL, reparented to init). Environments are inherited across that, so
+// every agent also gets FLOW_RUN_ID, and `reap` also kills every process whose environment carries this
+// project's FLOW_PROJECT with a FLOW_RUN_ID: at a run's start they are what a dead run's agents left, at its
+// end what this run's left. A person's shell never has FLOW_RUN_ID, so it is never touched.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import type { StateDb } from "./state-db"
 
@@ -53,9 +59,17 @@ export class AgentGroups {
     })
   }
 
-  /** Kills what is left of every recorded group (provably the same group, above) and forgets them all. */
-  async reap(): Promise<string[]> {
+  /**
+   * Kills what is left of every recorded group (provably the same group, above) and forgets them all, then
+   * every process an agent of a run of `projectDir` started (its environment says so, above).
+   */
+  async reap(projectDir: string): Promise<string[]> {
     if (!existsSync("/proc/self/stat")) return []
+    const killed = [...(await this.reapGroups()), ...killAgentProcesses(projectDir)]
+    return killed
+  }
+
+  private async reapGroups(): Promise<string[]> {
     const rows = await this.db.read((db) => db.query<GroupRow, []>("SELECT pgid, started, task_id FROM agent_groups").all())
     const killed: string[] = []
     let live: Set<number> | undefined
@@ -71,4 +85,25 @@ export class AgentGroups {
     if (rows.length > 0) await this.db.transact((db) => db.query("DELETE FROM agent_groups").run())
     return killed
   }
+}
+
+/** Kills the processes whose environment holds FLOW_PROJECT=`projectDir` and a FLOW_RUN_ID; their tasks. */
+export function killAgentProcesses(projectDir: string): string[] {
+  const project = `FLOW_PROJECT=${projectDir}`
+  const killed: string[] = []
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
+    let env: string[]
+    try {
+      env = readFileSync(`/proc/${name}/environ`, "utf8").split("\0")
+    } catch {
+      continue // gone meanwhile, or another user's
+    }
+    if (!env.includes(project) || !env.some((v) => v.startsWith("FLOW_RUN_ID="))) continue
+    try {
+      process.kill(Number(name), "SIGKILL")
+      killed.push(env.find((v) => v.startsWith("FLOW_TASK_ID="))?.slice("FLOW_TASK_ID=".length) ?? name)
+    } catch {}
+  }
+  return killed
 }

@@ -37,6 +37,8 @@ export type WorkerShared = {
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
+/** This run, as agents' environments name it: the reaper finds what they started by it (reaper.ts). */
+const RUN_ID = `${process.pid}-${Date.now()}`
 
 type Outcome = "finished" | "blocked" | "stopped"
 
@@ -366,6 +368,8 @@ export class TaskWorker {
       FLOW_PROJECT: this.s.project.dir,
       FLOW_TASK_ID: this.taskId,
       FLOW_AGENT: this.agent.name,
+      // Marks every process the agent starts, whatever session it puts them in, for the reaper (reaper.ts).
+      FLOW_RUN_ID: RUN_ID,
       PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
     }
   }
