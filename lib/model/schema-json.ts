@@ -15,4 +15,3 @@ export function renamer(prefix: string): (name: string) => string {
     return map.get(name)!
   }
 }
-

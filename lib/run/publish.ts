@@ -31,7 +31,11 @@ export async function openPullRequest(pr: PullRequest): Promise<PublishResult> {
     return { ok: false, detail: "pull request not opened: 'gh' (GitHub CLI) was not found on PATH; install it and run 'gh auth login'" }
   }
   if (r.code !== 0) return { ok: false, detail: `pull request of ${pr.head} into ${pr.base} not opened: ${lastLines(r.stderr || r.stdout)}` }
-  const url = r.stdout.trim().split("\n").findLast((line) => /^https?:\/\//.test(line.trim()))?.trim()
+  const url = r.stdout
+    .trim()
+    .split("\n")
+    .findLast((line) => /^https?:\/\//.test(line.trim()))
+    ?.trim()
   return { ok: true, detail: url ?? `pull request of ${pr.head} into ${pr.base} opened` }
 }
 

@@ -111,7 +111,11 @@ export class TasksEditor {
       throw new FlowError("internal error: the edited tasks.yaml did not parse; nothing was written", undefined, "please report this with the file", { cause })
     }
     if (!Bun.deepEquals(reread, this.data)) {
-      throw new FlowError("internal error: the edited tasks.yaml did not read back as intended; nothing was written", undefined, "please report this with the file")
+      throw new FlowError(
+        "internal error: the edited tasks.yaml did not read back as intended; nothing was written",
+        undefined,
+        "please report this with the file",
+      )
     }
     return this.text
   }
