@@ -175,7 +175,11 @@ async function propose(
     }
     progress.stop(`${agent.name} proposed changes`, turn.seconds)
     const ids = new Set<string>()
-    const walk = (list: readonly { id: string; subtasks?: unknown[] }[] | undefined) => list?.forEach((t) => (ids.add(t.id), walk(t.subtasks as typeof list)))
+    const walk = (list: readonly { id: string; subtasks?: unknown[] }[] | undefined) =>
+      list?.forEach((t) => {
+        ids.add(t.id)
+        walk(t.subtasks as typeof list)
+      })
     walk(first.tasks)
     return { agent: agent.name, ...readEnrichment(readFileSync(file, "utf8"), ids) }
   } finally {

@@ -173,7 +173,7 @@ export function agentE2E(setup: CliSetup): void {
       // A rejected key: one line in the log and in the block note, and no other errors logged.
       expect(log).toContain(`broken | error: ${setup.authError}\n`)
       expect(notes(yaml, "broken").at(-1)).toMatch(
-        new RegExp(`^the agent exited \\(code \\d+: ${escape(setup.authError)}\\) without 'flow done' or 'flow block'`),
+        new RegExp(`^the agent exited \\(code \\d+: ${escapeRegExp(setup.authError)}\\) without 'flow done' or 'flow block'`),
       )
       expect(log.split("\n").filter((l) => l.includes("| error:") && !l.includes("broken |"))).toEqual([])
     },
@@ -213,6 +213,6 @@ export function agentE2E(setup: CliSetup): void {
   )
 }
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 }

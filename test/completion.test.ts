@@ -61,6 +61,7 @@ test.concurrent("bash completes commands, flags, statuses, task ids and step ids
   const script = [
     "source completion.bash",
     "complete -p flow",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash source, where ${...} is bash's own expansion
     'c() { read -ra COMP_WORDS <<< "$1"; [[ $1 == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _flow_complete; echo "$1|${COMPREPLY[*]}"; }',
     ...cases.map(([line]) => `c '${line}'`),
   ].join("\n")

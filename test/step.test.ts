@@ -95,7 +95,7 @@ test.concurrent("step show prints the current step; step list prints every step 
     stderr: "warning: api depends on setup (todo), not done yet; started anyway\n",
   })
   const shown = await flow(dir.path, ["step", "show", "api"])
-  expect(shown.stdout).toMatch(/^Step: api\.2 \(in_progress\)\nTask: api\nProgress: 1 of 3 steps done\nStarted: \S+Z\nInstruction:\n  Write the routes\.\n$/)
+  expect(shown.stdout).toMatch(/^Step: api\.2 \(in_progress\)\nTask: api\nProgress: 1 of 3 steps done\nStarted: \S+Z\nInstruction:\n {2}Write the routes\.\n$/)
   const listed = await flow(dir.path, ["step", "list", "api"])
   expect(listed.code).toBe(0)
   expect(listed.stdout.replace(/\d{4}-\S+Z/g, "<t>")).toBe(

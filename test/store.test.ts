@@ -144,7 +144,7 @@ test.concurrent("a file that does not parse is never written: the error names fi
   expect(r.code).toBe(3)
   expect(r.stdout).toBe("")
   expect(r.stderr).toMatch(
-    /^error: tasks.yaml is invalid \(1 error, 0 warnings\); the first:\nERROR: YAML: .+\n  at \S+tasks.yaml:\d+:\d+\n +\d+ \| .*\n +\| +\^\n/,
+    /^error: tasks.yaml is invalid \(1 error, 0 warnings\); the first:\nERROR: YAML: .+\n {2}at \S+tasks.yaml:\d+:\d+\n +\d+ \| .*\n +\| +\^\n/,
   )
   expect(readFileSync(dir.file("tasks.yaml"), "utf8")).toBe(broken)
 })

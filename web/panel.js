@@ -40,7 +40,7 @@ export function fieldRows(report) {
 }
 
 export function list(items, render = (x) => inline(x)) {
-  return items && items.length ? `<ul class="plain">${items.map((i) => `<li>${render(i)}</li>`).join("")}</ul>` : '<p class="hint">none</p>'
+  return items?.length ? `<ul class="plain">${items.map((i) => `<li>${render(i)}</li>`).join("")}</ul>` : '<p class="hint">none</p>'
 }
 
 export async function renderDetails(id, keepScroll) {

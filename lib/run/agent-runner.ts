@@ -31,7 +31,7 @@ export type Turn = {
 
 const TAIL_LINES = 20
 // A stack frame or the inside of a dumped object: never the line that says what went wrong.
-const STACK_LINE = /^\s+(at |[\[\]{}]|\w+: )|^\s*[\]}]/
+const STACK_LINE = /^\s+(at |[[\]{}]|\w+: )|^\s*[\]}]/
 
 function isNoise(line: string, noise: readonly RegExp[] = []): boolean {
   return line.trim() === "" || noise.some((re) => re.test(line))

@@ -2,7 +2,7 @@
 // through GitHub's `gh`, when flow.yaml asks for them. Both talk to the network, so they run off the
 // critical path (dependents start from the local merge) and a failure is reported, never fatal: the
 // merge is real and stays.
-import { run } from "../cli/proc"
+import { type RunResult, run } from "../cli/proc"
 
 export type PublishResult = { ok: true; detail: string } | { ok: false; detail: string }
 
@@ -24,7 +24,7 @@ export async function openPullRequest(pr: PullRequest): Promise<PublishResult> {
   const pushed = await pushBranch(pr.repo, pr.remote, pr.head)
   if (!pushed.ok) return pushed
   const argv = ["gh", "pr", "create", "--base", pr.base, "--head", pr.head, "--title", pr.title, "--body", pr.body, ...(pr.draft ? ["--draft"] : [])]
-  let r
+  let r: RunResult
   try {
     r = await run(argv, { cwd: pr.repo, env: GH_ENV })
   } catch {

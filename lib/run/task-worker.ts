@@ -360,7 +360,9 @@ export class TaskWorker {
     await mutateTasks(shared.settings.project, `flow run --yes: ${id}`, (editor) => {
       editor.append({ taskId: id }, "ai_notes", "Approved automatically by 'flow run --yes'")
       return applyStatus(editor, id, "done", now()).changes
-    }).then((changes) => changes.forEach((c) => shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })))
+    }).then((changes) => {
+      for (const c of changes) shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
+    })
   }
 
   private async setStatus(to: "assigned" | "in_progress"): Promise<void> {

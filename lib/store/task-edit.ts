@@ -283,7 +283,7 @@ function removalRange(text: string, map: YAMLMap, pair: Pair<Node, Node | null>)
   }
   const lineStart = text.lastIndexOf("\n", keyAt - 1)
   const end = lineEndAfter(text, valueEnd)
-  return [lineStart < 0 ? 0 : lineStart, end]
+  return [Math.max(lineStart, 0), end]
 }
 
 /** One YAML scalar on one line, as the `yaml` package renders it (quoted only where YAML needs quotes). */
