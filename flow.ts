@@ -15,24 +15,56 @@ type Entry = { group: string; summary: string; load: () => Promise<Command> }
 
 /** Every command, grouped by lifecycle step; the order is the order of `flow --help`. */
 export const COMMANDS: Record<string, Entry> = {
-  create: { group: "Start", summary: "create a project folder (a git repository) with PRD.md, plan.md, GUIDELINES.md and flow.yaml", load: () => import("./commands/create") },
-  init: { group: "Start", summary: "add PRD.md, plan.md, GUIDELINES.md and flow.yaml to an existing folder, touching nothing there", load: () => import("./commands/init") },
+  create: {
+    group: "Start",
+    summary: "create a project folder (a git repository) with PRD.md, plan.md, GUIDELINES.md and flow.yaml",
+    load: () => import("./commands/create"),
+  },
+  init: {
+    group: "Start",
+    summary: "add PRD.md, plan.md, GUIDELINES.md and flow.yaml to an existing folder, touching nothing there",
+    load: () => import("./commands/init"),
+  },
   demo: { group: "Start", summary: "build the sample project and run it to the end with offline agents", load: () => import("./commands/demo") },
-  refine: { group: "Plan", summary: "review PRD.md or plan.md offline, fix findings, then talk it over with an agent", load: () => import("./commands/refine") },
+  refine: {
+    group: "Plan",
+    summary: "review PRD.md or plan.md offline, fix findings, then talk it over with an agent",
+    load: () => import("./commands/refine"),
+  },
   plan: { group: "Plan", summary: "write plan.md from PRD.md, with an agent CLI or as an offline skeleton", load: () => import("./commands/plan") },
   generate: { group: "Plan", summary: "turn plan.md into tasks.yaml, keeping the progress of tasks that survive", load: () => import("./commands/generate") },
   validate: { group: "Check", summary: "check tasks.yaml: ids, fields, dependencies, cycles", load: () => import("./commands/validate") },
   schema: { group: "Check", summary: "print the JSON Schema of tasks.yaml", load: () => import("./commands/schema") },
   list: { group: "Read", summary: "list the tasks grouped by phase, optionally only those with one status", load: () => import("./commands/list") },
   show: { group: "Read", summary: "show one task: fields, dependencies, notes, steps and subtasks", load: () => import("./commands/show") },
-  view: { group: "Read", summary: "open the task graph inspector in the browser (dependencies, details, prompts, questions)", load: () => import("./commands/view") },
-  dashboard: { group: "Read", summary: "a live status display: counts, running and recently completed tasks, what needs you", load: () => import("./commands/dashboard") },
+  view: {
+    group: "Read",
+    summary: "open the task graph inspector in the browser (dependencies, details, prompts, questions)",
+    load: () => import("./commands/view"),
+  },
+  dashboard: {
+    group: "Read",
+    summary: "a live status display: counts, running and recently completed tasks, what needs you",
+    load: () => import("./commands/dashboard"),
+  },
   next: { group: "Read", summary: "list the tasks that may be taken now, for any agent or for one", load: () => import("./commands/next") },
   note: { group: "Change", summary: "append a note to a task's ai_notes", load: () => import("./commands/note") },
   ready: { group: "Change", summary: "mark a task ready_for_agent", load: () => import("./commands/status").then((m) => m.statusCommand("ready")) },
-  start: { group: "Change", summary: "mark a task in_progress (sets started_at)", load: () => import("./commands/status").then((m) => m.statusCommand("start")) },
-  done: { group: "Change", summary: "mark a task done; promotes dependents, completes parents", load: () => import("./commands/status").then((m) => m.statusCommand("done")) },
-  block: { group: "Change", summary: "mark a task blocked, with an optional reason", load: () => import("./commands/status").then((m) => m.statusCommand("block")) },
+  start: {
+    group: "Change",
+    summary: "mark a task in_progress (sets started_at)",
+    load: () => import("./commands/status").then((m) => m.statusCommand("start")),
+  },
+  done: {
+    group: "Change",
+    summary: "mark a task done; promotes dependents, completes parents",
+    load: () => import("./commands/status").then((m) => m.statusCommand("done")),
+  },
+  block: {
+    group: "Change",
+    summary: "mark a task blocked, with an optional reason",
+    load: () => import("./commands/status").then((m) => m.statusCommand("block")),
+  },
   todo: { group: "Change", summary: "mark a task todo", load: () => import("./commands/status").then((m) => m.statusCommand("todo")) },
   reset: { group: "Change", summary: "put a task (or every stuck task) back to todo for a retry", load: () => import("./commands/reset") },
   assign: { group: "Change", summary: "restrict a task to one named agent", load: () => import("./commands/assign") },
@@ -44,7 +76,11 @@ export const COMMANDS: Record<string, Entry> = {
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   repo: { group: "Run", summary: "list or remove the git worktrees of a repository", load: () => import("./commands/repo") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
-  completion: { group: "Setup", summary: "print the bash, zsh or fish completion script", load: () => import("./commands/completion").then((m) => m.completionCommand(COMMANDS)) },
+  completion: {
+    group: "Setup",
+    summary: "print the bash, zsh or fish completion script",
+    load: () => import("./commands/completion").then((m) => m.completionCommand(COMMANDS)),
+  },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:
@@ -61,7 +97,12 @@ function globalHelp(): string {
   const groups = new Map<string, [string, Entry][]>()
   for (const [name, entry] of Object.entries(COMMANDS)) groups.set(entry.group, [...(groups.get(entry.group) ?? []), [name, entry]])
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length))
-  const out = ["flow: from a requirements document to merged code, with coding agents working a task graph", "", "Usage: flow [-C <dir>] <command> [arguments]", ""]
+  const out = [
+    "flow: from a requirements document to merged code, with coding agents working a task graph",
+    "",
+    "Usage: flow [-C <dir>] <command> [arguments]",
+    "",
+  ]
   for (const [group, entries] of groups) {
     out.push(`${group}:`)
     for (const [name, entry] of entries) out.push(`  ${name.padEnd(width)}  ${entry.summary}`)

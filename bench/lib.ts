@@ -63,10 +63,7 @@ export type Measured = { ms: number; all: number[]; cpuMs: number; cpu: number[]
  * Times several commands in turn, A B A B ..., so that the noise of a shared machine falls on all of them
  * alike. Returns, per subject, the median of the timed runs, every timed run, and any non-zero exits.
  */
-export async function measureInterleaved(
-  subjects: Subject[],
-  { runs = 7, warmup = 1 }: { runs?: number; warmup?: number } = {},
-): Promise<Measured[]> {
+export async function measureInterleaved(subjects: Subject[], { runs = 7, warmup = 1 }: { runs?: number; warmup?: number } = {}): Promise<Measured[]> {
   const out: Measured[] = subjects.map(() => ({ ms: 0, all: [], cpuMs: 0, cpu: [], failures: [] }))
   for (let r = 0; r < warmup + runs; r++) {
     for (const [i, s] of subjects.entries()) {
@@ -152,7 +149,10 @@ const COLS = [
 ]
 
 function line(cells: string[]): string {
-  return cells.map((c, i) => (COLS[i].left ? c.padEnd(COLS[i].width) : c.padStart(COLS[i].width))).join("  ").trimEnd()
+  return cells
+    .map((c, i) => (COLS[i].left ? c.padEnd(COLS[i].width) : c.padStart(COLS[i].width)))
+    .join("  ")
+    .trimEnd()
 }
 
 export function printHeader(): void {

@@ -12,7 +12,10 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { benchEnv, ROOT } from "./lib"
 
-const { values } = parseArgs({ args: Bun.argv.slice(2), options: { tasks: { type: "string", default: "20" }, agents: { type: "string", default: "4" }, check: { type: "string", default: "3" } } })
+const { values } = parseArgs({
+  args: Bun.argv.slice(2),
+  options: { tasks: { type: "string", default: "20" }, agents: { type: "string", default: "4" }, check: { type: "string", default: "3" } },
+})
 const N = Number(values.tasks)
 const AGENTS = Number(values.agents)
 const CHECK_S = Number(values.check)
@@ -21,7 +24,8 @@ if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' 
 
 function tasks(n: number): string {
   const lines = ["tasks:"]
-  for (let i = 0; i < n; i++) lines.push(`  - id: t-${i}`, `    title: Task ${i}`, "    status: todo", "    instructions: |", "      ```sh", `      echo ${i} > f-${i}.txt`, "      ```")
+  for (let i = 0; i < n; i++)
+    lines.push(`  - id: t-${i}`, `    title: Task ${i}`, "    status: todo", "    instructions: |", "      ```sh", `      echo ${i} > f-${i}.txt`, "      ```")
   return `${lines.join("\n")}\n`
 }
 
@@ -50,7 +54,11 @@ const verify = `verify: { command: "sleep ${CHECK_S}", timeout: 1m }\n`
 const floor = process.env.BENCH_ONLY === "speculative" ? { seconds: 0, code: 0, merges: N, log: "" } : await runOnce("")
 const speculative = await runOnce(verify)
 const serial = await runOnce(`${verify}queue_depth: 1\n`)
-for (const [name, r] of [["no check", floor], ["speculative", speculative], ["serial", serial]] as const) {
+for (const [name, r] of [
+  ["no check", floor],
+  ["speculative", speculative],
+  ["serial", serial],
+] as const) {
   if (r.code !== 0 || r.merges !== N) throw new Error(`${name}: exit ${r.code}, ${r.merges} merges of ${N}; its log:\n${r.log}`)
 }
 const ideal = Math.ceil(N / AGENTS) * CHECK_S + floor.seconds

@@ -22,7 +22,7 @@ if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' 
 /** A random DAG (fixed seed): each task depends on up to two earlier ones, about 1.5 on average. */
 function dag(n: number, seed = 11): string {
   let x = seed
-  const rand = () => ((x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31)
+  const rand = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
   const lines = ["tasks:"]
   for (let i = 0; i < n; i++) {
     const deps = new Set<number>()
@@ -47,7 +47,10 @@ async function runOnce(agents: number): Promise<Result> {
     g(["commit", "-qm", "dag"])
     const start = performance.now()
     const proc = Bun.spawn([FLOW, "run", "--agents", String(agents), "--cli", "script"], {
-      cwd: dir, env: { ...benchEnv(), GIT_TRACE2_EVENT: trace }, stdout: "pipe", stderr: "pipe",
+      cwd: dir,
+      env: { ...benchEnv(), GIT_TRACE2_EVENT: trace },
+      stdout: "pipe",
+      stderr: "pipe",
     })
     const [, , code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     const wallMs = performance.now() - start
@@ -74,7 +77,11 @@ async function runOnce(agents: number): Promise<Result> {
  */
 function fromEvents(dir: string): { delays: number[]; scriptMs: number } {
   const db = new Database(join(dir, ".flow", "state.db"), { readonly: true })
-  const rows = db.query<{ at: string; kind: string; task_id: string; agent: string | null; data: string }, []>("SELECT at, kind, task_id, agent, data FROM events ORDER BY id").all()
+  const rows = db
+    .query<{ at: string; kind: string; task_id: string; agent: string | null; data: string }, []>(
+      "SELECT at, kind, task_id, agent, data FROM events ORDER BY id",
+    )
+    .all()
   db.close()
   const doneAt = new Map<string, number>()
   const out: number[] = []
@@ -91,7 +98,7 @@ function fromEvents(dir: string): { delays: number[]; scriptMs: number } {
       const previous = lastTaskOf.get(r.agent)
       lastTaskOf.set(r.agent, r.task_id)
       if (!d.length || !d.every((x) => doneAt.has(x))) continue
-      const freeAt = previous === undefined ? 0 : doneAt.get(previous) ?? Infinity
+      const freeAt = previous === undefined ? 0 : (doneAt.get(previous) ?? Infinity)
       if (freeAt === Infinity) continue // its previous task did not end done
       out.push(at - Math.max(freeAt, ...d.map((x) => doneAt.get(x)!)))
     }
@@ -134,11 +141,17 @@ const floorMs = gitFloor()
 const one = await runOnce(1)
 const four = await runOnce(4)
 for (const r of [one, four]) {
-  console.log(`  ${r.agents} agent${r.agents > 1 ? "s" : " "}: wall ${(r.wallMs / 1000).toFixed(1)} s (${(r.wallMs / N).toFixed(0)} ms per task), exit ${r.code}; git ${r.gitProcs} processes, ${(r.gitMs / 1000).toFixed(1)} s; scripts ${(r.scriptMs / 1000).toFixed(1)} s`)
+  console.log(
+    `  ${r.agents} agent${r.agents > 1 ? "s" : " "}: wall ${(r.wallMs / 1000).toFixed(1)} s (${(r.wallMs / N).toFixed(0)} ms per task), exit ${r.code}; git ${r.gitProcs} processes, ${(r.gitMs / 1000).toFixed(1)} s; scripts ${(r.scriptMs / 1000).toFixed(1)} s`,
+  )
 }
-console.log(`  floor (3 git commands per task, in order, nothing else): ${(floorMs / 1000).toFixed(1)} s; 1 agent ${(one.wallMs / floorMs).toFixed(2)}x the floor, 4 agents ${(four.wallMs / floorMs).toFixed(2)}x`)
+console.log(
+  `  floor (3 git commands per task, in order, nothing else): ${(floorMs / 1000).toFixed(1)} s; 1 agent ${(one.wallMs / floorMs).toFixed(2)}x the floor, 4 agents ${(four.wallMs / floorMs).toFixed(2)}x`,
+)
 const overhead = (one.wallMs - one.gitMs - one.scriptMs) / N
 console.log(`  overhead per task beyond git and the scripts (1 agent): ${overhead.toFixed(0)} ms   goal ≤ 50: ${overhead <= 50 ? "met" : "MISSED"}`)
 const d = four.delays
-console.log(`  ready → started (4 agents, ${d.length} tasks; from the later of its last dependency done and its agent free): median ${median(d).toFixed(0)} ms, p95 ${p95(d).toFixed(0)} ms   goal ≤ 200: ${median(d) <= 200 ? "met" : "MISSED"}`)
+console.log(
+  `  ready → started (4 agents, ${d.length} tasks; from the later of its last dependency done and its agent free): median ${median(d).toFixed(0)} ms, p95 ${p95(d).toFixed(0)} ms   goal ≤ 200: ${median(d) <= 200 ? "met" : "MISSED"}`,
+)
 process.exit(one.code === 0 && four.code === 0 ? 0 : 1)

@@ -13,8 +13,21 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import {
-  buildFlags, chainTasks, compile, generatedTasks, makeProject, measureInterleaved, meetsGoal, printHeader, printRow, ratioOf,
-  removeDir, ROOT, runOnce, type Failure, type Row,
+  buildFlags,
+  chainTasks,
+  compile,
+  generatedTasks,
+  makeProject,
+  measureInterleaved,
+  meetsGoal,
+  printHeader,
+  printRow,
+  ratioOf,
+  removeDir,
+  ROOT,
+  runOnce,
+  type Failure,
+  type Row,
 } from "./lib"
 
 const { values: opts } = parseArgs({
@@ -87,7 +100,9 @@ async function fixtureText(f: Fixture): Promise<string> {
 const selected = CASES.filter((c) => !opts.only || c.name.includes(opts.only))
 const runConcurrency = !opts.only || "concurrency".includes(opts.only) || opts.only.includes("concurrency")
 
-console.log(`flow benchmark  ${new Date().toISOString()}  bun ${Bun.version}  ${cpus().length} cores  ${WARMUP} warm-up + ${RUNS} timed runs per case, flow and floor interleaved`)
+console.log(
+  `flow benchmark  ${new Date().toISOString()}  bun ${Bun.version}  ${cpus().length} cores  ${WARMUP} warm-up + ${RUNS} timed runs per case, flow and floor interleaved`,
+)
 console.log(`flow: ${FLOW}   floor: bench/floor.ts (read + Bun.YAML.parse), built with bun build ${buildFlags().join(" ")}\n`)
 printHeader()
 
@@ -104,7 +119,11 @@ for (const c of selected) {
   }
   const [flow, floor] = await measureInterleaved(
     [
-      { argv: flowArgv, cwd: dir, before: c.cache === "cold" ? () => rmSync(stateDir, { recursive: true, force: true }) : c.prepare ? () => prepare(c, dir) : undefined },
+      {
+        argv: flowArgv,
+        cwd: dir,
+        before: c.cache === "cold" ? () => rmSync(stateDir, { recursive: true, force: true }) : c.prepare ? () => prepare(c, dir) : undefined,
+      },
       { argv: [FLOOR, "tasks.yaml"], cwd: dir },
     ],
     { runs: RUNS, warmup: WARMUP },
@@ -117,7 +136,9 @@ for (const c of selected) {
   if (opts.verbose) {
     console.log(`    flow  runs: ${flow.all.map((x) => x.toFixed(0)).join(" ")}`)
     console.log(`    floor runs: ${floor.all.map((x) => x.toFixed(0)).join(" ")}`)
-    console.log(`    cpu (user+sys) medians: flow ${flow.cpuMs.toFixed(0)} ms, floor ${floor.cpuMs.toFixed(0)} ms, ratio ${(flow.cpuMs / floor.cpuMs).toFixed(2)}`)
+    console.log(
+      `    cpu (user+sys) medians: flow ${flow.cpuMs.toFixed(0)} ms, floor ${floor.cpuMs.toFixed(0)} ms, ratio ${(flow.cpuMs / floor.cpuMs).toFixed(2)}`,
+    )
   }
   if (c.args[0] === "note") checkNotes(c.name, dir, c.args[1], c.args.slice(2).join(" "), WARMUP + RUNS)
 }
@@ -125,7 +146,9 @@ for (const c of selected) {
 const linear = rows.filter((r) => r.perTask)
 if (linear.length > 0) {
   console.log(`\nlinearity (cold validate)`)
-  console.log(`${"case".padEnd(30)}  ${"tasks".padStart(6)}  ${"MB".padStart(5)}  ${"flow ms/1k tasks".padStart(16)}  ${"floor ms/1k tasks".padStart(17)}  ${"flow ms/MB".padStart(10)}  ${"floor ms/MB".padStart(11)}`)
+  console.log(
+    `${"case".padEnd(30)}  ${"tasks".padStart(6)}  ${"MB".padStart(5)}  ${"flow ms/1k tasks".padStart(16)}  ${"floor ms/1k tasks".padStart(17)}  ${"flow ms/MB".padStart(10)}  ${"floor ms/MB".padStart(11)}`,
+  )
   for (const r of linear) {
     const mb = r.bytes / 1e6
     console.log(
@@ -134,7 +157,10 @@ if (linear.length > 0) {
     )
   }
   const [a, b] = [linear.find((r) => r.tasks === 1_000), linear.find((r) => r.tasks === 10_000)]
-  if (a && b) console.log(`marginal cost 1k → 10k: flow ${((b.flowMs - a.flowMs) / 9).toFixed(1)} ms per 1k tasks, floor ${((b.floorMs - a.floorMs) / 9).toFixed(1)} ms per 1k tasks`)
+  if (a && b)
+    console.log(
+      `marginal cost 1k → 10k: flow ${((b.flowMs - a.flowMs) / 9).toFixed(1)} ms per 1k tasks, floor ${((b.floorMs - a.floorMs) / 9).toFixed(1)} ms per 1k tasks`,
+    )
 }
 
 if (runConcurrency) await concurrency()
@@ -148,7 +174,8 @@ for (const r of rows.filter((r) => r.goal !== undefined)) {
 for (const c of checks) console.log(`  check  ${c.name}: ${c.detail}: ${c.ok ? "ok" : "FAILED"}`)
 if (failures.length > 0) {
   console.log(`  check  flow exit codes: ${failures.length} non-zero: FAILED`)
-  for (const f of failures.slice(0, 5)) console.log(`    ${f.case}: '${f.argv.slice(1).join(" ")}' exited ${f.code}: ${f.stderr.trim().split("\n").slice(-3).join(" | ")}`)
+  for (const f of failures.slice(0, 5))
+    console.log(`    ${f.case}: '${f.argv.slice(1).join(" ")}' exited ${f.code}: ${f.stderr.trim().split("\n").slice(-3).join(" | ")}`)
 } else console.log("  check  flow exit codes: all 0: ok")
 
 if (opts.keep) console.log(`\nkept: ${temp.join(" ")}`)
@@ -198,7 +225,9 @@ async function concurrency(): Promise<void> {
   const after = await runOnce([FLOW, "validate"], dir)
 
   console.log(`\nconcurrency: ${CONCURRENT} × 'flow note ${id} n<i>' started at once on the 1,000-task file`)
-  console.log(`  total wall ${wall.toFixed(0)} ms (${(wall / CONCURRENT).toFixed(1)} ms per note), slowest process ${slowest.toFixed(0)} ms, non-zero exits ${results.filter((r) => r.code !== 0).length}`)
+  console.log(
+    `  total wall ${wall.toFixed(0)} ms (${(wall / CONCURRENT).toFixed(1)} ms per note), slowest process ${slowest.toFixed(0)} ms, non-zero exits ${results.filter((r) => r.code !== 0).length}`,
+  )
   console.log(`  lost: ${lost}`)
   checks.push({ name: `concurrency: ${CONCURRENT} notes at once`, ok: lost === 0, detail: `lost ${lost}` })
   checks.push({ name: "concurrency: no lock or temp files left", ok: leftovers.length === 0, detail: leftovers.length ? leftovers.join(", ") : "none" })

@@ -55,8 +55,31 @@ tasks:
     instructions: the end
 `
 
-const HOSTILE_BRANCHES = ["origin/main", "refs/heads/x", "heads/x", "remotes/origin/x", "HEAD", "@", "-x", "a..b", "x.lock", "a b", "x/", ".x", "a//b",
-  "a~1", "a^", "a:b", "a?", "a*", "a[b", "a\\\\b", "a@{1}", "ok/name", "feature/x.y"]
+const HOSTILE_BRANCHES = [
+  "origin/main",
+  "refs/heads/x",
+  "heads/x",
+  "remotes/origin/x",
+  "HEAD",
+  "@",
+  "-x",
+  "a..b",
+  "x.lock",
+  "a b",
+  "x/",
+  ".x",
+  "a//b",
+  "a~1",
+  "a^",
+  "a:b",
+  "a?",
+  "a*",
+  "a[b",
+  "a\\\\b",
+  "a@{1}",
+  "ok/name",
+  "feature/x.y",
+]
 const CHARS = [":", "-", "#", "&", "*", "[", "]", "{", "}", "|", ">", "'", '"', "\r", "\t", " ", "\n", "!", "%", "@", "`", "x", "0"]
 
 type Rng = () => number
@@ -66,27 +89,50 @@ function mutate(text: string, rnd: Rng): string {
   const lines = text.split("\n")
   const at = Math.floor(rnd() * lines.length)
   switch (Math.floor(rnd() * 14)) {
-    case 0: lines.splice(at, 1); break
-    case 1: lines.splice(at, 0, lines[at]); break
-    case 2: { const b = Math.floor(rnd() * lines.length); [lines[at], lines[b]] = [lines[b], lines[at]]; break }
-    case 3: lines[at] = rnd() < 0.5 ? `  ${lines[at]}` : lines[at].replace(/^ {1,2}/, ""); break
-    case 4: { const i = Math.floor(rnd() * text.length); return text.slice(0, i) + pick(CHARS) + text.slice(i + 1) }
-    case 5: return text.replace("status: todo", "status: &s todo").replace("status: in_progress\n    instructions: the", "status: *s\n    instructions: the")
-    case 6: return text.replace(/status: \w+/, `status: ${pick(["todo", "done", "doing", "blocked", "in_progress", "''", "[x]"])}`)
-    case 7: return text.replace("worktree: feature/api", `worktree: ${JSON.stringify(pick(HOSTILE_BRANCHES))}`)
-    case 8: return text.replace("    instructions: >-\n      Build the API.\n", "    steps:\n      - id: api.1\n        instruction: both\n")
-    case 9: return rnd() < 0.5 ? text.replace(/\n/g, "\r") : text.replace(/\n/g, "\r\n")
-    case 10: return text.slice(0, Math.floor(rnd() * text.length))
-    case 11: return text.replace("instructions: the end\n", `instructions: the end\n    subtasks: ${"[".repeat(100 + Math.floor(rnd() * 900))}\n`)
-    case 12: lines.splice(at, 0, `${" ".repeat(Math.floor(rnd() * 12))}- id: extra-${at}\n${" ".repeat(Math.floor(rnd() * 12))}  title: X\n    status: todo`); break
-    default: lines[at] = `${lines[at]} # ${pick(CHARS)}${pick(CHARS)}`
+    case 0:
+      lines.splice(at, 1)
+      break
+    case 1:
+      lines.splice(at, 0, lines[at])
+      break
+    case 2: {
+      const b = Math.floor(rnd() * lines.length)
+      ;[lines[at], lines[b]] = [lines[b], lines[at]]
+      break
+    }
+    case 3:
+      lines[at] = rnd() < 0.5 ? `  ${lines[at]}` : lines[at].replace(/^ {1,2}/, "")
+      break
+    case 4: {
+      const i = Math.floor(rnd() * text.length)
+      return text.slice(0, i) + pick(CHARS) + text.slice(i + 1)
+    }
+    case 5:
+      return text.replace("status: todo", "status: &s todo").replace("status: in_progress\n    instructions: the", "status: *s\n    instructions: the")
+    case 6:
+      return text.replace(/status: \w+/, `status: ${pick(["todo", "done", "doing", "blocked", "in_progress", "''", "[x]"])}`)
+    case 7:
+      return text.replace("worktree: feature/api", `worktree: ${JSON.stringify(pick(HOSTILE_BRANCHES))}`)
+    case 8:
+      return text.replace("    instructions: >-\n      Build the API.\n", "    steps:\n      - id: api.1\n        instruction: both\n")
+    case 9:
+      return rnd() < 0.5 ? text.replace(/\n/g, "\r") : text.replace(/\n/g, "\r\n")
+    case 10:
+      return text.slice(0, Math.floor(rnd() * text.length))
+    case 11:
+      return text.replace("instructions: the end\n", `instructions: the end\n    subtasks: ${"[".repeat(100 + Math.floor(rnd() * 900))}\n`)
+    case 12:
+      lines.splice(at, 0, `${" ".repeat(Math.floor(rnd() * 12))}- id: extra-${at}\n${" ".repeat(Math.floor(rnd() * 12))}  title: X\n    status: todo`)
+      break
+    default:
+      lines[at] = `${lines[at]} # ${pick(CHARS)}${pick(CHARS)}`
   }
   return lines.join("\n")
 }
 
 export function seeded(seed: number): Rng {
   let s = seed >>> 0
-  return () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296)
+  return () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296
 }
 
 /** The mutated files: 1 to 3 mutations of BASE each, reproducible from the seed. */

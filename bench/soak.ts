@@ -45,7 +45,13 @@ function project(text: string, under = tmpdir()): string {
 }
 
 const leftovers = (dir: string) => readdirSync(dir).filter((f) => f.startsWith("tasks.yaml.") && f !== "tasks.yaml.lock.takeover")
-const taskCount = (text: string) => { try { return (Bun.YAML.parse(text) as { tasks: unknown[] }).tasks.length } catch { return -1 } }
+const taskCount = (text: string) => {
+  try {
+    return (Bun.YAML.parse(text) as { tasks: unknown[] }).tasks.length
+  } catch {
+    return -1
+  }
+}
 
 /** A write on a disk with too little room, then one on a 100% full disk: refused, file untouched, nothing left; then it works again. */
 async function diskFull(s: Sizes): Promise<Row> {
@@ -85,7 +91,10 @@ async function diskFull(s: Sizes): Promise<Row> {
 }
 
 function fillDisk(file: string, leave: number): void {
-  const df = spawnSync("df", ["--output=avail", "-B1", resolve(file, "..")]).stdout.toString().trim().split("\n")[1]
+  const df = spawnSync("df", ["--output=avail", "-B1", resolve(file, "..")])
+    .stdout.toString()
+    .trim()
+    .split("\n")[1]
   const size = Math.max(0, Number(df) - leave)
   try {
     writeFileSync(file, Buffer.alloc(size))
@@ -133,7 +142,12 @@ async function brokenLocks(s: Sizes): Promise<Row> {
   const row: Row = { name: "empty and garbage locks", runs: 0, failures: 0, lost: 0 }
   const dead = Bun.spawn(["true"])
   await dead.exited
-  const contents = ["", "\0\0garbage", '{"pid": 1', JSON.stringify({ pid: dead.pid, host: (await import("node:os")).hostname(), command: "x", since: "", token: "t" })]
+  const contents = [
+    "",
+    "\0\0garbage",
+    '{"pid": 1',
+    JSON.stringify({ pid: dead.pid, host: (await import("node:os")).hostname(), command: "x", since: "", token: "t" }),
+  ]
   for (let i = 0; i < s.lockRuns; i++) {
     for (const content of contents) {
       const dir = project(genTasks(20))
@@ -169,7 +183,8 @@ async function symlinked(s: Sizes): Promise<Row> {
     writeFileSync(join(dir, "real", "tasks.yaml"), genTasks(20))
     symlinkSync("real/tasks.yaml", join(dir, "tasks.yaml"))
     const r = await flow(dir, ["note", "task-00002", `through ${i}`])
-    const ok = r.code === 0 && lstatSync(join(dir, "tasks.yaml")).isSymbolicLink() && readFileSync(join(dir, "real", "tasks.yaml"), "utf8").includes(`through ${i}`)
+    const ok =
+      r.code === 0 && lstatSync(join(dir, "tasks.yaml")).isSymbolicLink() && readFileSync(join(dir, "real", "tasks.yaml"), "utf8").includes(`through ${i}`)
     if (!ok) row.failures++
     rmSync(dir, { recursive: true, force: true })
   }
@@ -193,14 +208,22 @@ async function readOnly(s: Sizes): Promise<Row> {
 async function writers(s: Sizes): Promise<Row & { seconds: number }> {
   const dir = project(genTasks(s.tasks))
   const start = performance.now()
-  const results = await Promise.all(Array.from({ length: s.writers }, (_, i) => flow(dir, ["note", `task-${String((i * 37) % s.tasks).padStart(5, "0")}`, `writer-${i}`])))
+  const results = await Promise.all(
+    Array.from({ length: s.writers }, (_, i) => flow(dir, ["note", `task-${String((i * 37) % s.tasks).padStart(5, "0")}`, `writer-${i}`])),
+  )
   const seconds = (performance.now() - start) / 1000
   const text = readFileSync(join(dir, "tasks.yaml"), "utf8")
   const failed = results.filter((r) => r.code !== 0)
   const lost = results.filter((_, i) => !text.includes(`- writer-${i}\n`)).length - failed.length
   rmSync(dir, { recursive: true, force: true })
-  return { name: `${s.writers} writers on ${s.tasks.toLocaleString("en")} tasks`, runs: s.writers, failures: failed.length, lost, seconds,
-    note: `${seconds.toFixed(1)} s for all${failed[0] ? `; first failure: ${failed[0].stderr.split("\n")[0]}` : ""}` }
+  return {
+    name: `${s.writers} writers on ${s.tasks.toLocaleString("en")} tasks`,
+    runs: s.writers,
+    failures: failed.length,
+    lost,
+    seconds,
+    note: `${seconds.toFixed(1)} s for all${failed[0] ? `; first failure: ${failed[0].stderr.split("\n")[0]}` : ""}`,
+  }
 }
 
 /** The fuzz corpus in process, plus a sample through the real CLI: validate's verdict must be done's. */
@@ -219,8 +242,13 @@ async function fuzzCase(s: Sizes): Promise<Row> {
     if (!agree || [v, l, d].some((x) => x.stderr.includes("    at "))) failures++
     rmSync(dir, { recursive: true, force: true })
   }
-  return { name: `fuzz corpus (validate/list/done)`, runs: files.length + s.cliSample, failures, lost: 0,
-    note: `${r.accepted} accepted by validate; ${s.cliSample} also through the CLI${r.examples[0] ? `; e.g. ${r.examples[0]}` : ""}` }
+  return {
+    name: `fuzz corpus (validate/list/done)`,
+    runs: files.length + s.cliSample,
+    failures,
+    lost: 0,
+    note: `${r.accepted} accepted by validate; ${s.cliSample} also through the CLI${r.examples[0] ? `; e.g. ${r.examples[0]}` : ""}`,
+  }
 }
 
 /** All cases, or with `only` the one whose function is named so (e.g. `--only writers`). */

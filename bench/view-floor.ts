@@ -13,7 +13,10 @@ import type { Layout } from "../lib/view/layout"
 /** The page: every box and arrow as SVG, fitted to the viewport; it reports its paint like flow view's page. */
 export function staticPage(layout: Layout): string {
   const boxes = Object.entries(layout.nodes)
-    .map(([id, b]) => `<g class="n" data-id="${id}" transform="translate(${b.x},${b.y})"><rect width="${b.width}" height="${b.height}"></rect><text x="12" y="14">${id}</text></g>`)
+    .map(
+      ([id, b]) =>
+        `<g class="n" data-id="${id}" transform="translate(${b.x},${b.y})"><rect width="${b.width}" height="${b.height}"></rect><text x="12" y="14">${id}</text></g>`,
+    )
     .join("")
   const arrows = layout.edges.map((e) => `<path d="M${e.points.map((p) => `${p[0]},${p[1]}`).join("L")}"></path>`).join("")
   const k = Math.min((1400 - 40) / layout.width, (900 - 40) / layout.height)
@@ -37,7 +40,8 @@ export function floorServer(): FloorServer {
     port: 0,
     idleTimeout: 0,
     fetch(req) {
-      if (new URL(req.url).pathname !== "/events") return new Response(page, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } })
+      if (new URL(req.url).pathname !== "/events")
+        return new Response(page, { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } })
       let mine: ReadableStreamDefaultController<string>
       const body = new ReadableStream<string>({
         start: (c) => void streams.add((mine = c)),

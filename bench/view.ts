@@ -26,9 +26,23 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' first (npm run bench:view does)`)
 if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`)
 
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+]
 const profile = mkdtempSync(join(tmpdir(), "flow-bench-view-profile-"))
-const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 900 } })
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: FLAGS,
+  viewport: { width: 1400, height: 900 },
+})
 const page = context.pages()[0] ?? (await context.newPage())
 const temp: string[] = [profile]
 const rows: { name: string; ms: number; floor: number; goal: number; note?: string }[] = []
@@ -51,7 +65,10 @@ async function paintedMs(p: Page, url: string): Promise<{ ms: number; progress: 
   await p.goto("about:blank")
   await p.goto(url)
   // Whether the layout's progress was on screen at some point while the page waited.
-  const progress = p.waitForSelector("#progress:not([hidden]) progress", { timeout: 60_000 }).then(() => true, () => false)
+  const progress = p.waitForSelector("#progress:not([hidden]) progress", { timeout: 60_000 }).then(
+    () => true,
+    () => false,
+  )
   await p.waitForSelector("body[data-painted-ms]", { timeout: 120_000 })
   return { ms: Number(await p.getAttribute("body", "data-painted-ms")), progress: await Promise.race([progress, Bun.sleep(0).then(() => false)]) }
 }
@@ -123,7 +140,13 @@ for (const n of [500, 2000]) {
     paints.push(await floorPaint(n))
     elks.push(elkAlone(fixtures.get(n) as string))
   }
-  report(`cold layout, page painted ${n}`, all, median(paints) + median(elks), n === 500 ? 1500 : 5000, `floor: static page ${Math.round(median(paints))} + ELK alone ${Math.round(median(elks))}; progress shown in ${progressSeen}/${RUNS}`)
+  report(
+    `cold layout, page painted ${n}`,
+    all,
+    median(paints) + median(elks),
+    n === 500 ? 1500 : 5000,
+    `floor: static page ${Math.round(median(paints))} + ELK alone ${Math.round(median(elks))}; progress shown in ${progressSeen}/${RUNS}`,
+  )
 }
 
 // Cached layout, and the update latency, on one server.
@@ -183,7 +206,13 @@ for (let i = 0; i < RUNS; i++) {
   floorId = id
   floorLags.push(await updateLag(floor.url, floorFile, id))
 }
-report("tasks.yaml write → page shows it", lags, median(floorLags), 300, "hand edit: includes the schema check of 2,000 tasks; floor: fs.watch + an event to the static page")
+report(
+  "tasks.yaml write → page shows it",
+  lags,
+  median(floorLags),
+  300,
+  "hand edit: includes the schema check of 2,000 tasks; floor: fs.watch + an event to the static page",
+)
 await server.stop()
 
 floor.stop()

@@ -33,8 +33,15 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!before) {
     const pending = (await open.questions.pending()).map((q) => q.id)
     const near = closest(id, pending)
-    throw new FlowError(`no question '${id}'`, undefined,
-      near ? `did you mean '${near}'? 'flow questions' lists the pending ones` : pending.length > 0 ? `pending: ${pending.join(", ")}` : "no question is pending")
+    throw new FlowError(
+      `no question '${id}'`,
+      undefined,
+      near
+        ? `did you mean '${near}'? 'flow questions' lists the pending ones`
+        : pending.length > 0
+          ? `pending: ${pending.join(", ")}`
+          : "no question is pending",
+    )
   }
   if (!after) {
     throw new FlowError(

@@ -61,10 +61,11 @@ type Interrupt = { interrupted: boolean; promise: Promise<void>; stop: () => voi
 function listenForInterrupt(ctx: Ctx): Interrupt {
   const { promise, resolve } = Promise.withResolvers<void>()
   const state: Interrupt = { interrupted: false, promise, stop: () => {} }
-  state.stop = ctx.onInterrupt?.(() => {
-    state.interrupted = true
-    resolve()
-  }) ?? (() => {})
+  state.stop =
+    ctx.onInterrupt?.(() => {
+      state.interrupted = true
+      resolve()
+    }) ?? (() => {})
   return state
 }
 

@@ -7,7 +7,6 @@ import { findProject } from "../lib/cli/project"
 import { mutateTasks } from "../lib/store/tasks"
 import { requireTask } from "../lib/graph/task-lookup"
 
-
 export const meta = {
   usage: "flow assign <task_id> <agent_name> | flow assign <task_id> --clear",
   description: `Sets the task's agent_name: only that agent runs it. The task's status is not changed (the

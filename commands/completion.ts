@@ -19,7 +19,17 @@ $fpath (as _flow), ~/.config/fish/completions/flow.fish.`,
 
 const TASK: ArgKind[] = ["tasks"]
 const POSITIONALS: Record<string, ArgKind[]> = {
-  show: TASK, note: TASK, ready: TASK, start: TASK, done: TASK, block: TASK, todo: TASK, reset: TASK, assign: TASK, ask: TASK, prompt: TASK,
+  show: TASK,
+  note: TASK,
+  ready: TASK,
+  start: TASK,
+  done: TASK,
+  block: TASK,
+  todo: TASK,
+  reset: TASK,
+  assign: TASK,
+  ask: TASK,
+  prompt: TASK,
   step: [["start", "done", "show", "list"], { start: "steps", done: "steps", show: "tasks", list: "tasks" }],
   list: [TASK_STATUSES],
   refine: [["prd", "plan"]],
@@ -44,9 +54,11 @@ export function completionCommand(table: Table): Command {
 }
 
 async function specs(table: Table): Promise<CommandSpec[]> {
-  return Promise.all(Object.entries(table).map(async ([name, entry]) => {
-    const { meta } = await entry.load()
-    const flags = Object.entries(meta.options).map(([long, o]) => ({ long, short: o.short, takesValue: o.type === "string", help: o.help }))
-    return { name, summary: entry.summary, flags, args: POSITIONALS[name] ?? [] }
-  }))
+  return Promise.all(
+    Object.entries(table).map(async ([name, entry]) => {
+      const { meta } = await entry.load()
+      const flags = Object.entries(meta.options).map(([long, o]) => ({ long, short: o.short, takesValue: o.type === "string", help: o.help }))
+      return { name, summary: entry.summary, flags, args: POSITIONALS[name] ?? [] }
+    }),
+  )
 }

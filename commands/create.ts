@@ -26,13 +26,19 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const name = positionals[0]
   if (name === ".") throw usage("'.' is the working folder, which flow create does not fill", "run 'flow init' to add the project files to an existing folder")
   if (!SAFE_NAME.test(name) || name.includes("..")) {
-    throw usage(`'${name}' is not a safe folder name`,
-      "use letters, digits, '.', '_' and '-' (starting with a letter or digit, at most 100 characters), for example 'billing-export'")
+    throw usage(
+      `'${name}' is not a safe folder name`,
+      "use letters, digits, '.', '_' and '-' (starting with a letter or digit, at most 100 characters), for example 'billing-export'",
+    )
   }
   const target = resolve(ctx.cwd, name)
   const existing = listIfExists(target)
   if (existing && existing.length > 0) {
-    throw new FlowError(`${target} already exists and is not empty`, undefined, `choose another name, or run 'flow init ${name}' to add the project files to it`)
+    throw new FlowError(
+      `${target} already exists and is not empty`,
+      undefined,
+      `choose another name, or run 'flow init ${name}' to add the project files to it`,
+    )
   }
   // Build the project beside its final place and rename it in: a failure leaves nothing half made.
   const staging = mkdtempSync(join(ctx.cwd, `.${name}.creating-`))
@@ -63,12 +69,12 @@ async function makeRepo(ctx: Ctx, target: string, name: string): Promise<string>
   try {
     await initRepo(target, `Start ${name}: PRD.md, plan.md, GUIDELINES.md and flow.yaml from 'flow create'`)
   } catch (e) {
-    throw new FlowError(`created ${target}, but could not make it a git repository: ${(e as Error).message}`, undefined,
-      `make it one yourself: ${commands}`, { cause: e })
+    throw new FlowError(`created ${target}, but could not make it a git repository: ${(e as Error).message}`, undefined, `make it one yourself: ${commands}`, {
+      cause: e,
+    })
   }
   return "It is a git repository on 'main' with these files as its first commit: 'flow run' works there"
 }
-
 
 function listIfExists(dir: string): string[] | undefined {
   try {

@@ -58,7 +58,6 @@ async function snapshot(ctx: Ctx, project: Project): Promise<DashboardReport> {
   return dashboardReport(project, data, runtime, nowMs(ctx.env))
 }
 
-
 /** Redraws every `interval` seconds and on resize until q, Ctrl-C or a stop signal; the terminal is always given back. */
 async function live(ctx: Ctx, terminal: NonNullable<Ctx["terminal"]>, project: Project, first: DashboardReport, interval: number): Promise<void> {
   const screen = new Screen(terminal.input, terminal.output)

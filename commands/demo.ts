@@ -50,7 +50,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = projectAt(dir, ctx.env)
   const config = loadConfig(dir)
   const code = await startRun(ctx, project, {
-    agents: config.agents ?? [], parallelism: config.parallelism ?? 3, yes: Boolean(values.yes), ...fromConfig(config),
+    agents: config.agents ?? [],
+    parallelism: config.parallelism ?? 3,
+    yes: Boolean(values.yes),
+    ...fromConfig(config),
   })
   ctx.stdout(`\nThe demo project is in ${dir}: 'git log --oneline --graph' shows the merges, 'flow list' the tasks.\n`)
   return code

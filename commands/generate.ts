@@ -52,8 +52,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   try {
     planText = readFileSync(planFile, "utf8")
   } catch (e) {
-    throw new FlowError(`cannot read ${shownPlan}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`, Exit.failure,
-      "write the plan first ('flow plan' drafts it from PRD.md)")
+    throw new FlowError(
+      `cannot read ${shownPlan}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
+      Exit.failure,
+      "write the plan first ('flow plan' drafts it from PRD.md)",
+    )
   }
   const dryRun = Boolean(values["dry-run"])
   const c = colours(ctx)
@@ -90,7 +93,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   for (const note of report.notes) ctx.stderr(formatNote(note, shownPlan, c))
   if (failed) {
     const errors = report.notes.filter((n) => n.severity === "error").length
-    throw new FlowError(`${shownPlan} has ${plural(errors, "error")}: ${shownTasks} was not written`, Exit.failure, "fix the plan at the lines above and run 'flow generate' again")
+    throw new FlowError(
+      `${shownPlan} has ${plural(errors, "error")}: ${shownTasks} was not written`,
+      Exit.failure,
+      "fix the plan at the lines above and run 'flow generate' again",
+    )
   }
   const say = dryRun ? ctx.stderr : ctx.stdout
   if (dryRun) ctx.stdout(report.text ?? "")
@@ -123,11 +130,21 @@ function projectWithPlan(ctx: Ctx, planNamed: boolean): Project {
 }
 
 /** Runs the agent on the deterministic tasks and reads its proposals; a failed agent is an error before any write. */
-async function propose(ctx: Ctx, project: Project, planText: string, name: string | undefined, quiet: boolean): Promise<{ agent: string; enrichment: Enrichment; notes: PlanNote[] } | undefined> {
+async function propose(
+  ctx: Ctx,
+  project: Project,
+  planText: string,
+  name: string | undefined,
+  quiet: boolean,
+): Promise<{ agent: string; enrichment: Enrichment; notes: PlanNote[] } | undefined> {
   const first = await generateTasks(planText)
   if (first.text === undefined) return undefined // the plan's own errors are reported by the normal pass
   const choice = planningAgent(loadConfig(project.dir), { name })
-  if (!choice.agent) throw usage(`--enrich needs an agent CLI: ${choice.reason}`, "add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich")
+  if (!choice.agent)
+    throw usage(
+      `--enrich needs an agent CLI: ${choice.reason}`,
+      "add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich",
+    )
   const agent = choice.agent
   requireInstalled(agent, ctx.env.PATH, "run 'flow generate' without --enrich")
   ensureStateDir(project.stateDir)
@@ -137,17 +154,32 @@ async function propose(ctx: Ctx, project: Project, planText: string, name: strin
   const stop = ctx.onInterrupt?.(() => abort.abort())
   const progress = quiet ? { event: () => {}, stop: () => {} } : await showProgress(ctx, `${agent.name} (${agent.cli}) is reviewing the tasks`)
   try {
-    const turn = await runTurn({ agent, prompt: enrichPrompt(first.tasks), script: "", cwd: project.dir, env: { FLOW_PROJECT: project.dir }, signal: abort.signal, onEvent: progress.event })
+    const turn = await runTurn({
+      agent,
+      prompt: enrichPrompt(first.tasks),
+      script: "",
+      cwd: project.dir,
+      env: { FLOW_PROJECT: project.dir },
+      signal: abort.signal,
+      onEvent: progress.event,
+    })
     if (abort.signal.aborted) throw new FlowError(`cancelled: ${agent.name} was stopped; tasks.yaml was not written`, Exit.cancelled)
     if (turn.code !== 0 || !existsSync(file)) {
       progress.stop(`${agent.name} failed`)
       const why = turn.code !== 0 ? `failed with exit ${turn.code}` : `finished without writing ${ENRICH_FILE}`
-      throw new FlowError(`${agent.name} (${agent.cli}) ${why}; tasks.yaml was not written${turn.tail ? `; its last output:\n${turn.tail}` : ""}`, Exit.failure,
-        "try again, or run 'flow generate' without --enrich")
+      throw new FlowError(
+        `${agent.name} (${agent.cli}) ${why}; tasks.yaml was not written${turn.tail ? `; its last output:\n${turn.tail}` : ""}`,
+        Exit.failure,
+        "try again, or run 'flow generate' without --enrich",
+      )
     }
     progress.stop(`${agent.name} proposed changes`, turn.seconds)
     const ids = new Set<string>()
-    const walk = (list: readonly { id: string; subtasks?: unknown[] }[] | undefined) => list?.forEach((t) => (ids.add(t.id), walk(t.subtasks as typeof list)))
+    const walk = (list: readonly { id: string; subtasks?: unknown[] }[] | undefined) =>
+      list?.forEach((t) => {
+        ids.add(t.id)
+        walk(t.subtasks as typeof list)
+      })
     walk(first.tasks)
     return { agent: agent.name, ...readEnrichment(readFileSync(file, "utf8"), ids) }
   } finally {

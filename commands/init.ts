@@ -38,7 +38,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 /** What to run so the new files are committed: flow never commits into a repository it did not make. */
 async function gitAdvice(ctx: Ctx, dir: string, added: string[]): Promise<string> {
   const add = `git add ${added.join(" ")} && git commit -m 'Start a flow project'`
-  if (!gitOnPath(ctx.env.PATH)) return `git was not found on the PATH: 'flow run' needs a repository; install git, then run: git init -b main && git add -A && git commit -m 'Start'`
+  if (!gitOnPath(ctx.env.PATH))
+    return `git was not found on the PATH: 'flow run' needs a repository; install git, then run: git init -b main && git add -A && git commit -m 'Start'`
   if (await repoRoot(dir)) return `To commit them: ${add}`
   return `${dir} is not in a git repository, which 'flow run' needs; to make it one: git init -b main && git add -A && git commit -m 'Start'`
 }

@@ -39,7 +39,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const childIndent = new Map<string, number>()
   const groupOf = new Map<string, Group>()
   const index = indexTasks(data)
-  const pending = json ? new Map() : await mergePending(project, [...index.values()].map((e) => e.task))
+  const pending = json
+    ? new Map()
+    : await mergePending(
+        project,
+        [...index.values()].map((e) => e.task),
+      )
   for (const { task, parent, depth } of index.values()) {
     let group: Group
     let indent = 0

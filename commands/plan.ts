@@ -39,17 +39,27 @@ A plan.md that is not empty is replaced only with --force, and then kept as plan
 export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
-  if (values.offline && values.agent !== undefined) throw usage("--agent and --offline exclude each other", "--agent <name> writes the plan with that agent; --offline writes the skeleton without one")
+  if (values.offline && values.agent !== undefined)
+    throw usage("--agent and --offline exclude each other", "--agent <name> writes the plan with that agent; --offline writes the skeleton without one")
   const project = findProject(ctx)
   const shown = (file: string) => relative(ctx.cwd, file) || file
   const prdFile = join(project.dir, "PRD.md")
   const planFile = join(project.dir, "plan.md")
   const backupFile = `${planFile}.bak`
-  if (!existsSync(prdFile)) throw new FlowError(`${shown(prdFile)} does not exist: there is nothing to plan from`, Exit.failure, "write the requirements in PRD.md first ('flow create' makes a template)")
+  if (!existsSync(prdFile))
+    throw new FlowError(
+      `${shown(prdFile)} does not exist: there is nothing to plan from`,
+      Exit.failure,
+      "write the requirements in PRD.md first ('flow create' makes a template)",
+    )
   const prd = readFileSync(prdFile, "utf8")
   const previous = existsSync(planFile) ? readFileSync(planFile, "utf8") : ""
   if (previous.trim() !== "" && !values.force) {
-    throw new FlowError(`${shown(planFile)} is not empty; it was left as it is`, Exit.failure, "run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it")
+    throw new FlowError(
+      `${shown(planFile)} is not empty; it was left as it is`,
+      Exit.failure,
+      "run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it",
+    )
   }
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values.offline })
   if (choice.agent) requireInstalled(choice.agent, ctx.env.PATH, "run 'flow plan --offline' for a skeleton from PRD.md")
@@ -68,7 +78,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   } else {
     const agent = choice.agent
     keepBackup()
-    const prompt = planPrompt({ guidelines: existsSync(join(project.dir, "GUIDELINES.md")), designs: filesUnder(project.dir, "designs"), research: filesUnder(project.dir, "research") })
+    const prompt = planPrompt({
+      guidelines: existsSync(join(project.dir, "GUIDELINES.md")),
+      designs: filesUnder(project.dir, "designs"),
+      research: filesUnder(project.dir, "research"),
+    })
     const abort = new AbortController()
     const stopListening = ctx.onInterrupt?.(() => abort.abort())
     const progress = values.json ? { event: () => {}, stop: () => {} } : await showProgress(ctx, `${agent.name} (${agent.cli}) is writing plan.md`)
@@ -86,13 +100,21 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     if (written.trim() === "" && previous.trim() !== "") writeFileAtomic(planFile, previous)
     if (abort.signal.aborted) {
       progress.stop("cancelled")
-      throw new FlowError(`cancelled: ${agent.name} was stopped`, Exit.cancelled, asItWas ? "plan.md is as it was" : "plan.md holds what the agent wrote so far")
+      throw new FlowError(
+        `cancelled: ${agent.name} was stopped`,
+        Exit.cancelled,
+        asItWas ? "plan.md is as it was" : "plan.md holds what the agent wrote so far",
+      )
     }
     if (turn.code !== 0 || asItWas) {
       progress.stop(`${agent.name} failed`)
-      const why = turn.code !== 0 ? `${agent.name} (${agent.cli}) failed with exit ${turn.code}` : `${agent.name} (${agent.cli}) finished without writing plan.md`
-      throw new FlowError(`${why}${turn.tail ? `; its last output:\n${indent(turn.tail)}` : ""}`, Exit.failure,
-        `plan.md ${asItWas ? "is as it was" : "holds what the agent wrote"}; try again, or run 'flow plan --offline' for a skeleton from PRD.md`)
+      const why =
+        turn.code !== 0 ? `${agent.name} (${agent.cli}) failed with exit ${turn.code}` : `${agent.name} (${agent.cli}) finished without writing plan.md`
+      throw new FlowError(
+        `${why}${turn.tail ? `; its last output:\n${indent(turn.tail)}` : ""}`,
+        Exit.failure,
+        `plan.md ${asItWas ? "is as it was" : "holds what the agent wrote"}; try again, or run 'flow plan --offline' for a skeleton from PRD.md`,
+      )
     }
     progress.stop(`${agent.name} wrote plan.md`, turn.seconds)
   }
@@ -121,8 +143,17 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const how = choice.agent ? `by ${choice.agent.name} (${choice.agent.cli})` : `offline, a skeleton from PRD.md's requirements (${choice.reason})`
   ctx.stdout(`Wrote ${shown(planFile)} ${how}: ${plural(report.phases, "phase")}, ${plural(report.sections, "section")}\n`)
   if (report.backup) ctx.stdout(`The previous plan is in ${shown(report.backup)}\n`)
-  if (failed) throw new FlowError(`${shown(planFile)} is not in the shape 'flow generate' reads`, Exit.failure, "fix it at the lines above (or run 'flow refine plan'), then 'flow generate'")
-  ctx.stdout(choice.agent ? "Next: review it ('flow refine plan'), then 'flow generate'\n" : "Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'\n")
+  if (failed)
+    throw new FlowError(
+      `${shown(planFile)} is not in the shape 'flow generate' reads`,
+      Exit.failure,
+      "fix it at the lines above (or run 'flow refine plan'), then 'flow generate'",
+    )
+  ctx.stdout(
+    choice.agent
+      ? "Next: review it ('flow refine plan'), then 'flow generate'\n"
+      : "Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'\n",
+  )
   return Exit.ok
 }
 
@@ -133,5 +164,8 @@ function fileStamp(file: string): string | undefined {
 }
 
 function indent(text: string): string {
-  return text.split("\n").map((l) => `  ${l}`).join("\n")
+  return text
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n")
 }

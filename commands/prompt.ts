@@ -32,8 +32,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (values.resume) {
     const step = currentStep(task)
     if (!step) {
-      throw new FlowError(task.steps?.length ? `every step of '${id}' is done` : `task '${id}' has no steps`, undefined,
-        `run 'flow prompt ${id}' for the task's prompt`)
+      throw new FlowError(
+        task.steps?.length ? `every step of '${id}' is done` : `task '${id}' has no steps`,
+        undefined,
+        `run 'flow prompt ${id}' for the task's prompt`,
+      )
     }
     return print(ctx, Boolean(values.json), { task_id: id, kind: "resume", step_id: step.id, prompt: stepPrompt(task, step) })
   }
@@ -42,6 +45,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 }
 
 function print(ctx: Ctx, json: boolean, report: PromptReport): void {
-  ctx.stdout(json ? `${JSON.stringify(report, null, 2)}
-` : report.prompt)
+  ctx.stdout(
+    json
+      ? `${JSON.stringify(report, null, 2)}
+`
+      : report.prompt,
+  )
 }

@@ -42,18 +42,24 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (which !== undefined && which !== "prd" && which !== "plan") throw usage(`refine what? '${which}' is neither prd nor plan`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
   const planFile = join(project.dir, "plan.md")
-  const target: Target = which === "prd" ? "PRD.md" : which === "plan" ? "plan.md" : existsSync(planFile) && readFileSync(planFile, "utf8").trim() !== "" ? "plan.md" : "PRD.md"
+  const target: Target =
+    which === "prd" ? "PRD.md" : which === "plan" ? "plan.md" : existsSync(planFile) && readFileSync(planFile, "utf8").trim() !== "" ? "plan.md" : "PRD.md"
   const file = join(project.dir, target)
   const shown = relative(ctx.cwd, file) || file
   if (!existsSync(file)) {
-    throw new FlowError(`${shown} does not exist`, Exit.failure, target === "PRD.md" ? "run 'flow create <name>' for a project with a PRD template" : "run 'flow plan' to write it from PRD.md")
+    throw new FlowError(
+      `${shown} does not exist`,
+      Exit.failure,
+      target === "PRD.md" ? "run 'flow create <name>' for a project with a PRD template" : "run 'flow plan' to write it from PRD.md",
+    )
   }
   const text = readFileSync(file, "utf8")
   const findings = target === "PRD.md" ? reviewPrd(text) : reviewPlan(text)
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
   // Only the terminal session hands over; checked before the first question so no answer is lost to it.
   const handsOver = ctx.interactive && !values.json && !values.apply
-  if (handsOver && choice.agent && interactiveArgv(choice.agent, "", project.dir)) requireInstalled(choice.agent, ctx.env.PATH, "add --no-agent to review without it")
+  if (handsOver && choice.agent && interactiveArgv(choice.agent, "", project.dir))
+    requireInstalled(choice.agent, ctx.env.PATH, "add --no-agent to review without it")
   const c = colours(ctx)
 
   if (values.apply) {
@@ -61,16 +67,24 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     const changes = findings.filter((f) => f.change)
     if (changes.length > 0) {
       copyFileSync(file, `${file}.bak`)
-      writeFileAtomic(file, applyChanges(text, changes.map((f) => f.change!)))
+      writeFileAtomic(
+        file,
+        applyChanges(
+          text,
+          changes.map((f) => f.change!),
+        ),
+      )
     }
     if (values.json) {
       ctx.stdout(`${JSON.stringify(reportOf(file, changes), null, 2)}\n`)
       return Exit.ok
     }
     for (const f of changes) ctx.stdout(`applied: ${shown}${f.line ? `:${f.line}` : ""}: ${f.suggestion}\n`)
-    ctx.stdout(changes.length > 0
-      ? `Wrote ${shown}: ${plural(changes.length, "change")}; the previous version is in ${shown}.bak${findings.length > changes.length ? `; ${plural(findings.length - changes.length, "finding")} need${findings.length - changes.length === 1 ? "s" : ""} a person ('flow refine' in a terminal)` : ""}\n`
-      : `${shown} is unchanged: no finding has a suggested change\n`)
+    ctx.stdout(
+      changes.length > 0
+        ? `Wrote ${shown}: ${plural(changes.length, "change")}; the previous version is in ${shown}.bak${findings.length > changes.length ? `; ${plural(findings.length - changes.length, "finding")} need${findings.length - changes.length === 1 ? "s" : ""} a person ('flow refine' in a terminal)` : ""}\n`
+        : `${shown} is unchanged: no finding has a suggested change\n`,
+    )
     return Exit.ok
   }
 
@@ -82,7 +96,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     const lines = text.replace(/\r\n?/g, "\n").split("\n")
     ctx.stdout(`${shown}: ${findings.length === 0 ? "no findings" : plural(findings.length, "finding")}\n`)
     for (const f of findings) ctx.stdout(`\n${describe(f, shown, lines, c)}`)
-    ctx.stdout(`\nRun 'flow refine ${target === "PRD.md" ? "prd" : "plan"}' in a terminal to accept, edit or skip each finding${choice.agent ? `, then talk it over with ${choice.agent.name} (${choice.agent.cli})` : ""}.\n`)
+    ctx.stdout(
+      `\nRun 'flow refine ${target === "PRD.md" ? "prd" : "plan"}' in a terminal to accept, edit or skip each finding${choice.agent ? `, then talk it over with ${choice.agent.name} (${choice.agent.cli})` : ""}.\n`,
+    )
     return Exit.ok
   }
 
@@ -123,7 +139,11 @@ async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice
     clack.outro(`No agent to talk it over with (${choice.reason}); add one to flow.yaml for an AI session`)
     return Exit.ok
   }
-  const prompt = refinePrompt(target, { guidelines: existsSync(join(dir, "GUIDELINES.md")), designs: filesUnder(dir, "designs"), research: filesUnder(dir, "research") })
+  const prompt = refinePrompt(target, {
+    guidelines: existsSync(join(dir, "GUIDELINES.md")),
+    designs: filesUnder(dir, "designs"),
+    research: filesUnder(dir, "research"),
+  })
   const argv = interactiveArgv(choice.agent, prompt, dir)
   if (!argv) {
     clack.outro(`${choice.agent.cli} is not started interactively by flow: start it yourself and paste the prompt below`)
@@ -145,7 +165,13 @@ async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice
 function reportOf(file: string, findings: readonly ReviewFinding[]): RefineReport {
   return {
     file,
-    findings: findings.map((f) => ({ rule: f.rule, line: f.line ?? null, message: f.message, suggestion: f.suggestion, change: f.change ? { line: f.change.at + 1, remove: f.change.remove, insert: f.change.lines } : null })),
+    findings: findings.map((f) => ({
+      rule: f.rule,
+      line: f.line ?? null,
+      message: f.message,
+      suggestion: f.suggestion,
+      change: f.change ? { line: f.change.at + 1, remove: f.change.remove, insert: f.change.lines } : null,
+    })),
   }
 }
 

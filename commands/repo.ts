@@ -43,8 +43,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const target = worktrees.find((w) => w.branch === branch)
   if (!target) {
     const known = worktrees.map((w) => w.branch).filter(Boolean)
-    throw new FlowError(`no worktree of ${repoArg} has branch '${branch}' checked out`, undefined,
-      known.length ? `worktrees: ${known.join(", ")}` : "this repository has no worktrees besides its own checkout")
+    throw new FlowError(
+      `no worktree of ${repoArg} has branch '${branch}' checked out`,
+      undefined,
+      known.length ? `worktrees: ${known.join(", ")}` : "this repository has no worktrees besides its own checkout",
+    )
   }
   await removeWorktree(repo, target.path, Boolean(values.force))
   ctx.stdout(`Removed the worktree of ${branch} (${relative(ctx.cwd, target.path) || target.path}); the branch is kept.\n`)

@@ -51,25 +51,36 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
   for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
-  const parallelism = values.parallel === undefined ? config.parallelism ?? agents.length : positiveInt(values.parallel, "--parallel")
+  const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
-    agents, parallelism, yes: Boolean(values.yes), headless: Boolean(values.headless), ...fromConfig(config),
+    agents,
+    parallelism,
+    yes: Boolean(values.yes),
+    headless: Boolean(values.headless),
+    ...fromConfig(config),
   })
 }
 
 /** The run settings that come from flow.yaml alone. */
 export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
   return {
-    retries: config.retries ?? 1, defaults: { repo: config.repo, target: config.merge_target }, publish: publishSettings(config),
-    verify: config.verify === undefined ? [] : [config.verify].flat(), fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS, queueDepth: config.queue_depth,
+    retries: config.retries ?? 1,
+    defaults: { repo: config.repo, target: config.merge_target },
+    publish: publishSettings(config),
+    verify: config.verify === undefined ? [] : [config.verify].flat(),
+    fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS,
+    queueDepth: config.queue_depth,
   }
 }
 
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2
 
-export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> & {
+export type StartOptions = Pick<
+  RunSettings,
+  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
+> & {
   /** the log lines even in a terminal */
   headless?: boolean
 }
@@ -81,8 +92,11 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   try {
     release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
   } catch (e) {
-    throw new FlowError(`another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
-      Exit.failure, "wait for it to finish, or stop it with Ctrl-C")
+    throw new FlowError(
+      `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
+      Exit.failure,
+      "wait for it to finish, or stop it with Ctrl-C",
+    )
   }
   const controller = new AbortController()
   let ui: Tui | undefined
@@ -125,9 +139,18 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
         // (a second Ctrl-C, a crash) still gives the terminal back.
         screen = new Screen(terminal.input, terminal.output)
         process.on("exit", restore)
-        ui = startTui({ bus, db, screen, colours: colours(ctx), project: basename(project.dir), agents: options.agents.map((a) => a.name),
-          user: answerer(ctx.env), loadTasks: () => taskSnapshot(project), stop,
-          review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange) })
+        ui = startTui({
+          bus,
+          db,
+          screen,
+          colours: colours(ctx),
+          project: basename(project.dir),
+          agents: options.agents.map((a) => a.name),
+          user: answerer(ctx.env),
+          loadTasks: () => taskSnapshot(project),
+          stop,
+          review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
+        })
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })
@@ -151,7 +174,9 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
 /** What the terminal UI shows of tasks.yaml. */
 async function taskSnapshot(project: Project): Promise<TaskSnapshot> {
   const { data } = await readTasks(project)
-  return new Map([...indexTasks(data).values()].map(({ task }) => [task.id, { title: task.title, status: task.status, steps: (task.steps ?? []).map((s) => s.id) }]))
+  return new Map(
+    [...indexTasks(data).values()].map(({ task }) => [task.id, { title: task.title, status: task.status, steps: (task.steps ?? []).map((s) => s.id) }]),
+  )
 }
 
 function agentsFrom(values: { agents?: string; cli?: string }, configured: AgentConfig[]): AgentConfig[] {
@@ -163,7 +188,10 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
     return Array.from({ length: n }, (_, i) => ({ name: `${cli}-${i + 1}`, cli }))
   }
   if (configured.length === 0) {
-    throw usage("no agents: flow.yaml lists none and no --agents/--cli was given", "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)")
+    throw usage(
+      "no agents: flow.yaml lists none and no --agents/--cli was given",
+      "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)",
+    )
   }
   return configured
 }

@@ -4,7 +4,8 @@ import { usage } from "../lib/cli/errors"
 
 export const meta = {
   usage: "flow schema",
-  description: "Prints the JSON Schema of tasks.yaml, generated from the same schema flow validates with\n(docs/tasks.schema.json is this output). Editors use it for completion and checks.",
+  description:
+    "Prints the JSON Schema of tasks.yaml, generated from the same schema flow validates with\n(docs/tasks.schema.json is this output). Editors use it for completion and checks.",
   options: {},
 } as const
 

@@ -38,8 +38,9 @@ export function statusCommand(verb: StatusVerb): Command {
     const result = await mutateTasks(project, `flow ${verb} ${id}`, (editor) => {
       // Taken under the lock, so timestamps follow the order of the writes.
       const now = isoSeconds()
-      const task = requireTask(editor.tasks, id, (stepId, taskId) => verb === "done" || verb === "start"
-        ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`).task
+      const task = requireTask(editor.tasks, id, (stepId, taskId) =>
+        verb === "done" || verb === "start" ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`,
+      ).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
       const applied = applyStatus(editor, id, to, now)
       // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.

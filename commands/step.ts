@@ -31,7 +31,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [sub, ...rest] = positionals
   if (!sub) throw usage("missing subcommand: start, done, show or list", `usage: ${meta.usage}`)
-  if (!(SUBCOMMANDS as readonly string[]).includes(sub)) throw usage(`unknown step subcommand '${sub}'`, `use one of ${SUBCOMMANDS.join(", ")}; usage: ${meta.usage}`)
+  if (!(SUBCOMMANDS as readonly string[]).includes(sub))
+    throw usage(`unknown step subcommand '${sub}'`, `use one of ${SUBCOMMANDS.join(", ")}; usage: ${meta.usage}`)
   const operand = sub === "start" || sub === "done" ? "step_id" : "task_id"
   const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}>${operand === "task_id" ? " [--json]" : ""}`)
   if (sub === "start" || sub === "done") {
@@ -77,7 +78,13 @@ function show(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
   }
   const lines = [`Step: ${current.id} (${stepStatus(current)})`, `Task: ${task.id}`, `Progress: ${done} of ${steps.length} steps done`]
   if (current.started_at) lines.push(`Started: ${current.started_at}`)
-  lines.push("Instruction:", ...current.instruction.trimEnd().split("\n").map((l) => (l ? `  ${l}` : "")))
+  lines.push(
+    "Instruction:",
+    ...current.instruction
+      .trimEnd()
+      .split("\n")
+      .map((l) => (l ? `  ${l}` : "")),
+  )
   if (current.acceptance_criteria?.length) lines.push("Acceptance Criteria:", ...current.acceptance_criteria.map((c) => `  - ${c}`))
   ctx.stdout(`${lines.join("\n")}\n`)
 }
@@ -90,7 +97,8 @@ function list(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
   }
   for (const s of steps) {
     const status = stepStatus(s)
-    const when = status === "done" && s.completed_at ? `  completed ${s.completed_at}` : status === "in_progress" && s.started_at ? `  started ${s.started_at}` : ""
+    const when =
+      status === "done" && s.completed_at ? `  completed ${s.completed_at}` : status === "in_progress" && s.started_at ? `  started ${s.started_at}` : ""
     ctx.stdout(`[${status}] ${s.id} ${s.instruction.trim().split("\n")[0]}${when}\n`)
   }
 }

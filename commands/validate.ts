@@ -30,7 +30,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   let text: string
   try {
     text = readFileSync(project.tasksFile, "utf8")
-  } catch (e) {
+  } catch {
     throw new FlowError(`${project.tasksFile} does not exist`, Exit.invalid, "run 'flow generate' to make it from plan.md")
   }
   const { findings, taskCount } = await validateText(text)

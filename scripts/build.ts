@@ -20,13 +20,26 @@ export async function sourceCommit(): Promise<string> {
 /** `target` is a release name (linux-x64-musl, windows-x64, ...); undefined builds for this machine. */
 export async function buildBinary(opts: { outfile: string; target?: string; commit?: string }): Promise<void> {
   const commit = opts.commit ?? (await sourceCommit())
-  await check([
-    process.execPath, "build", "--compile", "--minify", "--bytecode", "--format=esm",
-    ...(opts.target ? [`--target=bun-${opts.target}`] : []),
-    "--define", `FLOW_BUILD_COMMIT=${JSON.stringify(commit)}`,
-    "--define", `FLOW_BUILD_TARGET=${JSON.stringify(opts.target ?? hostTarget())}`,
-    "flow.ts", "lib/view/layout-worker.ts", "--outfile", opts.outfile,
-  ], { cwd: ROOT })
+  await check(
+    [
+      process.execPath,
+      "build",
+      "--compile",
+      "--minify",
+      "--bytecode",
+      "--format=esm",
+      ...(opts.target ? [`--target=bun-${opts.target}`] : []),
+      "--define",
+      `FLOW_BUILD_COMMIT=${JSON.stringify(commit)}`,
+      "--define",
+      `FLOW_BUILD_TARGET=${JSON.stringify(opts.target ?? hostTarget())}`,
+      "flow.ts",
+      "lib/view/layout-worker.ts",
+      "--outfile",
+      opts.outfile,
+    ],
+    { cwd: ROOT },
+  )
 }
 
 if (import.meta.main) {

@@ -41,8 +41,7 @@ function checkModule(): string {
   // rename them in the order the root reaches them, so the output depends on the schema alone.
   const names = renamer("check")
   const seenKeys = renamer("seen")
-  const rename = (js: string) =>
-    js.replace(/this\.(\w+)\(/g, (_, n) => `this.${names(n)}(`).replace(/ctx\.seen\.(\w+)/g, (_, n) => `ctx.seen.${seenKeys(n)}`)
+  const rename = (js: string) => js.replace(/this\.(\w+)\(/g, (_, n) => `this.${names(n)}(`).replace(/ctx\.seen\.(\w+)/g, (_, n) => `ctx.seen.${seenKeys(n)}`)
   const rootName = names(`${root.id}Allows`)
   const body = [...needed]
     .map((name) => [names(name), rename(methods.get(name)!)] as const)

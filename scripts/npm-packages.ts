@@ -33,8 +33,14 @@ export function npmPackages(releaseDir: string, outDir: string, version = pkg.ve
     mkdirSync(join(dir, "bin"), { recursive: true })
     copyFileSync(binary, join(dir, "bin", exe))
     chmodSync(join(dir, "bin", exe), 0o755)
-    writeFileSync(join(dir, "package.json"), `${JSON.stringify({ name, ...common, description: `The flow executable for ${target} (installed by ${NPM_NAME})`, ...platformFields(target), files: ["bin"], preferUnplugged: true }, null, 2)}\n`)
-    writeFileSync(join(dir, "README.md"), `# ${name}\n\nThe \`flow\` executable for ${target}. Install \`${NPM_NAME}\` instead: it picks this package on this platform.\n`)
+    writeFileSync(
+      join(dir, "package.json"),
+      `${JSON.stringify({ name, ...common, description: `The flow executable for ${target} (installed by ${NPM_NAME})`, ...platformFields(target), files: ["bin"], preferUnplugged: true }, null, 2)}\n`,
+    )
+    writeFileSync(
+      join(dir, "README.md"),
+      `# ${name}\n\nThe \`flow\` executable for ${target}. Install \`${NPM_NAME}\` instead: it picks this package on this platform.\n`,
+    )
     optional[name] = version
     folders.push(dir)
   }
@@ -43,9 +49,21 @@ export function npmPackages(releaseDir: string, outDir: string, version = pkg.ve
   mkdirSync(join(main, "bin"), { recursive: true })
   copyFileSync(join(ROOT, "npm", "launcher.cjs"), join(main, "bin", "flow.cjs"))
   chmodSync(join(main, "bin", "flow.cjs"), 0o755)
-  writeFileSync(join(main, "package.json"), `${JSON.stringify({
-    name: NPM_NAME, ...common, bin: { flow: "bin/flow.cjs" }, files: ["bin"], engines: { node: ">=18" }, optionalDependencies: optional,
-  }, null, 2)}\n`)
+  writeFileSync(
+    join(main, "package.json"),
+    `${JSON.stringify(
+      {
+        name: NPM_NAME,
+        ...common,
+        bin: { flow: "bin/flow.cjs" },
+        files: ["bin"],
+        engines: { node: ">=18" },
+        optionalDependencies: optional,
+      },
+      null,
+      2,
+    )}\n`,
+  )
   copyFileSync(join(ROOT, "README.md"), join(main, "README.md"))
   return [...folders, main]
 }

@@ -17,7 +17,14 @@ export function releaseName(version: string, target: string): string {
 
 /** SHA256SUMS: `<hex>  <file>` per line, what `sha256sum -c` and install.sh read. */
 export function sha256sums(dir: string, files: string[]): string {
-  return files.map((f) => `${createHash("sha256").update(readFileSync(join(dir, f))).digest("hex")}  ${f}\n`).join("")
+  return files
+    .map(
+      (f) =>
+        `${createHash("sha256")
+          .update(readFileSync(join(dir, f)))
+          .digest("hex")}  ${f}\n`,
+    )
+    .join("")
 }
 
 if (import.meta.main) {

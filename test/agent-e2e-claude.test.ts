@@ -26,13 +26,19 @@ const claude: CliSetup = {
 
 agentE2E(claude)
 
-test.skipIf(process.getuid?.() !== 0)("claude as root: a refused --permission-mode bypassPermissions is the one-line reason in the log and the block note", async () => {
-  await using server = startModelServer({ refuse: [{ commands: ["flow done refuse"] }] })
-  await using p = await e2eProject(claude, server, [{ id: "refuse", title: "Refuse", status: "todo", instructions: "Anything." }], { args: ["--permission-mode", "bypassPermissions"] })
-  const r = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
-  const reason = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
-  expect(r.code).toBe(4)
-  expect(r.stdout).toContain(`refuse | error: ${reason}\n`)
-  expect(p.dir.read("tasks.yaml")).toContain(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'`)
-  expect(server.model.log).toEqual([]) // refused before any request
-}, 60_000)
+test.skipIf(process.getuid?.() !== 0)(
+  "claude as root: a refused --permission-mode bypassPermissions is the one-line reason in the log and the block note",
+  async () => {
+    await using server = startModelServer({ refuse: [{ commands: ["flow done refuse"] }] })
+    await using p = await e2eProject(claude, server, [{ id: "refuse", title: "Refuse", status: "todo", instructions: "Anything." }], {
+      args: ["--permission-mode", "bypassPermissions"],
+    })
+    const r = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
+    const reason = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"
+    expect(r.code).toBe(4)
+    expect(r.stdout).toContain(`refuse | error: ${reason}\n`)
+    expect(p.dir.read("tasks.yaml")).toContain(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'`)
+    expect(server.model.log).toEqual([]) // refused before any request
+  },
+  60_000,
+)

@@ -57,8 +57,12 @@ export const installed = (cli: string) => existsSync(join(AGENT_BIN, cli))
 type Task = { id: string; status: string; ai_notes?: string[]; steps?: { id: string; status?: string }[] }
 export const tasksOf = (dir: TempDir) => (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }).tasks
 export const statuses = (dir: TempDir) => Object.fromEntries(tasksOf(dir).map((t) => [t.id, t.status]))
-export const lastNote = (dir: TempDir, id: string) => tasksOf(dir).find((t) => t.id === id)?.ai_notes?.at(-1) ?? ""
-export const session = (dir: TempDir, id: string) => (JSON.parse(readFileSync(join(dir.path, ".flow", "sessions", `${id}.json`), "utf8")) as { session: string }).session
+export const lastNote = (dir: TempDir, id: string) =>
+  tasksOf(dir)
+    .find((t) => t.id === id)
+    ?.ai_notes?.at(-1) ?? ""
+export const session = (dir: TempDir, id: string) =>
+  (JSON.parse(readFileSync(join(dir.path, ".flow", "sessions", `${id}.json`), "utf8")) as { session: string }).session
 export const turnRequests = (server: ModelServer, task: string, turn: number) => server.model.requests(task).filter((r) => r.turn === turn)
 export const seen = (server: ModelServer, task: string, text: string) => server.model.requests(task).some((r) => r.toolResults?.some((t) => t.includes(text)))
 
@@ -119,18 +123,22 @@ function copilotEnv(url: string): Record<string, string> {
 
 // ~/.config/opencode/opencode.json: an OpenAI-compatible provider (Chat Completions at baseURL).
 function opencodeConfig(url: string): string {
-  return `${JSON.stringify({
-    $schema: "https://opencode.ai/config.json",
-    autoupdate: false,
-    share: "disabled",
-    provider: {
-      scripted: {
-        npm: "@ai-sdk/openai-compatible",
-        name: "Scripted model server",
-        options: { baseURL: `${url}/v1`, apiKey: "{env:SCRIPTED_API_KEY}" },
-        models: { "scripted-model": { name: "Scripted model" } },
+  return `${JSON.stringify(
+    {
+      $schema: "https://opencode.ai/config.json",
+      autoupdate: false,
+      share: "disabled",
+      provider: {
+        scripted: {
+          npm: "@ai-sdk/openai-compatible",
+          name: "Scripted model server",
+          options: { baseURL: `${url}/v1`, apiKey: "{env:SCRIPTED_API_KEY}" },
+          models: { "scripted-model": { name: "Scripted model" } },
+        },
       },
+      model: "scripted/scripted-model",
     },
-    model: "scripted/scripted-model",
-  }, null, 2)}\n`
+    null,
+    2,
+  )}\n`
 }

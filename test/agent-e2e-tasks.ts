@@ -30,7 +30,10 @@ export const CHAIN = `tasks:
 
 export const CHAIN_SCRIPTS: Record<string, Turn[]> = {
   api: [
-    { commands: ["git status --short", "printf 'api 1\\n' > api.txt && git add api.txt && git commit -qm 'api: step 1'", "flow step done api.1"], text: "Step 1 done." },
+    {
+      commands: ["git status --short", "printf 'api 1\\n' > api.txt && git add api.txt && git commit -qm 'api: step 1'", "flow step done api.1"],
+      text: "Step 1 done.",
+    },
     { commands: ["printf 'api 2\\n' >> api.txt && git commit -qam 'api: step 2'", "flow step done api.2"], text: "Step 2 done." },
   ],
   web: [{ commands: ["cat api.txt", "printf 'web\\n' > web.txt && git add web.txt && git commit -qm web", "flow done web"] }],

@@ -25,11 +25,18 @@ export type CliSetup = {
 export type E2EProject = { dir: TempDir; env: Record<string, string>; [Symbol.asyncDispose]: () => Promise<void> }
 
 /** A repository with `tasks`, agents of `setup.cli` in flow.yaml, and a HOME configured for `server`. */
-export async function e2eProject(setup: CliSetup, server: ModelServer, tasks: Record<string, unknown>[], agent: { count?: number; args?: string[] } = {}): Promise<E2EProject> {
+export async function e2eProject(
+  setup: CliSetup,
+  server: ModelServer,
+  tasks: Record<string, unknown>[],
+  agent: { count?: number; args?: string[] } = {},
+): Promise<E2EProject> {
   ensureAgentClis()
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
-  const agents = Array.from({ length: agent.count ?? 1 }, (_, i) =>
-    `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}`)
+  const agents = Array.from(
+    { length: agent.count ?? 1 },
+    (_, i) => `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}`,
+  )
   dir.write("flow.yaml", `agents:\n${agents.join("")}`)
   await git(dir.path, ["add", "-A"])
   await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qm", "flow project"])
@@ -48,7 +55,8 @@ export function writeJson(file: string, value: unknown): void {
 }
 
 const statuses = (yaml: string) => Object.fromEntries((Bun.YAML.parse(yaml) as { tasks: { id: string; status: string }[] }).tasks.map((t) => [t.id, t.status]))
-const notes = (yaml: string, id: string) => (Bun.YAML.parse(yaml) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks.find((t) => t.id === id)?.ai_notes ?? []
+const notes = (yaml: string, id: string) =>
+  (Bun.YAML.parse(yaml) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks.find((t) => t.id === id)?.ai_notes ?? []
 
 /** Polls `check` (each poll runs flow or reads a file, so it is the wait's own pace) until it gives a value. */
 async function until<T>(what: string, check: () => Promise<T | undefined>, ms: number): Promise<T> {
@@ -64,7 +72,15 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, ms: n
 const COMMIT = (file: string, message: string) => `git add ${file} && git commit -q -m "${message}"`
 
 const CHAIN_TASKS = [
-  { id: "alpha", title: "Alpha", status: "todo", steps: [{ id: "alpha.1", instruction: "Write alpha.txt." }, { id: "alpha.2", instruction: "Add a line to alpha.txt." }] },
+  {
+    id: "alpha",
+    title: "Alpha",
+    status: "todo",
+    steps: [
+      { id: "alpha.1", instruction: "Write alpha.txt." },
+      { id: "alpha.2", instruction: "Add a line to alpha.txt." },
+    ],
+  },
   { id: "beta", title: "Beta", status: "todo", depends_on: ["alpha"], instructions: "Copy alpha.txt to beta.txt." },
   { id: "lazy", title: "Lazy", status: "todo", instructions: "Look around." },
   { id: "asker", title: "Asker", status: "todo", instructions: "Ask which port, and wait for the answer." },
@@ -94,84 +110,109 @@ export function agentE2E(setup: CliSetup): void {
   const server = startModelServer()
   afterAll(() => server.stop())
 
-  test(`${setup.cli}: a dependency chain with steps in one session, a forgotten 'flow done', questions with and without --wait, a rejected key`, async () => {
-    chainScripts(server)
-    await using p = await e2eProject(setup, server, CHAIN_TASKS, { count: 3 })
-    const run = background(p.dir.path, ["run", "--headless"], p.env)
-    const answer = async (task: string, text: string) => {
-      const q = await until(`${task}'s question`, async () => {
-        const r = await flow(p.dir.path, ["questions", "--json"], { env: p.env })
-        return (JSON.parse(r.stdout || '{"questions":[]}') as QuestionsReport).questions.find((q) => q.task_id === task)
-      }, timeout)
-      expect((await flow(p.dir.path, ["answer", q.id, text], { env: p.env })).code).toBe(0)
-    }
-    // `later` asks without --wait: its answer comes once its agent has exited to wait, as a person's would.
-    await Promise.all([answer("asker", "8080"), run.waitFor("later: waiting for the answer to", timeout).then(() => answer("later", "SQLite"))])
-    const end = await run.done()
-    const log = end.stdout
-    expect({ code: end.code, stderr: end.stderr }).toEqual({ code: 4, stderr: "" })
-    const yaml = p.dir.read("tasks.yaml")
-    expect(statuses(yaml)).toEqual({ alpha: "done", beta: "done", lazy: "blocked", asker: "done", later: "done", broken: "blocked" })
+  test(
+    `${setup.cli}: a dependency chain with steps in one session, a forgotten 'flow done', questions with and without --wait, a rejected key`,
+    async () => {
+      chainScripts(server)
+      await using p = await e2eProject(setup, server, CHAIN_TASKS, { count: 3 })
+      const run = background(p.dir.path, ["run", "--headless"], p.env)
+      const answer = async (task: string, text: string) => {
+        const q = await until(
+          `${task}'s question`,
+          async () => {
+            const r = await flow(p.dir.path, ["questions", "--json"], { env: p.env })
+            return (JSON.parse(r.stdout || '{"questions":[]}') as QuestionsReport).questions.find((q) => q.task_id === task)
+          },
+          timeout,
+        )
+        expect((await flow(p.dir.path, ["answer", q.id, text], { env: p.env })).code).toBe(0)
+      }
+      // `later` asks without --wait: its answer comes once its agent has exited to wait, as a person's would.
+      await Promise.all([answer("asker", "8080"), run.waitFor("later: waiting for the answer to", timeout).then(() => answer("later", "SQLite"))])
+      const end = await run.done()
+      const log = end.stdout
+      expect({ code: end.code, stderr: end.stderr }).toEqual({ code: 4, stderr: "" })
+      const yaml = p.dir.read("tasks.yaml")
+      expect(statuses(yaml)).toEqual({ alpha: "done", beta: "done", lazy: "blocked", asker: "done", later: "done", broken: "blocked" })
 
-    // The chain: both steps in one session, the dependent saw its dependency's file, all merged.
-    expect(p.dir.read("alpha.txt")).toBe("one\ntwo\n")
-    expect(p.dir.read("beta.txt")).toBe("one\ntwo\n")
-    const alpha = server.model.requests("alpha")
-    const step2 = alpha.find((r) => r.turn === 2)!
-    // Byte for byte what flow wrote (the server trims the ends: CLIs add context around the prompt).
-    const alphaTask = (Bun.YAML.parse(yaml) as { tasks: Task[] }).tasks.find((t) => t.id === "alpha")!
-    expect(step2.prompt).toBe(stepPrompt(alphaTask, alphaTask.steps![1]!).trim())
-    expect(step2.prompts![0]).toContain("This task has 2 steps, done one at a time in this session. Do only step 1 now.")
-    expect(alpha.find((r) => r.turn === 1)!.prompt).toContain("# Your task: alpha: Alpha")
-    expect(log).toMatch(/alpha: step alpha\.2 \(session \S+\)/)
-    expect(log).toContain("alpha | tool ")
-    expect(log).toMatch(/beta: merged \S+ into main/)
+      // The chain: both steps in one session, the dependent saw its dependency's file, all merged.
+      expect(p.dir.read("alpha.txt")).toBe("one\ntwo\n")
+      expect(p.dir.read("beta.txt")).toBe("one\ntwo\n")
+      const alpha = server.model.requests("alpha")
+      const step2 = alpha.find((r) => r.turn === 2)!
+      // Byte for byte what flow wrote (the server trims the ends: CLIs add context around the prompt).
+      const alphaTask = (Bun.YAML.parse(yaml) as { tasks: Task[] }).tasks.find((t) => t.id === "alpha")!
+      expect(step2.prompt).toBe(stepPrompt(alphaTask, alphaTask.steps![1]!).trim())
+      expect(step2.prompts![0]).toContain("This task has 2 steps, done one at a time in this session. Do only step 1 now.")
+      expect(alpha.find((r) => r.turn === 1)!.prompt).toContain("# Your task: alpha: Alpha")
+      expect(log).toMatch(/alpha: step alpha\.2 \(session \S+\)/)
+      expect(log).toContain("alpha | tool ")
+      expect(log).toMatch(/beta: merged \S+ into main/)
 
-    // A forgotten `flow done`: resumed once in the same session, then blocked.
-    expect(log).toContain("lazy: retry 2: the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
-    const lazy = server.model.requests("lazy").find((r) => r.turn === 2)!
-    expect(lazy.prompt).toBe(`the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'. Finish the task, then run 'flow done lazy', or run 'flow block lazy "<reason>"' if you cannot.`)
-    expect(lazy.prompts![0]).toContain("# Your task: lazy: Lazy")
-    expect(notes(yaml, "lazy").at(-1)).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:")
+      // A forgotten `flow done`: resumed once in the same session, then blocked.
+      expect(log).toContain("lazy: retry 2: the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
+      const lazy = server.model.requests("lazy").find((r) => r.turn === 2)!
+      expect(lazy.prompt).toBe(
+        `the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'. Finish the task, then run 'flow done lazy', or run 'flow block lazy "<reason>"' if you cannot.`,
+      )
+      expect(lazy.prompts![0]).toContain("# Your task: lazy: Lazy")
+      expect(notes(yaml, "lazy").at(-1)).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:")
 
-    // `flow ask --wait` printed the answer to the model; without --wait the session was resumed with it.
-    expect(server.model.requests("asker").flatMap((r) => r.toolResults ?? []).join("\n")).toContain("8080")
-    const later = server.model.requests("later").find((r) => r.turn === 2)!
-    expect(later.prompt).toStartWith("People answered the question you asked about task 'later':\n\n- q-")
-    expect(later.prompt).toContain("  Answer: SQLite\n")
-    expect(later.prompts![0]).toContain("# Your task: later: Later")
+      // `flow ask --wait` printed the answer to the model; without --wait the session was resumed with it.
+      expect(
+        server.model
+          .requests("asker")
+          .flatMap((r) => r.toolResults ?? [])
+          .join("\n"),
+      ).toContain("8080")
+      const later = server.model.requests("later").find((r) => r.turn === 2)!
+      expect(later.prompt).toStartWith("People answered the question you asked about task 'later':\n\n- q-")
+      expect(later.prompt).toContain("  Answer: SQLite\n")
+      expect(later.prompts![0]).toContain("# Your task: later: Later")
 
-    // A rejected key: one line in the log and in the block note, and no other errors logged.
-    expect(log).toContain(`broken | error: ${setup.authError}\n`)
-    expect(notes(yaml, "broken").at(-1)).toMatch(new RegExp(`^the agent exited \\(code \\d+: ${escape(setup.authError)}\\) without 'flow done' or 'flow block'`))
-    expect(log.split("\n").filter((l) => l.includes("| error:") && !l.includes("broken |"))).toEqual([])
-  }, timeout)
+      // A rejected key: one line in the log and in the block note, and no other errors logged.
+      expect(log).toContain(`broken | error: ${setup.authError}\n`)
+      expect(notes(yaml, "broken").at(-1)).toMatch(
+        new RegExp(`^the agent exited \\(code \\d+: ${escapeRegExp(setup.authError)}\\) without 'flow done' or 'flow block'`),
+      )
+      expect(log.split("\n").filter((l) => l.includes("| error:") && !l.includes("broken |"))).toEqual([])
+    },
+    timeout,
+  )
 
-  test(`${setup.cli}: a run stopped by SIGTERM mid-command resumes the same session in the next run`, async () => {
-    server.model.script("slow", [
-      { commands: ["echo started > started.txt", "sleep 100"] },
-      { commands: [COMMIT("started.txt", "slow"), "flow done slow"], text: "Finished after the restart." },
-    ])
-    await using p = await e2eProject(setup, server, [{ id: "slow", title: "Slow", status: "todo", instructions: "Take your time." }])
-    const first = background(p.dir.path, ["run", "--headless"], p.env)
-    await first.waitFor("slow | tool ", timeout / 2)
-    await until("the agent's first command", async () => (Bun.file(join(p.dir.path, ".flow", "worktrees", "slow", "started.txt")).size > 0 ? true : undefined), timeout / 2)
-    await first.waitFor("sleep 100", timeout / 2)
-    first.proc.kill("SIGTERM")
-    expect((await first.done()).code).toBe(130)
-    expect(statuses(p.dir.read("tasks.yaml"))).toEqual({ slow: "in_progress" })
+  test(
+    `${setup.cli}: a run stopped by SIGTERM mid-command resumes the same session in the next run`,
+    async () => {
+      server.model.script("slow", [
+        { commands: ["echo started > started.txt", "sleep 100"] },
+        { commands: [COMMIT("started.txt", "slow"), "flow done slow"], text: "Finished after the restart." },
+      ])
+      await using p = await e2eProject(setup, server, [{ id: "slow", title: "Slow", status: "todo", instructions: "Take your time." }])
+      const first = background(p.dir.path, ["run", "--headless"], p.env)
+      await first.waitFor("slow | tool ", timeout / 2)
+      await until(
+        "the agent's first command",
+        async () => (Bun.file(join(p.dir.path, ".flow", "worktrees", "slow", "started.txt")).size > 0 ? true : undefined),
+        timeout / 2,
+      )
+      await first.waitFor("sleep 100", timeout / 2)
+      first.proc.kill("SIGTERM")
+      expect((await first.done()).code).toBe(130)
+      expect(statuses(p.dir.read("tasks.yaml"))).toEqual({ slow: "in_progress" })
 
-    const second = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
-    expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" })
-    expect(second.stdout).toContain("slow: resumed by")
-    expect(statuses(p.dir.read("tasks.yaml"))).toEqual({ slow: "done" })
-    expect(p.dir.read("started.txt")).toBe("started\n")
-    const resumed = server.model.requests("slow").find((r) => r.turn === 2)!
-    expect(resumed.prompts!.length).toBeGreaterThanOrEqual(2) // the same conversation, not a new one
-    expect(resumed.prompts![0]).toContain("# Your task: slow: Slow")
-  }, timeout)
+      const second = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
+      expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" })
+      expect(second.stdout).toContain("slow: resumed by")
+      expect(statuses(p.dir.read("tasks.yaml"))).toEqual({ slow: "done" })
+      expect(p.dir.read("started.txt")).toBe("started\n")
+      const resumed = server.model.requests("slow").find((r) => r.turn === 2)!
+      expect(resumed.prompts!.length).toBeGreaterThanOrEqual(2) // the same conversation, not a new one
+      expect(resumed.prompts![0]).toContain("# Your task: slow: Slow")
+    },
+    timeout,
+  )
 }
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 }

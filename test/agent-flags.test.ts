@@ -50,7 +50,10 @@ describe("adapters' flags are accepted by the real CLIs", () => {
       const fresh = adapter.argv({ prompt: "Do the task.", cwd: "/w", newSessionId: "5e7d1c7a-0a53-4d52-9a1d-3f4bb0d0c2a1", model: "some-model" })
       const resumed = adapter.argv({ prompt: "Next step.", cwd: "/w", sessionId: "0cb916db-26aa-40f2-86b5-1ba81b225fd2", model: "some-model" })
       const missing: string[] = []
-      for (const [argv, helpArgs] of [[fresh, helps.fresh], [resumed, helps.resumed]] as const) {
+      for (const [argv, helpArgs] of [
+        [fresh, helps.fresh],
+        [resumed, helps.resumed],
+      ] as const) {
         const text = await help(adapter.binary, helpArgs)
         for (const flag of flagsOf(argv)) if (!listed(text, flag)) missing.push(`${flag} (${adapter.binary} ${helpArgs.join(" ")})`)
       }

@@ -15,80 +15,94 @@ const run = installed("copilot") ? test.concurrent : test.skip
 const unstamped = (prompt = "") => prompt.replace(/^<current_datetime>[^<]*<\/current_datetime>\n\n/, "")
 
 describe("copilot, for real, against the scripted model server", () => {
-  run("copilot: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason", async () => {
-    await using server = startModelServer({ ...CHAIN_SCRIPTS })
-    await using home = await userHome("copilot", server.url)
-    await using dir = await project("copilot", CHAIN)
-    const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
-    const r = await flow(dir.path, ["run"], { env: home.env })
-    expect({ statuses: statuses(dir), code: r.code, out: r.stdout }).toMatchObject({ statuses: { api: "done", web: "done", lazy: "blocked", denied: "blocked" }, code: 4 })
+  run(
+    "copilot: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason",
+    async () => {
+      await using server = startModelServer({ ...CHAIN_SCRIPTS })
+      await using home = await userHome("copilot", server.url)
+      await using dir = await project("copilot", CHAIN)
+      const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
+      const r = await flow(dir.path, ["run"], { env: home.env })
+      expect({ statuses: statuses(dir), code: r.code, out: r.stdout }).toMatchObject({
+        statuses: { api: "done", web: "done", lazy: "blocked", denied: "blocked" },
+        code: 4,
+      })
 
-    // The chain: both steps in one session (the second turn carries the first's history), merged, and the
-    // dependent saw its dependency's file.
-    expect(dir.read("api.txt")).toBe("api 1\napi 2\n")
-    expect(dir.read("web.txt")).toBe("web\n")
-    expect(JSON.stringify(turnRequests(server, "api", 2)[0]?.body)).toContain("Step 1 done.")
-    expect(r.stdout).toContain(`api: step api.2 (session ${session(dir, "api")})`)
-    expect(seen(server, "web", "api 1\napi 2")).toBe(true)
+      // The chain: both steps in one session (the second turn carries the first's history), merged, and the
+      // dependent saw its dependency's file.
+      expect(dir.read("api.txt")).toBe("api 1\napi 2\n")
+      expect(dir.read("web.txt")).toBe("web\n")
+      expect(JSON.stringify(turnRequests(server, "api", 2)[0]?.body)).toContain("Step 1 done.")
+      expect(r.stdout).toContain(`api: step api.2 (session ${session(dir, "api")})`)
+      expect(seen(server, "web", "api 1\napi 2")).toBe(true)
 
-    // The prompt arrives byte for byte as `flow prompt` shows it, after Copilot's date stamp and with its
-    // trailing newline trimmed (Copilot trims the message).
-    expect(unstamped(server.model.requests("lazy")[0]?.prompt)).toBe(lazyPrompt.trimEnd())
-    // Forgotten `flow done`: retried once in the same session, then blocked with the agent's last words.
-    expect(unstamped(turnRequests(server, "lazy", 2)[0]?.prompt)).toStartWith("the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
-    expect(JSON.stringify(turnRequests(server, "lazy", 2)[0]?.body)).toContain("I looked around.")
-    expect(lastNote(dir, "lazy")).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:\n")
-    expect(lastNote(dir, "lazy")).toEndWith("\nStill looking around.")
+      // The prompt arrives byte for byte as `flow prompt` shows it, after Copilot's date stamp and with its
+      // trailing newline trimmed (Copilot trims the message).
+      expect(unstamped(server.model.requests("lazy")[0]?.prompt)).toBe(lazyPrompt.trimEnd())
+      // Forgotten `flow done`: retried once in the same session, then blocked with the agent's last words.
+      expect(unstamped(turnRequests(server, "lazy", 2)[0]?.prompt)).toStartWith("the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
+      expect(JSON.stringify(turnRequests(server, "lazy", 2)[0]?.body)).toContain("I looked around.")
+      expect(lastNote(dir, "lazy")).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:\n")
+      expect(lastNote(dir, "lazy")).toEndWith("\nStill looking around.")
 
-    // A 401: the reason on one line, logged once per attempt, and the block note's last line.
-    const reason = lastNote(dir, "denied").split("\n").at(-1)!
-    // The note names the reason in its first line too (the CLI's error on one line), then the last output.
-    expect(lastNote(dir, "denied")).toBe(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'; its last output:\n${reason}`)
-    // Copilot says it in its own words, not the API's (its session.error for a provider's 401).
-    expect(reason).toBe(`Authentication failed with provider at ${server.url}/v1 (HTTP 401). Check your COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_API_KEY_COMMAND, or COPILOT_PROVIDER_BEARER_TOKEN.`)
-    const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))
-    expect(errors.length).toBe(2) // two attempts, one line each
-    expect(errors.every((l) => l.endsWith(reason))).toBe(true)
-  }, SLOW)
+      // A 401: the reason on one line, logged once per attempt, and the block note's last line.
+      const reason = lastNote(dir, "denied").split("\n").at(-1)!
+      // The note names the reason in its first line too (the CLI's error on one line), then the last output.
+      expect(lastNote(dir, "denied")).toBe(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'; its last output:\n${reason}`)
+      // Copilot says it in its own words, not the API's (its session.error for a provider's 401).
+      expect(reason).toBe(
+        `Authentication failed with provider at ${server.url}/v1 (HTTP 401). Check your COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_API_KEY_COMMAND, or COPILOT_PROVIDER_BEARER_TOKEN.`,
+      )
+      const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))
+      expect(errors.length).toBe(2) // two attempts, one line each
+      expect(errors.every((l) => l.endsWith(reason))).toBe(true)
+    },
+    SLOW,
+  )
 
-  run("copilot: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it", async () => {
-    await using server = startModelServer({ ...ASKS_SCRIPTS })
-    await using home = await userHome("copilot", server.url)
-    await using dir = await project("copilot", ASKS)
-    const r = background(dir.path, ["run"], home.env)
-    // `port` waits inside its command; `name` is answered once its agent has exited and the run waits.
-    await Promise.all([
-      answer(dir, "Which port", "8080"),
-      r.waitFor("name: waiting for the answer to", SLOW).then(() => answer(dir, "Which name", "Ada")),
-    ])
-    const { code, stdout } = await r.done()
-    expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done" } })
-    expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
-    expect(turnRequests(server, "port", 2)).toEqual([])
-    expect(stdout).toMatch(/name: q-\d+ answered; resuming the session/)
-    expect(stdout).not.toContain("retry")
-    expect(unstamped(turnRequests(server, "name", 2)[0]?.prompt)).toStartWith("People answered the question you asked about task 'name':")
-    expect(turnRequests(server, "name", 2)[0]?.prompt).toContain("Answer: Ada")
-    expect(JSON.stringify(turnRequests(server, "name", 2)[0]?.body)).toContain("Asked; waiting for the answer.")
-  }, SLOW)
+  run(
+    "copilot: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it",
+    async () => {
+      await using server = startModelServer({ ...ASKS_SCRIPTS })
+      await using home = await userHome("copilot", server.url)
+      await using dir = await project("copilot", ASKS)
+      const r = background(dir.path, ["run"], home.env)
+      // `port` waits inside its command; `name` is answered once its agent has exited and the run waits.
+      await Promise.all([answer(dir, "Which port", "8080"), r.waitFor("name: waiting for the answer to", SLOW).then(() => answer(dir, "Which name", "Ada"))])
+      const { code, stdout } = await r.done()
+      expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done" } })
+      expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
+      expect(turnRequests(server, "port", 2)).toEqual([])
+      expect(stdout).toMatch(/name: q-\d+ answered; resuming the session/)
+      expect(stdout).not.toContain("retry")
+      expect(unstamped(turnRequests(server, "name", 2)[0]?.prompt)).toStartWith("People answered the question you asked about task 'name':")
+      expect(turnRequests(server, "name", 2)[0]?.prompt).toContain("Answer: Ada")
+      expect(JSON.stringify(turnRequests(server, "name", 2)[0]?.body)).toContain("Asked; waiting for the answer.")
+    },
+    SLOW,
+  )
 
-  run("copilot: SIGTERM stops the agent mid-command; the next run resumes the same session", async () => {
-    await using server = startModelServer({ ...LONG_SCRIPTS })
-    await using home = await userHome("copilot", server.url)
-    await using dir = await project("copilot", LONG)
-    const first = background(dir.path, ["run"], home.env)
-    const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
-    await until("the long command to start", () => Bun.file(started).exists())
-    first.proc.kill("SIGTERM")
-    expect((await first.done()).code).toBe(130)
-    expect(statuses(dir)).toEqual({ long: "in_progress" })
-    // Copilot's stream names the session only in its closing line, which a stopped turn never writes: the
-    // adapter picks the id itself (--session-id), so the stopped turn's session is already saved.
-    const before = session(dir, "long")
-    const second = await flow(dir.path, ["run"], { env: home.env })
-    expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
-    expect(second.stdout).toContain("long: resumed by")
-    expect(session(dir, "long")).toBe(before)
-    expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
-  }, SLOW)
+  run(
+    "copilot: SIGTERM stops the agent mid-command; the next run resumes the same session",
+    async () => {
+      await using server = startModelServer({ ...LONG_SCRIPTS })
+      await using home = await userHome("copilot", server.url)
+      await using dir = await project("copilot", LONG)
+      const first = background(dir.path, ["run"], home.env)
+      const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
+      await until("the long command to start", () => Bun.file(started).exists())
+      first.proc.kill("SIGTERM")
+      expect((await first.done()).code).toBe(130)
+      expect(statuses(dir)).toEqual({ long: "in_progress" })
+      // Copilot's stream names the session only in its closing line, which a stopped turn never writes: the
+      // adapter picks the id itself (--session-id), so the stopped turn's session is already saved.
+      const before = session(dir, "long")
+      const second = await flow(dir.path, ["run"], { env: home.env })
+      expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
+      expect(second.stdout).toContain("long: resumed by")
+      expect(session(dir, "long")).toBe(before)
+      expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
+    },
+    SLOW,
+  )
 })

@@ -14,81 +14,90 @@ const SLOW = 900_000 // real CLIs, several turns each (OpenCode: up to a minute 
 describe.each(CLIS)("%s, for real, against the scripted model server", (cli) => {
   const run = installed(cli) ? test.concurrent : test.skip
 
-  run(`${cli}: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason`, async () => {
-    await using server = startModelServer({ ...CHAIN_SCRIPTS })
-    await using home = await userHome(cli, server.url)
-    await using dir = await project(cli, CHAIN)
-    const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
-    const r = await flow(dir.path, ["run"], { env: home.env })
-    expect({ statuses: statuses(dir), code: r.code }).toEqual({ statuses: { api: "done", web: "done", lazy: "blocked", denied: "blocked" }, code: 4 })
+  run(
+    `${cli}: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason`,
+    async () => {
+      await using server = startModelServer({ ...CHAIN_SCRIPTS })
+      await using home = await userHome(cli, server.url)
+      await using dir = await project(cli, CHAIN)
+      const lazyPrompt = (await flow(dir.path, ["prompt", "lazy"])).stdout
+      const r = await flow(dir.path, ["run"], { env: home.env })
+      expect({ statuses: statuses(dir), code: r.code }).toEqual({ statuses: { api: "done", web: "done", lazy: "blocked", denied: "blocked" }, code: 4 })
 
-    // The chain: both steps in one session (the second turn carries the first's history), merged, and the
-    // dependent saw its dependency's file.
-    expect(dir.read("api.txt")).toBe("api 1\napi 2\n")
-    expect(dir.read("web.txt")).toBe("web\n")
-    expect(JSON.stringify(turnRequests(server, "api", 2)[0]?.body)).toContain("Step 1 done.")
-    expect(r.stdout).toContain(`api: step api.2 (session ${session(dir, "api")})`)
-    expect(seen(server, "web", "api 1\napi 2")).toBe(true)
+      // The chain: both steps in one session (the second turn carries the first's history), merged, and the
+      // dependent saw its dependency's file.
+      expect(dir.read("api.txt")).toBe("api 1\napi 2\n")
+      expect(dir.read("web.txt")).toBe("web\n")
+      expect(JSON.stringify(turnRequests(server, "api", 2)[0]?.body)).toContain("Step 1 done.")
+      expect(r.stdout).toContain(`api: step api.2 (session ${session(dir, "api")})`)
+      expect(seen(server, "web", "api 1\napi 2")).toBe(true)
 
-    // The prompt arrives byte for byte as `flow prompt` shows it (quotes and runs of spaces included).
-    expect(server.model.requests("lazy")[0]?.prompt).toBe(lazyPrompt)
-    // Forgotten `flow done`: retried once in the same session, then blocked with the agent's last words
-    // (never the CLI's stderr warnings).
-    expect(turnRequests(server, "lazy", 2)[0]?.prompt).toStartWith("the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
-    expect(lastNote(dir, "lazy")).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:\n")
-    expect(lastNote(dir, "lazy")).toEndWith("\nStill looking around.")
-    expect(lastNote(dir, "lazy")).not.toMatch(/WARNING|Reading additional input/)
+      // The prompt arrives byte for byte as `flow prompt` shows it (quotes and runs of spaces included).
+      expect(server.model.requests("lazy")[0]?.prompt).toBe(lazyPrompt)
+      // Forgotten `flow done`: retried once in the same session, then blocked with the agent's last words
+      // (never the CLI's stderr warnings).
+      expect(turnRequests(server, "lazy", 2)[0]?.prompt).toStartWith("the agent exited (code 0) without 'flow done lazy' or 'flow block lazy'")
+      expect(lastNote(dir, "lazy")).toStartWith("the agent exited (code 0) without 'flow done' or 'flow block'; its last output:\n")
+      expect(lastNote(dir, "lazy")).toEndWith("\nStill looking around.")
+      expect(lastNote(dir, "lazy")).not.toMatch(/WARNING|Reading additional input/)
 
-    // A 401: the reason on one line, logged once per attempt, and the block note's last line.
-    const reason = lastNote(dir, "denied").split("\n").at(-1)!
-    // The note names the reason in its first line too (the CLI's error on one line), then the last output.
-    expect(lastNote(dir, "denied")).toBe(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'; its last output:\n${reason}`)
-    expect(reason).toContain("Incorrect API key provided: sk-bad") // Codex adds "unexpected status 401 Unauthorized: "
-    const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))
-    expect(errors.length).toBe(2) // two attempts, one line each
-    expect(r.stdout.split("\n").filter((l) => /denied \| .*Reconnecting/.test(l) && l.includes("error:"))).toEqual([])
-  }, SLOW)
+      // A 401: the reason on one line, logged once per attempt, and the block note's last line.
+      const reason = lastNote(dir, "denied").split("\n").at(-1)!
+      // The note names the reason in its first line too (the CLI's error on one line), then the last output.
+      expect(lastNote(dir, "denied")).toBe(`the agent exited (code 1: ${reason}) without 'flow done' or 'flow block'; its last output:\n${reason}`)
+      expect(reason).toContain("Incorrect API key provided: sk-bad") // Codex adds "unexpected status 401 Unauthorized: "
+      const errors = r.stdout.split("\n").filter((l) => l.includes("denied | error:"))
+      expect(errors.length).toBe(2) // two attempts, one line each
+      expect(r.stdout.split("\n").filter((l) => /denied \| .*Reconnecting/.test(l) && l.includes("error:"))).toEqual([])
+    },
+    SLOW,
+  )
 })
 
 describe.each(CLIS)("%s asks and is stopped, for real", (cli) => {
   const run = installed(cli) ? test.concurrent : test.skip
 
-  run(`${cli}: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it`, async () => {
-    await using server = startModelServer({ ...ASKS_SCRIPTS })
-    await using home = await userHome(cli, server.url)
-    await using dir = await project(cli, ASKS)
-    const r = background(dir.path, ["run"], home.env)
-    // `port` waits inside its command; `name` is answered once its agent has exited and the run waits.
-    await Promise.all([
-      answer(dir, "Which port", "8080"),
-      r.waitFor("name: waiting for the answer to", SLOW).then(() => answer(dir, "Which name", "Ada")),
-    ])
-    const { code, stdout } = await r.done()
-    expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done" } })
-    expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
-    expect(turnRequests(server, "port", 2)).toEqual([])
-    expect(stdout).toMatch(/name: q-\d+ answered; resuming the session/)
-    expect(stdout).not.toContain("retry")
-    expect(turnRequests(server, "name", 2)[0]?.prompt).toStartWith("People answered the question you asked about task 'name':")
-    expect(turnRequests(server, "name", 2)[0]?.prompt).toContain("Answer: Ada")
-    expect(JSON.stringify(turnRequests(server, "name", 2)[0]?.body)).toContain("Asked; waiting for the answer.")
-  }, SLOW)
+  run(
+    `${cli}: 'flow ask --wait' gets its answer in the same command; 'flow ask' and exit is resumed with it`,
+    async () => {
+      await using server = startModelServer({ ...ASKS_SCRIPTS })
+      await using home = await userHome(cli, server.url)
+      await using dir = await project(cli, ASKS)
+      const r = background(dir.path, ["run"], home.env)
+      // `port` waits inside its command; `name` is answered once its agent has exited and the run waits.
+      await Promise.all([answer(dir, "Which port", "8080"), r.waitFor("name: waiting for the answer to", SLOW).then(() => answer(dir, "Which name", "Ada"))])
+      const { code, stdout } = await r.done()
+      expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done" } })
+      expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
+      expect(turnRequests(server, "port", 2)).toEqual([])
+      expect(stdout).toMatch(/name: q-\d+ answered; resuming the session/)
+      expect(stdout).not.toContain("retry")
+      expect(turnRequests(server, "name", 2)[0]?.prompt).toStartWith("People answered the question you asked about task 'name':")
+      expect(turnRequests(server, "name", 2)[0]?.prompt).toContain("Answer: Ada")
+      expect(JSON.stringify(turnRequests(server, "name", 2)[0]?.body)).toContain("Asked; waiting for the answer.")
+    },
+    SLOW,
+  )
 
-  run(`${cli}: SIGTERM stops the agent mid-command; the next run resumes the same session`, async () => {
-    await using server = startModelServer({ ...LONG_SCRIPTS })
-    await using home = await userHome(cli, server.url)
-    await using dir = await project(cli, LONG)
-    const first = background(dir.path, ["run"], home.env)
-    const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
-    await until("the long command to start", () => Bun.file(started).exists())
-    first.proc.kill("SIGTERM")
-    expect((await first.done()).code).toBe(130)
-    expect(statuses(dir)).toEqual({ long: "in_progress" })
-    const before = session(dir, "long")
-    const second = await flow(dir.path, ["run"], { env: home.env })
-    expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
-    expect(second.stdout).toContain("long: resumed by")
-    expect(session(dir, "long")).toBe(before)
-    expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
-  }, SLOW)
+  run(
+    `${cli}: SIGTERM stops the agent mid-command; the next run resumes the same session`,
+    async () => {
+      await using server = startModelServer({ ...LONG_SCRIPTS })
+      await using home = await userHome(cli, server.url)
+      await using dir = await project(cli, LONG)
+      const first = background(dir.path, ["run"], home.env)
+      const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
+      await until("the long command to start", () => Bun.file(started).exists())
+      first.proc.kill("SIGTERM")
+      expect((await first.done()).code).toBe(130)
+      expect(statuses(dir)).toEqual({ long: "in_progress" })
+      const before = session(dir, "long")
+      const second = await flow(dir.path, ["run"], { env: home.env })
+      expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
+      expect(second.stdout).toContain("long: resumed by")
+      expect(session(dir, "long")).toBe(before)
+      expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
+    },
+    SLOW,
+  )
 })

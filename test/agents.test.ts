@@ -113,7 +113,21 @@ test.concurrent("goose: assistant text, tool requests, errors and the closing us
 })
 
 test.concurrent("junk never throws: plain text passes through, blank lines and unknown JSON give nothing", () => {
-  const junk = ["", "   ", "Warning: something on stdout", "{not json", "[1,2]", "42", "null", '{"type":"unknown.event"}', "{}", '{"type":"assistant","message":"oops"}', '{"type":"result","usage":7}', '{"type":"item.completed","item":null}', '{"type":"tool_call","subtype":"started","tool_call":{}}']
+  const junk = [
+    "",
+    "   ",
+    "Warning: something on stdout",
+    "{not json",
+    "[1,2]",
+    "42",
+    "null",
+    '{"type":"unknown.event"}',
+    "{}",
+    '{"type":"assistant","message":"oops"}',
+    '{"type":"result","usage":7}',
+    '{"type":"item.completed","item":null}',
+    '{"type":"tool_call","subtype":"started","tool_call":{}}',
+  ]
   for (const cli of AGENT_CLIS) {
     const adapter = adapterFor(cli, { command: ["agent", "{prompt}"] })
     const events = junk.flatMap((line) => adapter.parseLine(line))
@@ -134,15 +148,62 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
   const argv = (cli: string) => [adapterFor(cli).argv(NEW), adapterFor(cli).argv(RESUME)]
   expect(argv("claude")).toEqual([
     ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--", "Do the task."],
-    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--model", "m1", "--resume", "S1", "--x", "y", "--", "Next step."],
+    [
+      "claude",
+      "--print",
+      "--output-format",
+      "stream-json",
+      "--verbose",
+      "--permission-mode",
+      "acceptEdits",
+      "--allowedTools",
+      "Bash",
+      "--model",
+      "m1",
+      "--resume",
+      "S1",
+      "--x",
+      "y",
+      "--",
+      "Next step.",
+    ],
   ])
   expect(argv("codex")).toEqual([
     ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-c", "allow_login_shell=false", "--", "Do the task."],
-    ["codex", "exec", "resume", "--json", "--dangerously-bypass-approvals-and-sandbox", "-c", "allow_login_shell=false", "--model", "m1", "--x", "y", "--", "S1", "Next step."],
+    [
+      "codex",
+      "exec",
+      "resume",
+      "--json",
+      "--dangerously-bypass-approvals-and-sandbox",
+      "-c",
+      "allow_login_shell=false",
+      "--model",
+      "m1",
+      "--x",
+      "y",
+      "--",
+      "S1",
+      "Next step.",
+    ],
   ])
   expect(argv("gemini")).toEqual([
     ["gemini", "--prompt=Do the task.", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust"],
-    ["gemini", "--prompt=Next step.", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust", "--model", "m1", "--resume", "S1", "--x", "y"],
+    [
+      "gemini",
+      "--prompt=Next step.",
+      "--output-format",
+      "stream-json",
+      "--approval-mode",
+      "yolo",
+      "--skip-trust",
+      "--model",
+      "m1",
+      "--resume",
+      "S1",
+      "--x",
+      "y",
+    ],
   ])
   // OpenCode reads its prompt from stdin (argv messages are rewritten)
   expect(argv("opencode")).toEqual([
@@ -156,11 +217,32 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
   ])
   expect(argv("copilot")).toEqual([
     ["copilot", "--prompt=Do the task.", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update"],
-    ["copilot", "--prompt=Next step.", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update", "--model", "m1", "--session-id=S1", "--x", "y"],
+    [
+      "copilot",
+      "--prompt=Next step.",
+      "--output-format",
+      "json",
+      "--allow-all-tools",
+      "--no-ask-user",
+      "--no-auto-update",
+      "--model",
+      "m1",
+      "--session-id=S1",
+      "--x",
+      "y",
+    ],
   ])
   // A new Copilot session gets the id flow chose (the runner records it before the CLI starts).
-  expect(adapterFor("copilot").argv({ ...NEW, newSessionId: "N1" }).at(-1)).toBe("--session-id=N1")
-  expect(adapterFor("copilot").argv({ ...RESUME, newSessionId: "N1" }).join(" ")).not.toContain("N1")
+  expect(
+    adapterFor("copilot")
+      .argv({ ...NEW, newSessionId: "N1" })
+      .at(-1),
+  ).toBe("--session-id=N1")
+  expect(
+    adapterFor("copilot")
+      .argv({ ...RESUME, newSessionId: "N1" })
+      .join(" "),
+  ).not.toContain("N1")
   expect(AGENT_CLIS.filter((cli) => cli !== "command" && adapterFor(cli).choosesSessionId)).toEqual(["copilot"])
   expect(adapterFor("goose").argv({ ...NEW, model: "m1" })).toEqual(["goose", "run", "--text=Do the task.", "--output-format", "stream-json", "--model", "m1"])
   expect(() => adapterFor("goose").argv(RESUME)).toThrow("goose cannot resume")
@@ -174,7 +256,8 @@ test.concurrent("a prompt that starts with a dash stays one argument, never a fl
   for (const cli of AGENT_CLIS.filter((c) => c !== "command" && !adapterFor(c).promptOnStdin)) {
     const argv = adapterFor(cli).argv({ prompt: "--help me", cwd: "/w" })
     const at = argv.indexOf("--help me")
-    if (at >= 0) expect(argv[at - 1]).toBe("--") // an operand after the end of the options
+    if (at >= 0)
+      expect(argv[at - 1]).toBe("--") // an operand after the end of the options
     else expect(argv.filter((a) => /^--(prompt|text)=--help me$/.test(a)).length).toBe(1) // the value of an = flag
   }
 })
@@ -185,7 +268,16 @@ test.concurrent("command: placeholders filled; {session} and {model} dropped wit
   expect(adapter.binary).toBe("my-agent")
   expect(adapter.argv({ prompt: "Do it", cwd: "/w" })).toEqual(["my-agent", "--cwd=/w", "--prompt", "Do it"])
   expect(adapter.argv({ prompt: "Next", cwd: "/w", sessionId: "S1", model: "m1", extraArgs: ["-v"] })).toEqual([
-    "my-agent", "--cwd=/w", "--model", "m1", "--prompt", "Next", "--session", "S1", "--tag=s-S1", "-v",
+    "my-agent",
+    "--cwd=/w",
+    "--model",
+    "m1",
+    "--prompt",
+    "Next",
+    "--session",
+    "S1",
+    "--tag=s-S1",
+    "-v",
   ])
   // a positional {session} (no flag before it) goes alone
   expect(commandAdapter(["a", "{prompt}", "{session}"]).argv({ prompt: "p", cwd: "/w" })).toEqual(["a", "p"])
@@ -233,7 +325,11 @@ for (const cli of ["claude", "codex"] as const) {
       const fake = join(import.meta.dir, "fixtures", "fake-agents", `fake-${cli}.ts`)
       const launch = async (sessionId: string | undefined, exit: number) => {
         const [, ...flags] = adapter.argv({ prompt: "Do the task.", cwd: dir, sessionId, model: "m1" })
-        const env = { FAKE_AGENT_COMMANDS: JSON.stringify([["touch", "made-by-agent"], ["false"]]), FAKE_AGENT_EXIT: String(exit), FAKE_AGENT_RECORD: join(dir, "record.jsonl") }
+        const env = {
+          FAKE_AGENT_COMMANDS: JSON.stringify([["touch", "made-by-agent"], ["false"]]),
+          FAKE_AGENT_EXIT: String(exit),
+          FAKE_AGENT_RECORD: join(dir, "record.jsonl"),
+        }
         const r = await run([process.execPath, fake, ...flags], { cwd: dir, env })
         return { code: r.code, stderr: r.stderr, events: r.stdout.split("\n").flatMap((line) => adapter.parseLine(line)) }
       }
@@ -248,15 +344,23 @@ for (const cli of ["claude", "codex"] as const) {
         { type: "tool", name: tool, detail: "touch made-by-agent" },
         { type: "tool", name: tool, detail: "false" },
         ...(cli === "codex" ? said : []),
-        cli === "claude" ? { type: "usage", inputTokens: 100, outputTokens: 50, costUsd: 0.0123, totals: ["cost"] } : { type: "usage", inputTokens: 1000, outputTokens: 60, totals: ["tokens"] },
+        cli === "claude"
+          ? { type: "usage", inputTokens: 100, outputTokens: 50, costUsd: 0.0123, totals: ["cost"] }
+          : { type: "usage", inputTokens: 1000, outputTokens: 60, totals: ["tokens"] },
       ]
       expect(first).toEqual({ code: 0, stderr: "", events: expected })
       const second = await launch(session.id, 3)
       expect(second.code).toBe(3)
       expect(second.events[0]).toEqual(session)
       expect(second.events.filter((e) => e.type === "error").length).toBe(1)
-      const records = readFileSync(join(dir, "record.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l))
-      expect(records.map((r) => [r.prompt, r.sessionId === session.id, r.resumed])).toEqual([["Do the task.", true, false], ["Do the task.", true, true]])
+      const records = readFileSync(join(dir, "record.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l))
+      expect(records.map((r) => [r.prompt, r.sessionId === session.id, r.resumed])).toEqual([
+        ["Do the task.", true, false],
+        ["Do the task.", true, true],
+      ])
       const unknown = await run([process.execPath, fake, ...(cli === "codex" ? ["exec"] : []), "--no-such-flag"], { cwd: dir })
       expect(unknown.code).toBe(2)
     } finally {

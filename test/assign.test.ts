@@ -22,7 +22,9 @@ test.concurrent("assign sets agent_name and leaves the status; a done task may b
 
 test.concurrent("assigning the same agent again says so and writes nothing", async () => {
   await using dir = await tempRepo({ "tasks.yaml": FILE })
-  await unchanged(dir, async () => expect(await flow(dir.path, ["assign", "done-one", "codex"])).toEqual({ code: 0, stdout: "done-one is already assigned to codex\n", stderr: "" }))
+  await unchanged(dir, async () =>
+    expect(await flow(dir.path, ["assign", "done-one", "codex"])).toEqual({ code: 0, stdout: "done-one is already assigned to codex\n", stderr: "" }),
+  )
 })
 
 test.concurrent("a bad agent name or a missing argument is a usage error; an unknown task exits 1", async () => {
@@ -33,7 +35,12 @@ test.concurrent("a bad agent name or a missing argument is a usage error; an unk
     await refused(dir, args, 2, `error: '${bad}' is not a valid agent name\n${naming}`)
   }
   await refused(dir, ["assign", "api"], 2, "error: missing <agent_name>\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
-  await refused(dir, ["assign", "api", "a", "b"], 2, "error: unexpected argument 'b'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
+  await refused(
+    dir,
+    ["assign", "api", "a", "b"],
+    2,
+    "error: unexpected argument 'b'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n",
+  )
   await refused(dir, ["assign", "apx", "claude"], 1, "error: no task 'apx' in tasks.yaml\nhint: did you mean 'api'?\n")
 })
 
@@ -41,6 +48,13 @@ test.concurrent("assign --clear removes agent_name, touching nothing else; clear
   await using dir = await tempRepo({ "tasks.yaml": FILE })
   const after = await run(dir, ["assign", "done-one", "--clear"], { stdout: "done-one: no longer assigned (was codex)\n" })
   expect(after).toBe(FILE.replace(", agent_name: codex}", "}"))
-  await unchanged(dir, async () => expect(await flow(dir.path, ["assign", "api", "--clear"])).toEqual({ code: 0, stdout: "api is not assigned to any agent\n", stderr: "" }))
-  await refused(dir, ["assign", "api", "claude", "--clear"], 2, "error: unexpected argument 'claude'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
+  await unchanged(dir, async () =>
+    expect(await flow(dir.path, ["assign", "api", "--clear"])).toEqual({ code: 0, stdout: "api is not assigned to any agent\n", stderr: "" }),
+  )
+  await refused(
+    dir,
+    ["assign", "api", "claude", "--clear"],
+    2,
+    "error: unexpected argument 'claude'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n",
+  )
 })

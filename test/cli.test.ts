@@ -29,7 +29,9 @@ test.concurrent("flow --help lists every command of the table under its group, i
   expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: "" })
   const lines = result.stdout.split("\n")
   expect(lines.slice(0, 3)).toEqual([
-    "flow: from a requirements document to merged code, with coding agents working a task graph", "", "Usage: flow [-C <dir>] <command> [arguments]",
+    "flow: from a requirements document to merged code, with coding agents working a task graph",
+    "",
+    "Usage: flow [-C <dir>] <command> [arguments]",
   ])
   // Read the groups back from the text: a "Group:" line, then indented "name  summary" lines.
   const listed: { group: string; name: string; summary: string }[] = []
@@ -97,17 +99,25 @@ test.concurrent("flow --version, -V and version print the version from package.j
 test.concurrent("an unknown command suggests the closest one and exits 2", async () => {
   await using dir = await tempRepo({ "tasks.yaml": VALID })
   expect(await flow(dir.path, ["valdate"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unknown command 'valdate'\nhint: did you mean 'flow validate'? run 'flow --help' for the list of commands\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unknown command 'valdate'\nhint: did you mean 'flow validate'? run 'flow --help' for the list of commands\n",
   })
   expect(await flow(dir.path, ["crate", "x"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unknown command 'crate'\nhint: did you mean 'flow create'? run 'flow --help' for the list of commands\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unknown command 'crate'\nhint: did you mean 'flow create'? run 'flow --help' for the list of commands\n",
   })
   expect(await flow(dir.path, ["xyzzy"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unknown command 'xyzzy'\nhint: run 'flow --help' for the list of commands\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unknown command 'xyzzy'\nhint: run 'flow --help' for the list of commands\n",
   })
   // An unknown global flag is an unknown command, not a crash; "toString" is not a command either.
   expect(await flow(dir.path, ["--verbose"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unknown command '--verbose'\nhint: run 'flow --help' for the list of commands\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unknown command '--verbose'\nhint: run 'flow --help' for the list of commands\n",
   })
   expect((await flow(dir.path, ["toString"])).code).toBe(2)
 })
@@ -127,19 +137,24 @@ test.concurrent("-C with a missing folder, a file, or no folder at all is a usag
   expect(await flow(dir.path, ["-C"])).toEqual({ code: 2, stdout: "", stderr: "error: -C needs a folder\nhint: usage: flow -C <dir> <command> ...\n" })
   const json = await flow(dir.path, ["-C", "missing", "validate", "--json"])
   expect({ code: json.code, stdout: json.stdout, error: jsonError(json.stderr) }).toEqual({
-    code: 2, stdout: "", error: { error: "-C missing: no such folder", exit: 2 },
+    code: 2,
+    stdout: "",
+    error: { error: "-C missing: no such folder", exit: 2 },
   })
 })
 
 test.concurrent("the project is the nearest folder above holding tasks.yaml or PRD.md", async () => {
   await using dir = await tempRepo({ "tasks.yaml": INVALID, "inner/PRD.md": "# inner\n", "inner/tasks.yaml": VALID, "inner/a/b/.keep": "" })
   expect(await flow(dir.file("inner/a/b"), ["validate"])).toEqual({
-    code: 0, stdout: "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n", stderr: "",
+    code: 0,
+    stdout: "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n",
+    stderr: "",
   })
   // A folder with only PRD.md is a project too: the search stops there instead of going on to the outer tasks.yaml.
   await using outer = await tempRepo({ "tasks.yaml": VALID, "inner/PRD.md": "# inner\n" })
   expect(await flow(outer.file("inner"), ["validate"])).toEqual({
-    code: 3, stdout: "",
+    code: 3,
+    stdout: "",
     stderr: `error: ${join(realpathSync(outer.path), "inner", "tasks.yaml")} does not exist\nhint: run 'flow generate' to make it from plan.md\n`,
   })
 })
@@ -160,10 +175,14 @@ test.concurrent("FLOW_PROJECT naming no folder is an error with exit 3", async (
   const root = realpathSync(dir.path)
   const hint = "hint: unset FLOW_PROJECT or point it at a project folder\n"
   expect(await flow(dir.path, ["validate"], { env: { FLOW_PROJECT: "nowhere" } })).toEqual({
-    code: 3, stdout: "", stderr: `error: FLOW_PROJECT names ${join(root, "nowhere")}, which is not a folder\n${hint}`,
+    code: 3,
+    stdout: "",
+    stderr: `error: FLOW_PROJECT names ${join(root, "nowhere")}, which is not a folder\n${hint}`,
   })
   expect(await flow(dir.path, ["validate"], { env: { FLOW_PROJECT: "afile.txt" } })).toEqual({
-    code: 3, stdout: "", stderr: `error: FLOW_PROJECT names ${join(root, "afile.txt")}, which is not a folder\n${hint}`,
+    code: 3,
+    stdout: "",
+    stderr: `error: FLOW_PROJECT names ${join(root, "afile.txt")}, which is not a folder\n${hint}`,
   })
 })
 
@@ -171,7 +190,8 @@ test.concurrent("outside any project, commands that need one say what they looke
   await using dir = await tempRepo({ "src/.keep": "" })
   const where = realpathSync(dir.file("src"))
   const expected = {
-    code: 3, stdout: "",
+    code: 3,
+    stdout: "",
     stderr: `error: no flow project here: looked for tasks.yaml or PRD.md in ${where} and every folder above it\n${NO_PROJECT_HINT}`,
   }
   expect(await flow(dir.file("src"), ["validate"])).toEqual(expected)
@@ -185,7 +205,9 @@ test.concurrent("with --json, errors go to stderr as one JSON object {error, hin
   const where = realpathSync(dir.file("src"))
   const outside = await flow(dir.file("src"), ["validate", "--json"])
   expect({ code: outside.code, stdout: outside.stdout, error: jsonError(outside.stderr) }).toEqual({
-    code: 3, stdout: "", error: {
+    code: 3,
+    stdout: "",
+    error: {
       error: `no flow project here: looked for tasks.yaml or PRD.md in ${where} and every folder above it`,
       hint: NO_PROJECT_HINT.slice("hint: ".length, -1),
       exit: 3,
@@ -193,7 +215,9 @@ test.concurrent("with --json, errors go to stderr as one JSON object {error, hin
   })
   const unknown = await flow(dir.path, ["valdate", "--json"])
   expect({ code: unknown.code, stdout: unknown.stdout, error: jsonError(unknown.stderr) }).toEqual({
-    code: 2, stdout: "", error: { error: "unknown command 'valdate'", hint: "did you mean 'flow validate'? run 'flow --help' for the list of commands", exit: 2 },
+    code: 2,
+    stdout: "",
+    error: { error: "unknown command 'valdate'", hint: "did you mean 'flow validate'? run 'flow --help' for the list of commands", exit: 2 },
   })
   // stderr is exactly one line of JSON.
   expect(unknown.stderr.endsWith("}\n") && unknown.stderr.indexOf("\n") === unknown.stderr.length - 1).toBe(true)
@@ -217,10 +241,14 @@ test.concurrent("schema prints the JSON Schema of tasks.yaml and takes no argume
   const schema = JSON.parse(result.stdout)
   const root = schema.$ref ? schema.$defs[schema.$ref.replace("#/$defs/", "")] : schema
   expect({ $schema: schema.$schema, type: root.type, required: root.required }).toEqual({
-    $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", required: ["tasks"],
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    type: "object",
+    required: ["tasks"],
   })
   expect(await flow(dir.path, ["schema", "extra"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unexpected argument 'extra'\nhint: usage: flow schema\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unexpected argument 'extra'\nhint: usage: flow schema\n",
   })
 })
 
@@ -228,7 +256,9 @@ test.concurrent("a usage error is reported before the project is looked for", as
   await using dir = await tempRepo()
   mkdirSync(dir.file("empty"))
   expect(await flow(dir.file("empty"), ["validate", "--bogus"])).toEqual({
-    code: 2, stdout: "", stderr: "error: Unknown option '--bogus'\nhint: run 'flow validate --help' for its usage\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: Unknown option '--bogus'\nhint: run 'flow validate --help' for its usage\n",
   })
 })
 
@@ -246,7 +276,12 @@ test.concurrent("FORCE_COLOR colours validate's labels and error lines; without 
 test.concurrent("output into a pipe whose reader has gone ends quietly with exit 0 (flow list | head)", async () => {
   const tasks = Array.from({ length: 3000 }, (_, i) => ({ id: `t-${i}`, title: `Task number ${i} with a longer title`, status: "todo", instructions: "x" }))
   await using dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
-  const proc = Bun.spawn(["sh", "-c", `"$@" list | head -n 1`, "sh", ...flowArgv()], { cwd: dir.path, stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" } })
+  const proc = Bun.spawn(["sh", "-c", `"$@" list | head -n 1`, "sh", ...flowArgv()], {
+    cwd: dir.path,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, NO_COLOR: "1" },
+  })
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   expect({ out, err }).toEqual({ out: "No phase\n", err: "" })
 })

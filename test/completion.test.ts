@@ -6,7 +6,15 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs"
 import { flow, flowArgv, tasksYaml, tempRepo } from "./helpers"
 
 const TASKS = tasksYaml([
-  { id: "api-layer", title: "API", status: "todo", steps: [{ id: "api-layer.1", instruction: "a" }, { id: "api-layer.2", instruction: "b" }] },
+  {
+    id: "api-layer",
+    title: "API",
+    status: "todo",
+    steps: [
+      { id: "api-layer.1", instruction: "a" },
+      { id: "api-layer.2", instruction: "b" },
+    ],
+  },
   { id: "web", title: "Web", status: "in_progress", instructions: "w", subtasks: [{ id: "web-form", title: "Form", status: "todo", instructions: "f" }] },
 ])
 
@@ -35,15 +43,25 @@ test.concurrent("bash completes commands, flags, statuses, task ids and step ids
   await using dir = await setup()
   // Each case sets the words of the command line as bash would and calls the registered function.
   const cases: [string, string[]][] = [
-    ["flow sh", ["show"]], ["flow s", ["schema", "show", "start", "step"]], ["flow show ", ["api-layer", "web", "web-form"]],
-    ["flow done w", ["web", "web-form"]], ["flow step ", ["start", "done", "show", "list"]], ["flow step done ", ["api-layer.1", "api-layer.2"]],
-    ["flow step list a", ["api-layer"]], ["flow run --a", ["--agents"]], ["flow list in", ["in_progress"]],
-    ["flow completion ", ["bash", "zsh", "fish"]], ["flow -C proj show a", ["api-layer"]], ["flow show --json ", ["api-layer", "web", "web-form"]], ["flow run --agents 2 ", []],
+    ["flow sh", ["show"]],
+    ["flow s", ["schema", "show", "start", "step"]],
+    ["flow show ", ["api-layer", "web", "web-form"]],
+    ["flow done w", ["web", "web-form"]],
+    ["flow step ", ["start", "done", "show", "list"]],
+    ["flow step done ", ["api-layer.1", "api-layer.2"]],
+    ["flow step list a", ["api-layer"]],
+    ["flow run --a", ["--agents"]],
+    ["flow list in", ["in_progress"]],
+    ["flow completion ", ["bash", "zsh", "fish"]],
+    ["flow -C proj show a", ["api-layer"]],
+    ["flow show --json ", ["api-layer", "web", "web-form"]],
+    ["flow run --agents 2 ", []],
     ["flow run --cli ", []],
   ]
   const script = [
     "source completion.bash",
-    'complete -p flow',
+    "complete -p flow",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash source, where ${...} is bash's own expansion
     'c() { read -ra COMP_WORDS <<< "$1"; [[ $1 == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=(); _flow_complete; echo "$1|${COMPREPLY[*]}"; }',
     ...cases.map(([line]) => `c '${line}'`),
   ].join("\n")
@@ -51,7 +69,13 @@ test.concurrent("bash completes commands, flags, statuses, task ids and step ids
   const top = await shell(["bash", "--norc", "--noprofile", "-c", script], dir.path, dir.env)
   const inProj = await shell(["bash", "--norc", "--noprofile", "-c", script.replaceAll("completion.bash", "../completion.bash")], dir.file("proj"), dir.env)
   expect(top.stderr + inProj.stderr).toBe("")
-  const answers = (out: string) => Object.fromEntries(out.split("\n").slice(1, -1).map((l) => [l.split("|")[0], l.split("|")[1].split(" ").filter(Boolean)]))
+  const answers = (out: string) =>
+    Object.fromEntries(
+      out
+        .split("\n")
+        .slice(1, -1)
+        .map((l) => [l.split("|")[0], l.split("|")[1].split(" ").filter(Boolean)]),
+    )
   expect(top.stdout.split("\n")[0]).toBe("complete -o default -F _flow_complete flow")
   const got = answers(inProj.stdout)
   got["flow -C proj show a"] = answers(top.stdout)["flow -C proj show a"]
@@ -63,7 +87,11 @@ test.concurrent("bash completes commands, flags, statuses, task ids and step ids
 test.concurrent("fish completes commands with their summaries, flags, task ids and step ids", async () => {
   await using dir = await setup()
   const lines = ["flow sh", "flow show ", "flow step done ", "flow run --c"]
-  const r = await shell(["fish", "--no-config", "-c", ["source ../completion.fish", ...lines.map((l) => `echo '# ${l}'; complete -C '${l}'`)].join("\n")], dir.file("proj"), dir.env)
+  const r = await shell(
+    ["fish", "--no-config", "-c", ["source ../completion.fish", ...lines.map((l) => `echo '# ${l}'; complete -C '${l}'`)].join("\n")],
+    dir.file("proj"),
+    dir.env,
+  )
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
   expect(r.stdout).toBe(`# flow sh
 show\tshow one task: fields, dependencies, notes, steps and subtasks
@@ -87,7 +115,11 @@ test.concurrent("zsh loads the script without error and registers the completion
 
 test.concurrent("an unknown shell is a usage error; __complete prints nothing outside a project and is not in the help", async () => {
   await using dir = await tempRepo()
-  expect(await flow(dir.path, ["completion", "tcsh"])).toEqual({ code: 2, stdout: "", stderr: "error: unknown shell 'tcsh'\nhint: use one of bash, zsh, fish\n" })
+  expect(await flow(dir.path, ["completion", "tcsh"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: unknown shell 'tcsh'\nhint: use one of bash, zsh, fish\n",
+  })
   expect(await flow(dir.path, ["__complete", "tasks"])).toEqual({ code: 0, stdout: "", stderr: "" })
   expect((await flow(dir.path, ["--help"])).stdout).not.toContain("__complete")
 })

@@ -12,7 +12,15 @@ function fixture(): string {
     lines.push(`  - id: next-${i}`, `    title: Next ${i}`, "    status: todo", `    depends_on: [work-${i}]`, "    instructions: then this")
   }
   lines.push("  - id: final", "    title: Final", "    status: todo", `    depends_on: [${Array.from({ length: N }, (_, i) => `work-${i}`).join(", ")}]`)
-  lines.push("    instructions: after all of them   # trailing comment", "  - id: notes", "    title: Notes", "    status: in_progress", "    instructions: collects notes", "# end of file", "")
+  lines.push(
+    "    instructions: after all of them   # trailing comment",
+    "  - id: notes",
+    "    title: Notes",
+    "    status: in_progress",
+    "    instructions: collects notes",
+    "# end of file",
+    "",
+  )
   return lines.join("\n")
 }
 

@@ -20,9 +20,11 @@ test.concurrent("create makes exactly PRD.md, an empty plan.md and GUIDELINES.md
   expect(await flow(dir.path, ["create", "billing-export"])).toEqual({ code: 0, stdout: created("billing-export", dir.path), stderr: "" })
   const after = snapshot(dir.path)
   // The folder and its three files are all that is new: no staging folder left behind, no tasks.yaml yet.
-  expect(Object.keys(after).filter((k) => !(k in before)).sort()).toEqual([
-    "billing-export", "billing-export/GUIDELINES.md", "billing-export/PRD.md", "billing-export/flow.yaml", "billing-export/plan.md",
-  ])
+  expect(
+    Object.keys(after)
+      .filter((k) => !(k in before))
+      .sort(),
+  ).toEqual(["billing-export", "billing-export/GUIDELINES.md", "billing-export/PRD.md", "billing-export/flow.yaml", "billing-export/plan.md"])
   expect(readdirSync(dir.path).sort()).toEqual([".git", "README.md", "billing-export"])
   expect(dir.read("billing-export/plan.md")).toBe("")
 })
@@ -72,7 +74,10 @@ test.concurrent("the project folder and its files get the ordinary modes of the 
   writeFileSync(dir.file("plain-file"), "")
   const mode = (p: string) => (statSync(dir.file(p)).mode & 0o7777).toString(8)
   expect({ folder: mode("shop"), prd: mode("shop/PRD.md"), plan: mode("shop/plan.md"), guidelines: mode("shop/GUIDELINES.md") }).toEqual({
-    folder: mode("plain-dir"), prd: mode("plain-file"), plan: mode("plain-file"), guidelines: mode("plain-file"),
+    folder: mode("plain-dir"),
+    prd: mode("plain-file"),
+    plan: mode("plain-file"),
+    guidelines: mode("plain-file"),
   })
   if ((process.umask() & 0o077) !== 0o077) expect(mode("shop")).not.toBe("700")
 })
@@ -94,7 +99,10 @@ test.concurrent("unsafe names are refused with exit 2 and nothing is created any
   for (const name of names) {
     // "--" so that "-rf" reaches create as a name rather than as flags.
     expect({ name, ...(await flow(work, ["create", "--", name])) }).toEqual({
-      name, code: 2, stdout: "", stderr: `error: '${name}' is not a safe folder name\n${UNSAFE_HINT}`,
+      name,
+      code: 2,
+      stdout: "",
+      stderr: `error: '${name}' is not a safe folder name\n${UNSAFE_HINT}`,
     })
   }
   expect(snapshot(dir.path)).toEqual(before)
@@ -104,13 +112,19 @@ test.concurrent("create without a name, or with two, is a usage error that creat
   await using dir = await tempRepo()
   const before = snapshot(dir.path)
   expect(await flow(dir.path, ["create"])).toEqual({
-    code: 2, stdout: "", stderr: "error: missing <project_name>\nhint: usage: flow create <project_name>\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: missing <project_name>\nhint: usage: flow create <project_name>\n",
   })
   expect(await flow(dir.path, ["create", "one", "two"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unexpected argument 'two'\nhint: usage: flow create <project_name>\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unexpected argument 'two'\nhint: usage: flow create <project_name>\n",
   })
   expect(await flow(dir.path, ["create", "--force", "one"])).toEqual({
-    code: 2, stdout: "", stderr: "error: Unknown option '--force'\nhint: run 'flow create --help' for its usage\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: Unknown option '--force'\nhint: run 'flow create --help' for its usage\n",
   })
   expect(snapshot(dir.path)).toEqual(before)
 })
@@ -121,11 +135,15 @@ test.concurrent("an existing non-empty folder is refused with exit 1 and left ex
   const root = realpathSync(dir.path)
   const hint = (name: string) => `hint: choose another name, or run 'flow init ${name}' to add the project files to it\n`
   expect(await flow(dir.path, ["create", "shop"])).toEqual({
-    code: 1, stdout: "", stderr: `error: ${join(root, "shop")} already exists and is not empty\n${hint("shop")}`,
+    code: 1,
+    stdout: "",
+    stderr: `error: ${join(root, "shop")} already exists and is not empty\n${hint("shop")}`,
   })
   // A folder holding only a hidden file is not empty either.
   expect(await flow(dir.path, ["create", "dotted"])).toEqual({
-    code: 1, stdout: "", stderr: `error: ${join(root, "dotted")} already exists and is not empty\n${hint("dotted")}`,
+    code: 1,
+    stdout: "",
+    stderr: `error: ${join(root, "dotted")} already exists and is not empty\n${hint("dotted")}`,
   })
   expect(snapshot(dir.path)).toEqual(before)
 })
@@ -134,7 +152,9 @@ test.concurrent("a file in the way is refused with exit 1 and left as it was", a
   await using dir = await tempRepo({ shop: "a file\n" })
   const before = snapshot(dir.path)
   expect(await flow(dir.path, ["create", "shop"])).toEqual({
-    code: 1, stdout: "", stderr: `error: ${join(realpathSync(dir.path), "shop")} exists and is not a readable folder\nhint: choose another name\n`,
+    code: 1,
+    stdout: "",
+    stderr: `error: ${join(realpathSync(dir.path), "shop")} exists and is not a readable folder\nhint: choose another name\n`,
   })
   expect(snapshot(dir.path)).toEqual(before)
 })
@@ -160,11 +180,15 @@ test.concurrent("the new project is found from a subfolder: validate reports its
   mkdirSync(dir.file("shop/src/deep"), { recursive: true })
   const tasks = join(realpathSync(dir.path), "shop", "tasks.yaml")
   expect(await flow(dir.file("shop/src/deep"), ["validate"])).toEqual({
-    code: 3, stdout: "", stderr: `error: ${tasks} does not exist\nhint: run 'flow generate' to make it from plan.md\n`,
+    code: 3,
+    stdout: "",
+    stderr: `error: ${tasks} does not exist\nhint: run 'flow generate' to make it from plan.md\n`,
   })
   // Once tasks.yaml is written, the same command from the same subfolder checks it.
   dir.write("shop/tasks.yaml", "tasks:\n  - {id: first, title: First, status: todo, instructions: x}\n")
   expect(await flow(dir.file("shop/src/deep"), ["validate"])).toEqual({
-    code: 0, stdout: "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n", stderr: "",
+    code: 0,
+    stdout: "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n",
+    stderr: "",
   })
 })

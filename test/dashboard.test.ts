@@ -67,7 +67,10 @@ async function fixture() {
     await db.questions.ask({ task_id: "api-layer", agent: "claude-1", text: "Which auth?" })
   }
   // The run lock held by a live process (this test's), as `flow run` holds it.
-  writeFileSync(`${runLockTarget(project)}.lock`, JSON.stringify({ pid: process.pid, host: hostname(), command: "flow run", since: "2026-03-01T09:00:00.000Z", token: "t" }))
+  writeFileSync(
+    `${runLockTarget(project)}.lock`,
+    JSON.stringify({ pid: process.pid, host: hostname(), command: "flow run", since: "2026-03-01T09:00:00.000Z", token: "t" }),
+  )
   return repo
 }
 
@@ -136,8 +139,30 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         live: true,
         usage: null,
       },
-      { id: "ui", title: "The UI", phase: 2, status: "in_progress", agent: "gemini-1", started_at: "2026-03-01T09:55:30Z", seconds: 270, step: { current: 2, total: 3 }, live: null, usage: null },
-      { id: "docs-guide", title: "Guide", phase: 2, status: "assigned", agent: "claude-2", started_at: null, seconds: null, step: null, live: null, usage: null },
+      {
+        id: "ui",
+        title: "The UI",
+        phase: 2,
+        status: "in_progress",
+        agent: "gemini-1",
+        started_at: "2026-03-01T09:55:30Z",
+        seconds: 270,
+        step: { current: 2, total: 3 },
+        live: null,
+        usage: null,
+      },
+      {
+        id: "docs-guide",
+        title: "Guide",
+        phase: 2,
+        status: "assigned",
+        agent: "claude-2",
+        started_at: null,
+        seconds: null,
+        step: null,
+        live: null,
+        usage: null,
+      },
     ],
     recent: [
       { id: "schema", title: "Database schema", phase: 1, completed_at: "2026-03-01T09:58:30Z", seconds_ago: 90 },
@@ -156,7 +181,8 @@ test.concurrent("the merge queue of the last run, from its queue events: in line
   await using repo = await fixture()
   {
     using db = await openState(projectAt(repo.path))
-    const q = (taskId: string, state: string, more: Record<string, unknown> = {}) => db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
+    const q = (taskId: string, state: string, more: Record<string, unknown> = {}) =>
+      db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
     await q("old", "waiting") // an earlier run's: not shown
     await db.events.append({ kind: "run.start", data: {} })
     await q("schema", "waiting")
@@ -178,15 +204,17 @@ test.concurrent("the merge queue of the last run, from its queue events: in line
   }
   const report = JSON.parse((await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })).stdout)
   expect(DashboardReport(report)).toEqual(report)
-  expect(report.queue).toEqual([{
-    target: "main",
-    candidates: [
-      { task: "setup", state: "passed", reason: null, on_top_of: ["schema"], seconds: 2 },
-      { task: "api-layer", state: "waiting", reason: "rebuilt on setup", on_top_of: [], seconds: null },
-      { task: "docs-guide", state: "waiting", reason: null, on_top_of: [], seconds: null },
-      { task: "ui", state: "failed", reason: "the check failed (exit 1)", on_top_of: ["setup"], seconds: 0.4 },
-    ],
-  }])
+  expect(report.queue).toEqual([
+    {
+      target: "main",
+      candidates: [
+        { task: "setup", state: "passed", reason: null, on_top_of: ["schema"], seconds: 2 },
+        { task: "api-layer", state: "waiting", reason: "rebuilt on setup", on_top_of: [], seconds: null },
+        { task: "docs-guide", state: "waiting", reason: null, on_top_of: [], seconds: null },
+        { task: "ui", state: "failed", reason: "the check failed (exit 1)", on_top_of: ["setup"], seconds: 0.4 },
+      ],
+    },
+  ])
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW, COLUMNS: "100" } })
   expect(text.stdout).toContain(`
 Merge queue into main (4): checked before each merge
@@ -208,7 +236,9 @@ test.concurrent("usage reported by agents: a Usage line, a column per running ta
     await db.events.append({ kind: "agent.usage", task_id: "api-layer", agent: "claude-1", data: { inputTokens: 100, outputTokens: 50, costUsd: 0.0123 } })
   }
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW, COLUMNS: "100" } })
-  expect(text.stdout).toContain("\n  todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 2,100 in, 170 out, $0.0123\n\n")
+  expect(text.stdout).toContain(
+    "\n  todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 2,100 in, 170 out, $0.0123\n\n",
+  )
   expect(text.stdout).toContain(`
   api-layer   Build the API layer with authenticatio…  claude-1     30m            live    $0.0123
   ui          The UI                                   gemini-1  4m 30s  step 2/3        2,120 tok
@@ -216,8 +246,15 @@ test.concurrent("usage reported by agents: a Usage line, a column per running ta
 `)
   const report = JSON.parse((await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })).stdout)
   expect(DashboardReport(report)).toEqual(report)
-  expect(report.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: { input_tokens: 2100, output_tokens: 170, cost_usd: 0.0123 } })
-  expect(report.running.map((t: { usage: unknown }) => t.usage)).toEqual([{ input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, { input_tokens: 2000, output_tokens: 120 }, null])
+  expect(report.usage).toEqual({
+    run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 },
+    total: { input_tokens: 2100, output_tokens: 170, cost_usd: 0.0123 },
+  })
+  expect(report.running.map((t: { usage: unknown }) => t.usage)).toEqual([
+    { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 },
+    { input_tokens: 2000, output_tokens: 120 },
+    null,
+  ])
 })
 
 test.concurrent("a task a run recorded, with no run alive, is shown as stopped", async () => {
@@ -227,7 +264,9 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
     await db.agents.upsert("claude-1", { current_task: "a" })
   }
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
-  expect(JSON.parse(r.stdout).running).toEqual([{ id: "a", title: "A", phase: null, status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null }])
+  expect(JSON.parse(r.stdout).running).toEqual([
+    { id: "a", title: "A", phase: null, status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null },
+  ])
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
   expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")
   expect(text.stdout).not.toContain("Phases") // no task has a phase: nothing to show per phase
@@ -235,7 +274,9 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
 })
 
 test.concurrent("escape sequences in a title never reach the terminal", async () => {
-  await using repo = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "Evil \x1b[2J\x1b[H title \x1bc reset", status: "in_progress", instructions: "x" }]) })
+  await using repo = await tempRepo({
+    "tasks.yaml": tasksYaml([{ id: "a", title: "Evil \x1b[2J\x1b[H title \x1bc reset", status: "in_progress", instructions: "x" }]),
+  })
   const r = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
   expect(r.code).toBe(0)
   expect(r.stdout).not.toContain("\x1b")

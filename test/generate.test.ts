@@ -16,7 +16,10 @@ const PLANS = join(ROOT, "test", "fixtures", "plans")
 const read = (name: string) => readFileSync(join(PLANS, name), "utf8")
 const StrictReport = GenerateReport.onDeepUndeclaredKey("reject")
 
-const fixtures = readdirSync(PLANS).filter((f) => f.endsWith(".md")).map((f) => f.slice(0, -3)).sort()
+const fixtures = readdirSync(PLANS)
+  .filter((f) => f.endsWith(".md"))
+  .map((f) => f.slice(0, -3))
+  .sort()
 
 test("there are at least ten plan fixtures, each with its expected notes", () => {
   expect(fixtures.length).toBeGreaterThanOrEqual(10)
@@ -91,13 +94,21 @@ test.concurrent("--dry-run prints the tasks.yaml and writes nothing", async () =
 test.concurrent("subtasks nest at any depth: '##### 1.1.1.1' is a subtask of '#### 1.1.1'; a skipped level is a warning with its line", async () => {
   await using dir = await tempRepo({ "plan.md": read("deep-subtasks.md") })
   const r = await flow(dir.path, ["generate", "--dry-run"])
-  expect(r).toEqual({ code: 0, stdout: read("deep-subtasks.yaml"), stderr: `${read("deep-subtasks.notes.txt")}Would write tasks.yaml: 6 tasks in 1 phase from plan.md\n` })
+  expect(r).toEqual({
+    code: 0,
+    stdout: read("deep-subtasks.yaml"),
+    stderr: `${read("deep-subtasks.notes.txt")}Would write tasks.yaml: 6 tasks in 1 phase from plan.md\n`,
+  })
 })
 
 test.concurrent("a plan written as lists under phase headings is refused with the heading to write, made from its own line", async () => {
   await using dir = await tempRepo({ "plan.md": read("list-only.md") })
   const r = await flow(dir.path, ["generate"])
-  expect(r).toEqual({ code: 1, stdout: "", stderr: `${read("list-only.notes.txt")}error: plan.md has 1 error: tasks.yaml was not written\nhint: fix the plan at the lines above and run 'flow generate' again\n` })
+  expect(r).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: `${read("list-only.notes.txt")}error: plan.md has 1 error: tasks.yaml was not written\nhint: fix the plan at the lines above and run 'flow generate' again\n`,
+  })
   expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
 })
 
@@ -120,8 +131,18 @@ test.concurrent("--json reports the outcome in the GenerateReport shape", async 
     kept: [],
     requeued: [],
     notes: [
-      { severity: "warning", line: 13, message: "section 2.1 has the same id as an earlier section; it is 'tests-2'", hint: "give it its own title or an id: {#tests-<something>}" },
-      { severity: "warning", line: 16, message: "section 2.2 has the same id as an earlier section; it is 'tests-3'", hint: "give it its own title or an id: {#tests-<something>}" },
+      {
+        severity: "warning",
+        line: 13,
+        message: "section 2.1 has the same id as an earlier section; it is 'tests-2'",
+        hint: "give it its own title or an id: {#tests-<something>}",
+      },
+      {
+        severity: "warning",
+        line: 16,
+        message: "section 2.2 has the same id as an earlier section; it is 'tests-3'",
+        hint: "give it its own title or an id: {#tests-<something>}",
+      },
     ],
   })
 })
@@ -140,14 +161,23 @@ test.concurrent("errors in the plan stop the command: exit 1, every error with i
   expect(cycle.code).toBe(1)
   await Bun.write(dir.file("plan.md"), read("cycle.md"))
   const c = await flow(dir.path, ["generate"])
-  expect({ code: c.code, stderr: c.stderr.split("\n")[0] }).toEqual({ code: 1, stderr: "plan.md:5: error: Circular dependency detected: first → second → first (tasks.yaml would not pass 'flow validate')" })
+  expect({ code: c.code, stderr: c.stderr.split("\n")[0] }).toEqual({
+    code: 1,
+    stderr: "plan.md:5: error: Circular dependency detected: first → second → first (tasks.yaml would not pass 'flow validate')",
+  })
   expect(dir.read("tasks.yaml")).toBe(before)
 })
 
 test.concurrent("re-generating keeps status, notes, times, agent and step progress of surviving ids, and lists the changes", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("steps-and-subtasks.md") })
   expect((await flow(dir.path, ["generate"])).code).toBe(0)
-  for (const args of [["step", "start", "search-index.1"], ["step", "done", "search-index.1"], ["note", "search-index", "tokenizer is fast"], ["assign", "search-box", "claude-a"], ["done", "empty-state"]]) {
+  for (const args of [
+    ["step", "start", "search-index.1"],
+    ["step", "done", "search-index.1"],
+    ["note", "search-index", "tokenizer is fast"],
+    ["assign", "search-box", "claude-a"],
+    ["done", "empty-state"],
+  ]) {
     const r = await flow(dir.path, args)
     expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: "" })
   }
@@ -224,7 +254,10 @@ test.concurrent("--enrich: an agent's proposals for instructions and criteria ar
   mkdirSync(bin)
   symlinkSync(join(ROOT, "test", "fixtures", "fake-agents", "fake-claude.ts"), join(bin, "claude"))
   const proposals = {
-    "project-skeleton": { instructions: "- Create `package.json` with `bun test` as its test script\n- Add `src/index.ts` exporting `main()`", acceptance_criteria: ["`bun test` passes"] },
+    "project-skeleton": {
+      instructions: "- Create `package.json` with `bun test` as its test script\n- Add `src/index.ts` exporting `main()`",
+      acceptance_criteria: ["`bun test` passes"],
+    },
     "import-from-csv": { acceptance_criteria: ["a file written by export reads back equal"] },
     nope: { instructions: "x" },
   }
@@ -237,32 +270,51 @@ test.concurrent("--enrich: an agent's proposals for instructions and criteria ar
   expect({ ...r, stderr: r.stderr.replace(/in \d+ s/, "in N s").replace(/Bash .*\n/, "Bash ...\n") }).toEqual({
     code: 0,
     stdout: "Wrote tasks.yaml: 4 tasks in 2 phases from plan.md\n  enriched by planner: project-skeleton, import-from-csv\n",
-    stderr: "planner (claude) is reviewing the tasks...\n  Bash ...\nplanner proposed changes in N s\nplan.md: warning: the agent proposed changes for 'nope', which is no task of the plan (ignored)\n",
+    stderr:
+      "planner (claude) is reviewing the tasks...\n  Bash ...\nplanner proposed changes in N s\nplan.md: warning: the agent proposed changes for 'nope', which is no task of the plan (ignored)\n",
   })
   const expected = read("basic.yaml")
-    .replace("    instructions: |\n      - Create package.json with a test script\n      - Add src/index.ts exporting main()\n",
-      "    instructions: |\n      - Create `package.json` with `bun test` as its test script\n      - Add `src/index.ts` exporting `main()`\n    acceptance_criteria:\n      - \"`bun test` passes\"\n")
-    .replace("    instructions: src/import.ts reads what export writes\n", "    instructions: src/import.ts reads what export writes\n    acceptance_criteria:\n      - a file written by export reads back equal\n")
+    .replace(
+      "    instructions: |\n      - Create package.json with a test script\n      - Add src/index.ts exporting main()\n",
+      '    instructions: |\n      - Create `package.json` with `bun test` as its test script\n      - Add `src/index.ts` exporting `main()`\n    acceptance_criteria:\n      - "`bun test` passes"\n',
+    )
+    .replace(
+      "    instructions: src/import.ts reads what export writes\n",
+      "    instructions: src/import.ts reads what export writes\n    acceptance_criteria:\n      - a file written by export reads back equal\n",
+    )
   expect(dir.read("tasks.yaml")).toBe(expected)
   expect(existsSync(dir.file(".flow/enrich.json"))).toBe(false)
   const prompt = JSON.parse(readFileSync(join(bin, "launches.jsonl"), "utf8").trim()).prompt as string
   expect(prompt).toContain("Write your proposals as JSON to the file .flow/enrich.json, and change no other file:")
-  expect(prompt).toContain('"id": "continuous-integration",\n    "title": "Continuous integration",\n    "instructions": ".github/workflows/ci.yml runs the tests on every push",\n    "acceptance_criteria": []')
+  expect(prompt).toContain(
+    '"id": "continuous-integration",\n    "title": "Continuous integration",\n    "instructions": ".github/workflows/ci.yml runs the tests on every push",\n    "acceptance_criteria": []',
+  )
 
   // An agent that fails leaves tasks.yaml as it was.
   const before = dir.read("tasks.yaml")
   const failed = await flow(dir.path, ["generate", "--agent", "planner"], { env: { ...env, FAKE_AGENT_COMMANDS: "[]", FAKE_AGENT_EXIT: "2" } })
-  expect({ code: failed.code, error: failed.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) failed with exit 2; tasks.yaml was not written; its last output:" })
+  expect({ code: failed.code, error: failed.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({
+    code: 1,
+    error: "error: planner (claude) failed with exit 2; tasks.yaml was not written; its last output:",
+  })
   expect(dir.read("tasks.yaml")).toBe(before)
   dir.write("flow.yaml", "agents:\n  - name: runner\n    cli: script\n")
-  expect((await flow(dir.path, ["generate", "--enrich"])).stderr).toBe("error: --enrich needs an agent CLI: flow.yaml has only script agents\nhint: add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich\n")
+  expect((await flow(dir.path, ["generate", "--enrich"])).stderr).toBe(
+    "error: --enrich needs an agent CLI: flow.yaml has only script agents\nhint: add an agent (for example 'cli: claude') to flow.yaml, or run 'flow generate' without --enrich\n",
+  )
 })
 
 test.concurrent("re-generating puts a ready task back to todo when the plan gives it a dependency that is not done, and warns for started and done ones", async () => {
-  const v1 = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- a.ts\n\n## Phase 2: B\n\n### 2.1 Two\n- b.ts\n\n### 2.2 Three\n- c.ts\n\n### 2.3 Four\n- d.ts\n"
+  const v1 =
+    "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- a.ts\n\n## Phase 2: B\n\n### 2.1 Two\n- b.ts\n\n### 2.2 Three\n- c.ts\n\n### 2.3 Four\n- d.ts\n"
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": v1 })
   expect((await flow(dir.path, ["generate"])).code).toBe(0)
-  for (const args of [["done", "one"], ["start", "three"], ["done", "four"]]) expect((await flow(dir.path, args)).code).toBe(0)
+  for (const args of [
+    ["done", "one"],
+    ["start", "three"],
+    ["done", "four"],
+  ])
+    expect((await flow(dir.path, args)).code).toBe(0)
   dir.write("plan.md", v1.replace("## Phase 2", "### 1.2 Zero\n- z.ts\n\n## Phase 2"))
   expect(await flow(dir.path, ["generate"])).toEqual({
     code: 0,
@@ -280,18 +332,34 @@ plan.md:19: warning: 'four' is done, but the plan now makes it depend on zero (t
   expect((await flow(dir.path, ["next", "--json"])).stdout).toContain('"id": "zero"')
   expect((await flow(dir.path, ["next", "--json"])).stdout).not.toContain('"id": "two"')
   const tasks = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { id: string; status: string }[] }).tasks
-  expect(tasks.map((t) => [t.id, t.status])).toEqual([["one", "done"], ["zero", "todo"], ["two", "todo"], ["three", "in_progress"], ["four", "done"]])
+  expect(tasks.map((t) => [t.id, t.status])).toEqual([
+    ["one", "done"],
+    ["zero", "todo"],
+    ["two", "todo"],
+    ["three", "in_progress"],
+    ["four", "done"],
+  ])
 })
 
 test.concurrent("step progress follows the step's text when steps are inserted or reordered; a step whose text changed starts again, with a warning", async () => {
   const v1 = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 Index\n\n#### Step 1: Tokenizer\n\n#### Step 2: Inverted index\n\n#### Step 3: Ranking\n"
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": v1 })
   expect((await flow(dir.path, ["generate"])).code).toBe(0)
-  for (const args of [["step", "start", "index.1"], ["step", "done", "index.1"], ["step", "start", "index.2"], ["step", "done", "index.2"]]) {
+  for (const args of [
+    ["step", "start", "index.1"],
+    ["step", "done", "index.1"],
+    ["step", "start", "index.2"],
+    ["step", "done", "index.2"],
+  ]) {
     expect((await flow(dir.path, args)).code).toBe(0)
   }
   const before = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { steps: Record<string, string>[] }[] }).tasks[0].steps
-  dir.write("plan.md", v1.replace("#### Step 1: Tokenizer", "#### Step 1: Schema\n\n#### Step 2: Tokenizer").replace("Step 2: Inverted index", "Step 3: Inverted index, persisted"))
+  dir.write(
+    "plan.md",
+    v1
+      .replace("#### Step 1: Tokenizer", "#### Step 1: Schema\n\n#### Step 2: Tokenizer")
+      .replace("Step 2: Inverted index", "Step 3: Inverted index, persisted"),
+  )
   const r = await flow(dir.path, ["generate"])
   expect(r).toEqual({
     code: 0,
@@ -312,14 +380,22 @@ test.concurrent("step progress follows the step's text when steps are inserted o
 test.concurrent("re-generating keeps the keys flow does not know on kept tasks and steps, as flow validate promises", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- a.ts\n\n#### Step 1: First\n" })
   expect((await flow(dir.path, ["generate"])).code).toBe(0)
-  dir.write("tasks.yaml", dir.read("tasks.yaml")
-    .replace("    status: todo\n", "    status: todo\n    priority: high\n    labels: {team: core, size: 3}\n    reviewers: [ana, 2]\n")
-    .replace("        instruction: First\n", "        instruction: First\n        estimate: 2h\n"))
+  dir.write(
+    "tasks.yaml",
+    dir
+      .read("tasks.yaml")
+      .replace("    status: todo\n", "    status: todo\n    priority: high\n    labels: {team: core, size: 3}\n    reviewers: [ana, 2]\n")
+      .replace("        instruction: First\n", "        instruction: First\n        estimate: 2h\n"),
+  )
   dir.write("plan.md", `${dir.read("plan.md")}\n### 1.2 Two\n- b.ts\n`)
   expect((await flow(dir.path, ["generate"])).code).toBe(0)
   const [one] = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Record<string, any>[] }).tasks
-  expect({ priority: one.priority, labels: one.labels, reviewers: one.reviewers, estimate: one.steps[0].estimate })
-    .toEqual({ priority: "high", labels: { team: "core", size: 3 }, reviewers: ["ana", 2], estimate: "2h" })
+  expect({ priority: one.priority, labels: one.labels, reviewers: one.reviewers, estimate: one.steps[0].estimate }).toEqual({
+    priority: "high",
+    labels: { team: "core", size: 3 },
+    reviewers: ["ana", 2],
+    estimate: "2h",
+  })
   const v = await flow(dir.path, ["validate"])
   expect({ code: v.code, unknown: v.stdout.split("\n").filter((l) => l.includes("unknown")).length }).toEqual({ code: 0, unknown: 4 })
 })

@@ -28,7 +28,13 @@ export async function flow(cwd: string, args: string[], opts: { env?: Record<str
   return { code, stdout, stderr }
 }
 
-export type TempDir = { path: string; file: (name: string) => string; read: (name: string) => string; write: (name: string, text: string) => void; [Symbol.asyncDispose]: () => Promise<void> }
+export type TempDir = {
+  path: string
+  file: (name: string) => string
+  read: (name: string) => string
+  write: (name: string, text: string) => void
+  [Symbol.asyncDispose]: () => Promise<void>
+}
 
 /** A temp folder holding `files`, with `git init` and one commit, removed when disposed. */
 export async function tempRepo(files: Record<string, string> = {}): Promise<TempDir> {

@@ -24,8 +24,9 @@ test.concurrent("init in a repository with files adds only what is missing and l
   expect(await flow(dir.path, ["init"])).toEqual({
     code: 0,
     stderr: "",
-    stdout: `Added plan.md to ${realpathSync(dir.path)}\nKept the existing PRD.md, GUIDELINES.md and flow.yaml as they were\n`
-      + `To commit them: git add plan.md && git commit -m 'Start a flow project'\n${NEXT}`,
+    stdout:
+      `Added plan.md to ${realpathSync(dir.path)}\nKept the existing PRD.md, GUIDELINES.md and flow.yaml as they were\n` +
+      `To commit them: git add plan.md && git commit -m 'Start a flow project'\n${NEXT}`,
   })
   const after = snapshot(dir.path)
   expect(Object.fromEntries(Object.entries(after).filter(([k]) => k in before))).toEqual(before)
@@ -39,9 +40,11 @@ test.concurrent("init adds all four files to a folder with none, and a second in
   await using dir = await tempRepo({ "notes.txt": "keep\n" })
   const root = realpathSync(dir.path)
   expect(await flow(dir.path, ["init"])).toEqual({
-    code: 0, stderr: "",
-    stdout: `Added PRD.md, plan.md, GUIDELINES.md and flow.yaml to ${root}\n`
-      + `To commit them: git add PRD.md plan.md GUIDELINES.md flow.yaml && git commit -m 'Start a flow project'\n${NEXT}`,
+    code: 0,
+    stderr: "",
+    stdout:
+      `Added PRD.md, plan.md, GUIDELINES.md and flow.yaml to ${root}\n` +
+      `To commit them: git add PRD.md plan.md GUIDELINES.md flow.yaml && git commit -m 'Start a flow project'\n${NEXT}`,
   })
   expect(dir.read("PRD.md").split("\n")[0]).toBe(`# ${root.split("/").at(-1)}: Product Requirements`)
   const once = snapshot(dir.path)
@@ -50,21 +53,27 @@ test.concurrent("init adds all four files to a folder with none, and a second in
   // The commented flow.yaml is a valid, empty configuration: a run asks for agents rather than failing on it.
   dir.write("tasks.yaml", tasksYaml([{ id: "one", title: "One", status: "todo", instructions: "x" }]))
   const r = await flow(dir.path, ["run", "--headless"])
-  expect({ code: r.code, stderr: r.stderr.split("\n")[0] }).toEqual({ code: 2, stderr: "error: no agents: flow.yaml lists none and no --agents/--cli was given" })
+  expect({ code: r.code, stderr: r.stderr.split("\n")[0] }).toEqual({
+    code: 2,
+    stderr: "error: no agents: flow.yaml lists none and no --agents/--cli was given",
+  })
 })
 
 test.concurrent("init outside a repository says how to make one; init of a missing folder or a file fails and writes nothing", async () => {
   await using dir = tempFolder()
   writeFileSync(join(dir.path, "a-file"), "x")
   expect(await flow(dir.path, ["init", "."])).toEqual({
-    code: 0, stderr: "",
-    stdout: `Added PRD.md, plan.md, GUIDELINES.md and flow.yaml to ${dir.path}\n`
-      + `${dir.path} is not in a git repository, which 'flow run' needs; to make it one: git init -b main && git add -A && git commit -m 'Start'\n${NEXT}`,
+    code: 0,
+    stderr: "",
+    stdout:
+      `Added PRD.md, plan.md, GUIDELINES.md and flow.yaml to ${dir.path}\n` +
+      `${dir.path} is not in a git repository, which 'flow run' needs; to make it one: git init -b main && git add -A && git commit -m 'Start'\n${NEXT}`,
   })
   const before = snapshot(dir.path)
   for (const target of ["nowhere", "a-file"]) {
     expect(await flow(dir.path, ["init", target])).toEqual({
-      code: 1, stdout: "",
+      code: 1,
+      stdout: "",
       stderr: `error: ${join(dir.path, target)} is not a folder\nhint: create it first, or run 'flow create <name>' to make a new project folder\n`,
     })
   }
@@ -75,7 +84,8 @@ test.concurrent("init outside a repository says how to make one; init of a missi
 test.concurrent("create outside a repository makes a git repository with one clean commit, and flow run works there at once", async () => {
   await using dir = tempFolder()
   expect(await flow(dir.path, ["create", "shop"])).toEqual({
-    code: 0, stderr: "",
+    code: 0,
+    stderr: "",
     stdout: `Created shop/ with PRD.md, plan.md, GUIDELINES.md and flow.yaml
 It is a git repository on 'main' with these files as its first commit: 'flow run' works there
 Next: describe the product in shop/PRD.md ('flow refine prd' reviews it); then 'flow plan' writes
@@ -105,7 +115,8 @@ test.concurrent("create without git on the PATH makes the files and prints the e
   const empty = join(dir.path, "empty-bin")
   mkdirSync(empty)
   expect(await flow(dir.path, ["create", "shop"], { env: { PATH: empty } })).toEqual({
-    code: 0, stderr: "",
+    code: 0,
+    stderr: "",
     stdout: `Created shop/ with PRD.md, plan.md, GUIDELINES.md and flow.yaml
 git was not found on the PATH: 'flow run' needs a repository, so install git, then run:
   cd shop && git init -b main && git add -A && git commit -m 'Start shop'
@@ -119,7 +130,8 @@ plan.md from it and 'flow generate' turns the plan into tasks.yaml.
 test.concurrent("create . is refused with a pointer to flow init", async () => {
   await using dir = tempFolder()
   expect(await flow(dir.path, ["create", "."])).toEqual({
-    code: 2, stdout: "",
+    code: 2,
+    stdout: "",
     stderr: "error: '.' is the working folder, which flow create does not fill\nhint: run 'flow init' to add the project files to an existing folder\n",
   })
   expect(readdirSync(dir.path)).toEqual([])

@@ -88,7 +88,9 @@ test.concurrent("a status that is not one of SPEC 3.1's is a usage error listing
   // Even with an invalid (or missing) tasks.yaml the mistake on the command line is reported first.
   expect((await list(["TODO"], { "tasks.yaml": "tasks: nope\n" })).code).toBe(2)
   expect(await list(["todo", "done"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unexpected argument 'done'\nhint: usage: flow list [<status>] [--json]\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unexpected argument 'done'\nhint: usage: flow list [<status>] [--json]\n",
   })
 })
 
@@ -104,8 +106,15 @@ test.concurrent("--json gives every group with its header and every task as a Ta
   ])
   const byId = Object.fromEntries(report.phases.flatMap((g) => g.tasks).map((t) => [t.id, t]))
   expect(byId["auth-token"]).toEqual({
-    id: "auth-token", title: "Auth token", status: "ready_for_agent", phase: 5, parent: "auth", depth: 1,
-    depends_on: [], agent_name: null, checkpoint: false,
+    id: "auth-token",
+    title: "Auth token",
+    status: "ready_for_agent",
+    phase: 5,
+    parent: "auth",
+    depth: 1,
+    depends_on: [],
+    agent_name: null,
+    checkpoint: false,
   })
   expect(byId["auth-token-rotation"]).toMatchObject({ parent: "auth-token", depth: 2, phase: null })
   expect(byId.review).toMatchObject({ checkpoint: true, depends_on: ["api-tests"], parent: null, depth: 0 })
@@ -144,7 +153,8 @@ test.concurrent("phase headings: other separators, a heading without a title, th
   const plan = "## Phase 1 - Dash\n## phase 2. Dot\n## Phase 2: Later duplicate\n## Phase 3\n## Phase 2.5 — Em dash\n### Phase 4: level three is not a phase\n"
   expect(await list([], { "tasks.yaml": yaml, "plan.md": plan })).toEqual({
     code: 0,
-    stdout: "Phase 1: Dash\n[todo] t1 T1\n\nPhase 2: Dot\n[todo] t2 T2\n\nPhase 2.5: Em dash\n[todo] t2-5 T2.5\n\nPhase 3\n[todo] t3 T3\n\nPhase 4\n[todo] t4 T4\n",
+    stdout:
+      "Phase 1: Dash\n[todo] t1 T1\n\nPhase 2: Dot\n[todo] t2 T2\n\nPhase 2.5: Em dash\n[todo] t2-5 T2.5\n\nPhase 3\n[todo] t3 T3\n\nPhase 4\n[todo] t4 T4\n",
     stderr: "",
   })
 })

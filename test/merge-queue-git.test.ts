@@ -26,8 +26,8 @@ test.concurrent("a merge commit is made without a checkout; a conflict names its
   expect(await makeMergeCommit(dir.path, main, "x", "m", ID)).toEqual({ ok: false, conflicts: ["a.txt"], reason: "merge conflict in a.txt" })
   const m = await makeMergeCommit(dir.path, main, "y", "Merge y", ID)
   if (!m.ok) throw new Error(m.reason)
-  expect((await git(dir.path, ["log", "-1", "--format=%P %s", m.commit])).trim()).toBe(`${main} ${(await revParse(dir.path, "y"))} Merge y`)
-  expect((await revParse(dir.path, "main"))).toBe(main) // nothing moved
+  expect((await git(dir.path, ["log", "-1", "--format=%P %s", m.commit])).trim()).toBe(`${main} ${await revParse(dir.path, "y")} Merge y`)
+  expect(await revParse(dir.path, "main")).toBe(main) // nothing moved
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("")
 })
 
@@ -67,7 +67,10 @@ test.concurrent("two verify entries for one repository are refused with exit 3",
     "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: "" }]),
   })
   const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
-  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 3, stderr: "error: flow.yaml has two 'verify' entries for the default repository (no 'repo')\nhint: keep one check per repository\n" })
+  expect({ code: r.code, stderr: r.stderr }).toEqual({
+    code: 3,
+    stderr: "error: flow.yaml has two 'verify' entries for the default repository (no 'repo')\nhint: keep one check per repository\n",
+  })
 })
 
 test("the run screen shows a task's place in the merge queue as its pane's state, until it lands or goes back to its agent", () => {

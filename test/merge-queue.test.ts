@@ -39,13 +39,19 @@ const waitMerged = (id: string) => `until git -C "$FLOW_PROJECT" log main --form
 
 test.concurrent("two tasks that merge cleanly but break the check together: the second is sent back with the failure and fixes it", async () => {
   await using dir = await tempRepo({
-    "check.sh": CHECK, "funcs.txt": "greet\n", "calls/main.txt": "greet\n",
+    "check.sh": CHECK,
+    "funcs.txt": "greet\n",
+    "calls/main.txt": "greet\n",
     "flow.yaml": "verify: { command: sh check.sh, timeout: 1m }\n",
     "tasks.yaml": tasksYaml([
       { id: "rename", title: "Rename greet to welcome", status: "todo", instructions: sh("echo welcome > funcs.txt\necho welcome > calls/main.txt") },
       // It starts from main before the rename and is finished only after the rename landed.
-      { id: "caller", title: "Call greet", status: "todo",
-        instructions: `${sh(`echo greet > calls/extra.txt\n${waitMerged("rename")}`)}\n${sh(`${GIT_ID} merge -q --no-edit "$FLOW_TARGET"\nhead -1 funcs.txt > calls/extra.txt\necho "$FLOW_FIX_OUTPUT" > "$FLOW_PROJECT/.flow/fix-output"`, "fix")}` },
+      {
+        id: "caller",
+        title: "Call greet",
+        status: "todo",
+        instructions: `${sh(`echo greet > calls/extra.txt\n${waitMerged("rename")}`)}\n${sh(`${GIT_ID} merge -q --no-edit "$FLOW_TARGET"\nhead -1 funcs.txt > calls/extra.txt\necho "$FLOW_FIX_OUTPUT" > "$FLOW_PROJECT/.flow/fix-output"`, "fix")}`,
+      },
     ]),
   })
   const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script"])
@@ -57,7 +63,10 @@ test.concurrent("two tasks that merge cleanly but break the check together: the 
   expect(out).toContain("error: calls/extra.txt calls greet, which funcs.txt does not define")
   expect(r.stdout).not.toContain("rename: sent back")
   expect(dir.read("calls/extra.txt")).toBe("welcome\n")
-  expect((await git(dir.path, ["log", "--merges", "--first-parent", "--format=%s", "main"])).trim().split("\n")).toEqual(["Merge flow/caller: caller", "Merge flow/rename: rename"])
+  expect((await git(dir.path, ["log", "--merges", "--first-parent", "--format=%s", "main"])).trim().split("\n")).toEqual([
+    "Merge flow/caller: caller",
+    "Merge flow/rename: rename",
+  ])
   expect(await everyTargetCommitPasses(dir.path)).toEqual([])
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M tasks.yaml")
   expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
@@ -69,8 +78,12 @@ test.concurrent("a conflict goes to the agent first: it merges main into its bra
   await using dir = await tempRepo({
     "tasks.yaml": tasksYaml([
       { id: "first", title: "First", status: "todo", instructions: sh("echo first > same.txt") },
-      { id: "second", title: "Second", status: "todo",
-        instructions: `${sh(`echo second > same.txt\n${waitMerged("first")}`)}\n${sh(`${GIT_ID} merge -q "$FLOW_TARGET" || true\nprintf 'first\\nsecond\\n' > same.txt\ngit add same.txt\n${GIT_ID} commit -q --no-edit`, "fix")}` },
+      {
+        id: "second",
+        title: "Second",
+        status: "todo",
+        instructions: `${sh(`echo second > same.txt\n${waitMerged("first")}`)}\n${sh(`${GIT_ID} merge -q "$FLOW_TARGET" || true\nprintf 'first\\nsecond\\n' > same.txt\ngit add same.txt\n${GIT_ID} commit -q --no-edit`, "fix")}`,
+      },
     ]),
   })
   const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script"])
@@ -94,7 +107,12 @@ test.concurrent("a check that times out fails the merge: the task is blocked wit
   expect(dir.read("tasks.yaml")).toContain("merge of flow/slow into main failed: the check timed out after 1 s")
   expect((await git(dir.path, ["rev-parse", "main"])).trim()).toBe(before)
   // The check's scratch worktree is gone, and so is its process group (no `sleep 60` of this check left).
-  expect((await git(dir.path, ["worktree", "list"])).trim().split("\n").filter((l) => l.includes("/verify/"))).toEqual([])
+  expect(
+    (await git(dir.path, ["worktree", "list"]))
+      .trim()
+      .split("\n")
+      .filter((l) => l.includes("/verify/")),
+  ).toEqual([])
   // The dashboard reads the queue the run left from the state database's queue events.
   expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).queue).toEqual([
     { target: "main", candidates: [{ task: "slow", state: "failed", reason: "the check timed out after 1 s", on_top_of: [], seconds: expect.any(Number) }] },

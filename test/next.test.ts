@@ -32,11 +32,16 @@ const CASES = tasksYaml([
     phase: 1,
     subtasks: [
       t("yes-child", "todo", { phase: 9 }),
-      t("no-child-parent", "ready_for_agent", { subtasks: [t("yes-grandchild", "todo", { depends_on: ["yes-child"] }), t("yes-grandchild-2", "ready_for_agent")] }),
+      t("no-child-parent", "ready_for_agent", {
+        subtasks: [t("yes-grandchild", "todo", { depends_on: ["yes-child"] }), t("yes-grandchild-2", "ready_for_agent")],
+      }),
     ],
   }),
   // A blocked parent (a person stopped that work) or a done one (the work is over): no child is offered.
-  t("no-blocked-parent", "blocked", { phase: 1, subtasks: [t("no-child-of-blocked", "ready_for_agent", { subtasks: [t("no-grandchild-of-blocked", "todo")] })] }),
+  t("no-blocked-parent", "blocked", {
+    phase: 1,
+    subtasks: [t("no-child-of-blocked", "ready_for_agent", { subtasks: [t("no-grandchild-of-blocked", "todo")] })],
+  }),
   t("no-done-parent", "done", { phase: 1, subtasks: [t("no-child-of-done", "todo")] }),
   // The parent's dependencies are open: none of its descendants may start, whatever their status.
   t("no-waiting-parent", "todo", {
@@ -103,22 +108,35 @@ test.concurrent("--json lists the same tasks as TaskSummary values, matching Nex
   const report = strictJson<NextReport>(NextReport, result.stdout)
   expect(report.tasks.map((s) => s.id)).toEqual(["yes-deps-done", "yes-forced", "mine-assigned", "yes-child", "yes-grandchild-2", "yes-free", "yes-unphased"])
   expect(report.tasks[4]).toEqual({
-    id: "yes-grandchild-2", title: "YES-GRANDCHILD-2", status: "ready_for_agent", phase: null, parent: "no-child-parent", depth: 2,
-    depends_on: [], agent_name: null, checkpoint: false,
+    id: "yes-grandchild-2",
+    title: "YES-GRANDCHILD-2",
+    status: "ready_for_agent",
+    phase: null,
+    parent: "no-child-parent",
+    depth: 2,
+    depends_on: [],
+    agent_name: null,
+    checkpoint: false,
   })
   expect(strictJson(NextReport, (await next(["--json"], "tasks: []\n")).stdout)).toEqual({ tasks: [] })
 })
 
 test.concurrent("the sample project: only the leaf under auth; auth-token has a child, review is a checkpoint", async () => {
   expect(await next([], SAMPLE)).toEqual({
-    code: 0, stdout: "[todo] auth-token-rotation Rotation\n", stderr: "",
+    code: 0,
+    stdout: "[todo] auth-token-rotation Rotation\n",
+    stderr: "",
   })
 })
 
 test.concurrent("usage errors: an empty agent name, two arguments", async () => {
   const yaml = tasksYaml([t("a", "todo")])
   expect(await next([""], yaml)).toEqual({ code: 2, stdout: "", stderr: "error: the agent name is empty\nhint: usage: flow next [<agent_name>] [--json]\n" })
-  expect(await next(["a", "b"], yaml)).toEqual({ code: 2, stdout: "", stderr: "error: unexpected argument 'b'\nhint: usage: flow next [<agent_name>] [--json]\n" })
+  expect(await next(["a", "b"], yaml)).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: unexpected argument 'b'\nhint: usage: flow next [<agent_name>] [--json]\n",
+  })
 })
 
 test.concurrent("an invalid tasks.yaml is exit 3", async () => {

@@ -27,10 +27,14 @@ tasks:
 test.concurrent("a hand-written tasks.yaml names its phases; validate accepts it, list, show and the view show the titles", async () => {
   await using dir = await tempRepo({ "tasks.yaml": HAND_WRITTEN })
   expect(await flow(dir.path, ["validate"])).toEqual({ code: 0, stdout: "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\n", stderr: "" })
-  expect(await flow(dir.path, ["list"])).toEqual({ code: 0, stderr: "", stdout: "Phase 1: Foundations\n[todo] setup Set up\n\nPhase 2: API layer\n[todo] api API (depends: setup)\n" })
+  expect(await flow(dir.path, ["list"])).toEqual({
+    code: 0,
+    stderr: "",
+    stdout: "Phase 1: Foundations\n[todo] setup Set up\n\nPhase 2: API layer\n[todo] api API (depends: setup)\n",
+  })
   expect(JSON.parse((await flow(dir.path, ["show", "api", "--json"])).stdout).phase_title).toBe("API layer")
   await using view = await startView(dir)
-  const model = await (await fetch(`${view.url}api/tasks`)).json() as { phases: { title: string }[] }
+  const model = (await (await fetch(`${view.url}api/tasks`)).json()) as { phases: { title: string }[] }
   expect(model.phases.map((p) => p.title)).toEqual(["Phase 1: Foundations", "Phase 2: API layer"])
 })
 
@@ -46,12 +50,16 @@ test.concurrent("writers keep the phases list: a status change edits in place, g
   dir.write("plan.md", "# Implementation Plan\n\n## Phase 2: Public API\n\n### 2.1 API\n- src/api.ts\n\n## Phase 3: Docs\n\n### 3.1 Docs\n- README.md\n")
   const r = await flow(dir.path, ["generate"])
   expect(r.code).toBe(0)
-  expect(dir.read("tasks.yaml")).toContain("phases:\n  - number: 1\n    title: Foundations\n  - number: 2\n    title: Public API\n  - number: 3\n    title: Docs\ntasks:\n")
+  expect(dir.read("tasks.yaml")).toContain(
+    "phases:\n  - number: 1\n    title: Foundations\n  - number: 2\n    title: Public API\n  - number: 3\n    title: Docs\ntasks:\n",
+  )
   expect((await flow(dir.path, ["validate"])).code).toBe(0)
 })
 
 test.concurrent("a malformed phases list is a validate error naming the entry and its line", async () => {
-  await using dir = await tempRepo({ "tasks.yaml": "phases:\n  - number: one\n    title: A\n  - title: B\ntasks:\n  - {id: a, title: A, status: todo, instructions: x}\n" })
+  await using dir = await tempRepo({
+    "tasks.yaml": "phases:\n  - number: one\n    title: A\n  - title: B\ntasks:\n  - {id: a, title: A, status: todo, instructions: x}\n",
+  })
   const r = await flow(dir.path, ["validate"])
   expect(r.code).toBe(1)
   expect(r.stdout).toContain("ERROR: Phase entry #1: number must be a number (was a string)\n  at tasks.yaml:2:13\n")
@@ -92,7 +100,8 @@ tasks.yaml: 1 task checked
 })
 
 test.concurrent("a phase a subtask has counts as used", async () => {
-  const yaml = "phases:\n  - number: 3\n    title: Late\ntasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n    subtasks:\n      - {id: b, title: B, status: todo, phase: 3, instructions: y}\n"
+  const yaml =
+    "phases:\n  - number: 3\n    title: Late\ntasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n    subtasks:\n      - {id: b, title: B, status: todo, phase: 3, instructions: y}\n"
   await using dir = await tempRepo({ "tasks.yaml": yaml })
   expect(await flow(dir.path, ["validate"])).toEqual({ code: 0, stderr: "", stdout: "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\n" })
 })

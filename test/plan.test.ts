@@ -20,7 +20,11 @@ function fakeClaude(dir: TempDir, env: Record<string, string> = {}) {
   dir.write("flow.yaml", "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n")
   return {
     env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`, FAKE_AGENT_RECORD: record, ...env },
-    prompts: (): string[] => readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l).prompt),
+    prompts: (): string[] =>
+      readFileSync(record, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).prompt),
   }
 }
 
@@ -69,7 +73,11 @@ Next: name the files and components of each section ('flow refine plan' helps), 
 test.concurrent("offline, items right under Requirements are a phase of their own, and PRD lines that read like labels cannot become them", async () => {
   await using dir = await tempRepo({ "PRD.md": fixture("skeletons/loose.PRD.md") })
   const r = await flow(dir.path, ["plan", "--offline"])
-  expect({ code: r.code, stderr: r.stderr, first: r.stdout.split("\n")[0] }).toEqual({ code: 0, stderr: "", first: "Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 4 phases, 6 sections" })
+  expect({ code: r.code, stderr: r.stderr, first: r.stdout.split("\n")[0] }).toEqual({
+    code: 0,
+    stderr: "",
+    first: "Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 4 phases, 6 sections",
+  })
   expect(dir.read("plan.md")).toBe(fixture("skeletons/loose.plan.md"))
   expect(await flow(dir.path, ["generate"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 6 tasks in 4 phases from plan.md\n", stderr: "" })
 })
@@ -80,7 +88,8 @@ test.concurrent("a plan.md that is not empty is replaced only with --force, and 
   expect(await flow(dir.path, ["plan"])).toEqual({
     code: 1,
     stdout: "",
-    stderr: "error: plan.md is not empty; it was left as it is\nhint: run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it\n",
+    stderr:
+      "error: plan.md is not empty; it was left as it is\nhint: run 'flow plan --force' to replace it (the old one is kept as plan.md.bak), or 'flow refine plan' to improve it\n",
   })
   expect(dir.read("plan.md")).toBe(old)
   const r = await flow(dir.path, ["plan", "--force"])
@@ -90,7 +99,16 @@ test.concurrent("a plan.md that is not empty is replaced only with --force, and 
 })
 
 test.concurrent("with an agent configured, the agent writes plan.md from a prompt naming PRD.md, GUIDELINES.md, designs/ and research/", async () => {
-  await using dir = await tempRepo({ "PRD.md": "# Shop\n", "GUIDELINES.md": "# rules\n", "designs/cart.png": "png", "designs/checkout.fig": "fig", "designs/flows/login.png": "png", "designs/.DS_Store": "x", "designs/.git/HEAD": "x", "research/survey.md": "n=12\n" })
+  await using dir = await tempRepo({
+    "PRD.md": "# Shop\n",
+    "GUIDELINES.md": "# rules\n",
+    "designs/cart.png": "png",
+    "designs/checkout.fig": "fig",
+    "designs/flows/login.png": "png",
+    "designs/.DS_Store": "x",
+    "designs/.git/HEAD": "x",
+    "research/survey.md": "n=12\n",
+  })
   const agent = fakeClaude(dir, writes("plans/basic.md"))
   const r = await flow(dir.path, ["plan"], { env: agent.env })
   expect({ ...r, stderr: r.stderr.replace(/in \d+ s/, "in N s") }).toEqual({
@@ -100,7 +118,9 @@ test.concurrent("with an agent configured, the agent writes plan.md from a promp
   })
   expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
   const [prompt] = agent.prompts()
-  expect(prompt).toStartWith("Write the implementation plan of the project in this folder into the file plan.md (replace its content).\n\nRead PRD.md, the product requirements, and GUIDELINES.md, how agents work in this project.\nDesign files in designs/: cart.png, checkout.fig, flows/login.png.\nResearch notes in research/: survey.md. Read the ones that matter.\n")
+  expect(prompt).toStartWith(
+    "Write the implementation plan of the project in this folder into the file plan.md (replace its content).\n\nRead PRD.md, the product requirements, and GUIDELINES.md, how agents work in this project.\nDesign files in designs/: cart.png, checkout.fig, flows/login.png.\nResearch notes in research/: survey.md. Read the ones that matter.\n",
+  )
   expect(prompt).toContain("### 1.1 <section title>")
   expect(prompt).toContain("'Depends on: <n>.<m>, ...'")
 })
@@ -130,21 +150,34 @@ test.concurrent("an unusable agent plan exits 1 with its errors; a failing agent
   const r = await flow(dir.path, ["plan"], { env: agent.env })
   expect(r.code).toBe(1)
   expect(r.stderr).toContain("plan.md:9: error: section 1.2 refers to '1.9', which is no section number or task id\n")
-  expect(r.stderr).toEndWith("error: plan.md is not in the shape 'flow generate' reads\nhint: fix it at the lines above (or run 'flow refine plan'), then 'flow generate'\n")
+  expect(r.stderr).toEndWith(
+    "error: plan.md is not in the shape 'flow generate' reads\nhint: fix it at the lines above (or run 'flow refine plan'), then 'flow generate'\n",
+  )
   expect(dir.read("plan.md")).toBe(fixture("plans/unknown-reference.md"))
 
   const old = "# Implementation Plan\n\n## Phase 1: Old\n\n### 1.1 Old\n- old\n"
   dir.write("plan.md", old)
   const failing = await flow(dir.path, ["plan", "--force", "--agent", "planner"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: "[]", FAKE_AGENT_EXIT: "3" } })
-  expect({ code: failing.code, error: failing.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) failed with exit 3; its last output:" })
+  expect({ code: failing.code, error: failing.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({
+    code: 1,
+    error: "error: planner (claude) failed with exit 3; its last output:",
+  })
   expect(failing.stderr).toEndWith("hint: plan.md is as it was; try again, or run 'flow plan --offline' for a skeleton from PRD.md\n")
   expect(dir.read("plan.md")).toBe(old)
   // An agent that empties plan.md and fails: the previous plan is put back.
-  const emptied = await flow(dir.path, ["plan", "--force"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", ": > plan.md"]]), FAKE_AGENT_EXIT: "1" } })
-  expect({ code: emptied.code, hint: emptied.stderr.split("\n").find((l) => l.startsWith("hint:")) }).toEqual({ code: 1, hint: "hint: plan.md is as it was; try again, or run 'flow plan --offline' for a skeleton from PRD.md" })
+  const emptied = await flow(dir.path, ["plan", "--force"], {
+    env: { ...agent.env, FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", ": > plan.md"]]), FAKE_AGENT_EXIT: "1" },
+  })
+  expect({ code: emptied.code, hint: emptied.stderr.split("\n").find((l) => l.startsWith("hint:")) }).toEqual({
+    code: 1,
+    hint: "hint: plan.md is as it was; try again, or run 'flow plan --offline' for a skeleton from PRD.md",
+  })
   expect(dir.read("plan.md")).toBe(old)
   const idle = await flow(dir.path, ["plan", "--force"], { env: { ...agent.env, FAKE_AGENT_COMMANDS: "[]" } })
-  expect({ code: idle.code, error: idle.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({ code: 1, error: "error: planner (claude) finished without writing plan.md; its last output:" })
+  expect({ code: idle.code, error: idle.stderr.split("\n").find((l) => l.startsWith("error:")) }).toEqual({
+    code: 1,
+    error: "error: planner (claude) finished without writing plan.md; its last output:",
+  })
   expect(dir.read("plan.md")).toBe(old)
 })
 
@@ -152,24 +185,34 @@ test.concurrent("plan --force with an agent that writes plan.md again with the s
   await using dir = await tempRepo({ "PRD.md": "# Shop\n", "plan.md": fixture("plans/basic.md") })
   const agent = fakeClaude(dir, writes("plans/basic.md"))
   const r = await flow(dir.path, ["plan", "--force"], { env: agent.env })
-  expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 0, stdout: "Wrote plan.md by planner (claude): 2 phases, 4 sections\nThe previous plan is in plan.md.bak\nNext: review it ('flow refine plan'), then 'flow generate'\n" })
+  expect({ code: r.code, stdout: r.stdout }).toEqual({
+    code: 0,
+    stdout:
+      "Wrote plan.md by planner (claude): 2 phases, 4 sections\nThe previous plan is in plan.md.bak\nNext: review it ('flow refine plan'), then 'flow generate'\n",
+  })
   expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
 })
 
 test.concurrent("usage errors: an unknown agent, a script agent, --agent with --offline, an agent not installed, a missing PRD.md", async () => {
   await using dir = await tempRepo({ "PRD.md": "# Shop\n", "flow.yaml": "agents:\n  - name: runner\n    cli: script\n  - name: planner\n    cli: claude\n" })
-  expect(await flow(dir.path, ["plan", "--agent", "planer"])).toEqual({ code: 2, stdout: "", stderr: "error: flow.yaml has no agent named 'planer'\nhint: did you mean 'planner'?\n" })
+  expect(await flow(dir.path, ["plan", "--agent", "planer"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: flow.yaml has no agent named 'planer'\nhint: did you mean 'planner'?\n",
+  })
   expect((await flow(dir.path, ["plan", "--agent", "runner"])).stderr).toStartWith("error: the agent 'runner' is a 'script' agent")
   expect((await flow(dir.path, ["plan", "extra"])).code).toBe(2)
   expect(await flow(dir.path, ["plan", "--agent", "planner", "--offline"])).toEqual({
     code: 2,
     stdout: "",
-    stderr: "error: --agent and --offline exclude each other\nhint: --agent <name> writes the plan with that agent; --offline writes the skeleton without one\n",
+    stderr:
+      "error: --agent and --offline exclude each other\nhint: --agent <name> writes the plan with that agent; --offline writes the skeleton without one\n",
   })
   expect(await flow(dir.path, ["plan"], { env: { PATH: "/nonexistent" } })).toEqual({
     code: 1,
     stdout: "",
-    stderr: "error: agent planner needs 'claude', which is not on PATH\nhint: install Claude Code: npm install -g @anthropic-ai/claude-code; or run 'flow plan --offline' for a skeleton from PRD.md\n",
+    stderr:
+      "error: agent planner needs 'claude', which is not on PATH\nhint: install Claude Code: npm install -g @anthropic-ai/claude-code; or run 'flow plan --offline' for a skeleton from PRD.md\n",
   })
   await using bare = await tempRepo({ "tasks.yaml": "tasks: []\n" })
   expect(await flow(bare.path, ["plan"])).toEqual({
@@ -186,7 +229,9 @@ test.concurrent("on a terminal a spinner shows the elapsed time and what the age
   const running = await t.waitFor("planner (claude) is writing plan.md: Bash cp ")
   expect(running).toMatch(/is writing plan\.md: Bash cp \S+basic\.md plan\.md \[\d+s\]/)
   const done = await t.waitFor("EXIT=")
-  expect(done).toMatch(/planner wrote plan\.md \[\d+s\]\nWrote plan\.md by planner \(claude\): 2 phases, 4 sections\nNext: review it \('flow refine plan'\), then 'flow generate'\nEXIT=0\n/)
+  expect(done).toMatch(
+    /planner wrote plan\.md \[\d+s\]\nWrote plan\.md by planner \(claude\): 2 phases, 4 sections\nNext: review it \('flow refine plan'\), then 'flow generate'\nEXIT=0\n/,
+  )
   expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
 })
 

@@ -32,6 +32,8 @@ test.concurrent("--json gives task_id, kind, step_id and the exact prompt of the
     expect(report).toEqual({ task_id: c.args[0], kind: c.kind, step_id: c.step_id, prompt: text.stdout })
   }
   expect(await flow(dir.path, ["prompt", "docs", "--resume", "--json"])).toEqual({
-    code: 1, stdout: "", stderr: `${JSON.stringify({ error: "task 'docs' has no steps", hint: "run 'flow prompt docs' for the task's prompt", exit: 1 })}\n`,
+    code: 1,
+    stdout: "",
+    stderr: `${JSON.stringify({ error: "task 'docs' has no steps", hint: "run 'flow prompt docs' for the task's prompt", exit: 1 })}\n`,
   })
 })

@@ -38,7 +38,10 @@ test.concurrent("the prompt of a task with steps carries guidelines, context, de
   await using dir = await tempRepo({ "tasks.yaml": TASKS, "GUIDELINES.md": "# Rules\n\nBe careful.\n" })
   const name = dir.path.split("/").pop()
   const r = await flow(dir.path, ["prompt", "api"])
-  expect(r).toEqual({ code: 0, stderr: "", stdout: `You are a coding agent working on task 'api' of the project '${name}', orchestrated by flow.
+  expect(r).toEqual({
+    code: 0,
+    stderr: "",
+    stdout: `You are a coding agent working on task 'api' of the project '${name}', orchestrated by flow.
 Your working directory is a git worktree on branch 'flow/api': work and commit only there.
 
 # Rules
@@ -87,7 +90,8 @@ Run these commands from your working directory (flow finds the project through F
   If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.
 - \`flow block api "<reason>"\` when you cannot go on; then exit.
 - \`flow step done api.2\` when this step is finished and committed; then exit. You will be resumed with the next step.
-` })
+`,
+  })
 })
 
 test.concurrent("a validating task is told what to check; --resume gives the short step prompt; errors", async () => {
@@ -107,7 +111,10 @@ If it falls short, run \`flow block api-check "<what is wrong>"\` instead of fix
   const resume = await flow(dir.path, ["prompt", "api", "--resume"])
   expect(resume.stdout).toStartWith("The previous step is done. Continue with step 2 of 2 of task 'api'.\n\n### Step api.2\n")
   expect(await flow(dir.path, ["prompt", "setup", "--resume"])).toEqual({
-    code: 1, stdout: "", stderr: "error: task 'setup' has no steps\nhint: run 'flow prompt setup' for the task's prompt\n" })
+    code: 1,
+    stdout: "",
+    stderr: "error: task 'setup' has no steps\nhint: run 'flow prompt setup' for the task's prompt\n",
+  })
   const unknown = await flow(dir.path, ["prompt", "apj"])
   expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no task 'apj' in tasks.yaml\nhint: did you mean 'api'?\n" })
   expect((await flow(dir.path, ["prompt"])).code).toBe(2)
@@ -191,10 +198,10 @@ test.concurrent("a subtask two levels deep gets its ancestors' instructions and 
     "## Talking to flow",
     "",
     "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
-    "- `flow note cli-parse \"<text>\"` to record a decision or finding for the people and agents after you.",
-    "- `flow ask cli-parse \"<question>\" --wait` when something is unclear: it waits for a person's answer and prints it.",
+    '- `flow note cli-parse "<text>"` to record a decision or finding for the people and agents after you.',
+    '- `flow ask cli-parse "<question>" --wait` when something is unclear: it waits for a person\'s answer and prints it.',
     "  If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.",
-    "- `flow block cli-parse \"<reason>\"` when you cannot go on; then exit.",
+    '- `flow block cli-parse "<reason>"` when you cannot go on; then exit.',
     "- `flow done cli-parse` when every acceptance criterion is met, the tests pass and your work is committed; then exit.",
     "",
   ])
@@ -202,7 +209,8 @@ test.concurrent("a subtask two levels deep gets its ancestors' instructions and 
 
 test.concurrent("a subtask inherits its parent's dependencies; long ancestor instructions are shortened", async () => {
   const long = `${"word ".repeat(200).trim()}`
-  await using dir = await tempRepo({ "tasks.yaml": `tasks:
+  await using dir = await tempRepo({
+    "tasks.yaml": `tasks:
   - id: base
     title: Base
     status: done
@@ -217,7 +225,8 @@ test.concurrent("a subtask inherits its parent's dependencies; long ancestor ins
         title: Leaf
         status: todo
         instructions: y
-` })
+`,
+  })
   const r = await flow(dir.path, ["prompt", "leaf"])
   expect(r.stdout).toContain(`These tasks were done before yours; their code is in your branch.
 
@@ -231,7 +240,8 @@ test.concurrent("a subtask inherits its parent's dependencies; long ancestor ins
 })
 
 test.concurrent("--resume before any step is done does not claim a previous step is done", async () => {
-  await using dir = await tempRepo({ "tasks.yaml": `tasks:
+  await using dir = await tempRepo({
+    "tasks.yaml": `tasks:
   - id: st
     title: Stepped
     status: todo
@@ -242,7 +252,8 @@ test.concurrent("--resume before any step is done does not claim a previous step
         instruction: Two
       - id: st.3
         instruction: Three
-` })
+`,
+  })
   const r = await flow(dir.path, ["prompt", "st", "--resume"])
   expect(r.stdout.split("\n")[0]).toBe("No step of task 'st' is done yet. Continue with step 1 of 3 of task 'st'.")
 })

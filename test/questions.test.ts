@@ -65,7 +65,11 @@ q-2  task: setup  agent: claude  asked Ns ago
   config?
 `,
   })
-  expect(await flow(dir.path, ["answer", "q-1", "Postgres,", "version 17"], { env: ALICE })).toEqual({ code: 0, stdout: "Answered q-1 (task api-layer).\n", stderr: "" })
+  expect(await flow(dir.path, ["answer", "q-1", "Postgres,", "version 17"], { env: ALICE })).toEqual({
+    code: 0,
+    stdout: "Answered q-1 (task api-layer).\n",
+    stderr: "",
+  })
   // A bare number names the question too.
   expect(await flow(dir.path, ["answer", "2", "yes"], { env: { USER: "" } })).toEqual({ code: 0, stdout: "Answered q-2 (task setup).\n", stderr: "" })
   expect(await flow(dir.path, ["questions"])).toEqual({ code: 0, stdout: "No pending questions.\n", stderr: "" })
@@ -166,13 +170,19 @@ test.concurrent("ask about an unknown task fails naming the closest id, and crea
 test.concurrent("ask usage errors: no text, --timeout without --wait, a bad duration; nothing is created", async () => {
   await using dir = await project()
   expect(await flow(dir.path, ["ask", "api-layer"])).toEqual({
-    code: 2, stdout: "", stderr: `error: missing <text>: the question is empty\nhint: usage: flow ask <task_id> <text> [--wait] [--timeout <duration>]\n`,
+    code: 2,
+    stdout: "",
+    stderr: `error: missing <text>: the question is empty\nhint: usage: flow ask <task_id> <text> [--wait] [--timeout <duration>]\n`,
   })
   expect(await flow(dir.path, ["ask", "api-layer", "x", "--timeout", "5s"])).toEqual({
-    code: 2, stdout: "", stderr: `error: --timeout works only with --wait\nhint: usage: flow ask <task_id> <text> [--wait] [--timeout <duration>]\n`,
+    code: 2,
+    stdout: "",
+    stderr: `error: --timeout works only with --wait\nhint: usage: flow ask <task_id> <text> [--wait] [--timeout <duration>]\n`,
   })
   expect(await flow(dir.path, ["ask", "api-layer", "x", "--wait", "--timeout", "5 minutes"])).toEqual({
-    code: 2, stdout: "", stderr: `error: --timeout: '5 minutes' is not a duration\nhint: write a positive whole number with a unit: 90s, 30m, 2h, 1d, or combined largest first, like 1h30m\n`,
+    code: 2,
+    stdout: "",
+    stderr: `error: --timeout: '5 minutes' is not a duration\nhint: write a positive whole number with a unit: 90s, 30m, 2h, 1d, or combined largest first, like 1h30m\n`,
   })
   expect(existsSync(dir.file(".flow/state.db"))).toBe(false)
 })
@@ -180,16 +190,22 @@ test.concurrent("ask usage errors: no text, --timeout without --wait, a bad dura
 test.concurrent("answer to an unknown question names the closest pending id; with no database it creates none", async () => {
   await using dir = await project()
   expect(await flow(dir.path, ["answer", "q-1", "x"])).toEqual({
-    code: 1, stdout: "", stderr: "error: no question 'q-1': no question has been asked in this project\nhint: agents ask with 'flow ask <task_id> <text>'\n",
+    code: 1,
+    stdout: "",
+    stderr: "error: no question 'q-1': no question has been asked in this project\nhint: agents ask with 'flow ask <task_id> <text>'\n",
   })
   expect(existsSync(dir.file(".flow"))).toBe(false)
   for (let i = 0; i < 3; i++) await flow(dir.path, ["ask", "setup", `question ${i}`])
   await flow(dir.path, ["answer", "q-1", "done"])
   expect(await flow(dir.path, ["answer", "q-7", "x"])).toEqual({
-    code: 1, stdout: "", stderr: "error: no question 'q-7'\nhint: did you mean 'q-2'? 'flow questions' lists the pending ones\n",
+    code: 1,
+    stdout: "",
+    stderr: "error: no question 'q-7'\nhint: did you mean 'q-2'? 'flow questions' lists the pending ones\n",
   })
   expect(await flow(dir.path, ["answer", "question-2", "x"])).toEqual({
-    code: 1, stdout: "", stderr: "error: no question 'question-2'\nhint: pending: q-2, q-3\n",
+    code: 1,
+    stdout: "",
+    stderr: "error: no question 'question-2'\nhint: pending: q-2, q-3\n",
   })
   const json = await flow(dir.path, ["answer", "q-99", "x", "--json"])
   expect(json.code).toBe(2) // answer has no --json flag: a usage error, reported as JSON on stderr
@@ -206,14 +222,20 @@ test.concurrent("a second answer is refused with the first shown, unless --force
     stdout: "",
     stderr: `error: q-1 was already answered by alice Ns ago: "REST"\nhint: a waiting agent may have read that answer already; pass --force to replace it\n`,
   })
-  expect(await flow(dir.path, ["answer", "q-1", "GraphQL", "--force"], { env: { USER: "bob" } })).toEqual({ code: 0, stdout: "Answered q-1 (task api-layer).\n", stderr: "" })
+  expect(await flow(dir.path, ["answer", "q-1", "GraphQL", "--force"], { env: { USER: "bob" } })).toEqual({
+    code: 0,
+    stdout: "Answered q-1 (task api-layer).\n",
+    stderr: "",
+  })
   const report = JSON.parse((await flow(dir.path, ["questions", "--all", "--json"])).stdout)
   expect(report.questions.map((q: Record<string, unknown>) => [q.answer, q.answered_by])).toEqual([["GraphQL", "bob"]])
 })
 
 test.concurrent("20 agents asking at once get 20 distinct ids, all listed", async () => {
   await using dir = await project()
-  const results = await Promise.all(Array.from({ length: 20 }, (_, i) => flow(dir.path, ["ask", "api-layer", `question ${i}`], { env: { FLOW_AGENT: `agent-${i}` } })))
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => flow(dir.path, ["ask", "api-layer", `question ${i}`], { env: { FLOW_AGENT: `agent-${i}` } })),
+  )
   for (const r of results) expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
   const ids = results.map((r) => r.stdout.trim())
   expect(new Set(ids).size).toBe(20)
@@ -226,6 +248,8 @@ test.concurrent("20 agents asking at once get 20 distinct ids, all listed", asyn
 })
 
 test("parseDuration reads whole numbers with units, largest first, and rejects anything else", () => {
-  expect(["90s", "30m", "2h", "1d", "1h30m", "1d2h3m4s"].map((t) => parseDuration(t, "--timeout"))).toEqual([90_000, 1_800_000, 7_200_000, 86_400_000, 5_400_000, 93_784_000])
+  expect(["90s", "30m", "2h", "1d", "1h30m", "1d2h3m4s"].map((t) => parseDuration(t, "--timeout"))).toEqual([
+    90_000, 1_800_000, 7_200_000, 86_400_000, 5_400_000, 93_784_000,
+  ])
   for (const bad of ["", "5", "5x", "30m1h", "1h 30m", "1h1h", "-1s", "1.5h"]) expect(() => parseDuration(bad, "--timeout")).toThrow("is not a duration")
 })

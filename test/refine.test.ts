@@ -75,9 +75,27 @@ test.concurrent("by default the plan is reviewed once it is not empty; --json gi
   expect(report).toEqual({
     file: dir.file("plan.md"),
     findings: [
-      { rule: "item-without-file", line: 7, message: "the work item 'Handle credit notes' in 1.1 CSV writer names no file or component", suggestion: "name the file or component it touches, so the agent knows where to work", change: null },
-      { rule: "section-without-items", line: 12, message: "section 1.2 Download button has no work items", suggestion: "list the work as bullets, each naming the files or components it touches", change: null },
-      { rule: "plan-shape", line: 17, message: "section 2.1 refers to '1.3', which is no section number or task id", suggestion: "did you mean '1.1'?", change: null },
+      {
+        rule: "item-without-file",
+        line: 7,
+        message: "the work item 'Handle credit notes' in 1.1 CSV writer names no file or component",
+        suggestion: "name the file or component it touches, so the agent knows where to work",
+        change: null,
+      },
+      {
+        rule: "section-without-items",
+        line: 12,
+        message: "section 1.2 Download button has no work items",
+        suggestion: "list the work as bullets, each naming the files or components it touches",
+        change: null,
+      },
+      {
+        rule: "plan-shape",
+        line: 17,
+        message: "section 2.1 refers to '1.3', which is no section number or task id",
+        suggestion: "did you mean '1.1'?",
+        change: null,
+      },
     ],
   })
   const text = await flow(dir.path, ["refine"])
@@ -89,8 +107,16 @@ test.concurrent("by default the plan is reviewed once it is not empty; --json gi
 
 test.concurrent("usage: refine prd|plan only; a missing file is an error", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n" })
-  expect(await flow(dir.path, ["refine", "tasks"])).toEqual({ code: 2, stdout: "", stderr: "error: refine what? 'tasks' is neither prd nor plan\nhint: usage: flow refine [prd|plan] [--apply] [--agent <name>] [--no-agent] [--json]\n" })
-  expect(await flow(dir.path, ["refine", "plan"])).toEqual({ code: 1, stdout: "", stderr: "error: plan.md does not exist\nhint: run 'flow plan' to write it from PRD.md\n" })
+  expect(await flow(dir.path, ["refine", "tasks"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: refine what? 'tasks' is neither prd nor plan\nhint: usage: flow refine [prd|plan] [--apply] [--agent <name>] [--no-agent] [--json]\n",
+  })
+  expect(await flow(dir.path, ["refine", "plan"])).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: "error: plan.md does not exist\nhint: run 'flow plan' to write it from PRD.md\n",
+  })
 })
 
 test.concurrent("in a terminal: accept, edit and skip findings; the changes are written with a backup, then the agent takes over", async () => {
@@ -171,9 +197,11 @@ test.concurrent("in a terminal: the plan review adds work items to an empty sect
     const screen = await t.waitFor("EXIT=0")
     expect(screen).toContain("No agent to talk it over with (--no-agent)")
   }
-  expect(dir.read("plan.md")).toBe(fixture("plan.md")
-    .replace("- Handle credit notes\n", "- Handle credit notes (`src/export/credit-notes.ts`)\n")
-    .replace("### 1.2 Download button\n", "### 1.2 Download button\n- src/ui/ExportButton.tsx calls the export endpoint\n"))
+  expect(dir.read("plan.md")).toBe(
+    fixture("plan.md")
+      .replace("- Handle credit notes\n", "- Handle credit notes (`src/export/credit-notes.ts`)\n")
+      .replace("### 1.2 Download button\n", "### 1.2 Download button\n- src/ui/ExportButton.tsx calls the export endpoint\n"),
+  )
   const edited = dir.read("plan.md")
   using t = await terminal(dir.path, ["refine", "plan"])
   await t.waitForPrompt("plan.md", FINDING)
@@ -201,14 +229,16 @@ Wrote PRD.md: 7 changes; the previous version is in PRD.md.bak
 `,
   })
   expect(dir.read("PRD.md.bak")).toBe(fixture("PRD.md"))
-  expect(dir.read("PRD.md")).toBe(fixture("PRD.md")
-    .replace("credit notes\n", "credit notes (target: <number and unit>)\n")
-    .replace("exports are fast\n", "exports are fast (target: <number and unit>)\n")
-    .replace("- finance signs", "- [ ] finance signs")
-    .replace("use?\n", "use?\n  - Answer: <who decides, by when>\n")
-    .concat("\n## Problem Statement\n<!-- The problem users have today, with evidence; not the solution. -->\n")
-    .concat("\n## Technical Constraints\n<!-- Must use, cannot use, integration points. -->\n")
-    .concat("\n## Out of Scope\n<!-- What this work will not do, each with the reason. -->\n"))
+  expect(dir.read("PRD.md")).toBe(
+    fixture("PRD.md")
+      .replace("credit notes\n", "credit notes (target: <number and unit>)\n")
+      .replace("exports are fast\n", "exports are fast (target: <number and unit>)\n")
+      .replace("- finance signs", "- [ ] finance signs")
+      .replace("use?\n", "use?\n  - Answer: <who decides, by when>\n")
+      .concat("\n## Problem Statement\n<!-- The problem users have today, with evidence; not the solution. -->\n")
+      .concat("\n## Technical Constraints\n<!-- Must use, cannot use, integration points. -->\n")
+      .concat("\n## Out of Scope\n<!-- What this work will not do, each with the reason. -->\n"),
+  )
   // Now only findings a person must write are left: applying again changes nothing, and the review says what.
   expect((await flow(dir.path, ["refine", "prd", "--apply"])).stdout).toBe("PRD.md is unchanged: no finding has a suggested change\n")
   expect((await flow(dir.path, ["refine", "prd"])).stdout).toBe(`PRD.md: 6 findings
@@ -238,7 +268,11 @@ Run 'flow refine prd' in a terminal to accept, edit or skip each finding.
 })
 
 test.concurrent("in a terminal, a CLI that takes no first prompt gets the prompt printed to paste", async () => {
-  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- `a.ts`\n", "flow.yaml": "agents:\n  - name: g\n    cli: goose\n" })
+  await using dir = await tempRepo({
+    "PRD.md": "# x\n",
+    "plan.md": "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- `a.ts`\n",
+    "flow.yaml": "agents:\n  - name: g\n    cli: goose\n",
+  })
   using t = await terminal(dir.path, ["refine"])
   const screen = await t.waitFor("EXIT=")
   expect(screen).toContain("The offline review found nothing to change.")

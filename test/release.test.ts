@@ -27,7 +27,12 @@ async function exec(argv: string[], cwd: string, env: Record<string, string>, st
   return { code, stdout, stderr }
 }
 const folder = (label: string) => mkdtempSync(join(work, `${label}-`))
-const npmEnv = () => ({ PATH: `${process.env.PATH}`, HOME: join(work, "npm-home"), npm_config_cache: join(work, "npm-cache"), npm_config_update_notifier: "false" })
+const npmEnv = () => ({
+  PATH: `${process.env.PATH}`,
+  HOME: join(work, "npm-home"),
+  npm_config_cache: join(work, "npm-cache"),
+  npm_config_update_notifier: "false",
+})
 const VERSION_LINE = new RegExp(`^flow ${pkg.version.replaceAll(".", "\\.")} \\(commit [0-9a-f]{12}(-dirty)?, ${target}\\)\\n$`)
 
 // It builds its own binary: the e2e pass against dist/flow (FLOW_BIN) would only build and test it again.
@@ -78,8 +83,11 @@ describe.skipIf(Boolean(process.env.FLOW_BIN))("release", () => {
   test("the tarballs installed with npm install -g --prefix, offline, give a working flow", async () => {
     const prefix = folder("prefix")
     // The platform package's tarball beside the main one: npm resolves the optional dependency to it, offline.
-    const installed = await exec(["npm", "install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund",
-      ...readdirSync(tarballs).map((t) => join(tarballs, t))], work, npmEnv())
+    const installed = await exec(
+      ["npm", "install", "-g", "--prefix", prefix, "--offline", "--no-audit", "--no-fund", ...readdirSync(tarballs).map((t) => join(tarballs, t))],
+      work,
+      npmEnv(),
+    )
     expect({ code: installed.code, stderr: installed.code ? installed.stderr : "" }).toEqual({ code: 0, stderr: "" })
     const version = await exec([join(prefix, "bin", "flow"), "--version"], folder("npm-run"), npmEnv())
     expect({ ...version, stdout: VERSION_LINE.test(version.stdout) ? "matches" : version.stdout }).toEqual({ code: 0, stdout: "matches", stderr: "" })
@@ -89,10 +97,14 @@ describe.skipIf(Boolean(process.env.FLOW_BIN))("release", () => {
 
   /** Serves `files` on loopback (port 0); what install.sh downloads from. */
   function serve(files: Record<string, Uint8Array | string>) {
-    return Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (req) => {
-      const file = files[new URL(req.url).pathname.slice(1)]
-      return file === undefined ? new Response("not found", { status: 404 }) : new Response(file)
-    } })
+    return Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch: (req) => {
+        const file = files[new URL(req.url).pathname.slice(1)]
+        return file === undefined ? new Response("not found", { status: 404 }) : new Response(file)
+      },
+    })
   }
 
   test("install.sh installs from a loopback server into --prefix, and refuses a binary whose checksum does not match", async () => {
@@ -105,8 +117,11 @@ describe.skipIf(Boolean(process.env.FLOW_BIN))("release", () => {
       using server = serve({ SHA256SUMS: sums, [name]: bytes })
       const prefix = join(folder("good"), "tools")
       const r = await run(server.url.href, prefix)
-      expect(r).toEqual({ code: 0, stderr: "",
-        stdout: `installed ${name} as ${prefix}/bin/flow\nnote: ${prefix}/bin is not on your PATH; add it, for example: export PATH="${prefix}/bin:$PATH"\n` })
+      expect(r).toEqual({
+        code: 0,
+        stderr: "",
+        stdout: `installed ${name} as ${prefix}/bin/flow\nnote: ${prefix}/bin is not on your PATH; add it, for example: export PATH="${prefix}/bin:$PATH"\n`,
+      })
       const version = await exec([join(prefix, "bin", "flow"), "--version"], home, { PATH, HOME: home })
       expect(VERSION_LINE.test(version.stdout)).toBe(true)
     }
@@ -117,14 +132,20 @@ describe.skipIf(Boolean(process.env.FLOW_BIN))("release", () => {
       const prefix = join(folder("bad"), "tools")
       const r = await run(server.url.href, prefix)
       const actual = createHash("sha256").update(tampered).digest("hex")
-      expect(r).toEqual({ code: 1, stdout: "",
-        stderr: `error: checksum mismatch for ${name}: SHA256SUMS says ${sums.slice(0, 64)}, the download is ${actual}\nhint: nothing was installed; try again, and report it if it persists\n` })
+      expect(r).toEqual({
+        code: 1,
+        stdout: "",
+        stderr: `error: checksum mismatch for ${name}: SHA256SUMS says ${sums.slice(0, 64)}, the download is ${actual}\nhint: nothing was installed; try again, and report it if it persists\n`,
+      })
       expect(existsSync(prefix)).toBe(false)
     }
     {
       using server = serve({ SHA256SUMS: sums.replace(target, "plan9-mips") })
       const r = await run(server.url.href, join(folder("none"), "tools"))
-      expect({ code: r.code, stderr: r.stderr.split("\n")[0] }).toEqual({ code: 1, stderr: `error: the release at ${server.url.href.replace(/\/$/, "")} has no flow for ${target}` })
+      expect({ code: r.code, stderr: r.stderr.split("\n")[0] }).toEqual({
+        code: 1,
+        stderr: `error: the release at ${server.url.href.replace(/\/$/, "")} has no flow for ${target}`,
+      })
     }
   })
 })

@@ -61,7 +61,9 @@ test.concurrent("reset of a done task removes completed_at; reset of a clean tod
   await using dir = await tempRepo({ "tasks.yaml": file })
   const after = await run(dir, ["reset", "a"], { stdout: "a: done → todo (reset)\n" })
   expect(after).toBe("tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n")
-  await unchanged(dir, async () => expect(await flow(dir.path, ["reset", "a"])).toEqual({ code: 0, stdout: "a is already todo; nothing to reset\n", stderr: "" }))
+  await unchanged(dir, async () =>
+    expect(await flow(dir.path, ["reset", "a"])).toEqual({ code: 0, stdout: "a is already todo; nothing to reset\n", stderr: "" }),
+  )
 })
 
 test.concurrent("reset --stuck resets only the in-progress tasks started longer ago than the threshold, in one write", async () => {
@@ -107,7 +109,11 @@ test.concurrent("reset --stuck --older-than takes a duration; with nothing stuck
   await using dir = await tempRepo({ "tasks.yaml": file })
   await unchanged(dir, async () => {
     expect(await flow(dir.path, ["reset", "--stuck"])).toEqual({ code: 0, stdout: "No stuck tasks (in progress longer than 2h).\n", stderr: "" })
-    expect(await flow(dir.path, ["reset", "--stuck", "--older-than", "1h30m"])).toEqual({ code: 0, stdout: "No stuck tasks (in progress longer than 1h 30m).\n", stderr: "" })
+    expect(await flow(dir.path, ["reset", "--stuck", "--older-than", "1h30m"])).toEqual({
+      code: 0,
+      stdout: "No stuck tasks (in progress longer than 1h 30m).\n",
+      stderr: "",
+    })
   })
   const after = await run(dir, ["reset", "--stuck", "--older-than", "45m"], { stdout: "a: in_progress → todo (in progress for 1h)\n" })
   expect(after).toBe("tasks:\n  - {id: a, title: A, status: todo, instructions: x}\n")

@@ -12,12 +12,14 @@ const lines = (text: string) => text.split("\n").map((t, i) => ({ n: i + 1, text
 
 test("changes refer to the original lines and keep their order when they land at the same place", () => {
   const text = "a\nb\nc\n"
-  expect(applyChanges(text, [
-    { at: 3, remove: 0, lines: ["x"] },
-    { at: 1, remove: 1, lines: ["B", "B2"] },
-    { at: 3, remove: 0, lines: ["y"] },
-    { at: 0, remove: 0, lines: ["top"] },
-  ])).toBe("top\na\nB\nB2\nc\nx\ny\n")
+  expect(
+    applyChanges(text, [
+      { at: 3, remove: 0, lines: ["x"] },
+      { at: 1, remove: 1, lines: ["B", "B2"] },
+      { at: 3, remove: 0, lines: ["y"] },
+      { at: 0, remove: 0, lines: ["top"] },
+    ]),
+  ).toBe("top\na\nB\nB2\nc\nx\ny\n")
   expect(applyChanges("no newline", [{ at: 1, remove: 0, lines: ["more"] }])).toBe("no newline\nmore\n")
 })
 
@@ -29,7 +31,9 @@ test("a work item names a thing when it has a code span, a path, a file name, a 
 })
 
 test("list items: bullets, numbers and checkboxes; wrapped text joined; nested lines and code blocks kept under their item", () => {
-  const items = listItems(lines("<!-- - not an item -->\n1. first\n   wrapped\n2. [x] second\n   - nested\n\n   ```yaml\n   - code\n   ```\nA paragraph.\n- third"))
+  const items = listItems(
+    lines("<!-- - not an item -->\n1. first\n   wrapped\n2. [x] second\n   - nested\n\n   ```yaml\n   - code\n   ```\nA paragraph.\n- third"),
+  )
   expect(items.map(({ line, text, checkbox, nested, end }) => ({ line, text, checkbox, nested, end }))).toEqual([
     { line: 2, text: "first wrapped", checkbox: undefined, nested: [], end: 3 },
     { line: 4, text: "second", checkbox: "done", nested: ["- nested", "```yaml", "- code", "```"], end: 9 },
@@ -38,8 +42,13 @@ test("list items: bullets, numbers and checkboxes; wrapped text joined; nested l
 })
 
 test("the skeleton's section titles drop requirement labels and keep the first clause", () => {
-  const prd = "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- `bin/x` prints the version. It is fast\n"
-  expect(planSkeleton(prd).text.split("\n").filter((l) => l.startsWith("### "))).toEqual([
+  const prd =
+    "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- `bin/x` prints the version. It is fast\n"
+  expect(
+    planSkeleton(prd)
+      .text.split("\n")
+      .filter((l) => l.startsWith("### ")),
+  ).toEqual([
     "### 1.1 A user can log in with e-mail",
     "### 1.2 P95 under 300 ms",
     "### 1.3 `bin/x` prints the version",
@@ -48,7 +57,8 @@ test("the skeleton's section titles drop requirement labels and keep the first c
 })
 
 test("the plan review skips acceptance lists, Depends on lines and code blocks when it looks for work items", () => {
-  const plan = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\nDepends on: none\n- `a.ts` does it\n```yaml\n- not: work\n```\n\nAcceptance:\n- it works\n"
+  const plan =
+    "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\nDepends on: none\n- `a.ts` does it\n```yaml\n- not: work\n```\n\nAcceptance:\n- it works\n"
   expect(reviewPlan(plan)).toEqual([])
 })
 
@@ -87,10 +97,21 @@ Must use Postgres 16.
 })
 
 test("a PRD with no sections gets every recommended one, the requirement groups inside Requirements", async () => {
-  const applied = applyChanges("# X\n", reviewPrd("# X\n").flatMap((f) => (f.change ? [f.change] : [])))
+  const applied = applyChanges(
+    "# X\n",
+    reviewPrd("# X\n").flatMap((f) => (f.change ? [f.change] : [])),
+  )
   expect(applied.split("\n").filter((l) => l.startsWith("#"))).toEqual([
-    "# X", "## Overview", "## Problem Statement", "## Requirements", "### Functional Requirements", "### Non-Functional Requirements",
-    "## Technical Constraints", "## Success Criteria", "## Out of Scope", "## Open Questions",
+    "# X",
+    "## Overview",
+    "## Problem Statement",
+    "## Requirements",
+    "### Functional Requirements",
+    "### Non-Functional Requirements",
+    "## Technical Constraints",
+    "## Success Criteria",
+    "## Out of Scope",
+    "## Open Questions",
   ])
 })
 
@@ -101,9 +122,18 @@ test("a plan without its title is told so at line 1", () => {
 })
 
 test("requirements written as headings with prose under them are sections of the skeleton", () => {
-  const prd = "# P\n\n## Requirements\n\n### Functional Requirements\n\n#### FR-1: Export\nA user exports a month as CSV in 2 s.\n\n#### FR-2: Import\nThe export reads back.\n"
+  const prd =
+    "# P\n\n## Requirements\n\n### Functional Requirements\n\n#### FR-1: Export\nA user exports a month as CSV in 2 s.\n\n#### FR-2: Import\nThe export reads back.\n"
   expect(planSkeleton(prd).text.split("\n").slice(4, 13)).toEqual([
-    "## Phase 1: Functional Requirements", "", "### 1.1 Export", "- FR-1: Export", "  A user exports a month as CSV in 2 s.", "", "### 1.2 Import", "- FR-2: Import", "  The export reads back.",
+    "## Phase 1: Functional Requirements",
+    "",
+    "### 1.1 Export",
+    "- FR-1: Export",
+    "  A user exports a month as CSV in 2 s.",
+    "",
+    "### 1.2 Import",
+    "- FR-2: Import",
+    "  The export reads back.",
   ])
 })
 
@@ -111,21 +141,32 @@ test("a byte order mark before the first heading changes nothing for the skeleto
   const prd = "# P\n\n## Requirements\n- FR-1: export in 2 s\n"
   const plan = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 One\n- `a.ts` does it\n"
   // JSON drops the findings' edit functions, which differ by identity.
-  const seen = (text: string, bom: string) => JSON.stringify({ skeleton: planSkeleton(bom + text).text, prd: reviewPrd(bom + text), plan: reviewPlan(bom + plan) })
+  const seen = (text: string, bom: string) =>
+    JSON.stringify({ skeleton: planSkeleton(bom + text).text, prd: reviewPrd(bom + text), plan: reviewPlan(bom + plan) })
   expect(seen(prd, "\uFEFF")).toBe(seen(prd, ""))
   expect(reviewPlan(`\uFEFF${plan}`)).toEqual([])
 })
 
 test("headings inside a multi-line HTML comment of the PRD are not requirement groups", () => {
   const prd = "# P\n\n## Requirements\n<!--\n### Example group\n- an example item\n-->\n- FR-1: export in 2 s\n"
-  expect(planSkeleton(prd).text.split("\n").filter((l) => l.startsWith("#"))).toEqual([
-    "# Implementation Plan", "## Phase 1: Requirements", "### 1.1 Export in 2 s", "## Phase 2: Acceptance", "### 2.1 Check the success criteria (checkpoint)",
+  expect(
+    planSkeleton(prd)
+      .text.split("\n")
+      .filter((l) => l.startsWith("#")),
+  ).toEqual([
+    "# Implementation Plan",
+    "## Phase 1: Requirements",
+    "### 1.1 Export in 2 s",
+    "## Phase 2: Acceptance",
+    "### 2.1 Check the success criteria (checkpoint)",
   ])
 })
 
 test("a prompt names at most 50 files of a folder and says how many more there are", () => {
   const designs = Array.from({ length: 53 }, (_, i) => `screens/s${String(i).padStart(2, "0")}.png`)
-  const line = planPrompt({ guidelines: false, designs, research: [] }).split("\n").find((l) => l.startsWith("Design files"))
+  const line = planPrompt({ guidelines: false, designs, research: [] })
+    .split("\n")
+    .find((l) => l.startsWith("Design files"))
   expect(line).toBe(`Design files in designs/: ${designs.slice(0, 50).join(", ")} and 3 more. Read the ones that matter.`)
 })
 

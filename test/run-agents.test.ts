@@ -16,7 +16,11 @@ function fakeAgents(dir: TempDir, cli: "claude" | "codex", env: Record<string, s
   dir.write("flow.yaml", `agents:\n  - name: ${cli}-a\n    cli: ${cli}\n`)
   return {
     env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`, FAKE_AGENT_RECORD: record, ...env },
-    launches: (): Launch[] => readFileSync(record, "utf8").trim().split("\n").map((l) => JSON.parse(l)),
+    launches: (): Launch[] =>
+      readFileSync(record, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
   }
 }
 
@@ -93,7 +97,12 @@ test.concurrent("claude: an agent that asks without --wait and exits is resumed 
     "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n",
   })
   const fake = fakeAgents(dir, "claude", { FAKE_AGENT_FOLLOW_PROMPT: "1", FAKE_AGENT_ASK_AND_EXIT: "Postgres or SQLite?" })
-  const proc = Bun.spawn([...flowArgv(), "run", "--agents", "1", "--cli", "claude"], { cwd: dir.path, env: { ...process.env, ...fake.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  const proc = Bun.spawn([...flowArgv(), "run", "--agents", "1", "--cli", "claude"], {
+    cwd: dir.path,
+    env: { ...process.env, ...fake.env, NO_COLOR: "1" },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
   const stdout = new Response(proc.stdout).text()
   let questions = ""
   for (let i = 0; i < 300 && !questions.includes("q-1"); i++) {
@@ -111,15 +120,21 @@ test.concurrent("claude: an agent that asks without --wait and exits is resumed 
   expect(out).not.toContain("retry")
   const [first, second] = fake.launches()
   expect(second).toMatchObject({ resumed: true, sessionId: first.sessionId })
-  expect(second.prompt).toStartWith("People answered the question you asked about task 'db':\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite, in .data/app.db\n\nContinue the task using this answer.\n")
+  expect(second.prompt).toStartWith(
+    "People answered the question you asked about task 'db':\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite, in .data/app.db\n\nContinue the task using this answer.\n",
+  )
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ db: "done" })
   expect(dir.read("tasks.yaml")).toContain("answer: SQLite, in .data/app.db")
   // The answered question is part of the task's full prompt from now on (flow prompt shows it too).
-  expect((await flow(dir.path, ["prompt", "db"])).stdout).toContain("## Questions already answered\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite, in .data/app.db\n")
+  expect((await flow(dir.path, ["prompt", "db"])).stdout).toContain(
+    "## Questions already answered\n\n- q-1: Postgres or SQLite?\n  Answer: SQLite, in .data/app.db\n",
+  )
 })
 
 test.concurrent("a run stopped while its agent waits for an answer: the next run waits too, then resumes the session with it", async () => {
-  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n" })
+  await using dir = await tempRepo({
+    "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n",
+  })
   const fake = fakeAgents(dir, "claude", { FAKE_AGENT_FOLLOW_PROMPT: "1", FAKE_AGENT_ASK_AND_EXIT: "Postgres or SQLite?" })
   const first = background(dir.path, ["run", "--agents", "1", "--cli", "claude"], fake.env)
   await first.waitFor("db: waiting for the answer to q-1")
@@ -157,7 +172,10 @@ test.concurrent("an agent that exits without done is resumed once, then its task
 test.concurrent("an agent that blocks its task and exits 0 leaves it blocked and unmerged", async () => {
   await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: stuck\n    title: Stuck\n    status: todo\n    instructions: Do it.\n" })
   const fake = fakeAgents(dir, "claude", {
-    FAKE_AGENT_COMMANDS: JSON.stringify([["sh", "-c", "echo half > half.txt && git add -A && git -c user.name=a -c user.email=a@a commit -qm half"], ["flow", "block", "stuck", "the API key is missing"]]),
+    FAKE_AGENT_COMMANDS: JSON.stringify([
+      ["sh", "-c", "echo half > half.txt && git add -A && git -c user.name=a -c user.email=a@a commit -qm half"],
+      ["flow", "block", "stuck", "the API key is missing"],
+    ]),
   })
   const r = await flow(dir.path, ["run"], { env: fake.env })
   expect(r.code).toBe(4)

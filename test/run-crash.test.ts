@@ -20,10 +20,18 @@ const statuses = (yaml: string): Record<string, string> =>
 async function project(n: number, sleep = "0.2"): Promise<{ dir: TempDir; log: string }> {
   const dir = await tempRepo({ ".gitignore": ".flow/\n" })
   const log = `${dir.path}.log`
-  dir.write("tasks.yaml", tasksYaml(Array.from({ length: n }, (_, i) => ({
-    id: `t${i}`, title: `Task ${i}`, status: "todo", ...(i >= 3 ? { depends_on: [`t${i - 3}`] } : {}),
-    instructions: sh(`sleep ${sleep}\necho t${i} > t${i}.txt\necho t${i} >> '${log}'`),
-  }))))
+  dir.write(
+    "tasks.yaml",
+    tasksYaml(
+      Array.from({ length: n }, (_, i) => ({
+        id: `t${i}`,
+        title: `Task ${i}`,
+        status: "todo",
+        ...(i >= 3 ? { depends_on: [`t${i - 3}`] } : {}),
+        instructions: sh(`sleep ${sleep}\necho t${i} > t${i}.txt\necho t${i} >> '${log}'`),
+      })),
+    ),
+  )
   await git(dir.path, ["add", "-A"])
   await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tasks"])
   return { dir, log }
@@ -109,9 +117,15 @@ test.concurrent("flow run | head -1: the closed pipe stops the run like Ctrl-C (
   const { dir, log } = await project(n, "5")
   await using _ = dir
   try {
-    const quoted = flowArgv().map((a) => `'${a}'`).join(" ")
-    const proc = Bun.spawn(["bash", "-c", `${quoted} run --agents 3 --cli script --headless | head -1; echo "exit \${PIPESTATUS[0]}"`],
-      { cwd: dir.path, env: { ...process.env, NO_COLOR: "1", FLOW_PROJECT: "" }, stdout: "pipe", stderr: "pipe" })
+    const quoted = flowArgv()
+      .map((a) => `'${a}'`)
+      .join(" ")
+    const proc = Bun.spawn(["bash", "-c", `${quoted} run --agents 3 --cli script --headless | head -1; echo "exit \${PIPESTATUS[0]}"`], {
+      cwd: dir.path,
+      env: { ...process.env, NO_COLOR: "1", FLOW_PROJECT: "" },
+      stdout: "pipe",
+      stderr: "pipe",
+    })
     const out = await new Response(proc.stdout).text()
     await proc.exited
     expect(out).toMatch(/^\S+ run: 3 tasks, agents script-1, script-2, script-3, merging into main\nexit 130\n$/)
@@ -164,10 +178,18 @@ test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last 
   await using dir = await tempRepo({ ".gitignore": ".flow/\n" })
   const saved = `${dir.path}.saved`
   // The first task's script breaks tasks.yaml as a half-saved edit would, keeping the good text aside.
-  dir.write("tasks.yaml", tasksYaml([
-    { id: "breaks", title: "Breaks", status: "todo", instructions: sh(`cp "$FLOW_PROJECT/tasks.yaml" '${saved}'\necho 'tasks: [' > "$FLOW_PROJECT/tasks.yaml"\necho x > x.txt`) },
-    { id: "next", title: "Next", status: "todo", depends_on: ["breaks"], instructions: sh("echo y > y.txt") },
-  ]))
+  dir.write(
+    "tasks.yaml",
+    tasksYaml([
+      {
+        id: "breaks",
+        title: "Breaks",
+        status: "todo",
+        instructions: sh(`cp "$FLOW_PROJECT/tasks.yaml" '${saved}'\necho 'tasks: [' > "$FLOW_PROJECT/tasks.yaml"\necho x > x.txt`),
+      },
+      { id: "next", title: "Next", status: "todo", depends_on: ["breaks"], instructions: sh("echo y > y.txt") },
+    ]),
+  )
   try {
     const run = background(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
     await run.waitFor("keeping the last valid view")

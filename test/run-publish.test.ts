@@ -34,20 +34,37 @@ test.concurrent("pull_request: each task's branch is pushed and gh opens a pull 
   const bin = mkdtempSync(join(tmpdir(), "flow-gh-"))
   try {
     const calls = join(bin, "calls.jsonl")
-    writeFileSync(join(bin, "gh"), `#!/usr/bin/env bun
+    writeFileSync(
+      join(bin, "gh"),
+      `#!/usr/bin/env bun
 const { appendFileSync } = require("node:fs")
 appendFileSync(${JSON.stringify(calls)}, JSON.stringify({ argv: process.argv.slice(2), prompt: process.env.GH_PROMPT_DISABLED }) + "\\n")
 const head = process.argv[process.argv.indexOf("--head") + 1]
 console.log("https://github.com/acme/shorty/pull/" + (head === "flow/api" ? 1 : 2))
-`)
+`,
+    )
     chmodSync(join(bin, "gh"), 0o755)
     const r = await flow(t.dir.path, ["run", "--agents", "1", "--cli", "script"], { env: { PATH: `${bin}:${process.env.PATH}` } })
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
     expect(r.stdout).toContain(" api: pull request https://github.com/acme/shorty/pull/1\n")
-    const argvs = readFileSync(calls, "utf8").trim().split("\n").map((l) => JSON.parse(l))
+    const argvs = readFileSync(calls, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
     expect(argvs).toContainEqual({
-      argv: ["pr", "create", "--base", "main", "--head", "flow/api", "--title", "api: The API", "--body",
-        "```sh\necho api > api.txt\n```\n\nAcceptance criteria:\n- api.txt exists\n\nTask `api`, done by script-1 (script) under `flow run`.", "--draft"],
+      argv: [
+        "pr",
+        "create",
+        "--base",
+        "main",
+        "--head",
+        "flow/api",
+        "--title",
+        "api: The API",
+        "--body",
+        "```sh\necho api > api.txt\n```\n\nAcceptance criteria:\n- api.txt exists\n\nTask `api`, done by script-1 (script) under `flow run`.",
+        "--draft",
+      ],
       prompt: "1",
     })
     expect(argvs).toHaveLength(2)
@@ -86,7 +103,8 @@ test.concurrent("push and pull_request into the same branch is a flow.yaml error
   expect(r).toEqual({
     code: 3,
     stdout: "",
-    stderr: "error: flow.yaml sets both 'push' and 'pull_request' into the merge target: every pull request would already be merged\n" +
+    stderr:
+      "error: flow.yaml sets both 'push' and 'pull_request' into the merge target: every pull request would already be merged\n" +
       "hint: open pull requests into another branch (pull_request: { base: main }) with merge_target an integration branch, or drop one of them\n",
   })
   expect(dir.read("tasks.yaml")).toBe(TASKS)
@@ -102,6 +120,7 @@ test.concurrent("push and pull_request into the same branch is a flow.yaml error
 
 test("credentials in URLs are masked in anything a push or gh prints", async () => {
   const { lastLines } = await import("../lib/run/publish")
-  expect(lastLines("remote: x\nfatal: unable to access 'https://bot:ghp_abc123@github.com/acme/x.git/': 403\n"))
-    .toBe("remote: x / fatal: unable to access 'https://***@github.com/acme/x.git/': 403")
+  expect(lastLines("remote: x\nfatal: unable to access 'https://bot:ghp_abc123@github.com/acme/x.git/': 403\n")).toBe(
+    "remote: x / fatal: unable to access 'https://***@github.com/acme/x.git/': 403",
+  )
 })

@@ -12,7 +12,10 @@ const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 test.concurrent("a command agent that cannot resume is retried with the whole task prompt, then the reminder; assigned is written", async () => {
   await using dir = await tempRepo({ ".gitignore": ".flow/\nprompts/\n" })
   // The agent records each prompt it gets; the first time it exits without 'flow done', the second it finishes.
-  dir.write("agent.sh", `n=$(ls "${dir.path}/prompts" 2>/dev/null | wc -l)\nmkdir -p "${dir.path}/prompts"\nprintf '%s' "$1" > "${dir.path}/prompts/$n"\n[ "$n" = 0 ] && exit 0\nflow done "$FLOW_TASK_ID"\n`)
+  dir.write(
+    "agent.sh",
+    `n=$(ls "${dir.path}/prompts" 2>/dev/null | wc -l)\nmkdir -p "${dir.path}/prompts"\nprintf '%s' "$1" > "${dir.path}/prompts/$n"\n[ "$n" = 0 ] && exit 0\nflow done "$FLOW_TASK_ID"\n`,
+  )
   dir.write("flow.yaml", `agents:\n  - name: cmd\n    cli: command\n    command: ["bash", "${dir.file("agent.sh")}", "{prompt}"]\n`)
   dir.write("tasks.yaml", tasksYaml([{ id: "api", title: "API", status: "todo", instructions: "Build the API." }]))
   const r = await flow(dir.path, ["run", "--headless"])
@@ -65,7 +68,10 @@ test.concurrent("what an agent starts in a session of its own dies with the run 
   // Like OpenCode's tools: `setsid` puts the sleep outside the agent's process group, so only the
   // environment (FLOW_RUN_ID) ties it to the run. Started once per run (the marker file is per run).
   const marker = `sleep ${(900 + Math.random() * 99).toFixed(6)}`
-  dir.write("tasks.yaml", tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh(`setsid -f ${marker} </dev/null >/dev/null 2>&1\nsleep 30`) }]))
+  dir.write(
+    "tasks.yaml",
+    tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh(`setsid -f ${marker} </dev/null >/dev/null 2>&1\nsleep 30`) }]),
+  )
   await git(dir.path, ["add", "-A"])
   await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qm", "tasks"])
   const waitForMarker = async () => {

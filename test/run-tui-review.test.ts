@@ -14,7 +14,8 @@ const TASKS = tasksYaml([
 ])
 const WAITING = "checkpoint waiting for review: review (c approves review, b blocks it with a reason)"
 
-const statusOf = async (dir: string, id: string) => (JSON.parse((await flow(dir, ["show", id, "--json"])).stdout) as { task: { status: string; ai_notes?: string[] } }).task
+const statusOf = async (dir: string, id: string) =>
+  (JSON.parse((await flow(dir, ["show", id, "--json"])).stdout) as { task: { status: string; ai_notes?: string[] } }).task
 
 test.concurrent("? shows the keys; c approves the waiting checkpoint and the run finishes", async () => {
   await using dir = await tempRepo({ "tasks.yaml": TASKS })

@@ -21,8 +21,20 @@ const gate = (name: string) => `while [ ! -e "$FLOW_PROJECT/${name}" ]; do sleep
 test.concurrent("in a terminal: agent panes with live output, the question queue, an answer typed on the screen; the summary stays after exit", async () => {
   await using dir = await tempRepo({
     "tasks.yaml": tasksYaml([
-      { id: "alpha", title: "Alpha work", status: "todo", instructions: sh(`echo "alpha line 1"\necho "alpha 漢字 line 2"\n${gate("alpha.go")}\necho done > alpha.txt`) },
-      { id: "beta", title: "Beta asks", status: "todo", instructions: sh(`echo "beta asks"\nanswer=$(flow ask --wait "$FLOW_TASK_ID" "Which colour should beta use?")\necho "beta got: $answer"\necho "$answer" > beta.txt`) },
+      {
+        id: "alpha",
+        title: "Alpha work",
+        status: "todo",
+        instructions: sh(`echo "alpha line 1"\necho "alpha 漢字 line 2"\n${gate("alpha.go")}\necho done > alpha.txt`),
+      },
+      {
+        id: "beta",
+        title: "Beta asks",
+        status: "todo",
+        instructions: sh(
+          `echo "beta asks"\nanswer=$(flow ask --wait "$FLOW_TASK_ID" "Which colour should beta use?")\necho "beta got: $answer"\necho "$answer" > beta.txt`,
+        ),
+      },
       { id: "gamma", title: "Gamma after alpha", status: "todo", depends_on: ["alpha"], instructions: sh(`echo "gamma line"\necho ok > gamma.txt`) },
     ]),
   })
@@ -59,7 +71,9 @@ test.concurrent("in a terminal: agent panes with live output, the question queue
 
 test.concurrent("q stops a run in progress: exit 130, the task stays in_progress, and the next run finishes it", async () => {
   await using dir = await tempRepo({
-    "tasks.yaml": tasksYaml([{ id: "slow", title: "Slow work", status: "todo", instructions: sh(`echo "slow started"\n${gate("slow.go")}\necho ok > slow.txt`) }]),
+    "tasks.yaml": tasksYaml([
+      { id: "slow", title: "Slow work", status: "todo", instructions: sh(`echo "slow started"\n${gate("slow.go")}\necho ok > slow.txt`) },
+    ]),
   })
   {
     using t = await terminal(dir.path, ["run", "--agents", "1", "--cli", "script"], {}, SIZE)
@@ -126,7 +140,16 @@ test("any size of screen draws: tiny windows, many agents, long titles keep stat
   view.tasks = new Map([["t", { title: "A very long title ".repeat(10), status: "in_progress", steps: [] }]])
   view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, new Date(0))
   for (let i = 0; i < 30; i++) view.apply({ type: "agent", taskId: "t", agent: "a-1", event: { type: "text", text: `line ${i}` } }, new Date(0))
-  view.questions = [1, 2].map((n) => ({ id: `q-${n}`, task_id: "t", agent: "a-1", text: `question ${n}?`, asked_at: "", answer: null, answered_at: null, answered_by: null }))
+  view.questions = [1, 2].map((n) => ({
+    id: `q-${n}`,
+    task_id: "t",
+    agent: "a-1",
+    text: `question ${n}?`,
+    asked_at: "",
+    answer: null,
+    answered_at: null,
+    answered_by: null,
+  }))
   for (const rows of [1, 2, 3, 4, 5, 8, 13, 18, 25, 40]) {
     for (const columns of [1, 10, 30, 60, 120]) {
       for (const focus of [undefined, "a-3"]) {
@@ -144,8 +167,15 @@ test("any size of screen draws: tiny windows, many agents, long titles keep stat
 
 test("raw input becomes keys, several per chunk: Ctrl-C, Esc, Tab, Enter, arrows, and characters beyond ASCII", () => {
   expect(parseKeys("a\x03\x1b\t\r\x7fé漢\x1b[A")).toEqual([
-    { name: "char", char: "a" }, { name: "ctrl-c" }, { name: "escape" }, { name: "tab" }, { name: "enter" }, { name: "backspace" },
-    { name: "char", char: "é" }, { name: "char", char: "漢" }, { name: "up" },
+    { name: "char", char: "a" },
+    { name: "ctrl-c" },
+    { name: "escape" },
+    { name: "tab" },
+    { name: "enter" },
+    { name: "backspace" },
+    { name: "char", char: "é" },
+    { name: "char", char: "漢" },
+    { name: "up" },
   ])
 })
 
@@ -161,7 +191,10 @@ test("the screen rewrites only the rows that changed and gives the terminal back
   const input: TtyInput = { setRawMode: (m) => modes.push(m), setEncoding: () => {}, resume: () => {}, pause: () => {}, on: () => {}, off: () => {} }
   const output: TtyOutput = { columns: 10, rows: 3, write: (s) => written.push(s), on: () => {}, off: () => {} }
   const screen = new Screen(input, output)
-  screen.open(() => {}, () => {})
+  screen.open(
+    () => {},
+    () => {},
+  )
   screen.draw(["one", "two"])
   screen.draw(["one", "2"])
   screen.close()

@@ -47,7 +47,11 @@ test.concurrent("flow demo builds the sample project and runs every task to done
     // flow agents: the three agents of flow.yaml, idle now, with the ten tasks they did between them.
     const agents = await flow(dir, ["agents", "--json"])
     const list = JSON.parse(agents.stdout).agents as { name: string; cli: string; current: null; completed: number }[]
-    expect(list.map((a) => [a.name, a.cli, a.current])).toEqual([["script-1", "script", null], ["script-2", "script", null], ["script-3", "script", null]])
+    expect(list.map((a) => [a.name, a.cli, a.current])).toEqual([
+      ["script-1", "script", null],
+      ["script-2", "script", null],
+      ["script-3", "script", null],
+    ])
     expect(list.reduce((n, a) => n + a.completed, 0)).toBe(10)
     const text = (await flow(dir, ["agents"])).stdout
     expect(text).toStartWith("Agents:\n  script-1 (script)\n    Current: none\n    Completed: ")
@@ -112,7 +116,10 @@ test.concurrent("a merge conflict blocks the task merged second, names the file,
 })
 
 test.concurrent("a merge refused by local changes in the target blocks the task with one sentence per fact; the log counts 1 task; agents says '1 tasks'", async () => {
-  await using dir = await tempRepo({ "a.txt": "a\n", "tasks.yaml": tasksYaml([{ id: "edit", title: "Edit", status: "todo", instructions: sh("echo b > a.txt\ngit add a.txt\ngit commit -qm b") }]) })
+  await using dir = await tempRepo({
+    "a.txt": "a\n",
+    "tasks.yaml": tasksYaml([{ id: "edit", title: "Edit", status: "todo", instructions: sh("echo b > a.txt\ngit add a.txt\ngit commit -qm b") }]),
+  })
   dir.write("a.txt", "local\n")
   const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
   expect(r.code).toBe(4)
@@ -144,11 +151,14 @@ test.concurrent("a run killed midway is resumed by the next: nothing lost, no fi
   await using dir = await tempRepo()
   const log = join(dir.path, "..", `${dir.path.split("/").pop()}-runs.log`)
   const step = (id: string, extra = "") => sh(`echo ${id} >> '${log}'\n${extra}echo ${id} > ${id}.txt`)
-  dir.write("tasks.yaml", tasksYaml([
-    { id: "a", title: "A", status: "todo", instructions: step("a") },
-    { id: "slow", title: "Slow", status: "todo", depends_on: ["a"], instructions: step("slow", "sleep 2\n") },
-    { id: "z", title: "Z", status: "todo", depends_on: ["slow"], instructions: step("z") },
-  ]))
+  dir.write(
+    "tasks.yaml",
+    tasksYaml([
+      { id: "a", title: "A", status: "todo", instructions: step("a") },
+      { id: "slow", title: "Slow", status: "todo", depends_on: ["a"], instructions: step("slow", "sleep 2\n") },
+      { id: "z", title: "Z", status: "todo", depends_on: ["slow"], instructions: step("z") },
+    ]),
+  )
   await git(dir.path, ["add", "-A"])
   await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "tasks"])
   try {
@@ -206,7 +216,9 @@ test.concurrent("run without agents is a usage error; an unknown cli is named wi
   const before = dir.read("tasks.yaml")
   const unknown = await flow(dir.path, ["run", "--cli", "scrpt"])
   expect(unknown.code).toBe(2)
-  expect(unknown.stderr).toBe("error: unknown agent cli 'scrpt' (known: script, claude, codex, gemini, opencode, cursor, copilot, goose, command)\nhint: did you mean 'script'?\n")
+  expect(unknown.stderr).toBe(
+    "error: unknown agent cli 'scrpt' (known: script, claude, codex, gemini, opencode, cursor, copilot, goose, command)\nhint: did you mean 'script'?\n",
+  )
   expect(dir.read("tasks.yaml")).toBe(before)
   expect(readdirSync(dir.path)).not.toContain(".flow")
 })
@@ -225,8 +237,11 @@ test.concurrent("flow repo worktree list and remove: uncommitted changes refused
   const unknown = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/nope"])
   expect(unknown).toEqual({ code: 1, stdout: "", stderr: "error: no worktree of . has branch 'flow/nope' checked out\nhint: worktrees: flow/wip\n" })
   expect((await flow(dir.path, ["repo", "worktree", "remove", "../elsewhere", "x"])).stderr).toContain("points outside the project folder")
-  expect(await flow(dir.path, ["repo", "worktree", "list", "repos/missing"])).toEqual({ code: 2, stdout: "",
-    stderr: `error: the folder repos/missing (${dir.path}/repos/missing) does not exist\nhint: <repo> is a folder relative to the project, as in a task's 'repo' field, or '.'\n` })
+  expect(await flow(dir.path, ["repo", "worktree", "list", "repos/missing"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: the folder repos/missing (${dir.path}/repos/missing) does not exist\nhint: <repo> is a folder relative to the project, as in a task's 'repo' field, or '.'\n`,
+  })
   expect((await flow(dir.path, ["repo", "worktree", "remove", "repos/missing", "flow/wip"])).code).toBe(2)
   const forced = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/wip", "--force"])
   expect(forced).toEqual({ code: 0, stderr: "", stdout: "Removed the worktree of flow/wip (.flow/worktrees/wip); the branch is kept.\n" })

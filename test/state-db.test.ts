@@ -35,7 +35,10 @@ test.concurrent("a database from a newer flow is refused with exit 3", async () 
   raw.close()
   const error = await openExistingState(project).catch((e) => e)
   expect(error).toBeInstanceOf(FlowError)
-  expect([error.exit, error.message]).toEqual([3, `${stateFile(project)} has schema version ${SCHEMA_VERSION + 1}, newer than this flow knows (${SCHEMA_VERSION})`])
+  expect([error.exit, error.message]).toEqual([
+    3,
+    `${stateFile(project)} has schema version ${SCHEMA_VERSION + 1}, newer than this flow knows (${SCHEMA_VERSION})`,
+  ])
 })
 
 test.concurrent("events: asks and answers are logged; append and since page by id", async () => {
@@ -61,7 +64,13 @@ test.concurrent("agents: upsert sets only the given fields, null clears, countCo
   await using dir = await tempRepo()
   using db = await openState(projectAt(dir.path))
   const strip = ({ updated_at, ...rest }: { updated_at: string }) => rest
-  expect(strip(await db.agents.upsert("claude", { cli: "claude", current_task: "api" }))).toEqual({ name: "claude", cli: "claude", current_task: "api", completed: 0, session_id: null })
+  expect(strip(await db.agents.upsert("claude", { cli: "claude", current_task: "api" }))).toEqual({
+    name: "claude",
+    cli: "claude",
+    current_task: "api",
+    completed: 0,
+    session_id: null,
+  })
   await db.agents.upsert("claude", { session_id: "s-1" })
   expect(await db.agents.countCompleted("claude")).toBe(1)
   expect(await db.agents.countCompleted("codex")).toBe(1)

@@ -38,10 +38,10 @@ test.concurrent("done sets completed_at and promotes only the todo dependents wh
   const after = await run(dir, ["done", "setup"], { stdout: "setup: in_progress → done\napi: todo → ready_for_agent (dependencies done)\n" })
   // web still waits for api; docs is blocked, not todo, so it stays blocked.
   expect(stamped(after)).toBe(
-    GRAPH.replace("status: in_progress\n    instructions: Make the repo.\n", "status: done\n    instructions: Make the repo.\n    completed_at: <now>\n").replace(
-      "    status: todo\n    depends_on: [setup]   # flow style",
-      "    status: ready_for_agent\n    depends_on: [setup]   # flow style",
-    ),
+    GRAPH.replace(
+      "status: in_progress\n    instructions: Make the repo.\n",
+      "status: done\n    instructions: Make the repo.\n    completed_at: <now>\n",
+    ).replace("    status: todo\n    depends_on: [setup]   # flow style", "    status: ready_for_agent\n    depends_on: [setup]   # flow style"),
   )
   const second = await run(dir, ["done", "api"], { stdout: "api: ready_for_agent → done\nweb: todo → ready_for_agent (dependencies done)\n" })
   expect(stamped(second)).toContain("      Keep it small.\n    completed_at: <now>\n  - id: web\n    title: Web\n    status: ready_for_agent\n")
@@ -61,8 +61,16 @@ test.concurrent("start sets started_at, warns about unfinished dependencies on s
     ),
   )
   // An old started_at is replaced, not duplicated: it measures the latest start.
-  dir.write("tasks.yaml", after.replace(/started_at: \S+/, "started_at: 2020-01-01T00:00:00Z").replace("status: in_progress\n    depends_on:\n      - setup", "status: blocked\n    depends_on:\n      - setup"))
-  const again = await run(dir, ["start", "web"], { stdout: "web: blocked → in_progress\n", stderr: "warning: web depends on setup (todo), api (todo), not done yet; started anyway\n" })
+  dir.write(
+    "tasks.yaml",
+    after
+      .replace(/started_at: \S+/, "started_at: 2020-01-01T00:00:00Z")
+      .replace("status: in_progress\n    depends_on:\n      - setup", "status: blocked\n    depends_on:\n      - setup"),
+  )
+  const again = await run(dir, ["start", "web"], {
+    stdout: "web: blocked → in_progress\n",
+    stderr: "warning: web depends on setup (todo), api (todo), not done yet; started anyway\n",
+  })
   expect(again).not.toContain("2020-01-01")
   expect(again.match(/started_at: (\S+)/)![1]).toMatch(STAMP)
 })
@@ -91,8 +99,15 @@ test.concurrent("todo on its own leaves the task todo even when its dependencies
 
 test.concurrent("block appends the reason to ai_notes; a reason for a task already blocked is still recorded", async () => {
   await using dir = await tempRepo({ "tasks.yaml": GRAPH })
-  const after = await run(dir, ["block", "setup", "tests", "fail", "on", "CI"], { stdout: "setup: in_progress → blocked\nsetup: added the note 'Blocked: tests fail on CI'\n" })
-  expect(after).toBe(GRAPH.replace("status: in_progress\n    instructions: Make the repo.\n", "status: blocked\n    instructions: Make the repo.\n    ai_notes:\n      - \"Blocked: tests fail on CI\"\n"))
+  const after = await run(dir, ["block", "setup", "tests", "fail", "on", "CI"], {
+    stdout: "setup: in_progress → blocked\nsetup: added the note 'Blocked: tests fail on CI'\n",
+  })
+  expect(after).toBe(
+    GRAPH.replace(
+      "status: in_progress\n    instructions: Make the repo.\n",
+      'status: blocked\n    instructions: Make the repo.\n    ai_notes:\n      - "Blocked: tests fail on CI"\n',
+    ),
+  )
   const again = await run(dir, ["block", "setup", "still failing"], { stdout: "setup is already blocked; added the note 'Blocked: still failing'\n" })
   expect(again).toBe(after.replace('      - "Blocked: tests fail on CI"\n', '      - "Blocked: tests fail on CI"\n      - "Blocked: still failing"\n'))
 })
@@ -100,7 +115,11 @@ test.concurrent("block appends the reason to ai_notes; a reason for a task alrea
 test.concurrent("a verb on a task already in that status says so and writes nothing", async () => {
   await using dir = await tempRepo({ "tasks.yaml": GRAPH })
   await unchanged(dir, async () => {
-    for (const [verb, id, status] of [["start", "setup", "in_progress"], ["todo", "api", "todo"], ["block", "docs", "blocked"]]) {
+    for (const [verb, id, status] of [
+      ["start", "setup", "in_progress"],
+      ["todo", "api", "todo"],
+      ["block", "docs", "blocked"],
+    ]) {
       expect(await flow(dir.path, [verb, id])).toEqual({ code: 0, stdout: `${id} is already ${status}\n`, stderr: "" })
     }
   })
@@ -224,7 +243,12 @@ test.concurrent("a checkpoint parent is not completed by its subtasks: it waits 
     stdout: "review-a: in_progress → done\n",
     stderr: "note: review: all subtasks done; it is a checkpoint, so it waits for review: run 'flow done review' to accept it\n",
   })
-  expect(stamped(after)).toBe(file.replace("{id: review-a, title: A, status: in_progress, instructions: a}", "{id: review-a, title: A, status: done, instructions: a, completed_at: <now>}"))
+  expect(stamped(after)).toBe(
+    file.replace(
+      "{id: review-a, title: A, status: in_progress, instructions: a}",
+      "{id: review-a, title: A, status: done, instructions: a, completed_at: <now>}",
+    ),
+  )
 })
 
 test.concurrent("an unknown task id exits 1 naming the closest id, and the file is untouched", async () => {
@@ -235,14 +259,16 @@ test.concurrent("an unknown task id exits 1 naming the closest id, and the file 
 })
 
 test.concurrent("a step id given to a status verb points to the step command, not to a near task id", async () => {
-  await using dir = await tempRepo({ "tasks.yaml": `tasks:
+  await using dir = await tempRepo({
+    "tasks.yaml": `tasks:
   - id: st
     title: Stepped
     status: in_progress
     steps:
       - {id: st.1, instruction: One, status: done}
       - {id: st.2, instruction: Two, status: in_progress}
-` })
+`,
+  })
   await refused(dir, ["done", "st.2"], 1, "error: 'st.2' is a step of task 'st', not a task\nhint: run 'flow step done st.2'\n")
   await refused(dir, ["start", "st.2"], 1, "error: 'st.2' is a step of task 'st', not a task\nhint: run 'flow step start st.2'\n")
   await refused(dir, ["block", "st.2"], 1, "error: 'st.2' is a step of task 'st', not a task\nhint: run 'flow block st' for the whole task\n")

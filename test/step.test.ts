@@ -42,7 +42,9 @@ test.concurrent("step start starts the step and its task in one write, warning a
       .replace("          - one test per model\n", "          - one test per model\n        status: in_progress\n        started_at: <now>\n")
       .replace("        instruction: Write the tests.\n", "        instruction: Write the tests.\n    started_at: <now>\n"),
   )
-  await unchanged(dir, async () => expect(await flow(dir.path, ["step", "start", "api.1"])).toEqual({ code: 0, stdout: "api.1 is already in_progress\n", stderr: "" }))
+  await unchanged(dir, async () =>
+    expect(await flow(dir.path, ["step", "start", "api.1"])).toEqual({ code: 0, stdout: "api.1 is already in_progress\n", stderr: "" }),
+  )
 })
 
 test.concurrent("steps run in order: starting or finishing a step before the earlier ones are done is refused", async () => {
@@ -62,7 +64,10 @@ test.concurrent("step done completes steps in order; from pending once the earli
   })
   expect(stamped(after)).toBe(
     FILE.replace("status: ready_for_agent", "status: in_progress")
-      .replace("          - one test per model\n", "          - one test per model\n        status: done\n        started_at: <now>\n        completed_at: <now>\n")
+      .replace(
+        "          - one test per model\n",
+        "          - one test per model\n        status: done\n        started_at: <now>\n        completed_at: <now>\n",
+      )
       .replace("        status: pending\n", "        status: done\n        completed_at: <now>\n")
       .replace("        instruction: Write the tests.\n", "        instruction: Write the tests.\n        status: done\n        completed_at: <now>\n"),
   )
@@ -80,16 +85,22 @@ test.concurrent("step show prints the current step; step list prints every step 
   await using dir = await tempRepo({ "tasks.yaml": FILE })
   expect(await flow(dir.path, ["step", "show", "api"])).toEqual({
     code: 0,
-    stdout: "Step: api.1 (pending)\nTask: api\nProgress: 0 of 3 steps done\nInstruction:\n  Write the models.\n  Keep them small.\nAcceptance Criteria:\n  - models compile\n  - one test per model\n",
+    stdout:
+      "Step: api.1 (pending)\nTask: api\nProgress: 0 of 3 steps done\nInstruction:\n  Write the models.\n  Keep them small.\nAcceptance Criteria:\n  - models compile\n  - one test per model\n",
     stderr: "",
   })
   await run(dir, ["step", "done", "api.1"], { stdout: "api.1: pending → done\n" })
-  await run(dir, ["step", "start", "api.2"], { stdout: "api.2: pending → in_progress\napi: ready_for_agent → in_progress (step api.2 started)\n", stderr: "warning: api depends on setup (todo), not done yet; started anyway\n" })
+  await run(dir, ["step", "start", "api.2"], {
+    stdout: "api.2: pending → in_progress\napi: ready_for_agent → in_progress (step api.2 started)\n",
+    stderr: "warning: api depends on setup (todo), not done yet; started anyway\n",
+  })
   const shown = await flow(dir.path, ["step", "show", "api"])
-  expect(shown.stdout).toMatch(/^Step: api\.2 \(in_progress\)\nTask: api\nProgress: 1 of 3 steps done\nStarted: \S+Z\nInstruction:\n  Write the routes\.\n$/)
+  expect(shown.stdout).toMatch(/^Step: api\.2 \(in_progress\)\nTask: api\nProgress: 1 of 3 steps done\nStarted: \S+Z\nInstruction:\n {2}Write the routes\.\n$/)
   const listed = await flow(dir.path, ["step", "list", "api"])
   expect(listed.code).toBe(0)
-  expect(listed.stdout.replace(/\d{4}-\S+Z/g, "<t>")).toBe("[done] api.1 Write the models.  completed <t>\n[in_progress] api.2 Write the routes.  started <t>\n[pending] api.3 Write the tests.\n")
+  expect(listed.stdout.replace(/\d{4}-\S+Z/g, "<t>")).toBe(
+    "[done] api.1 Write the models.  completed <t>\n[in_progress] api.2 Write the routes.  started <t>\n[pending] api.3 Write the tests.\n",
+  )
 })
 
 test.concurrent("step show and list --json print the documented shapes", async () => {
@@ -104,7 +115,13 @@ test.concurrent("step show and list --json print the documented shapes", async (
   expect({ ...listed, steps: listed.steps.map((s: { completed_at?: string }) => ({ ...s, completed_at: s.completed_at && "<t>" })) }).toEqual({
     task_id: "api",
     steps: [
-      { id: "api.1", status: "done", instruction: "Write the models.\nKeep them small.\n", acceptance_criteria: ["models compile", "one test per model"], completed_at: "<t>" },
+      {
+        id: "api.1",
+        status: "done",
+        instruction: "Write the models.\nKeep them small.\n",
+        acceptance_criteria: ["models compile", "one test per model"],
+        completed_at: "<t>",
+      },
       { id: "api.2", status: "pending", instruction: "Write the routes." },
       { id: "api.3", status: "pending", instruction: "Write the tests." },
     ],
@@ -117,7 +134,11 @@ test.concurrent("all steps done, and a task without steps", async () => {
   expect(await flow(dir.path, ["step", "show", "a"])).toEqual({ code: 0, stdout: "All 1 steps of a are done.\n", stderr: "" })
   expect(JSON.parse((await flow(dir.path, ["step", "show", "a", "--json"])).stdout)).toEqual({ task_id: "a", done: 1, total: 1, current: null })
   for (const sub of ["show", "list"]) {
-    expect(await flow(dir.path, ["step", sub, "b"])).toEqual({ code: 1, stdout: "", stderr: "error: task 'b' has no steps\nhint: its work is described by its instructions: run 'flow show b'\n" })
+    expect(await flow(dir.path, ["step", sub, "b"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "error: task 'b' has no steps\nhint: its work is described by its instructions: run 'flow show b'\n",
+    })
   }
 })
 
@@ -137,7 +158,12 @@ test.concurrent("step usage errors exit 2; flow step --help lists the subcommand
   await refused(dir, ["step", "start"], 2, "error: missing <step_id>\nhint: usage: flow step start <step_id>\n")
   await refused(dir, ["step", "list", "api", "x"], 2, "error: unexpected argument 'x'\nhint: usage: flow step list <task_id> [--json]\n")
   // With --json on the line, errors are JSON on stderr too.
-  await refused(dir, ["step", "done", "api.1", "--json"], 2, `${JSON.stringify({ error: "--json works with 'flow step show' and 'flow step list', not 'flow step done'", exit: 2 })}\n`)
+  await refused(
+    dir,
+    ["step", "done", "api.1", "--json"],
+    2,
+    `${JSON.stringify({ error: "--json works with 'flow step show' and 'flow step list', not 'flow step done'", exit: 2 })}\n`,
+  )
   const help = await flow(dir.path, ["step", "--help"])
   expect(help.code).toBe(0)
   for (const sub of ["start <step_id>", "done <step_id>", "show <task_id>", "list <task_id>"]) expect(help.stdout).toContain(`\n  ${sub}  `)
@@ -146,6 +172,9 @@ test.concurrent("step usage errors exit 2; flow step --help lists the subcommand
 test.concurrent("starting a step of a blocked task starts the step and leaves the task blocked, with a warning", async () => {
   const file = "tasks:\n  - id: a\n    title: A\n    status: blocked\n    steps:\n      - {id: a.1, instruction: one}\n"
   await using dir = await tempRepo({ "tasks.yaml": file })
-  const after = await run(dir, ["step", "start", "a.1"], { stdout: "a.1: pending → in_progress\n", stderr: "warning: task a is blocked; its status was left as it is\n" })
+  const after = await run(dir, ["step", "start", "a.1"], {
+    stdout: "a.1: pending → in_progress\n",
+    stderr: "warning: task a is blocked; its status was left as it is\n",
+  })
   expect(stamped(after)).toBe(file.replace("{id: a.1, instruction: one}", "{id: a.1, instruction: one, status: in_progress, started_at: <now>}"))
 })

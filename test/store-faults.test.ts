@@ -19,7 +19,11 @@ async function deadPid(): Promise<number> {
   return p.pid
 }
 
-for (const [name, content] of [["empty", ""], ["garbage", "\x00\x00not json{"], ["half-written", '{"pid": 12']] as const) {
+for (const [name, content] of [
+  ["empty", ""],
+  ["garbage", "\x00\x00not json{"],
+  ["half-written", '{"pid": 12'],
+] as const) {
   test.concurrent(`a lock file left ${name} is taken over and the write succeeds`, async () => {
     await using dir = await tempRepo({ "tasks.yaml": TASKS })
     staleLock(dir.file("tasks.yaml.lock"), content)
@@ -71,7 +75,9 @@ test.concurrent("a read-only tasks.yaml (0444) is refused with a clear error and
   const before = statSync(dir.file("tasks.yaml"))
   const r = await flow(dir.path, ["done", "a"])
   expect(r.code).toBe(1)
-  expect(r.stderr).toMatch(/^error: \S+tasks.yaml is read-only \(mode 0444\): flow does not replace a file that may not be written\nhint: make it writable \(chmod u\+w \S+\) if the change is meant, then try again\n$/)
+  expect(r.stderr).toMatch(
+    /^error: \S+tasks.yaml is read-only \(mode 0444\): flow does not replace a file that may not be written\nhint: make it writable \(chmod u\+w \S+\) if the change is meant, then try again\n$/,
+  )
   const after = statSync(dir.file("tasks.yaml"))
   expect([after.ino, after.mode, dir.read("tasks.yaml")]).toEqual([before.ino, before.mode, TASKS])
   expect(readdirSync(dir.path).filter((f) => f.startsWith("tasks.yaml."))).toEqual([])

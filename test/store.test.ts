@@ -41,7 +41,13 @@ tasks:
 
 test.concurrent("a note changes only the lines it adds; comments, quoting and layout survive byte for byte", async () => {
   await using dir = await tempRepo({ "tasks.yaml": COMMENTED })
-  for (const [id, text] of [["setup", "second: note # not a comment"], ["api-auth", 'say "hi"\nand more'], ["api-routes", "r1"], ["flowy", "f1"], ["api", "on api"]]) {
+  for (const [id, text] of [
+    ["setup", "second: note # not a comment"],
+    ["api-auth", 'say "hi"\nand more'],
+    ["api-routes", "r1"],
+    ["flowy", "f1"],
+    ["api", "on api"],
+  ]) {
     expect(await flow(dir.path, ["note", id, text])).toEqual({ code: 0, stdout: `Added a note to ${id}\n`, stderr: "" })
   }
   expect(dir.read("tasks.yaml")).toBe(`# Project tasks: edited by hand too
@@ -120,7 +126,11 @@ test.concurrent("waiting for a live lock ends with a message naming the holder, 
   try {
     const r = await flow(dir.path, ["note", "setup", "x"], { env: { FLOW_LOCK_TIMEOUT: "0.3" } })
     expect(r.code).toBe(1)
-    expect(r.stderr).toMatch(new RegExp(`^error: tasks.yaml is locked by process ${holder.pid} \\(hold-lock fixture\\) since \\S+; gave up after it held the lock for 0.3 s without progress\\nhint: if that process hangs, stop it \\(kill ${holder.pid}\\); if it is gone, delete \\S+tasks.yaml.lock; FLOW_LOCK_TIMEOUT \\(seconds\\) sets how long to wait\\n$`))
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^error: tasks.yaml is locked by process ${holder.pid} \\(hold-lock fixture\\) since \\S+; gave up after it held the lock for 0.3 s without progress\\nhint: if that process hangs, stop it \\(kill ${holder.pid}\\); if it is gone, delete \\S+tasks.yaml.lock; FLOW_LOCK_TIMEOUT \\(seconds\\) sets how long to wait\\n$`,
+      ),
+    )
     expect(dir.read("tasks.yaml")).toBe(COMMENTED)
   } finally {
     holder.kill()
@@ -133,7 +143,9 @@ test.concurrent("a file that does not parse is never written: the error names fi
   const r = await flow(dir.path, ["note", "a", "x"])
   expect(r.code).toBe(3)
   expect(r.stdout).toBe("")
-  expect(r.stderr).toMatch(/^error: tasks.yaml is invalid \(1 error, 0 warnings\); the first:\nERROR: YAML: .+\n  at \S+tasks.yaml:\d+:\d+\n +\d+ \| .*\n +\| +\^\n/)
+  expect(r.stderr).toMatch(
+    /^error: tasks.yaml is invalid \(1 error, 0 warnings\); the first:\nERROR: YAML: .+\n {2}at \S+tasks.yaml:\d+:\d+\n +\d+ \| .*\n +\| +\^\n/,
+  )
   expect(readFileSync(dir.file("tasks.yaml"), "utf8")).toBe(broken)
 })
 
@@ -149,6 +161,10 @@ test.concurrent("a file that fails validation is left untouched and the command 
 
 test.concurrent("an unknown task id names the closest one and writes nothing", async () => {
   await using dir = await tempRepo({ "tasks.yaml": COMMENTED })
-  expect(await flow(dir.path, ["note", "api-auht", "x"])).toEqual({ code: 1, stdout: "", stderr: "error: no task 'api-auht' in tasks.yaml\nhint: did you mean 'api-auth'?\n" })
+  expect(await flow(dir.path, ["note", "api-auht", "x"])).toEqual({
+    code: 1,
+    stdout: "",
+    stderr: "error: no task 'api-auht' in tasks.yaml\nhint: did you mean 'api-auth'?\n",
+  })
   expect(dir.read("tasks.yaml")).toBe(COMMENTED)
 })

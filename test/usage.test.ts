@@ -14,18 +14,33 @@ test("a report of session totals becomes the turn's usage: the difference from t
   const report = { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0369, totals: ["cost"] } as const
   // Nothing seen yet: the whole report is the turn's; only the fields reported as totals are remembered.
   const first = turnUsage(report, undefined, "claude", "s1")
-  expect(first).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0369 }, seen: { cli: "claude", session: "s1", costUsd: 0.0369 } })
+  expect(first).toEqual({
+    usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0369 },
+    seen: { cli: "claude", session: "s1", costUsd: 0.0369 },
+  })
   const second = turnUsage({ ...report, costUsd: 0.0492 }, first.seen, "claude", "s1")
-  expect(second).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0123 }, seen: { cli: "claude", session: "s1", costUsd: 0.0492 } })
+  expect(second).toEqual({
+    usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0123 },
+    seen: { cli: "claude", session: "s1", costUsd: 0.0492 },
+  })
   // A resumed session that got a new id carries its totals on: measured from the resumed one's.
-  expect(turnUsage({ ...report, costUsd: 0.06 }, second.seen, "claude", "s1-new", "s1")).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0108 }, seen: { cli: "claude", session: "s1-new", costUsd: 0.06 } })
+  expect(turnUsage({ ...report, costUsd: 0.06 }, second.seen, "claude", "s1-new", "s1")).toEqual({
+    usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.0108 },
+    seen: { cli: "claude", session: "s1-new", costUsd: 0.06 },
+  })
   // Another session, or another CLI, starts from nothing.
   expect(turnUsage({ ...report, costUsd: 0.05 }, second.seen, "claude", "s2").usage.costUsd).toBe(0.05)
   expect(turnUsage({ ...report, costUsd: 0.05 }, second.seen, "codex", "s1").usage.costUsd).toBe(0.05)
   // Below the last total: the CLI counted afresh, so the report is the turn's and becomes the new total.
-  expect(turnUsage({ ...report, costUsd: 0.01 }, second.seen, "claude", "s1")).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.01 }, seen: { cli: "claude", session: "s1", costUsd: 0.01 } })
+  expect(turnUsage({ ...report, costUsd: 0.01 }, second.seen, "claude", "s1")).toEqual({
+    usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0.01 },
+    seen: { cli: "claude", session: "s1", costUsd: 0.01 },
+  })
   // A zeroed total (a crash result) and an unchanged one add nothing, and the last total stays.
-  expect(turnUsage({ ...report, costUsd: 0 }, second.seen, "claude", "s1")).toEqual({ usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0 }, seen: second.seen })
+  expect(turnUsage({ ...report, costUsd: 0 }, second.seen, "claude", "s1")).toEqual({
+    usage: { type: "usage", inputTokens: 300, outputTokens: 30, costUsd: 0 },
+    seen: second.seen,
+  })
   expect(turnUsage({ ...report, costUsd: 0.0492 }, second.seen, "claude", "s1").usage.costUsd).toBe(0)
   // Tokens as totals (Codex); a report without totals passes as it is.
   const tokens = { type: "usage", inputTokens: 3000, outputTokens: 180, totals: ["tokens"] } as const
@@ -49,9 +64,16 @@ test("the totals last seen survive the process: a new meter on the same file sub
 
 test("claude: model_usage_since_last_result, when the CLI writes it, is the turn's cost (no subtraction needed)", () => {
   const line = JSON.stringify({
-    type: "result", subtype: "success", is_error: false, session_id: "s", total_cost_usd: 0.5,
+    type: "result",
+    subtype: "success",
+    is_error: false,
+    session_id: "s",
+    total_cost_usd: 0.5,
     usage: { input_tokens: 10, cache_creation_input_tokens: 20, cache_read_input_tokens: 30, output_tokens: 5 },
-    model_usage_since_last_result: { "claude-sonnet-4-5": { inputTokens: 10, outputTokens: 5, costUSD: 0.02 }, "claude-haiku-4-5": { inputTokens: 1, outputTokens: 1, costUSD: 0.001 } },
+    model_usage_since_last_result: {
+      "claude-sonnet-4-5": { inputTokens: 10, outputTokens: 5, costUSD: 0.02 },
+      "claude-haiku-4-5": { inputTokens: 1, outputTokens: 1, costUSD: 0.001 },
+    },
   })
   expect(adapterFor("claude").parseLine(line)).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, costUsd: 0.021 }])
   const none = JSON.parse(line)
@@ -64,7 +86,11 @@ test("usage as text: only what was reported, thousands separated; sums keep abse
   expect(usageText({ input_tokens: 10 })).toBe("tokens 10 in")
   expect(usageText({ cost_usd: 1.5 })).toBe("$1.5000")
   expect([usageText({}), usageText(null)]).toEqual([undefined, undefined])
-  expect([usageCell({ input_tokens: 1000, output_tokens: 290 }), usageCell({ input_tokens: 1, cost_usd: 0.25 }), usageCell(null)]).toEqual(["1,290 tok", "$0.2500", ""])
+  expect([usageCell({ input_tokens: 1000, output_tokens: 290 }), usageCell({ input_tokens: 1, cost_usd: 0.25 }), usageCell(null)]).toEqual([
+    "1,290 tok",
+    "$0.2500",
+    "",
+  ])
   expect(addUsage([{ input_tokens: 1, cost_usd: 0.1 }, null, { input_tokens: 2, cost_usd: 0.2 }])).toEqual({ input_tokens: 3, cost_usd: 0.3 })
   expect(addUsage([null, {}])).toBeNull()
 })
@@ -75,7 +101,12 @@ function fakeAgent(dir: TempDir, cli: "claude" | "codex", env: Record<string, st
   mkdirSync(bin, { recursive: true })
   symlinkSync(join(ROOT, "test", "fixtures", "fake-agents", `fake-${cli}.ts`), join(bin, cli))
   dir.write("flow.yaml", `agents:\n  - name: ${cli}-a\n    cli: ${cli}\n`)
-  return { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`, FAKE_AGENT_RECORD: join(bin, "launches.jsonl"), FAKE_AGENT_FOLLOW_PROMPT: "1", ...env }
+  return {
+    PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`,
+    FAKE_AGENT_RECORD: join(bin, "launches.jsonl"),
+    FAKE_AGENT_FOLLOW_PROMPT: "1",
+    ...env,
+  }
 }
 
 async function json<T>(dir: TempDir, args: string[]): Promise<T> {
@@ -85,7 +116,9 @@ async function json<T>(dir: TempDir, args: string[]): Promise<T> {
 }
 
 test.concurrent("claude: a session stopped and resumed in a new run counts each turn's cost once, per task, agent and run", async () => {
-  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n" })
+  await using dir = await tempRepo({
+    "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n",
+  })
   const env = fakeAgent(dir, "claude", { FAKE_AGENT_ASK_AND_EXIT: "Postgres or SQLite?" })
   // The fake reports total_cost_usd as Claude Code does: 0.0123 a turn, summed over the session.
   const first = background(dir.path, ["run", "--agents", "1", "--cli", "claude"], env)
@@ -107,18 +140,26 @@ test.concurrent("claude: a session stopped and resumed in a new run counts each 
   expect((await flow(dir.path, ["show", "db"])).stdout).toContain("\nUsage: tokens 200 in, 100 out, $0.0246\n")
   const agents = await json<AgentsReport>(dir, ["agents"])
   expect(AgentsReport(agents)).toEqual(agents)
-  expect(agents.agents.map((a) => [a.name, a.usage])).toEqual([["claude-a", null], ["claude-1", turn2]])
-  expect((await flow(dir.path, ["agents"])).stdout).toContain("  claude-1 (claude)\n    Current: none\n    Completed: 1 tasks\n    Usage: tokens 200 in, 100 out, $0.0246\n")
+  expect(agents.agents.map((a) => [a.name, a.usage])).toEqual([
+    ["claude-a", null],
+    ["claude-1", turn2],
+  ])
+  expect((await flow(dir.path, ["agents"])).stdout).toContain(
+    "  claude-1 (claude)\n    Current: none\n    Completed: 1 tasks\n    Usage: tokens 200 in, 100 out, $0.0246\n",
+  )
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
   expect(DashboardReport(dashboard)).toEqual(dashboard)
   // The last run is the second: it ran one turn.
   expect(dashboard.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: turn2 })
-  expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "100" } })).stdout).toContain("\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 200 in, 100 out, $0.0246\n")
+  expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "100" } })).stdout).toContain(
+    "\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 200 in, 100 out, $0.0246\n",
+  )
 })
 
 test.concurrent("codex: steps resume one thread whose token counts are cumulative; each turn counts its own", async () => {
   await using dir = await tempRepo({
-    "tasks.yaml": "tasks:\n  - id: api\n    title: API\n    status: todo\n    steps:\n      - id: api.1\n        instruction: Routes\n      - id: api.2\n        instruction: Errors\n",
+    "tasks.yaml":
+      "tasks:\n  - id: api\n    title: API\n    status: todo\n    steps:\n      - id: api.1\n        instruction: Routes\n      - id: api.2\n        instruction: Errors\n",
   })
   const env = fakeAgent(dir, "codex")
   const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "codex"], { env })
@@ -131,7 +172,9 @@ test.concurrent("codex: steps resume one thread whose token counts are cumulativ
 })
 
 test.concurrent("no usage recorded: null in every --json, and no Usage line in show, agents or the dashboard", async () => {
-  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: |\n      ```sh\n      flow done a\n      ```\n" })
+  await using dir = await tempRepo({
+    "tasks.yaml": "tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: |\n      ```sh\n      flow done a\n      ```\n",
+  })
   dir.write("flow.yaml", "agents:\n  - name: s\n    cli: script\n")
   expect((await flow(dir.path, ["run"])).code).toBe(0)
   expect((await json<ShowReport>(dir, ["show", "a"])).usage).toBeNull()

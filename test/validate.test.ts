@@ -210,8 +210,22 @@ test.concurrent("separate cycles are each reported once, and a task that only le
   expect(result.code).toBe(1)
   expect(result.stderr).toBe("")
   expect(report(result).findings).toEqual([
-    { severity: "error", message: "Circular dependency detected: a → b → a", task_id: "a", hint: "correct or remove one of these dependencies", line: 4, column: 67 },
-    { severity: "error", message: "Circular dependency detected: p → q → r → p", task_id: "p", hint: "correct or remove one of these dependencies", line: 8, column: 67 },
+    {
+      severity: "error",
+      message: "Circular dependency detected: a → b → a",
+      task_id: "a",
+      hint: "correct or remove one of these dependencies",
+      line: 4,
+      column: 67,
+    },
+    {
+      severity: "error",
+      message: "Circular dependency detected: p → q → r → p",
+      task_id: "p",
+      hint: "correct or remove one of these dependencies",
+      line: 8,
+      column: 67,
+    },
   ])
 })
 
@@ -904,10 +918,21 @@ test.concurrent("--json prints the whole report: errors and warnings with task i
       errors: 2,
       warnings: 1,
       findings: [
-        { severity: "error", message: "Task 'api-layer' depends on 'auth-service' which doesn't exist", task_id: "api-layer",
-          hint: "add the missing task or correct/remove the dependency", line: 6, column: 18 },
-        { severity: "warning", message: "Task 'api-layer' has unknown field 'priority' (kept as is; flow does not use it)", task_id: "api-layer",
-          line: 7, column: 5 },
+        {
+          severity: "error",
+          message: "Task 'api-layer' depends on 'auth-service' which doesn't exist",
+          task_id: "api-layer",
+          hint: "add the missing task or correct/remove the dependency",
+          line: 6,
+          column: 18,
+        },
+        {
+          severity: "warning",
+          message: "Task 'api-layer' has unknown field 'priority' (kept as is; flow does not use it)",
+          task_id: "api-layer",
+          line: 7,
+          column: 5,
+        },
         { severity: "error", message: "Task #2 is missing required field 'id'", line: 8, column: 5 },
       ],
     },
@@ -920,24 +945,40 @@ test.concurrent("--json: a finding without a position has no line or column; a s
     code: 1,
     stderr: "",
     tasks: 0,
-    findings: [{ severity: "error", message: "The file has no top-level 'tasks' list",
-      hint: "start the file with 'tasks:' followed by a list of tasks (run 'flow generate' to make one from plan.md)" }],
+    findings: [
+      {
+        severity: "error",
+        message: "The file has no top-level 'tasks' list",
+        hint: "start the file with 'tasks:' followed by a list of tasks (run 'flow generate' to make one from plan.md)",
+      },
+    ],
   })
   const broken = await validate("tasks:\n  - id: a\n    title A\n    status: todo\n", ["--json"])
   expect({ code: broken.code, findings: report(broken).findings }).toEqual({
     code: 1,
-    findings: [{ severity: "error", message: "YAML: Implicit keys need to be on a single line",
-      hint: "fix the YAML syntax at that position (indentation, a missing colon, or quotes around text with ': ')", line: 3, column: 5 }],
+    findings: [
+      {
+        severity: "error",
+        message: "YAML: Implicit keys need to be on a single line",
+        hint: "fix the YAML syntax at that position (indentation, a missing colon, or quotes around text with ': ')",
+        line: 3,
+        column: 5,
+      },
+    ],
   })
 })
 
 test.concurrent("usage errors exit 2 with nothing on stdout: an extra argument, an unknown flag", async () => {
   const yaml = "tasks: []\n"
   expect(await validate(yaml, ["extra-arg"])).toEqual({
-    code: 2, stdout: "", stderr: "error: unexpected argument 'extra-arg'\nhint: usage: flow validate [--json]\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: unexpected argument 'extra-arg'\nhint: usage: flow validate [--json]\n",
   })
   expect(await validate(yaml, ["--bogus"])).toEqual({
-    code: 2, stdout: "", stderr: "error: Unknown option '--bogus'\nhint: run 'flow validate --help' for its usage\n",
+    code: 2,
+    stdout: "",
+    stderr: "error: Unknown option '--bogus'\nhint: run 'flow validate --help' for its usage\n",
   })
 })
 
@@ -946,7 +987,9 @@ test.concurrent("with --json a usage error goes to stderr as an ErrorReport", as
   const error = JSON.parse(result.stderr)
   expect(StrictError(error) instanceof type.errors).toBe(false)
   expect({ code: result.code, stdout: result.stdout, error }).toEqual({
-    code: 2, stdout: "", error: { error: "Unknown option '--bogus'", hint: "run 'flow validate --help' for its usage", exit: 2 },
+    code: 2,
+    stdout: "",
+    error: { error: "Unknown option '--bogus'", hint: "run 'flow validate --help' for its usage", exit: 2 },
   })
 })
 
@@ -954,11 +997,15 @@ test.concurrent("a project without tasks.yaml exits 3 and says which file is mis
   await using dir = await tempRepo({ "PRD.md": "# P\n" })
   const tasks = join(realpathSync(dir.path), "tasks.yaml")
   expect(await flow(dir.path, ["validate"])).toEqual({
-    code: 3, stdout: "", stderr: `error: ${tasks} does not exist\nhint: run 'flow generate' to make it from plan.md\n`,
+    code: 3,
+    stdout: "",
+    stderr: `error: ${tasks} does not exist\nhint: run 'flow generate' to make it from plan.md\n`,
   })
   const json = await flow(dir.path, ["validate", "--json"])
   expect({ code: json.code, stdout: json.stdout, error: JSON.parse(json.stderr) }).toEqual({
-    code: 3, stdout: "", error: { error: `${tasks} does not exist`, hint: "run 'flow generate' to make it from plan.md", exit: 3 },
+    code: 3,
+    stdout: "",
+    error: { error: `${tasks} does not exist`, hint: "run 'flow generate' to make it from plan.md", exit: 3 },
   })
 })
 
@@ -983,7 +1030,10 @@ test.concurrent("a 10,000-task dependency chain validates with exit 0 and no rec
 
 test.concurrent("a 10,000-task cycle is reported once, with its whole path", async () => {
   const n = 10_000
-  const result = await validate(chainYaml(n, (i) => (i + n - 1) % n), ["--json"])
+  const result = await validate(
+    chainYaml(n, (i) => (i + n - 1) % n),
+    ["--json"],
+  )
   const path = ["t-0", ...Array.from({ length: n - 1 }, (_, k) => `t-${n - 1 - k}`), "t-0"]
   expect({ code: result.code, stderr: result.stderr, report: report(result) }).toEqual({
     code: 1,
@@ -995,8 +1045,16 @@ test.concurrent("a 10,000-task cycle is reported once, with its whole path", asy
       errors: 1,
       warnings: 0,
       // t-1's dependency on t-0 closes the cycle; t-1's depends_on is on line 11.
-      findings: [{ severity: "error", message: `Circular dependency detected: ${path.join(" → ")}`, task_id: "t-0",
-        hint: "correct or remove one of these dependencies", line: 11, column: 18 }],
+      findings: [
+        {
+          severity: "error",
+          message: `Circular dependency detected: ${path.join(" → ")}`,
+          task_id: "t-0",
+          hint: "correct or remove one of these dependencies",
+          line: 11,
+          column: 18,
+        },
+      ],
     },
   })
 })

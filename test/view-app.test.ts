@@ -46,7 +46,11 @@ async function serve(dir: TempDir) {
   // A browser always sends Host; app.request does not, so the helpers send what the browser would.
   const get = (path: string, headers: Record<string, string> = {}) => app.request(`${ORIGIN}${path}`, { headers: { host: HOST, ...headers } })
   const post = (path: string, body: unknown, headers: Record<string, string> = { [TOKEN_HEADER]: TOKEN, origin: ORIGIN }) =>
-    app.request(`${ORIGIN}${path}`, { method: "POST", headers: { host: HOST, "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) })
+    app.request(`${ORIGIN}${path}`, {
+      method: "POST",
+      headers: { host: HOST, "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    })
   return { model, app, get, post }
 }
 
@@ -60,7 +64,19 @@ test.concurrent("GET /api/tasks is flow list --json with every task, plus what t
   const body = await json(res)
   expect(ListReport(body)).toEqual(body) // the list shape, extra keys allowed
   expect(ViewTasksReport.onDeepUndeclaredKey("reject")(body)).toEqual(body)
-  const summary = (id: string, rest: object) => ({ id, phase: null, parent: null, depth: 0, depends_on: [], agent_name: null, checkpoint: false, validation_task_id: null, steps: { done: 0, total: 0 }, review: false, ...rest })
+  const summary = (id: string, rest: object) => ({
+    id,
+    phase: null,
+    parent: null,
+    depth: 0,
+    depends_on: [],
+    agent_name: null,
+    checkpoint: false,
+    validation_task_id: null,
+    steps: { done: 0, total: 0 },
+    review: false,
+    ...rest,
+  })
   expect(body).toEqual({
     version: 1,
     project: dir.path.split("/").pop(),
@@ -112,11 +128,17 @@ test.concurrent("a request for a foreign Host is refused; the page carries the t
   const { app, get } = await serve(dir)
   for (const host of ["evil.example:4321", "127.0.0.1:80", "localhost.evil.example"]) {
     const res = await get("/api/tasks", { host })
-    expect({ status: res.status, text: await res.text() }).toEqual({ status: 403, text: `flow view: refused a request for host '${host}': only http://127.0.0.1:4321 is served\n` })
+    expect({ status: res.status, text: await res.text() }).toEqual({
+      status: 403,
+      text: `flow view: refused a request for host '${host}': only http://127.0.0.1:4321 is served\n`,
+    })
   }
   // HTTP/1.0 allows a request without Host: it names no address, so it is refused too (not a 500).
   const bare = await app.request(`/api/tasks`)
-  expect({ status: bare.status, text: await bare.text() }).toEqual({ status: 403, text: "flow view: refused a request without a Host header: only http://127.0.0.1:4321 is served\n" })
+  expect({ status: bare.status, text: await bare.text() }).toEqual({
+    status: 403,
+    text: "flow view: refused a request without a Host header: only http://127.0.0.1:4321 is served\n",
+  })
   const page = await get("/")
   expect(page.status).toBe(200)
   expect(await page.text()).toContain(`<meta name="flow-token" content="${TOKEN}">`)
@@ -153,7 +175,8 @@ test.concurrent("GET /api/queue: [] before any run; then each target's candidate
   expect(await json(get("/api/queue"))).toEqual({ queue: [] })
   expect(existsSync(join(dir.path, ".flow", "state.db"))).toBe(false) // reading created nothing
   const db = await openState(projectAt(dir.path))
-  const q = (taskId: string, state: string, more: Record<string, unknown> = {}) => db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
+  const q = (taskId: string, state: string, more: Record<string, unknown> = {}) =>
+    db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
   await db.events.append({ kind: "run.start", data: {} })
   await q("setup", "waiting")
   await q("setup", "checking", { onTopOf: [] })
@@ -163,13 +186,15 @@ test.concurrent("GET /api/queue: [] before any run; then each target's candidate
   db.close()
   const report = await json(get("/api/queue"))
   expect(ViewQueueReport.onDeepUndeclaredKey("reject")(report)).toEqual({
-    queue: [{
-      target: "main",
-      candidates: [
-        { task: "api", state: "checking", reason: "on top of setup", on_top_of: ["setup"], seconds: null },
-        { task: "setup", state: "failed", reason: "the check failed (exit 1)", on_top_of: [], seconds: 1.5 },
-      ],
-    }],
+    queue: [
+      {
+        target: "main",
+        candidates: [
+          { task: "api", state: "checking", reason: "on top of setup", on_top_of: ["setup"], seconds: null },
+          { task: "setup", state: "failed", reason: "the check failed (exit 1)", on_top_of: [], seconds: 1.5 },
+        ],
+      },
+    ],
   })
   // The run ends with api still in line: it stays, with why it never landed; the failed one keeps its reason.
   const again = await openState(projectAt(dir.path))
@@ -222,7 +247,10 @@ test.concurrent("a checkpoint is accepted or blocked from the page; other tasks 
   const { post } = await serve(dir)
   const before = dir.read("tasks.yaml")
   expect((await post("/api/tasks/review/review", { decision: "done" }, { origin: ORIGIN })).status).toBe(403)
-  expect(await json(post("/api/tasks/review/review", { decision: "block" }))).toEqual({ error: "blocking a checkpoint needs a reason", hint: "say what the review found" })
+  expect(await json(post("/api/tasks/review/review", { decision: "block" }))).toEqual({
+    error: "blocking a checkpoint needs a reason",
+    hint: "say what the review found",
+  })
   expect(await json(post("/api/tasks/api-check/review", { decision: "done" }))).toEqual({
     error: "'api-check' is not a checkpoint",
     hint: "use 'flow done api-check' or 'flow block api-check' in a terminal",
@@ -230,7 +258,10 @@ test.concurrent("a checkpoint is accepted or blocked from the page; other tasks 
   expect(dir.read("tasks.yaml")).toBe(before)
   const blocked = await post("/api/tasks/review/review", { decision: "block", reason: "the login page is missing" })
   expect(await json(blocked)).toEqual({ changes: ["review: todo → blocked"] })
-  expect(JSON.parse((await flow(dir.path, ["show", "review", "--json"])).stdout).task).toMatchObject({ status: "blocked", ai_notes: ["Blocked: the login page is missing"] })
+  expect(JSON.parse((await flow(dir.path, ["show", "review", "--json"])).stdout).task).toMatchObject({
+    status: "blocked",
+    ai_notes: ["Blocked: the login page is missing"],
+  })
   const done = await post("/api/tasks/review/review", { decision: "done" })
   expect(await json(done)).toEqual({ changes: ["review: blocked → done"] })
 })
@@ -269,7 +300,9 @@ test.concurrent("a status change keeps the layout; a new dependency lays out aga
   expect(layout.phases.map((p: { phase: number }) => p.phase)).toEqual([1, 2])
   // A subtask's box lies inside its parent's.
   const [parent, child] = [layout.nodes.api, layout.nodes["api-auth"]]
-  expect(child.x > parent.x && child.y > parent.y && child.x + child.width < parent.x + parent.width && child.y + child.height < parent.y + parent.height).toBe(true)
+  expect(child.x > parent.x && child.y > parent.y && child.x + child.width < parent.x + parent.width && child.y + child.height < parent.y + parent.height).toBe(
+    true,
+  )
   expect(existsSync(join(dir.path, ".flow", "view-layout.json"))).toBe(true)
 
   expect((await flow(dir.path, ["done", "api-auth"])).code).toBe(0)

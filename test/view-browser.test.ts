@@ -15,7 +15,16 @@ import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpe
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const ARTIFACTS = join(ROOT, "test-artifacts")
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+]
 
 const TASKS = tasksYaml([
   { id: "setup", title: "Set up the repo", status: "done", phase: 1, instructions: "Create the repo." },
@@ -28,14 +37,40 @@ const TASKS = tasksYaml([
     instructions: "## Routes\n\nServe `GET /links` and **POST** /links.\n\n- validate input\n- return 201\n",
     acceptance_criteria: ["tests pass"],
   },
-  { id: "ui", title: "<img src=x onerror=alert(1)> UI", status: "todo", phase: 2, depends_on: ["api"], instructions: "<script>window.pwned = 1</script>\n\n[bad](javascript:alert(1)) [good](https://example.com/a?b=1&c=2)" },
+  {
+    id: "ui",
+    title: "<img src=x onerror=alert(1)> UI",
+    status: "todo",
+    phase: 2,
+    depends_on: ["api"],
+    instructions: "<script>window.pwned = 1</script>\n\n[bad](javascript:alert(1)) [good](https://example.com/a?b=1&c=2)",
+  },
   { id: "review", title: "Review the API", status: "todo", phase: 2, depends_on: ["setup"], checkpoint: true, instructions: "Look at it." },
   // Narrow boxes full of badges: the checkpoint flag must stay inside them (it waits on 'later', so no review yet).
   { id: "later", title: "Later", status: "todo", phase: 3, instructions: "x" },
   {
-    id: "ship", title: "Ship the release to every store", status: "todo", phase: 3, checkpoint: true, agent_name: "release-manager-bot", instructions: "x",
-    subtasks: [{ id: "ship-notes", title: "Release notes", status: "todo", depends_on: ["later"], checkpoint: true, agent_name: "a-rather-long-agent-name",
-      instructions: "x", steps: [{ id: "ship-notes.1", instruction: "a" }, { id: "ship-notes.2", instruction: "b" }] }],
+    id: "ship",
+    title: "Ship the release to every store",
+    status: "todo",
+    phase: 3,
+    checkpoint: true,
+    agent_name: "release-manager-bot",
+    instructions: "x",
+    subtasks: [
+      {
+        id: "ship-notes",
+        title: "Release notes",
+        status: "todo",
+        depends_on: ["later"],
+        checkpoint: true,
+        agent_name: "a-rather-long-agent-name",
+        instructions: "x",
+        steps: [
+          { id: "ship-notes.1", instruction: "a" },
+          { id: "ship-notes.2", instruction: "b" },
+        ],
+      },
+    ],
   },
 ])
 
@@ -129,7 +164,12 @@ test("texts from tasks.yaml are shown as text, never run as markup", async () =>
     "<p>&lt;script&gt;window.pwned = 1&lt;/script&gt;</p>\n" +
       '<p>[bad](javascript:alert(1)) <a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">good</a></p>',
   )
-  expect(await page.evaluate(() => [(globalThis as unknown as Win).document.querySelectorAll("#side img, #graph img, #side script").length, (globalThis as unknown as Win).pwned])).toEqual([0, undefined])
+  expect(
+    await page.evaluate(() => [
+      (globalThis as unknown as Win).document.querySelectorAll("#side img, #graph img, #side script").length,
+      (globalThis as unknown as Win).pwned,
+    ]),
+  ).toEqual([0, undefined])
 })
 
 test("flow done from the shell recolours the task without a reload, keeping selection, pan and zoom", async () => {
@@ -156,7 +196,11 @@ test("flow done from the shell recolours the task without a reload, keeping sele
 test("a validator set or changed in tasks.yaml moves its dashed arrow, with no new layout", async () => {
   const arrows = () => page.$$eval("#edges .edge.validates", (els) => els.map((e) => `${(e as unknown as El).dataset.from}>${(e as unknown as El).dataset.to}`))
   expect(await arrows()).toEqual([])
-  const setValidator = (id: string) => dir.write("tasks.yaml", dir.read("tasks.yaml").replace(/^(\s*)- id: api\n(?:\s*validation_task_id: \S+\n)?/m, `$1- id: api\n$1  validation_task_id: ${id}\n`))
+  const setValidator = (id: string) =>
+    dir.write(
+      "tasks.yaml",
+      dir.read("tasks.yaml").replace(/^(\s*)- id: api\n(?:\s*validation_task_id: \S+\n)?/m, `$1- id: api\n$1  validation_task_id: ${id}\n`),
+    )
   setValidator("review")
   await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelectorAll("#edges .edge.validates").length === 1)
   expect(await arrows()).toEqual(["api>review"])
@@ -190,14 +234,17 @@ test("usage an agent reports shows in the header and the open task's fields with
   await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#usage")?.textContent !== "")
   expect(await page.textContent("#usage")).toBe("last run tokens 1,200 in, 80 out, $0.0123; all runs tokens 1,200 in, 80 out, $0.0123")
   await page.waitForSelector("#details table.fields th:text-is('Usage')")
-  expect(await page.$$eval("#details table.fields tr", (rows) => rows.map((r) => (r as unknown as El).textContent).filter((t) => t?.startsWith("Usage")))).toEqual(["Usagetokens 1,200 in, 80 out, $0.0123"])
+  expect(
+    await page.$$eval("#details table.fields tr", (rows) => rows.map((r) => (r as unknown as El).textContent).filter((t) => t?.startsWith("Usage"))),
+  ).toEqual(["Usagetokens 1,200 in, 80 out, $0.0123"])
 })
 
 test("a run's merge queue shows in the side panel and as a badge on the task's box, without a reload", async () => {
   expect(await page.textContent("#queue")).toBe("")
   {
     using db = await openState(projectAt(dir.path))
-    const q = (taskId: string, state: string, more: Record<string, unknown> = {}) => db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
+    const q = (taskId: string, state: string, more: Record<string, unknown> = {}) =>
+      db.events.append({ kind: "queue", task_id: taskId, data: { taskId, target: "main", state, position: 1, ...more } })
     await q("api", "waiting")
     await q("ui", "waiting")
     await q("ui", "checking", { onTopOf: ["api"] })
@@ -250,9 +297,16 @@ test("a new flow view on the same port: the open page reloads itself, with the n
   await server.exited
   // Nothing changes while no server runs: the new one starts at the same version as the page has seen,
   // so only the server's instance tells the page that its token is dead.
-  server = Bun.spawn([...flowArgv(), "view", "--no-open", "--port", port], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  server = Bun.spawn([...flowArgv(), "view", "--no-open", "--port", port], {
+    cwd: dir.path,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
   expect(await firstLine(server.stdout as ReadableStream<Uint8Array>)).toBe(url)
-  await page.waitForFunction(() => (globalThis as unknown as Win).notReloaded === undefined && (globalThis as unknown as Win).document.querySelector("#live")?.textContent === "live")
+  await page.waitForFunction(
+    () => (globalThis as unknown as Win).notReloaded === undefined && (globalThis as unknown as Win).document.querySelector("#live")?.textContent === "live",
+  )
   expect((await flow(dir.path, ["ask", "ui", "Dark mode?"])).stdout).toBe("q-2\n")
   await page.waitForSelector('.card[data-question="q-2"]', { timeout: 60_000 })
   await page.fill('.card[data-question="q-2"] textarea', "yes")
@@ -275,6 +329,8 @@ test("a request naming a foreign Host is refused", async () => {
   })
   expect(res).toEqual({ status: 403, body: `flow view: refused a request for host 'rebind.example': only http://127.0.0.1:${port} is served\n` })
   // And from the page itself, a write without the token is refused too.
-  const status = await page.evaluate(async () => (await fetch("/api/tasks/review/review", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status)
+  const status = await page.evaluate(
+    async () => (await fetch("/api/tasks/review/review", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status,
+  )
   expect(status).toBe(403)
 })

@@ -3,7 +3,12 @@ import { flowArgv, type TempDir } from "./helpers"
 
 /** `flow view --no-open` left running; resolves with its address, stopped on dispose (Ctrl-C). */
 export async function startView(dir: TempDir, args: string[] = []) {
-  const proc = Bun.spawn([...flowArgv(), "view", "--no-open", ...args], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  const proc = Bun.spawn([...flowArgv(), "view", "--no-open", ...args], {
+    cwd: dir.path,
+    env: { ...process.env, NO_COLOR: "1" },
+    stdout: "pipe",
+    stderr: "pipe",
+  })
   const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
   let out = ""
   while (!out.includes("\n")) {

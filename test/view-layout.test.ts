@@ -24,7 +24,8 @@ test("a phase larger than MAX_BAND_TASKS is cut into parts, each depending only 
     { phase: null, part: 3, parts: 3, size: 600 - 2 * MAX_BAND_TASKS },
   ])
   const partOf = new Map(parts.flatMap((b) => b.tops.map((e) => [e.task.id, b.part] as const)))
-  for (const { task } of index.values()) for (const dep of task.depends_on ?? []) expect(partOf.get(dep) as number).toBeLessThanOrEqual(partOf.get(task.id) as number)
+  for (const { task } of index.values())
+    for (const dep of task.depends_on ?? []) expect(partOf.get(dep) as number).toBeLessThanOrEqual(partOf.get(task.id) as number)
 
   const layout = await computeLayout(index)
   expect(layout.phases.map((b) => b.part)).toEqual([1, 2, 3])
@@ -38,7 +39,15 @@ test("a phase larger than MAX_BAND_TASKS is cut into parts, each depending only 
 test("the layout key changes with structure only: statuses, titles and notes keep it", () => {
   const base: Task[] = [
     { id: "a", title: "A", status: "todo", instructions: "x", phase: 1 },
-    { id: "b", title: "B", status: "todo", instructions: "x", phase: 1, depends_on: ["a"], subtasks: [{ id: "b-1", title: "B1", status: "todo", instructions: "y" }] },
+    {
+      id: "b",
+      title: "B",
+      status: "todo",
+      instructions: "x",
+      phase: 1,
+      depends_on: ["a"],
+      subtasks: [{ id: "b-1", title: "B1", status: "todo", instructions: "y" }],
+    },
   ]
   const key = (tasks: Task[]) => layoutKey(indexTasks({ tasks }))
   const same = structuredClone(base)

@@ -13,7 +13,9 @@ test.concurrent("view prints its loopback address first, serves the page and the
   const page = await fetch(view.url)
   expect(page.status).toBe(200)
   expect(await page.text()).toContain('<script type="module" src="/app.js"></script>')
-  expect((await (await fetch(`${view.url}api/tasks`)).json() as { phases: { tasks: { id: string }[] }[] }).phases[0].tasks.map((t) => t.id)).toEqual(["setup"])
+  expect(((await (await fetch(`${view.url}api/tasks`)).json()) as { phases: { tasks: { id: string }[] }[] }).phases[0].tasks.map((t) => t.id)).toEqual([
+    "setup",
+  ])
   view.proc.kill("SIGINT")
   expect(await view.proc.exited).toBe(0)
   expect(await new Response(view.proc.stderr).text()).toBe(`flow view: serving ${dir.path} on ${view.url} (Ctrl-C to stop)\n`)
@@ -50,9 +52,17 @@ test.concurrent("a port in use is an error naming it, with exit 1", async () => 
 test.concurrent("bad arguments are usage errors; a missing or invalid tasks.yaml is exit 3, before anything is served", async () => {
   await using dir = await tempRepo({ "tasks.yaml": TASKS })
   for (const port of ["http", "", "1e3", "0x50", "65536"]) {
-    expect(await flow(dir.path, ["view", "--port", port])).toEqual({ code: 2, stdout: "", stderr: `error: --port must be a port number from 0 to 65535 (was '${port}')\n` })
+    expect(await flow(dir.path, ["view", "--port", port])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `error: --port must be a port number from 0 to 65535 (was '${port}')\n`,
+    })
   }
-  expect(await flow(dir.path, ["view", "graph"])).toEqual({ code: 2, stdout: "", stderr: "error: unexpected argument 'graph'\nhint: usage: flow view [--port <n>] [--no-open]\n" })
+  expect(await flow(dir.path, ["view", "graph"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: unexpected argument 'graph'\nhint: usage: flow view [--port <n>] [--no-open]\n",
+  })
   await using empty = await tempRepo({ "PRD.md": "# x\n" })
   const missing = await flow(empty.path, ["view", "--no-open"])
   expect({ code: missing.code, stdout: missing.stdout }).toEqual({ code: 3, stdout: "" })

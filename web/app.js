@@ -27,7 +27,6 @@ export async function refresh() {
 }
 
 async function load() {
-  const t0 = performance.now()
   const [report, questions, usage, queue] = await Promise.all([api("/api/tasks"), api("/api/questions"), api("/api/usage"), api("/api/queue")])
   state.report = report
   state.questions = questions.questions

@@ -11,9 +11,24 @@ const ID_PX = 6.7
 export function nodeMarkup(t, box) {
   const parent = state.parents.has(t.id)
   const queued = state.queued.get(t.id)
-  const classes = ["node", `st-${t.status}`, parent ? "parent" : "", t.checkpoint ? "checkpoint" : "", t.review ? "review" : "", queued ? `queue-${queued.state}` : ""].filter(Boolean).join(" ")
+  const classes = [
+    "node",
+    `st-${t.status}`,
+    parent ? "parent" : "",
+    t.checkpoint ? "checkpoint" : "",
+    t.review ? "review" : "",
+    queued ? `queue-${queued.state}` : "",
+  ]
+    .filter(Boolean)
+    .join(" ")
   // In order of importance: a box too narrow for all of them drops from the end, never the checkpoint flag.
-  const badges = [t.checkpoint ? "⚑ checkpoint" : "", queued ? `⇉ queue ${queued.state}` : "", t.validation_task_id ? `✓ by ${t.validation_task_id}` : "", t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "", t.agent_name ? `@${t.agent_name}` : ""].filter(Boolean)
+  const badges = [
+    t.checkpoint ? "⚑ checkpoint" : "",
+    queued ? `⇉ queue ${queued.state}` : "",
+    t.validation_task_id ? `✓ by ${t.validation_task_id}` : "",
+    t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "",
+    t.agent_name ? `@${t.agent_name}` : "",
+  ].filter(Boolean)
   const head = `<g class="${classes}" data-id="${esc(t.id)}" transform="translate(${box.x},${box.y})"><title>${esc(`${t.id}: ${t.title} (${t.status})`)}</title><rect width="${box.width}" height="${box.height}"></rect>`
   if (parent) {
     // One line: id, title, badges. The badges are placed first (the title can be read in the tooltip).
@@ -24,8 +39,10 @@ export function nodeMarkup(t, box) {
   }
   const room = Math.max(8, Math.floor((box.width - 16) / TITLE_PX))
   const badge = fitBadges(badges, Math.floor((box.width - 20) / BADGE_PX))
-  return `${head}<rect class="bar" width="6" height="${box.height}" rx="3"></rect><text class="id" x="12" y="14">${esc(t.id)}</text>` +
+  return (
+    `${head}<rect class="bar" width="6" height="${box.height}" rx="3"></rect><text class="id" x="12" y="14">${esc(t.id)}</text>` +
     `<text class="title" x="12" y="30">${esc(clip(t.title, room))}</text><text class="badge" x="12" y="43">${esc(badge)}</text></g>`
+  )
 }
 
 export function clip(text, chars) {
@@ -70,7 +87,10 @@ export function drawGraph() {
   const { layout } = state
   const titles = new Map(state.report.phases.map((p) => [p.phase, p.title]))
   $("bands").innerHTML = layout.phases
-    .map((b) => `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(`${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)}</text></g>`)
+    .map(
+      (b) =>
+        `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(`${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)}</text></g>`,
+    )
     .join("")
   drawEdges()
   // Parents first, so their children are drawn on top of them.
@@ -100,7 +120,9 @@ function drawEdges() {
       edges.push(`<path class="edge" data-from="${esc(d)}" data-to="${esc(t.id)}" d="${points ? edgePath(points) : curve(from, to)}"></path>`)
     }
     if (t.validation_task_id && layout.nodes[t.validation_task_id] && to) {
-      edges.push(`<path class="edge validates" data-from="${esc(t.id)}" data-to="${esc(t.validation_task_id)}" d="${curve(to, layout.nodes[t.validation_task_id])}"></path>`)
+      edges.push(
+        `<path class="edge validates" data-from="${esc(t.id)}" data-to="${esc(t.validation_task_id)}" d="${curve(to, layout.nodes[t.validation_task_id])}"></path>`,
+      )
     }
   }
   $("edges").innerHTML = edges.join("")
@@ -108,7 +130,10 @@ function drawEdges() {
 }
 
 function validationLinks() {
-  return [...state.tasks.values()].filter((t) => t.validation_task_id).map((t) => `${t.id}>${t.validation_task_id}`).join(" ")
+  return [...state.tasks.values()]
+    .filter((t) => t.validation_task_id)
+    .map((t) => `${t.id}>${t.validation_task_id}`)
+    .join(" ")
 }
 
 /** A status or title change: the same layout, new classes and texts on the existing nodes. */
@@ -130,7 +155,7 @@ export function chainOf(id) {
   const walk = (start, next) => {
     const stack = [start]
     while (stack.length) {
-      for (const n of next(stack.pop()) ?? []) if (!on.has(n)) (on.add(n), stack.push(n))
+      for (const n of next(stack.pop()) ?? []) if (!on.has(n)) on.add(n), stack.push(n)
     }
   }
   walk(id, (x) => state.tasks.get(x)?.depends_on)
@@ -175,7 +200,9 @@ export function renderCounts() {
 }
 
 export function buildFilters() {
-  $("filters").innerHTML = STATUSES.map((s) => `<label title="show ${s}"><input type="checkbox" data-status="${s}" checked><i class="dot ${s}"></i>${s} <span id="count-${s}">0</span></label>`).join("")
+  $("filters").innerHTML = STATUSES.map(
+    (s) => `<label title="show ${s}"><input type="checkbox" data-status="${s}" checked><i class="dot ${s}"></i>${s} <span id="count-${s}">0</span></label>`,
+  ).join("")
   $("filters").addEventListener("change", (e) => {
     const s = e.target.dataset.status
     if (e.target.checked) state.hidden.delete(s)
@@ -238,16 +265,19 @@ export function setUpPanZoom() {
     const target = document.elementFromPoint(e.clientX, e.clientY)?.closest?.(".node")
     actions.select(target ? target.dataset.id : null)
   })
-  SVG.addEventListener("wheel", (e) => {
-    e.preventDefault()
-    const r = SVG.getBoundingClientRect()
-    const px = e.clientX - r.left
-    const py = e.clientY - r.top
-    const k = Math.min(4, Math.max(0.02, state.view.k * Math.exp(-e.deltaY * 0.0015)))
-    const f = k / state.view.k
-    state.view = { k, x: px - (px - state.view.x) * f, y: py - (py - state.view.y) * f }
-    applyView()
-  }, { passive: false })
+  SVG.addEventListener(
+    "wheel",
+    (e) => {
+      e.preventDefault()
+      const r = SVG.getBoundingClientRect()
+      const px = e.clientX - r.left
+      const py = e.clientY - r.top
+      const k = Math.min(4, Math.max(0.02, state.view.k * Math.exp(-e.deltaY * 0.0015)))
+      const f = k / state.view.k
+      state.view = { k, x: px - (px - state.view.x) * f, y: py - (py - state.view.y) * f }
+      applyView()
+    },
+    { passive: false },
+  )
   $("fit").addEventListener("click", fit)
 }
-

@@ -18,7 +18,13 @@ export const SHOWN_KEYS = new Set(["id", "title", "status", "instructions", "acc
 export function fieldRows(report) {
   const t = report.task
   const rows = [
-    ["Phase", report.phase === null ? "none" : esc(report.phase_title ? `${report.phase}: ${report.phase_title}` : String(report.phase)) + (t.phase === undefined && report.phase !== null ? " (inherited)" : "")],
+    [
+      "Phase",
+      report.phase === null
+        ? "none"
+        : esc(report.phase_title ? `${report.phase}: ${report.phase_title}` : String(report.phase)) +
+          (t.phase === undefined && report.phase !== null ? " (inherited)" : ""),
+    ],
     ["Parent", report.parent ? taskLink(report.parent) : "none"],
     ["Agent", esc(t.agent_name ?? "none")],
   ]
@@ -34,7 +40,7 @@ export function fieldRows(report) {
 }
 
 export function list(items, render = (x) => inline(x)) {
-  return items && items.length ? `<ul class="plain">${items.map((i) => `<li>${render(i)}</li>`).join("")}</ul>` : '<p class="hint">none</p>'
+  return items?.length ? `<ul class="plain">${items.map((i) => `<li>${render(i)}</li>`).join("")}</ul>` : '<p class="hint">none</p>'
 }
 
 export async function renderDetails(id, keepScroll) {
@@ -50,9 +56,14 @@ export async function renderDetails(id, keepScroll) {
   if (state.selected !== id) return
   const t = report.task
   const graph = state.tasks.get(id)
-  const steps = (t.steps ?? []).map((s) => `<div class="step"><span class="pill ${esc(s.status ?? "pending")}">${esc(s.status ?? "pending")}</span> <code>${esc(s.id)}</code>` +
-    `${s.started_at ? ` <span class="when">started ${esc(s.started_at)}</span>` : ""}${s.completed_at ? ` <span class="when">done ${esc(s.completed_at)}</span>` : ""}` +
-    `<div class="md">${markdown(s.instruction)}</div>${s.acceptance_criteria?.length ? `Done when:${list(s.acceptance_criteria)}` : ""}</div>`).join("")
+  const steps = (t.steps ?? [])
+    .map(
+      (s) =>
+        `<div class="step"><span class="pill ${esc(s.status ?? "pending")}">${esc(s.status ?? "pending")}</span> <code>${esc(s.id)}</code>` +
+        `${s.started_at ? ` <span class="when">started ${esc(s.started_at)}</span>` : ""}${s.completed_at ? ` <span class="when">done ${esc(s.completed_at)}</span>` : ""}` +
+        `<div class="md">${markdown(s.instruction)}</div>${s.acceptance_criteria?.length ? `Done when:${list(s.acceptance_criteria)}` : ""}</div>`,
+    )
+    .join("")
   const html = [
     `<h2 id="detail-title">${esc(t.title)}</h2>`,
     `<p><code id="detail-id">${esc(t.id)}</code> <span class="pill ${esc(t.status)}" id="detail-status">${esc(t.status)}</span></p>`,
@@ -65,9 +76,13 @@ export async function renderDetails(id, keepScroll) {
     `<h3>Notes</h3>${list(t.ai_notes, (n) => `<span class="note">${esc(n)}</span>`)}`,
     `<h3>Depends on</h3>${list(report.dependencies, (d) => taskLink(d.id))}`,
     `<h3>Dependents</h3>${list(report.dependents, taskLink)}`,
-    report.subtasks.length ? `<h3>Subtasks</h3>${list(report.subtasks, (s) => `${"&nbsp;&nbsp;".repeat(s.depth - graph.depth - 1)}${taskLink(s.id)} ${esc(s.title)}`)}` : "",
+    report.subtasks.length
+      ? `<h3>Subtasks</h3>${list(report.subtasks, (s) => `${"&nbsp;&nbsp;".repeat(s.depth - graph.depth - 1)}${taskLink(s.id)} ${esc(s.title)}`)}`
+      : "",
     `<h3>Prompt <button type="button" data-copy="prompt">Copy</button></h3><p class="hint">Exactly what an agent receives for this task.</p><pre class="prompt" id="prompt">${esc(report.prompt)}</pre>`,
-    report.resume_prompt ? `<h3>Resume prompt <button type="button" data-copy="resume-prompt">Copy</button></h3><p class="hint">What the agent gets when the session resumes for the current step.</p><pre class="prompt" id="resume-prompt">${esc(report.resume_prompt)}</pre>` : "",
+    report.resume_prompt
+      ? `<h3>Resume prompt <button type="button" data-copy="resume-prompt">Copy</button></h3><p class="hint">What the agent gets when the session resumes for the current step.</p><pre class="prompt" id="resume-prompt">${esc(report.resume_prompt)}</pre>`
+      : "",
   ]
   $("details").innerHTML = html.join("\n")
   if (keepScroll) side.scrollTop = scroll
@@ -76,9 +91,11 @@ export async function renderDetails(id, keepScroll) {
 // ---------- questions and checkpoints ----------
 
 export function reviewCard(id) {
-  return `<div class="card" data-review="${esc(id)}"><div class="meta">Checkpoint ${taskLink(id)} waits for your review</div>` +
+  return (
+    `<div class="card" data-review="${esc(id)}"><div class="meta">Checkpoint ${taskLink(id)} waits for your review</div>` +
     `<textarea placeholder="Reason (needed to block; kept as a note)"></textarea>` +
     `<button type="button" class="primary" data-decision="done">Accept (done)</button> <button type="button" class="danger" data-decision="block">Block</button> <span class="err"></span></div>`
+  )
 }
 
 export function renderInbox() {
@@ -87,8 +104,10 @@ export function renderInbox() {
   if (state.questions.length) {
     parts.push(`<h3>Questions (${state.questions.length})</h3>`)
     for (const q of state.questions) {
-      parts.push(`<div class="card" data-question="${esc(q.id)}"><div class="meta"><b>${esc(q.id)}</b> · ${taskLink(q.task_id)}${q.agent ? ` · ${esc(q.agent)}` : ""} · asked ${esc(q.asked_at)}</div>` +
-        `<div class="text">${esc(q.text)}</div><textarea placeholder="Your answer"></textarea><button type="button" class="primary" data-answer>Answer</button> <span class="err"></span></div>`)
+      parts.push(
+        `<div class="card" data-question="${esc(q.id)}"><div class="meta"><b>${esc(q.id)}</b> · ${taskLink(q.task_id)}${q.agent ? ` · ${esc(q.agent)}` : ""} · asked ${esc(q.asked_at)}</div>` +
+          `<div class="text">${esc(q.text)}</div><textarea placeholder="Your answer"></textarea><button type="button" class="primary" data-answer>Answer</button> <span class="err"></span></div>`,
+      )
     }
   }
   if (reviews.length) {
@@ -98,7 +117,9 @@ export function renderInbox() {
   // Keep what a person is typing: the inbox is redrawn only when its items change.
   const html = parts.join("")
   if ($("inbox").dataset.html !== html) {
-    const typed = new Map([...$("inbox").querySelectorAll(".card")].map((c) => [c.dataset.question ?? `r:${c.dataset.review}`, c.querySelector("textarea")?.value ?? ""]))
+    const typed = new Map(
+      [...$("inbox").querySelectorAll(".card")].map((c) => [c.dataset.question ?? `r:${c.dataset.review}`, c.querySelector("textarea")?.value ?? ""]),
+    )
     $("inbox").innerHTML = html
     $("inbox").dataset.html = html
     for (const c of $("inbox").querySelectorAll(".card")) {
@@ -110,8 +131,18 @@ export function renderInbox() {
 
 /** Each target's merge queue of the live or last run, a candidate a line (docs/VIEW.md); nothing without one. */
 export function renderQueue() {
-  const html = state.queue.map((q) => `<h3>Merge queue into ${esc(q.target)} (${q.candidates.length})</h3>` +
-    q.candidates.map((c) => `<div class="qrow q-${esc(c.state)}" data-queued="${esc(c.task)}">${taskLink(c.task)} <b>${esc(c.state)}</b> <span class="meta">${esc(queueDetail(c, q.target))}</span></div>`).join("")).join("")
+  const html = state.queue
+    .map(
+      (q) =>
+        `<h3>Merge queue into ${esc(q.target)} (${q.candidates.length})</h3>` +
+        q.candidates
+          .map(
+            (c) =>
+              `<div class="qrow q-${esc(c.state)}" data-queued="${esc(c.task)}">${taskLink(c.task)} <b>${esc(c.state)}</b> <span class="meta">${esc(queueDetail(c, q.target))}</span></div>`,
+          )
+          .join(""),
+    )
+    .join("")
   if ($("queue").dataset.html !== html) {
     $("queue").innerHTML = html
     $("queue").dataset.html = html
@@ -143,4 +174,3 @@ export async function onCardClick(e) {
     button.disabled = false
   }
 }
-

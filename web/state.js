@@ -47,4 +47,3 @@ export async function api(path, init) {
   if (!res.ok) throw new Error(body.hint ? `${body.error} (${body.hint})` : body.error)
   return body
 }
-

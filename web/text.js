@@ -22,7 +22,9 @@ export function inline(text) {
 
 /** A small, safe Markdown renderer: headings, paragraphs, lists, fenced code, quotes. No raw HTML passes. */
 export function markdown(text) {
-  const lines = String(text ?? "").replace(/\r\n?/g, "\n").split("\n")
+  const lines = String(text ?? "")
+    .replace(/\r\n?/g, "\n")
+    .split("\n")
   const out = []
   let para = []
   let list = null // { tag, items }
@@ -90,6 +92,8 @@ export function queueDetail(c, target) {
 export function usageText(u) {
   if (!u) return ""
   const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
-  const tokens = [u.input_tokens !== undefined ? `${n(u.input_tokens)} in` : "", u.output_tokens !== undefined ? `${n(u.output_tokens)} out` : ""].filter(Boolean)
+  const tokens = [u.input_tokens !== undefined ? `${n(u.input_tokens)} in` : "", u.output_tokens !== undefined ? `${n(u.output_tokens)} out` : ""].filter(
+    Boolean,
+  )
   return [tokens.length ? `tokens ${tokens.join(", ")}` : "", u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}` : ""].filter(Boolean).join(", ")
 }

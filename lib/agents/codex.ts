@@ -23,9 +23,7 @@ export const codex: Adapter = {
   canResume: true,
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     const flags = ["--json", FULL_ACCESS, ...NO_LOGIN_SHELL, ...withModel(model, "--model"), ...extraArgs]
-    return sessionId
-      ? ["codex", "exec", "resume", ...flags, "--", sessionId, prompt]
-      : ["codex", "exec", ...flags, "--", prompt]
+    return sessionId ? ["codex", "exec", "resume", ...flags, "--", sessionId, prompt] : ["codex", "exec", ...flags, "--", prompt]
   },
   parseLine: (line) => parseJsonLine(line, codexEvent),
 }
@@ -78,7 +76,9 @@ function completedItem(item: Record<string, unknown>): AgentEvent[] {
     case "agent_message":
       return text(item.text)
     case "file_change": {
-      const paths = arr(item.changes).map((c) => str(obj(c).path)).filter((p) => p !== undefined)
+      const paths = arr(item.changes)
+        .map((c) => str(obj(c).path))
+        .filter((p) => p !== undefined)
       return [tool("file_change", paths.length > 0 ? { path: paths.join(", ") } : undefined)]
     }
     case "error": // an error item is a warning Codex went on after (e.g. no metadata for a custom model)

@@ -66,11 +66,19 @@ function checkTemplate(template: readonly string[]): void {
   for (const element of template) {
     for (const [, name] of element.matchAll(/\{(\w+)\}/g)) {
       if (!(PLACEHOLDERS as readonly string[]).includes(name)) {
-        throw new FlowError(`the command agent's template uses an unknown placeholder {${name}} in '${element}'`, Exit.invalid, `use ${PLACEHOLDERS.map((p) => `{${p}}`).join(", ")}`)
+        throw new FlowError(
+          `the command agent's template uses an unknown placeholder {${name}} in '${element}'`,
+          Exit.invalid,
+          `use ${PLACEHOLDERS.map((p) => `{${p}}`).join(", ")}`,
+        )
       }
     }
   }
   if (!template.some((element) => element.includes("{prompt}"))) {
-    throw new FlowError("the command agent's template never passes the prompt", Exit.invalid, `add "{prompt}" where the program takes its instructions; ${hint}`)
+    throw new FlowError(
+      "the command agent's template never passes the prompt",
+      Exit.invalid,
+      `add "{prompt}" where the program takes its instructions; ${hint}`,
+    )
   }
 }

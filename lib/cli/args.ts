@@ -23,6 +23,7 @@ export type Meta = {
 
 export type Command = {
   meta: Meta
+  // biome-ignore lint/suspicious/noConfusingVoidType: a command that returns nothing exits 0
   run: (ctx: import("./context").Ctx, args: string[]) => Promise<number | void>
 }
 

@@ -23,7 +23,7 @@ export function parseDuration(text: string, label: string): number {
 /** The two largest units of a duration, rounded down: `45s`, `1m 30s`, `3h 12m`, `2h`, `1d 4h`. */
 export function formatDuration(ms: number): string {
   const seconds = Math.max(0, Math.floor(ms / 1000))
-  const counts = UNITS.map(([name, unit], i) => [name, Math.floor((seconds * 1000) % (i === 0 ? Infinity : UNITS[i - 1][1]) / unit)] as const)
+  const counts = UNITS.map(([name, unit], i) => [name, Math.floor(((seconds * 1000) % (i === 0 ? Infinity : UNITS[i - 1][1])) / unit)] as const)
   const first = counts.findIndex(([, n]) => n > 0)
   if (first < 0) return "0s"
   return counts

@@ -47,7 +47,11 @@ export type GroupOptions = { cwd: string; env?: Record<string, string | undefine
  */
 export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
   const proc = Bun.spawn([...deathWrapper(), ...argv], {
-    cwd: opts.cwd, env: mergeEnv({ ...opts.env, PWD: resolve(opts.cwd) }), stdout: "pipe", stderr: "pipe", detached: true,
+    cwd: opts.cwd,
+    env: mergeEnv({ ...opts.env, PWD: resolve(opts.cwd) }),
+    stdout: "pipe",
+    stderr: "pipe",
+    detached: true,
     stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
   })
   const kill = (signal: NodeJS.Signals) => {

@@ -24,11 +24,13 @@ function distance(a: string, b: string): number {
 
 /** `Foo_Bar baz` → `foo-bar-baz`: the kebab-case id a title or a bad id most likely meant. */
 export function toKebab(s: string): string {
-  return s
-    .normalize("NFKD")
-    // NFKD splits "ç" into "c" and a combining mark; without the marks an accent is not a word break.
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
+  return (
+    s
+      .normalize("NFKD")
+      // NFKD splits "ç" into "c" and a combining mark; without the marks an accent is not a word break.
+      .replace(/\p{M}/gu, "")
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+  )
 }

@@ -44,8 +44,23 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   out.push("")
 
   const filled = r.counts.total === 0 ? 0 : Math.round((r.counts.done * BAR_WIDTH) / r.counts.total)
-  out.push(fit([["Tasks", c.bold], `: ${r.counts.total} total, ${r.counts.percent_done}% done  `, ["█".repeat(filled), c.green], ["░".repeat(BAR_WIDTH - filled), c.dim]], w))
-  out.push(...pack(TASK_STATUSES.map((s) => [`${s} ${r.counts[s]}`, c[STATUS_COLOUR[s]]] as const), w))
+  out.push(
+    fit(
+      [
+        ["Tasks", c.bold],
+        `: ${r.counts.total} total, ${r.counts.percent_done}% done  `,
+        ["█".repeat(filled), c.green],
+        ["░".repeat(BAR_WIDTH - filled), c.dim],
+      ],
+      w,
+    ),
+  )
+  out.push(
+    ...pack(
+      TASK_STATUSES.map((s) => [`${s} ${r.counts[s]}`, c[STATUS_COLOUR[s]]] as const),
+      w,
+    ),
+  )
   // Only once an agent reported something: scripted and `command` agents report nothing.
   const spent = usageText(r.usage.total)
   if (spent) {
@@ -67,12 +82,13 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   // The command first, so a narrow window clips the list of ids rather than what to run.
   const needs: Part[][] = []
   if (r.questions > 0) needs.push(["  ", ["flow questions", c.cyan], `  ${plural(r.questions, "question")} waiting for an answer`])
-  if (r.review.length > 0) needs.push(["  ", ["flow view", c.cyan], `       ${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
+  if (r.review.length > 0)
+    needs.push(["  ", ["flow view", c.cyan], `       ${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
   if (needs.length === 0) out.push(fit([["Needs you", c.bold], ": nothing"], w))
   else out.push(fit([["Needs you", c.bold], ":"], w), ...needs.map((parts) => fit(parts, w)))
   out.push("")
 
-  const run = r.run ? [`flow run live (pid ${r.run.pid})`, c.green] as const : ["no flow run", c.dim] as const
+  const run = r.run ? ([`flow run live (pid ${r.run.pid})`, c.green] as const) : (["no flow run", c.dim] as const)
   out.push(fit([[`Running (${r.running.length})`, c.bold], ": ", run], w))
   if (r.running.length === 0) out.push(fit([["  none", c.dim]], w))
   else {
@@ -95,10 +111,17 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   if (r.recent.length === 0) out.push(fit([["  none yet", c.dim]], w))
   else {
     const now = Date.parse(r.at)
-    out.push(...table(r.recent.map((t) => [[t.id, c.green], oneLine(t.title), [ago(t.completed_at, now), c.dim]] as const), w, [false, false, true]))
+    out.push(
+      ...table(
+        r.recent.map((t) => [[t.id, c.green], oneLine(t.title), [ago(t.completed_at, now), c.dim]] as const),
+        w,
+        [false, false, true],
+      ),
+    )
   }
   // A line more than the screen holds would scroll it.
-  if (o.height !== undefined && out.length > o.height) return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
+  if (o.height !== undefined && out.length > o.height)
+    return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
   return out
 }
 
@@ -107,10 +130,32 @@ function queueLines(r: DashboardReport, w: number, c: Colours): string[] {
   const paint = { waiting: c.dim, checking: c.yellow, passed: c.green, failed: c.red }
   const out: string[] = []
   for (const q of r.queue) {
-    out.push(fit([[`Merge queue into ${q.target} (${q.candidates.length})`, c.bold], ": ", r.run ? ["checked before each merge", c.dim] : ["as the last run left it", c.dim]], w))
+    out.push(
+      fit(
+        [
+          [`Merge queue into ${q.target} (${q.candidates.length})`, c.bold],
+          ": ",
+          r.run ? ["checked before each merge", c.dim] : ["as the last run left it", c.dim],
+        ],
+        w,
+      ),
+    )
     const idWidth = Math.max(...q.candidates.map((x) => textWidth(sanitize(x.task))))
     for (const x of q.candidates) {
-      out.push(fit(["  ", [x.task, paint[x.state]], " ".repeat(idWidth - textWidth(sanitize(x.task))), GAP, [x.state.padEnd(8), paint[x.state]], GAP, queueDetail(x, q.target)], w).trimEnd())
+      out.push(
+        fit(
+          [
+            "  ",
+            [x.task, paint[x.state]],
+            " ".repeat(idWidth - textWidth(sanitize(x.task))),
+            GAP,
+            [x.state.padEnd(8), paint[x.state]],
+            GAP,
+            queueDetail(x, q.target),
+          ],
+          w,
+        ).trimEnd(),
+      )
     }
   }
   return out

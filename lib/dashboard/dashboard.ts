@@ -91,7 +91,13 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
       })
       .sort((a, b) => b.at - a.at)
       .slice(0, RECENT_LIMIT)
-      .map(({ task, at }) => ({ id: task.id, title: task.title, phase: groupOf(task), completed_at: task.completed_at as string, seconds_ago: Math.max(0, Math.floor((now - at) / 1000)) })),
+      .map(({ task, at }) => ({
+        id: task.id,
+        title: task.title,
+        phase: groupOf(task),
+        completed_at: task.completed_at as string,
+        seconds_ago: Math.max(0, Math.floor((now - at) / 1000)),
+      })),
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     run: runtime.run,

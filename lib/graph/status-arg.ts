@@ -7,8 +7,5 @@ import type { Task } from "../model/task-index"
 export function statusArg(value: string, usageLine: string): Task["status"] {
   if ((TASK_STATUSES as readonly string[]).includes(value)) return value as Task["status"]
   const near = closest(value, TASK_STATUSES)
-  throw usage(
-    `'${value}' is not a task status`,
-    `${near ? `did you mean '${near}'? ` : ""}valid statuses: ${TASK_STATUSES.join(", ")} (usage: ${usageLine})`,
-  )
+  throw usage(`'${value}' is not a task status`, `${near ? `did you mean '${near}'? ` : ""}valid statuses: ${TASK_STATUSES.join(", ")} (usage: ${usageLine})`)
 }

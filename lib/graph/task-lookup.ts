@@ -12,8 +12,11 @@ export function requireTask(index: Map<string, Indexed>, id: string, stepHint?: 
   if (found) return found
   const step = findStep(index, id)
   if (step) {
-    throw new FlowError(`'${id}' is a step of task '${step.task.id}', not a task`, undefined,
-      stepHint?.(id, step.task.id) ?? `use the task's id, '${step.task.id}'`)
+    throw new FlowError(
+      `'${id}' is a step of task '${step.task.id}', not a task`,
+      undefined,
+      stepHint?.(id, step.task.id) ?? `use the task's id, '${step.task.id}'`,
+    )
   }
   const near = closest(id, index.keys())
   throw new FlowError(`no task '${id}' in tasks.yaml`, undefined, near ? `did you mean '${near}'?` : "run 'flow list' to see the task ids")

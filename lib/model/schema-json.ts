@@ -5,7 +5,7 @@ import { TaskFile } from "./schema"
 export function jsonSchema(): string {
   const text = JSON.stringify(TaskFile.toJsonSchema(), null, 2)
   const names = renamer("def")
-  return `${text.replace(/"#\/\$defs\/(\w+)"/g, (_, n) => `"#/$defs/${names(n)}"`).replace(/^(    )"(\w+)": \{/gm, (m, indent, n) => (/^[a-z]+\d+$/.test(n) ? `${indent}"${names(n)}": {` : m))}\n`
+  return `${text.replace(/"#\/\$defs\/(\w+)"/g, (_, n) => `"#/$defs/${names(n)}"`).replace(/^( {4})"(\w+)": \{/gm, (m, indent, n) => (/^[a-z]+\d+$/.test(n) ? `${indent}"${names(n)}": {` : m))}\n`
 }
 
 export function renamer(prefix: string): (name: string) => string {
@@ -15,4 +15,3 @@ export function renamer(prefix: string): (name: string) => string {
     return map.get(name)!
   }
 }
-

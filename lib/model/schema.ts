@@ -15,41 +15,48 @@ export const ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/
 /** Step ids are typically `<task_id>.<n>`: a task id with dot-separated parts. */
 export const STEP_ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/
 
-const models = scope({
-  Step: {
-    id: STEP_ID_PATTERN,
-    instruction: "string",
-    "status?": StepStatus,
-    "acceptance_criteria?": "string[]",
-    "started_at?": "string",
-    "completed_at?": "string",
+const models = scope(
+  {
+    Step: {
+      id: STEP_ID_PATTERN,
+      instruction: "string",
+      "status?": StepStatus,
+      "acceptance_criteria?": "string[]",
+      "started_at?": "string",
+      "completed_at?": "string",
+    },
+    Task: {
+      id: ID_PATTERN,
+      title: "string > 0",
+      status: TaskStatus,
+      // Required unless the task has steps (SPEC 2.1); lib/store/validate.ts enforces that rule with its own message.
+      "instructions?": "string",
+      "phase?": "number",
+      "depends_on?": "string[]",
+      "repo?": "string",
+      "worktree?": "string",
+      "agent_name?": "string",
+      "acceptance_criteria?": "string[]",
+      "ai_notes?": "string[]",
+      "validation_task_id?": "string",
+      "subtasks?": "Task[]",
+      "steps?": "Step[]",
+      "checkpoint?": "boolean",
+      // Set by flow: when the task last entered in_progress and when it became done (ISO 8601, UTC).
+      "started_at?": "string",
+      "completed_at?": "string",
+    },
+    // A phase's title, for a tasks.yaml written without plan.md (plan.md's `## Phase <n>: <title>` wins when both
+    // name the same phase: lib/plan/plan-phases.ts).
+    Phase: [
+      { number: "number", title: "string" },
+      "@",
+      "a phase's title, shown by list, show and view; plan.md's '## Phase <n>: <title>' wins for the same number",
+    ],
+    TaskFile: { tasks: "Task[]", "phases?": "Phase[]" },
   },
-  Task: {
-    id: ID_PATTERN,
-    title: "string > 0",
-    status: TaskStatus,
-    // Required unless the task has steps (SPEC 2.1); lib/store/validate.ts enforces that rule with its own message.
-    "instructions?": "string",
-    "phase?": "number",
-    "depends_on?": "string[]",
-    "repo?": "string",
-    "worktree?": "string",
-    "agent_name?": "string",
-    "acceptance_criteria?": "string[]",
-    "ai_notes?": "string[]",
-    "validation_task_id?": "string",
-    "subtasks?": "Task[]",
-    "steps?": "Step[]",
-    "checkpoint?": "boolean",
-    // Set by flow: when the task last entered in_progress and when it became done (ISO 8601, UTC).
-    "started_at?": "string",
-    "completed_at?": "string",
-  },
-  // A phase's title, for a tasks.yaml written without plan.md (plan.md's `## Phase <n>: <title>` wins when both
-  // name the same phase: lib/plan/plan-phases.ts).
-  Phase: [{ number: "number", title: "string" }, "@", "a phase's title, shown by list, show and view; plan.md's '## Phase <n>: <title>' wins for the same number"],
-  TaskFile: { tasks: "Task[]", "phases?": "Phase[]" },
-}, { jitless: false }).export()
+  { jitless: false },
+).export()
 
 export const Task = models.Task
 export type Task = typeof Task.infer

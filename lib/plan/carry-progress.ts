@@ -40,8 +40,12 @@ export function carryProgress(tasks: Task[], old: TaskFile | undefined, lines: R
     copy(prior, task, [...TASK_PROGRESS, ...unknownKeys(prior, TASK_KEYS)])
     for (const lost of carrySteps(prior, task)) {
       const text = lost.instruction.split("\n")[0]
-      result.warnings.push({ severity: "warning", line: lines.get(id), message: `step ${lost.id} of '${id}' was ${lost.status} ("${text.length > 60 ? `${text.slice(0, 57)}...` : text}"), and no step of the plan has that text now: its progress is dropped`,
-        hint: "a step whose text changed is a new, pending step" })
+      result.warnings.push({
+        severity: "warning",
+        line: lines.get(id),
+        message: `step ${lost.id} of '${id}' was ${lost.status} ("${text.length > 60 ? `${text.slice(0, 57)}...` : text}"), and no step of the plan has that text now: its progress is dropped`,
+        hint: "a step whose text changed is a new, pending step",
+      })
     }
   }
   for (const [id, t] of before) if (!after.has(id)) result.removed.push({ id, status: t.status })
@@ -51,15 +55,22 @@ export function carryProgress(tasks: Task[], old: TaskFile | undefined, lines: R
   for (const id of result.kept) {
     const task = after.get(id)!
     const known = new Set(before.get(id)!.depends_on ?? [])
-    const waiting = (task.depends_on ?? []).filter((d) => !known.has(d)).flatMap((d) => after.get(d) ?? []).filter((d) => d.status !== "done")
+    const waiting = (task.depends_on ?? [])
+      .filter((d) => !known.has(d))
+      .flatMap((d) => after.get(d) ?? [])
+      .filter((d) => d.status !== "done")
     if (waiting.length === 0 || task.status === "todo" || task.status === "blocked") continue
     if (task.status === "ready_for_agent") {
       task.status = "todo"
       result.requeued.push(id)
       continue
     }
-    result.warnings.push({ severity: "warning", line: lines.get(id), message: `'${id}' is ${task.status}, but the plan now makes it depend on ${listWithStatus(waiting)}, not done`,
-      hint: task.status === "done" ? "check that its work still holds once they are done" : `it keeps its status; 'flow todo ${id}' makes it wait for them` })
+    result.warnings.push({
+      severity: "warning",
+      line: lines.get(id),
+      message: `'${id}' is ${task.status}, but the plan now makes it depend on ${listWithStatus(waiting)}, not done`,
+      hint: task.status === "done" ? "check that its work still holds once they are done" : `it keeps its status; 'flow todo ${id}' makes it wait for them`,
+    })
   }
   return result
 }

@@ -54,14 +54,18 @@ export function readEnrichment(text: string, ids: ReadonlySet<string>): { enrich
     }
     const p = value as Record<string, unknown>
     const instructions = typeof p?.instructions === "string" && p.instructions.trim() ? p.instructions.trim() : undefined
-    const criteria = Array.isArray(p?.acceptance_criteria) && p.acceptance_criteria.every((c) => typeof c === "string" && c.trim()) && p.acceptance_criteria.length > 0
-      ? (p.acceptance_criteria as string[]).map((c) => c.trim())
-      : undefined
+    const criteria =
+      Array.isArray(p?.acceptance_criteria) && p.acceptance_criteria.every((c) => typeof c === "string" && c.trim()) && p.acceptance_criteria.length > 0
+        ? (p.acceptance_criteria as string[]).map((c) => c.trim())
+        : undefined
     if (!instructions && !criteria) {
       notes.push({ severity: "warning", message: `the agent's proposal for '${id}' has no usable instructions or acceptance_criteria (ignored)` })
       continue
     }
-    enrichment.set(id, { ...(instructions ? { instructions: instructions.includes("\n") ? `${instructions}\n` : instructions } : {}), ...(criteria ? { acceptance_criteria: criteria } : {}) })
+    enrichment.set(id, {
+      ...(instructions ? { instructions: instructions.includes("\n") ? `${instructions}\n` : instructions } : {}),
+      ...(criteria ? { acceptance_criteria: criteria } : {}),
+    })
   }
   return { enrichment, notes }
 }

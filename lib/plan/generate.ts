@@ -22,12 +22,13 @@ const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
 /** Generated ids stay short: they become branch and worktree names. */
 const MAX_ID = 40
 
-export type Generation = GeneratedTasks & Omit<Carried, "warnings"> & {
-  /** the new tasks.yaml; undefined when a note is an error */
-  text?: string
-  /** ids whose instructions or acceptance criteria came from an agent's proposals */
-  enriched: string[]
-}
+export type Generation = GeneratedTasks &
+  Omit<Carried, "warnings"> & {
+    /** the new tasks.yaml; undefined when a note is an error */
+    text?: string
+    /** ids whose instructions or acceptance criteria came from an agent's proposals */
+    enriched: string[]
+  }
 
 /**
  * plan.md's text → the text of tasks.yaml, with the progress recorded in `old` carried over. The text is
@@ -48,7 +49,12 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   const { validateText } = await import("../store/validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue
-    notes.push({ severity: "error", line: f.task_id ? generated.lines.get(f.task_id) : undefined, message: `${f.message} (tasks.yaml would not pass 'flow validate')`, hint: f.hint })
+    notes.push({
+      severity: "error",
+      line: f.task_id ? generated.lines.get(f.task_id) : undefined,
+      message: `${f.message} (tasks.yaml would not pass 'flow validate')`,
+      hint: f.hint,
+    })
   }
   return { ...generated, ...carried, enriched, text: notes.some((n) => n.severity === "error") ? undefined : text }
 }
@@ -72,7 +78,8 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     // open[d] is the node a subtask of depth d + 1 belongs to: the section, then the latest subtask of each depth.
     const open: Node[] = [node]
     for (const child of section.children) {
-      const childWhere = child.kind === "step" ? `step ${node.steps.length + 1} of ${where}` : child.number ? `subtask ${child.number}` : `subtask '${child.title}'`
+      const childWhere =
+        child.kind === "step" ? `step ${node.steps.length + 1} of ${where}` : child.number ? `subtask ${child.number}` : `subtask '${child.title}'`
       const body = readBody(child.body, childWhere)
       if (child.kind === "step") node.steps.push({ child, body })
       else {
@@ -94,7 +101,12 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     const id = n.heading.id
     if (id === undefined) continue
     if (!KEBAB.test(id)) {
-      notes.push({ severity: "error", line: n.heading.line, message: `the id '{#${id}}' of ${n.where} is not kebab-case`, hint: `use lowercase letters, digits and single dashes, for example {#${toKebab(id) || "setup"}}` })
+      notes.push({
+        severity: "error",
+        line: n.heading.line,
+        message: `the id '{#${id}}' of ${n.where} is not kebab-case`,
+        hint: `use lowercase letters, digits and single dashes, for example {#${toKebab(id) || "setup"}}`,
+      })
     } else if (taken.has(id)) {
       notes.push({ severity: "error", line: n.heading.line, message: `the id '${id}' of ${n.where} is used twice`, hint: "give each section its own {#id}" })
     }
@@ -106,7 +118,13 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     const base = shorten(toKebab(n.heading.title)) || `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
     let id = base
     for (let k = 2; taken.has(id); k++) id = `${base}-${k}`
-    if (id !== base) notes.push({ severity: "warning", line: n.heading.line, message: `${n.where} has the same id as an earlier section; it is '${id}'`, hint: `give it its own title or an id: {#${base}-<something>}` })
+    if (id !== base)
+      notes.push({
+        severity: "warning",
+        line: n.heading.line,
+        message: `${n.where} has the same id as an earlier section; it is '${id}'`,
+        hint: `give it its own title or an id: {#${base}-<something>}`,
+      })
     taken.add(id)
     n.id = id
   }
@@ -117,7 +135,13 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     const number = n.heading.number
     if (number === undefined) continue
     const first = byNumber.get(number)
-    if (first) notes.push({ severity: "warning", line: n.heading.line, message: `${number} is the number of two sections (the first at line ${first.heading.line}); references to ${number} mean the first`, hint: "renumber one of them" })
+    if (first)
+      notes.push({
+        severity: "warning",
+        line: n.heading.line,
+        message: `${number} is the number of two sections (the first at line ${first.heading.line}); references to ${number} mean the first`,
+        hint: "renumber one of them",
+      })
     else byNumber.set(number, n)
   }
   const byId = new Map(all.map((n) => [n.id, n]))
@@ -128,8 +152,12 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
       if (found) ids.push(found.id)
       else {
         const near = closest(ref, [...byNumber.keys(), ...byId.keys()])
-        notes.push({ severity: "error", line: refs.line, message: `${where} refers to '${ref}', which is no section number or task id`,
-          hint: near ? `did you mean '${near}'?` : "use a section number such as 1.2, or a task id" })
+        notes.push({
+          severity: "error",
+          line: refs.line,
+          message: `${where} refers to '${ref}', which is no section number or task id`,
+          hint: near ? `did you mean '${near}'?` : "use a section number such as 1.2, or a task id",
+        })
       }
     }
     return [...new Set(ids)]
@@ -145,7 +173,10 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
   for (const p of phaseNumbers) {
     const inPhase = roots.filter((r) => phaseOf(r) === p)
     const dependedOn = new Set(inPhase.flatMap((r) => explicit.get(r) ?? []))
-    lastOfPhase.set(p, inPhase.filter((r) => !dependedOn.has(r.id)).map((r) => r.id))
+    lastOfPhase.set(
+      p,
+      inPhase.filter((r) => !dependedOn.has(r.id)).map((r) => r.id),
+    )
   }
 
   const lines = new Map<string, number>()
@@ -170,7 +201,12 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     else if (n.steps.length === 0) {
       task.instructions = n.heading.title || n.id
       if (n.subtasks.length === 0) {
-        notes.push({ severity: "warning", line: n.heading.line, message: `${n.where} has no work items: its instructions are its title`, hint: "list the work as bullets under the heading" })
+        notes.push({
+          severity: "warning",
+          line: n.heading.line,
+          message: `${n.where} has no work items: its instructions are its title`,
+          hint: "list the work as bullets under the heading",
+        })
       }
     }
     if (n.body.acceptance.length > 0) task.acceptance_criteria = n.body.acceptance
@@ -187,11 +223,16 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
 function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, notes: PlanNote[]): Step {
   const where = `step ${k} of '${taskId}'`
   if (body.dependsOn || body.validatedBy) {
-    notes.push({ severity: "warning", line: (body.dependsOn ?? body.validatedBy)!.line, message: `${where}: steps run in order in one session, so 'Depends on' and 'Validated by' do not apply to them (ignored)`,
-      hint: "put the line in the section's own text, above its first step" })
+    notes.push({
+      severity: "warning",
+      line: (body.dependsOn ?? body.validatedBy)!.line,
+      message: `${where}: steps run in order in one session, so 'Depends on' and 'Validated by' do not apply to them (ignored)`,
+      hint: "put the line in the section's own text, above its first step",
+    })
   }
   // A heading and one line read as one sentence ("Tokenizer: src/tokenize.ts ..."); longer text goes below it.
-  const text = child.title && body.instructions ? `${child.title}${body.instructions.includes("\n") ? "\n" : ": "}${body.instructions}` : child.title || body.instructions
+  const text =
+    child.title && body.instructions ? `${child.title}${body.instructions.includes("\n") ? "\n" : ": "}${body.instructions}` : child.title || body.instructions
   let instruction = text.includes("\n") && !text.endsWith("\n") ? `${text}\n` : text
   if (!instruction) {
     instruction = `Step ${k}`

@@ -6,7 +6,10 @@
 export type PlanLine = { n: number; text: string }
 
 export function splitLines(text: string): string[] {
-  const lines = text.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n").split("\n")
+  const lines = text
+    .replace(/^\uFEFF/, "")
+    .replace(/\r\n?/g, "\n")
+    .split("\n")
   if (lines.at(-1) === "") lines.pop()
   return lines
 }

@@ -85,7 +85,14 @@ export function listItems(lines: readonly PlanLine[]): ListItem[] {
     const indent = text.length - text.trimStart().length
     if (m && (base === undefined || indent <= base)) {
       base = indent
-      items.push({ line: n, text: m[4].trim(), checkbox: m[3] === undefined ? undefined : m[3] === " " ? "open" : "done", nested: [], column: indent + m[2].length + 1, end: n })
+      items.push({
+        line: n,
+        text: m[4].trim(),
+        checkbox: m[3] === undefined ? undefined : m[3] === " " ? "open" : "done",
+        nested: [],
+        column: indent + m[2].length + 1,
+        end: n,
+      })
       continue
     }
     const last = items.at(-1)

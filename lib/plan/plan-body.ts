@@ -49,7 +49,12 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
       } else if (kind === "validated") {
         const refs = splitRefs(rest)
         if (refs.length !== 1) {
-          body.notes.push({ severity: "error", line: line.n, message: `'Validated by' in ${where} must name exactly one task (it names ${refs.length})`, hint: "write 'Validated by: <n>.<m>' with the section of the task that checks this one" })
+          body.notes.push({
+            severity: "error",
+            line: line.n,
+            message: `'Validated by' in ${where} must name exactly one task (it names ${refs.length})`,
+            hint: "write 'Validated by: <n>.<m>' with the section of the task that checks this one",
+          })
         } else body.validatedBy = { refs, line: line.n }
         list = undefined
       } else {
@@ -78,16 +83,24 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
       list = undefined
     }
     if (looksLikeLabel(text)) {
-      body.notes.push({ severity: "warning", line: line.n, message: `${where}: '${text.trim()}' reads like a label but is not one: it stays in the instructions`,
-        hint: "write 'Depends on: 1.2, 2.1' (section numbers or task ids), 'Validated by: 2.3' or 'Done when:' with the colon, or reword the line" })
+      body.notes.push({
+        severity: "warning",
+        line: line.n,
+        message: `${where}: '${text.trim()}' reads like a label but is not one: it stays in the instructions`,
+        hint: "write 'Depends on: 1.2, 2.1' (section numbers or task ids), 'Validated by: 2.3' or 'Done when:' with the colon, or reword the line",
+      })
     }
     kept.push(line)
   }
   if (bareDepends !== undefined && body.dependsOn?.refs.length === 0) {
     // Read as "none", an empty label would silently drop the default dependencies on the previous phase.
     body.dependsOn = undefined
-    body.notes.push({ severity: "warning", line: bareDepends, message: `'Depends on' in ${where} names nothing: the default dependencies are used`,
-      hint: "list the section numbers after it ('Depends on: 1.2'), or write 'Depends on: none' for none" })
+    body.notes.push({
+      severity: "warning",
+      line: bareDepends,
+      message: `'Depends on' in ${where} names nothing: the default dependencies are used`,
+      hint: "list the section numbers after it ('Depends on: 1.2'), or write 'Depends on: none' for none",
+    })
   }
   body.instructions = tidy(kept)
   return body
@@ -97,13 +110,22 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
 function splitRefs(text: string): string[] {
   const cleaned = text.trim()
   if (cleaned === "" || NONE.test(cleaned)) return []
-  return cleaned
-    .replace(/\([^)]*\)/g, "") // "1.2 (the schema)": a remark, not a reference
-    .split(/\s*(?:,|;|\s+and\s+|\s+&\s+)\s*/)
-    .map((r) => r.replace(/[`*_]/g, "").replace(/^(?:section|task|step)\s+/i, "").replace(/^#/, "").replace(/\.$/, "").trim())
-    // "1.2 Schema": the number is the reference, the title a reminder.
-    .map((r) => r.match(/^(\d+\.\d+(?:\.\d+)?)\s/)?.[1] ?? r)
-    .filter((r) => r !== "" && !NONE.test(r))
+  return (
+    cleaned
+      .replace(/\([^)]*\)/g, "") // "1.2 (the schema)": a remark, not a reference
+      .split(/\s*(?:,|;|\s+and\s+|\s+&\s+)\s*/)
+      .map((r) =>
+        r
+          .replace(/[`*_]/g, "")
+          .replace(/^(?:section|task|step)\s+/i, "")
+          .replace(/^#/, "")
+          .replace(/\.$/, "")
+          .trim(),
+      )
+      // "1.2 Schema": the number is the reference, the title a reminder.
+      .map((r) => r.match(/^(\d+\.\d+(?:\.\d+)?)\s/)?.[1] ?? r)
+      .filter((r) => r !== "" && !NONE.test(r))
+  )
 }
 
 function indentOf(text: string): number {

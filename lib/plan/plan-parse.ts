@@ -59,14 +59,20 @@ const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
 const EMPHASIS = String.raw`(?:\*{1,2}|_{1,2})`
 // A bullet or a number, then emphasis: what may come before a label's words.
 const LABEL_LEAD = String.raw`^(?:(?:[-*+]|\d+[.)])\s+)?${EMPHASIS}?\s*`
-const LABEL_LINE = new RegExp(String.raw`${LABEL_LEAD}(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`, "i")
+const LABEL_LINE = new RegExp(
+  String.raw`${LABEL_LEAD}(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`,
+  "i",
+)
 // The label's end: a colon with emphasis closing before or after it, emphasis alone, or the end of the line.
 const LABEL_END = new RegExp(String.raw`^\s*(?:${EMPHASIS}?\s*:\s*${EMPHASIS}?|${EMPHASIS}(?=\s|$)|$)\s*`)
 // What a dependency label without a colon, or the less usual "Dependencies", must start with to be read as one:
 // a section number or "none". Otherwise "Dependencies: add zod" in a work item would be taken for references.
 const REFS_START = /^(?:(?:section|task)\s+)?(?:\d+\.\d+|none\b|n\/a\b)/i
 // Lines that start like a label; one that is not read as a label is reported rather than silently kept as text.
-const LABEL_LIKE = new RegExp(String.raw`${LABEL_LEAD}(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b`, "i")
+const LABEL_LIKE = new RegExp(
+  String.raw`${LABEL_LEAD}(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b`,
+  "i",
+)
 
 export type LabelKind = "acceptance" | "depends" | "validated"
 
@@ -84,7 +90,12 @@ export function readLabel(text: string): Label | undefined {
   const word = m[1].toLowerCase().replace(/\s+/g, " ")
   const kind: LabelKind = word.startsWith("depend") ? "depends" : word.startsWith("validated") ? "validated" : "acceptance"
   const end = m[2].match(LABEL_END)
-  const rest = end ? m[2].slice(end[0].length).replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "").trim() : m[2].trim()
+  const rest = end
+    ? m[2]
+        .slice(end[0].length)
+        .replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "")
+        .trim()
+    : m[2].trim()
   if (!end && kind !== "depends") return undefined
   if (kind === "depends" && (!end || word === "dependencies") && rest !== "" && !REFS_START.test(rest)) return undefined
   return { kind, rest }
@@ -153,7 +164,12 @@ export function parsePlan(text: string): ParsedPlan {
       if (out.title === undefined && out.sections.length === 0) {
         out.title = content
         if (!/^implementation plan\b/i.test(content)) {
-          out.notes.push({ severity: "warning", line: line.n, message: `the title is '${content}', not 'Implementation Plan'`, hint: "start plan.md with '# Implementation Plan'" })
+          out.notes.push({
+            severity: "warning",
+            line: line.n,
+            message: `the title is '${content}', not 'Implementation Plan'`,
+            hint: "start plan.md with '# Implementation Plan'",
+          })
         }
         return
       }
@@ -170,10 +186,21 @@ export function parsePlan(text: string): ParsedPlan {
         phase = { n: Number(m[1]), title: cleanTitle(m[2]).title, line: line.n }
         if (!/^phase\s+\d+(?:\.\d+)?\s*:\s*\S/i.test(content)) {
           const read = phase.title ? `phase ${phase.n} '${phase.title}'` : `phase ${phase.n}, without a title`
-          out.notes.push({ severity: "warning", line: line.n, message: `read '## ${content}' as ${read}`, hint: "write phase headings as '## Phase <n>: <title>'" })
+          out.notes.push({
+            severity: "warning",
+            line: line.n,
+            message: `read '## ${content}' as ${read}`,
+            hint: "write phase headings as '## Phase <n>: <title>'",
+          })
         }
         const twice = out.phases.find((p) => p.n === phase!.n)
-        if (twice) out.notes.push({ severity: "warning", line: line.n, message: `phase ${phase.n} appears twice (first at line ${twice.line})`, hint: "number the phases 1, 2, 3, ..." })
+        if (twice)
+          out.notes.push({
+            severity: "warning",
+            line: line.n,
+            message: `phase ${phase.n} appears twice (first at line ${twice.line})`,
+            hint: "number the phases 1, 2, 3, ...",
+          })
         out.phases.push(phase)
         stray = { where: `under '## ${content}' before its first section`, lines: [] }
       } else {
@@ -200,13 +227,34 @@ export function parsePlan(text: string): ParsedPlan {
       const number = m ? `${Number(m[1])}.${Number(m[2])}` : undefined
       section = { number, phase: phase?.n ?? (m ? Number(m[1]) : undefined), title, id, checkpoint, line: line.n, body: [], children: [] }
       if (!m) {
-        out.notes.push({ severity: "warning", line: line.n, message: `section '${content}' has no <n>.<m> number`, hint: `number it, for example '### ${phase!.n}.${sectionsIn(out, phase!.n) + 1} ${content}'` })
+        out.notes.push({
+          severity: "warning",
+          line: line.n,
+          message: `section '${content}' has no <n>.<m> number`,
+          hint: `number it, for example '### ${phase!.n}.${sectionsIn(out, phase!.n) + 1} ${content}'`,
+        })
       } else if (phase && Number(m[1]) !== phase.n) {
-        out.notes.push({ severity: "warning", line: line.n, message: `section ${number} is under phase ${phase.n} (line ${phase.line}); it is put in phase ${phase.n}`, hint: `renumber it ${phase.n}.<m> or move it under its phase` })
+        out.notes.push({
+          severity: "warning",
+          line: line.n,
+          message: `section ${number} is under phase ${phase.n} (line ${phase.line}); it is put in phase ${phase.n}`,
+          hint: `renumber it ${phase.n}.<m> or move it under its phase`,
+        })
       } else if (!phase) {
-        out.notes.push({ severity: "warning", line: line.n, message: `section ${number} is under no '## Phase ${m[1]}' heading; it is put in phase ${m[1]}`, hint: `add '## Phase ${m[1]}: <title>' above it` })
+        out.notes.push({
+          severity: "warning",
+          line: line.n,
+          message: `section ${number} is under no '## Phase ${m[1]}' heading; it is put in phase ${m[1]}`,
+          hint: `add '## Phase ${m[1]}: <title>' above it`,
+        })
       }
-      if (!title) out.notes.push({ severity: "warning", line: line.n, message: `section ${number ?? ""} has no title`.replace("  ", " "), hint: "write a title after the number" })
+      if (!title)
+        out.notes.push({
+          severity: "warning",
+          line: line.n,
+          message: `section ${number ?? ""} has no title`.replace("  ", " "),
+          hint: "write a title after the number",
+        })
       out.sections.push(section)
       return
     }
@@ -220,8 +268,12 @@ export function parsePlan(text: string): ParsedPlan {
       const deepest = above?.kind === "subtask" ? above.depth : 0
       const depth = Math.min(level - 3, deepest + 1)
       if (depth < level - 3) {
-        out.notes.push({ severity: "warning", line: line.n, message: `'${"#".repeat(level)} ${content}' is ${level - 3 - depth} heading level${level - 3 - depth > 1 ? "s" : ""} deeper than the subtask above it: read as ${depth === 1 ? "a subtask of the section" : "a subtask of the subtask above it"}`,
-          hint: `write it as '${"#".repeat(depth + 3)} ${content}'` })
+        out.notes.push({
+          severity: "warning",
+          line: line.n,
+          message: `'${"#".repeat(level)} ${content}' is ${level - 3 - depth} heading level${level - 3 - depth > 1 ? "s" : ""} deeper than the subtask above it: read as ${depth === 1 ? "a subtask of the section" : "a subtask of the subtask above it"}`,
+          hint: `write it as '${"#".repeat(depth + 3)} ${content}'`,
+        })
       }
       child = { kind: kind.kind, depth, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
       const other = section.children.find((c) => c.kind !== kind.kind && c.depth === 1)
@@ -233,8 +285,12 @@ export function parsePlan(text: string): ParsedPlan {
         // A task with both would never run: it waits for its subtasks, and its steps keep it from finishing.
         // Markdown makes a `#### Step` after a `#### 1.2.1` its sibling, not its child, so it is not guessed.
         const [step, subtask] = kind.kind === "step" ? [child, other] : [other, child]
-        out.notes.push({ severity: "error", line: line.n, message: `section ${section.number ?? `'${section.title}'`} has both steps (line ${step.line}) and subtasks (line ${subtask.line}): a task has one or the other`,
-          hint: "move the steps into their own section, or write them as the subtask's text" })
+        out.notes.push({
+          severity: "error",
+          line: line.n,
+          message: `section ${section.number ?? `'${section.title}'`} has both steps (line ${step.line}) and subtasks (line ${subtask.line}): a task has one or the other`,
+          hint: "move the steps into their own section, or write them as the subtask's text",
+        })
       }
       section.children.push(child)
       return
@@ -244,23 +300,41 @@ export function parsePlan(text: string): ParsedPlan {
   })
   const open = blocks.open
   if (open?.kind === "code") {
-    out.notes.push({ severity: "warning", line: open.at, message: "this code block is never closed: it runs to the end of the file", hint: `close it with ${open.marker}` })
+    out.notes.push({
+      severity: "warning",
+      line: open.at,
+      message: "this code block is never closed: it runs to the end of the file",
+      hint: `close it with ${open.marker}`,
+    })
   } else if (open) {
-    out.notes.push({ severity: "warning", line: open.at, message: "this HTML comment is never closed: it runs to the end of the file", hint: "close it with -->" })
+    out.notes.push({
+      severity: "warning",
+      line: open.at,
+      message: "this HTML comment is never closed: it runs to the end of the file",
+      hint: "close it with -->",
+    })
   }
   flushStray()
   if (out.title === undefined && out.sections.length > 0) {
-    out.notes.push({ severity: "warning", line: 1, message: "plan.md has no '# Implementation Plan' title", hint: "start plan.md with '# Implementation Plan'" })
+    out.notes.push({
+      severity: "warning",
+      line: 1,
+      message: "plan.md has no '# Implementation Plan' title",
+      hint: "start plan.md with '# Implementation Plan'",
+    })
   }
   if (out.sections.length === 0) {
     const example = listAsSections(lines, out.phases)
     out.notes.push({
       severity: "error",
       line: example?.line,
-      message: !lines.some((l) => l.trim()) ? "plan.md is empty"
-        : example ? "plan.md has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of"
-        : "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of",
-      hint: example ? `make each task a heading under its phase: line ${example.line} '${example.text.trim()}' becomes '${example.heading}'`
+      message: !lines.some((l) => l.trim())
+        ? "plan.md is empty"
+        : example
+          ? "plan.md has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of"
+          : "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of",
+      hint: example
+        ? `make each task a heading under its phase: line ${example.line} '${example.text.trim()}' becomes '${example.heading}'`
         : "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
     })
   }

@@ -13,7 +13,10 @@ export function filesUnder(dir: string, sub: string): string[] {
   }
   // Hidden files and folders (.DS_Store, .git) are no design or research.
   const visible = entries.filter((path) => !path.split(sep).some((part) => part.startsWith(".")))
-  return visible.filter((path) => statSync(join(dir, sub, path), { throwIfNoEntry: false })?.isFile()).map((path) => path.split(sep).join("/")).sort()
+  return visible
+    .filter((path) => statSync(join(dir, sub, path), { throwIfNoEntry: false })?.isFile())
+    .map((path) => path.split(sep).join("/"))
+    .sort()
 }
 
 /** A prompt names at most this many files of a folder: past that, the agent lists the folder itself. */
@@ -66,9 +69,10 @@ ${RULES}
 
 /** The prompt that starts an agent's interactive session on PRD.md or plan.md. */
 export function refinePrompt(file: "PRD.md" | "plan.md", inputs: PlanInputs): string {
-  const what = file === "PRD.md"
-    ? "the product requirements document PRD.md. Recommended sections: Overview, Problem Statement, Requirements (Functional and Non-Functional, each item specific, measurable and independent), Technical Constraints, Success Criteria (a checklist), Out of Scope (with reasons), Open Questions."
-    : `the implementation plan plan.md, written from PRD.md. Its shape:\n\n${PLAN_SHAPE}\n\n${RULES}`
+  const what =
+    file === "PRD.md"
+      ? "the product requirements document PRD.md. Recommended sections: Overview, Problem Statement, Requirements (Functional and Non-Functional, each item specific, measurable and independent), Technical Constraints, Success Criteria (a checklist), Out of Scope (with reasons), Open Questions."
+      : `the implementation plan plan.md, written from PRD.md. Its shape:\n\n${PLAN_SHAPE}\n\n${RULES}`
   return `Help me improve ${what}
 ${listing(inputs)}
 Read it, then ask me clarifying questions one at a time about what is vague, missing or contradictory, and

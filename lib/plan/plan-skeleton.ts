@@ -25,8 +25,17 @@ export function planSkeleton(prd: string): Skeleton {
     out.push("", `## Phase ${phase}: ${group.title}`)
     if (group.items.length === 0) {
       sections++
-      out.push("", `### ${phase}.1 ${group.title}`, `- Write the ${group.title.toLowerCase()} in PRD.md (none are listed yet), then run 'flow plan --force' again`)
-      notes.push({ severity: "warning", line: group.line, message: `PRD.md lists no items under '${group.title}': its phase has a placeholder section`, hint: "write each requirement as a list item under its heading" })
+      out.push(
+        "",
+        `### ${phase}.1 ${group.title}`,
+        `- Write the ${group.title.toLowerCase()} in PRD.md (none are listed yet), then run 'flow plan --force' again`,
+      )
+      notes.push({
+        severity: "warning",
+        line: group.line,
+        message: `PRD.md lists no items under '${group.title}': its phase has a placeholder section`,
+        hint: "write each requirement as a list item under its heading",
+      })
       continue
     }
     group.items.forEach((item, i) => {
@@ -37,7 +46,15 @@ export function planSkeleton(prd: string): Skeleton {
   const criteria = successCriteria(doc, notes)
   phase++
   sections++
-  out.push("", `## Phase ${phase}: Acceptance`, "", `### ${phase}.1 Check the success criteria (checkpoint)`, "- A person checks every success criterion of PRD.md against the running product", "", "Done when:")
+  out.push(
+    "",
+    `## Phase ${phase}: Acceptance`,
+    "",
+    `### ${phase}.1 Check the success criteria (checkpoint)`,
+    "- A person checks every success criterion of PRD.md against the running product",
+    "",
+    "Done when:",
+  )
   if (criteria.length > 0) out.push(...criteria.map((c) => defuse(`- ${c.text}`)))
   else out.push("- every requirement above is met (PRD.md lists no success criteria)")
   return { text: `${out.join("\n")}\n`, notes, phases: phase, sections }
@@ -59,7 +76,11 @@ function requirementGroups(doc: Outline, notes: PlanNote[]): Group[] {
   }
   const loose = doc.headings.filter((h) => h.level === 2 && /requirements/i.test(h.title))
   if (loose.length > 0) return loose.map((h) => group(doc, h))
-  notes.push({ severity: "warning", message: "PRD.md has no 'Requirements' section: the plan has one placeholder phase", hint: "add '## Requirements' with '### Functional Requirements' and '### Non-Functional Requirements'" })
+  notes.push({
+    severity: "warning",
+    message: "PRD.md has no 'Requirements' section: the plan has one placeholder phase",
+    hint: "add '## Requirements' with '### Functional Requirements' and '### Non-Functional Requirements'",
+  })
   return [{ title: "Requirements", line: 1, items: [] }]
 }
 
@@ -69,7 +90,13 @@ function group(doc: Outline, heading: OutlineHeading): Group {
   let items = listItems([heading, ...children].flatMap((h) => h.lines))
   // Requirements written as headings ("#### FR-1: Export") with prose under them: a heading is an item.
   if (items.length === 0) {
-    items = children.map((h) => ({ line: h.line, text: h.title, nested: writtenLines(h.lines).map((l) => l.text.trim()), column: 0, end: h.lines.at(-1)?.n ?? h.line }))
+    items = children.map((h) => ({
+      line: h.line,
+      text: h.title,
+      nested: writtenLines(h.lines).map((l) => l.text.trim()),
+      column: 0,
+      end: h.lines.at(-1)?.n ?? h.line,
+    }))
   }
   return { title: heading.title.replace(/\s*\(optional\)\s*$/i, ""), line: heading.line, items }
 }
@@ -77,11 +104,21 @@ function group(doc: Outline, heading: OutlineHeading): Group {
 function successCriteria(doc: Outline, notes: PlanNote[]): ListItem[] {
   const heading = findHeading(doc, 2, /^success criteria\b/i)
   if (!heading) {
-    notes.push({ severity: "warning", message: "PRD.md has no 'Success Criteria' section: the last phase checks the requirements instead", hint: "add '## Success Criteria' as a checklist ('- [ ] ...')" })
+    notes.push({
+      severity: "warning",
+      message: "PRD.md has no 'Success Criteria' section: the last phase checks the requirements instead",
+      hint: "add '## Success Criteria' as a checklist ('- [ ] ...')",
+    })
     return []
   }
   const items = listItems([heading, ...childrenOf(doc, heading)].flatMap((h) => h.lines))
-  if (items.length === 0) notes.push({ severity: "warning", line: heading.line, message: "PRD.md lists no success criteria", hint: "write them as a checklist: '- [ ] all FR items pass their acceptance tests'" })
+  if (items.length === 0)
+    notes.push({
+      severity: "warning",
+      line: heading.line,
+      message: "PRD.md lists no success criteria",
+      hint: "write them as a checklist: '- [ ] all FR items pass their acceptance tests'",
+    })
   return items
 }
 

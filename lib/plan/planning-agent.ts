@@ -15,11 +15,22 @@ export function planningAgent(config: FlowConfig, opts: { name?: string; offline
   if (opts.name !== undefined) {
     const agent = agents.find((a) => a.name === opts.name)
     if (!agent) {
-      const near = closest(opts.name, agents.map((a) => a.name))
-      throw new FlowError(`flow.yaml has no agent named '${opts.name}'`, Exit.usage,
-        near ? `did you mean '${near}'?` : agents.length ? `its agents: ${agents.map((a) => a.name).join(", ")}` : "add the agent under 'agents:' in flow.yaml")
+      const near = closest(
+        opts.name,
+        agents.map((a) => a.name),
+      )
+      throw new FlowError(
+        `flow.yaml has no agent named '${opts.name}'`,
+        Exit.usage,
+        near ? `did you mean '${near}'?` : agents.length ? `its agents: ${agents.map((a) => a.name).join(", ")}` : "add the agent under 'agents:' in flow.yaml",
+      )
     }
-    if (agent.cli === "script") throw new FlowError(`the agent '${agent.name}' is a 'script' agent, which only runs shell blocks and cannot plan`, Exit.usage, "name an agent CLI such as claude or codex, or use --offline")
+    if (agent.cli === "script")
+      throw new FlowError(
+        `the agent '${agent.name}' is a 'script' agent, which only runs shell blocks and cannot plan`,
+        Exit.usage,
+        "name an agent CLI such as claude or codex, or use --offline",
+      )
     return { agent, reason: `--agent ${agent.name}` }
   }
   const agent = agents.find((a) => a.cli !== "script")

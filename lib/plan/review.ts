@@ -9,7 +9,15 @@ import { labelOpensList, parsePlan, readLabel, type PlanLine } from "./plan-pars
 export type Change = { at: number; remove: number; lines: string[] }
 
 export type ReviewFinding = {
-  rule: "missing-section" | "empty-section" | "unmeasurable-requirement" | "criteria-not-checklist" | "unanswered-question" | "section-without-items" | "item-without-file" | "plan-shape"
+  rule:
+    | "missing-section"
+    | "empty-section"
+    | "unmeasurable-requirement"
+    | "criteria-not-checklist"
+    | "unanswered-question"
+    | "section-without-items"
+    | "item-without-file"
+    | "plan-shape"
   line?: number
   message: string
   /** the fix, in words */
@@ -52,9 +60,10 @@ export function reviewPrd(text: string): ReviewFinding[] {
       const at = section.parent ? endOf(doc, requirements!, lines.length) : lines.length
       const hashes = "#".repeat(level)
       // A missing Requirements section comes with its two groups, which are reported with it.
-      const groups = section.title === "Requirements"
-        ? PRD_SECTIONS.filter((g) => g.parent === "Requirements").flatMap((g) => ["", `### ${g.title}`, `<!-- ${g.guidance} -->`])
-        : []
+      const groups =
+        section.title === "Requirements"
+          ? PRD_SECTIONS.filter((g) => g.parent === "Requirements").flatMap((g) => ["", `### ${g.title}`, `<!-- ${g.guidance} -->`])
+          : []
       // Inserted before a heading, the new section needs a blank line of its own below it.
       const after = at < lines.length ? [""] : []
       out.push({
@@ -62,7 +71,10 @@ export function reviewPrd(text: string): ReviewFinding[] {
         message: `the recommended section '${section.title}' is missing`,
         suggestion: `add '${hashes} ${section.title}'`,
         change: { at, remove: 0, lines: ["", `${hashes} ${section.title}`, `<!-- ${section.guidance} -->`, ...groups, ...after] },
-        edit: { question: `What goes under '${section.title}'?`, change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section.title}`, ...t.split("\n"), ...groups, ...after] }) },
+        edit: {
+          question: `What goes under '${section.title}'?`,
+          change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section.title}`, ...t.split("\n"), ...groups, ...after] }),
+        },
       })
       continue
     }
@@ -93,7 +105,9 @@ export function reviewPrd(text: string): ReviewFinding[] {
           rule: "unmeasurable-requirement",
           line: item.line,
           message: `the requirement '${short(item.text)}' has no measurable number`,
-          suggestion: flagged ? `replace '${TARGET_PLACEHOLDER}' with the number` : "add a target with a number (a time, a size, a count, a rate) that a test can check",
+          suggestion: flagged
+            ? `replace '${TARGET_PLACEHOLDER}' with the number`
+            : "add a target with a number (a time, a size, a count, a rate) that a test can check",
           ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
           edit: { question: "The requirement, with a number:", change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${t}`] }) },
         })
@@ -170,7 +184,10 @@ export function reviewPlan(text: string): ReviewFinding[] {
         line: section.line,
         message: `section ${name} has no work items`,
         suggestion: "list the work as bullets, each naming the files or components it touches",
-        edit: { question: `The work of ${name} (one item per line):`, change: (t) => ({ at, remove: 0, lines: t.split("\n").map((l) => `- ${l.replace(/^[-*+]\s+/, "")}`) }) },
+        edit: {
+          question: `The work of ${name} (one item per line):`,
+          change: (t) => ({ at, remove: 0, lines: t.split("\n").map((l) => `- ${l.replace(/^[-*+]\s+/, "")}`) }),
+        },
       })
     }
     for (const body of bodies) {
@@ -183,7 +200,10 @@ export function reviewPlan(text: string): ReviewFinding[] {
           line: item.line,
           message: `the work item '${short(item.text)}' in ${name} names no file or component`,
           suggestion: "name the file or component it touches, so the agent knows where to work",
-          edit: { question: "Which file or component does it touch?", change: (t) => ({ at, remove: 1, lines: [`${source.trimEnd()} (${t.includes("`") ? t : `\`${t}\``})`] }) },
+          edit: {
+            question: "Which file or component does it touch?",
+            change: (t) => ({ at, remove: 1, lines: [`${source.trimEnd()} (${t.includes("`") ? t : `\`${t}\``})`] }),
+          },
         })
       }
     }
@@ -201,8 +221,13 @@ export function applyChanges(text: string, changes: readonly Change[]): string {
 
 /** Does a work item name a file, a path, a code identifier or a component? */
 export function namesAThing(text: string): boolean {
-  return /`[^`]+`/.test(text) || /\S\/\S/.test(text) || /\b[\w-]+\.[a-z][a-z0-9]{0,4}\b/i.test(text.replace(/\b(?:e\.g|i\.e|etc)\./gi, ""))
-    || /\b[A-Z][a-z0-9]+[A-Z]\w*/.test(text) || /\w\(\)/.test(text)
+  return (
+    /`[^`]+`/.test(text) ||
+    /\S\/\S/.test(text) ||
+    /\b[\w-]+\.[a-z][a-z0-9]{0,4}\b/i.test(text.replace(/\b(?:e\.g|i\.e|etc)\./gi, "")) ||
+    /\b[A-Z][a-z0-9]+[A-Z]\w*/.test(text) ||
+    /\w\(\)/.test(text)
+  )
 }
 
 /** A section's lines without its labelled blocks (Acceptance, Depends on): what remains is its work. */
@@ -223,7 +248,10 @@ function workLines(body: readonly PlanLine[]): PlanLine[] {
 }
 
 function sortFindings(findings: ReviewFinding[]): ReviewFinding[] {
-  return findings.map((f, i) => ({ f, i })).sort((a, b) => (a.f.line ?? Infinity) - (b.f.line ?? Infinity) || a.i - b.i).map(({ f }) => f)
+  return findings
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => (a.f.line ?? Infinity) - (b.f.line ?? Infinity) || a.i - b.i)
+    .map(({ f }) => f)
 }
 
 /** The index of the line after `heading`'s whole section (its children included). */
@@ -237,7 +265,10 @@ function bulletOf(line: string): string {
 }
 
 function normal(title: string): string {
-  return title.toLowerCase().replace(/[^a-z]+/g, " ").trim()
+  return title
+    .toLowerCase()
+    .replace(/[^a-z]+/g, " ")
+    .trim()
 }
 
 function short(text: string): string {

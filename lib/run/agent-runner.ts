@@ -31,7 +31,7 @@ export type Turn = {
 
 const TAIL_LINES = 20
 // A stack frame or the inside of a dumped object: never the line that says what went wrong.
-const STACK_LINE = /^\s+(at |[\[\]{}]|\w+: )|^\s*[\]}]/
+const STACK_LINE = /^\s+(at |[[\]{}]|\w+: )|^\s*[\]}]/
 
 function isNoise(line: string, noise: readonly RegExp[] = []): boolean {
   return line.trim() === "" || noise.some((re) => re.test(line))
@@ -46,7 +46,11 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
       turn.onEvent({ type: "text", text: "no ```sh blocks in the instructions: nothing to run" })
       return { code: 0, tail: "", seconds: seconds() }
     }
-    const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), { signal: turn.signal, doneMark: turn.doneMark, onGroup: turn.onGroup })
+    const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), {
+      signal: turn.signal,
+      doneMark: turn.doneMark,
+      onGroup: turn.onGroup,
+    })
     return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
   }
 
@@ -81,7 +85,12 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   let proc: ReturnType<typeof spawnGroup>
   try {
-    proc = spawnGroup(argv, { cwd: turn.cwd, env: { ...adapter.env, ...turn.env }, signal: turn.signal, stdin: adapter.promptOnStdin ? turn.prompt : undefined })
+    proc = spawnGroup(argv, {
+      cwd: turn.cwd,
+      env: { ...adapter.env, ...turn.env },
+      signal: turn.signal,
+      stdin: adapter.promptOnStdin ? turn.prompt : undefined,
+    })
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
@@ -119,5 +128,12 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const reason = error?.replace(/\s+/g, " ").trim()
   const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
   const said = code !== 0 && reason ? [reason] : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
-  return { code, tail: said.join("\n").trim(), sessionId, seconds: seconds(), ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}), ...(lostSession ? { lostSession } : {}) }
+  return {
+    code,
+    tail: said.join("\n").trim(),
+    sessionId,
+    seconds: seconds(),
+    ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}),
+    ...(lostSession ? { lostSession } : {}),
+  }
 }

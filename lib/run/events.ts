@@ -28,7 +28,15 @@ export type RunEvent =
   | { type: "waiting"; reason: string }
   /** something the run did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */
   | { type: "notice"; taskId?: string; text: string }
-  | { type: "run-end"; done: number; blocked: string[]; remaining: number; seconds: number; interrupted: boolean; unassignable: { id: string; agent: string }[] }
+  | {
+      type: "run-end"
+      done: number
+      blocked: string[]
+      remaining: number
+      seconds: number
+      interrupted: boolean
+      unassignable: { id: string; agent: string }[]
+    }
 
 export type Listener = (event: RunEvent, at: Date) => void
 

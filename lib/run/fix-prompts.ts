@@ -25,23 +25,31 @@ export async function fixPrompt(taskId: string, ws: Workspace, v: Failed, descri
     return [
       `Your finished work on branch ${ws.branch} was not merged: the merge of ${ws.branch} into ${ws.target} fails the project's check (${v.reason}).`,
       `flow ran the check on that merge, that is on ${ws.target} as it is now plus your branch. Its output, trimmed to what matters:`,
-      "", "```", v.output, "```", "",
+      "",
+      "```",
+      v.output,
+      "```",
+      "",
       `Fix it on your branch ${ws.branch}, in this worktree. If the failure comes from work that reached ${ws.target} after you started, merge ${ws.target} into your branch first (git merge ${ws.target}).`,
-      finishLine(taskId), "",
+      finishLine(taskId),
+      "",
     ].join("\n")
   }
   const commits = await commitsBetween(ws.repo, ws.branch, ws.target).catch(() => [])
   const ids = [...new Set(commits.map((c) => /^\S+ Merge \S+: ([a-z0-9-]+)$/.exec(c)?.[1]).filter((x): x is string => x !== undefined))]
-  const tasks = (await Promise.all(ids.map(describe))).filter((t): t is Task => t !== undefined).map((t) => {
-    const text = (t.instructions ?? "").trim()
-    return `- ${t.id}: ${t.title}${text ? `\n  ${(text.length > 800 ? `${text.slice(0, 800)}...` : text).split("\n").join("\n  ")}` : ""}`
-  })
+  const tasks = (await Promise.all(ids.map(describe)))
+    .filter((t): t is Task => t !== undefined)
+    .map((t) => {
+      const text = (t.instructions ?? "").trim()
+      return `- ${t.id}: ${t.title}${text ? `\n  ${(text.length > 800 ? `${text.slice(0, 800)}...` : text).split("\n").join("\n  ")}` : ""}`
+    })
   return [
     `Your finished work on branch ${ws.branch} conflicts with ${ws.target}, which moved on since your branch started: ${v.reason}.`,
     ...(commits.length ? ["", `The commits on ${ws.target} your branch does not have:`, ...commits.map((c) => `- ${c}`)] : []),
     ...(tasks.length ? ["", "They come from these tasks:", ...tasks] : []),
     "",
     `Merge ${ws.target} into your branch (git merge ${ws.target}) in this worktree and resolve the conflicts so that both your task and theirs still do what they were meant to.`,
-    finishLine(taskId), "",
+    finishLine(taskId),
+    "",
   ].join("\n")
 }

@@ -21,7 +21,12 @@ export async function repoRoot(dir: string): Promise<string | undefined> {
 
 export async function currentBranch(repo: string): Promise<string> {
   const name = (await git(repo, ["symbolic-ref", "--quiet", "--short", "HEAD"]).catch(() => "")).trim()
-  if (!name) throw new FlowError(`${repo} is not on a branch (detached HEAD)`, undefined, "check out the branch flow should merge into, or set merge_target in flow.yaml")
+  if (!name)
+    throw new FlowError(
+      `${repo} is not on a branch (detached HEAD)`,
+      undefined,
+      "check out the branch flow should merge into, or set merge_target in flow.yaml",
+    )
   return name
 }
 
@@ -36,10 +41,15 @@ export async function listWorktrees(repo: string): Promise<Worktree[]> {
   const out = await git(repo, ["worktree", "list", "--porcelain"])
   const list: Worktree[] = []
   for (const block of out.split("\n\n")) {
-    const fields = new Map(block.split("\n").filter(Boolean).map((line) => {
-      const space = line.indexOf(" ")
-      return space < 0 ? [line, ""] : [line.slice(0, space), line.slice(space + 1)]
-    }))
+    const fields = new Map(
+      block
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => {
+          const space = line.indexOf(" ")
+          return space < 0 ? [line, ""] : [line.slice(0, space), line.slice(space + 1)]
+        }),
+    )
     const path = fields.get("worktree")
     if (!path) continue
     const branch = fields.get("branch")?.replace(/^refs\/heads\//, "")
@@ -56,7 +66,8 @@ export async function ensureWorktree(repo: string, path: string, branch: string,
   if (existsSync(path)) {
     const existing = (await listWorktrees(repo)).find((w) => w.path === path)
     if (existing) {
-      if (existing.branch !== branch) throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
+      if (existing.branch !== branch)
+        throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
       return "reused"
     }
   }
@@ -82,8 +93,11 @@ export async function removeWorktree(repo: string, path: string, force = false):
   // git refuses a worktree with changes; say which, in our words.
   const dirty = existsSync(path) ? await dirtyFiles(path) : []
   if (dirty.length) {
-    throw new FlowError(`the worktree ${path} has uncommitted changes: ${dirty.slice(0, 10).join(", ")}${dirty.length > 10 ? ", ..." : ""}`,
-      undefined, "commit or discard them, or add --force to remove it anyway (they are lost)")
+    throw new FlowError(
+      `the worktree ${path} has uncommitted changes: ${dirty.slice(0, 10).join(", ")}${dirty.length > 10 ? ", ..." : ""}`,
+      undefined,
+      "commit or discard them, or add --force to remove it anyway (they are lost)",
+    )
   }
   throw new FlowError(`'git worktree remove ${path}' failed: ${(r.stderr || r.stdout).trim()}`)
 }
@@ -93,7 +107,10 @@ export async function commitAll(path: string, message: string, author: { name: s
   // Agents usually commit their own work: one `status` is all it costs then.
   if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
   await git(path, ["add", "-A"])
-  await check(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "commit", "-q", "--no-verify", "-m", message], { cwd: path, env: GIT_ENV })
+  await check(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "commit", "-q", "--no-verify", "-m", message], {
+    cwd: path,
+    env: GIT_ENV,
+  })
   return true
 }
 
@@ -104,13 +121,18 @@ export type MergeResult = { ok: true; commit: string } | { ok: false; conflicts:
  * or when local changes would be overwritten, the merge is aborted and the target is left as it was.
  */
 export async function mergeInto(checkout: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeResult> {
-  const r = await run(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "merge", "--no-ff", "--no-edit", "-m", message, "--", branch], { cwd: checkout, env: GIT_ENV })
+  const r = await run(
+    ["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "merge", "--no-ff", "--no-edit", "-m", message, "--", branch],
+    { cwd: checkout, env: GIT_ENV },
+  )
   if (r.code === 0) return { ok: true, commit: (await git(checkout, ["rev-parse", "HEAD"])).trim() }
   const conflicts = (await run(["git", "diff", "--name-only", "--diff-filter=U"], { cwd: checkout, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
   const merging = await run(["git", "rev-parse", "--verify", "--quiet", "MERGE_HEAD"], { cwd: checkout, env: GIT_ENV })
   if (merging.code === 0) await git(checkout, ["merge", "--abort"])
   // Without its final period: callers go on with ". The target was left ...".
-  const reason = conflicts.length ? `merge conflict in ${conflicts.join(", ")}` : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
+  const reason = conflicts.length
+    ? `merge conflict in ${conflicts.join(", ")}`
+    : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
   return { ok: false, conflicts, reason }
 }
 
@@ -144,7 +166,13 @@ export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts:
  * A merge commit of `branch` onto the commit `base` (first parent), made with `git merge-tree` in the object
  * store alone: no checkout, no index, so any number can be made at once while others work.
  */
-export async function makeMergeCommit(repo: string, base: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeCommit> {
+export async function makeMergeCommit(
+  repo: string,
+  base: string,
+  branch: string,
+  message: string,
+  author: { name: string; email: string },
+): Promise<MergeCommit> {
   const [head] = await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
@@ -191,7 +219,11 @@ export async function moveBranch(repo: string, target: string, old: string, next
   if (checkout) {
     const changed = new Set((await git(repo, ["diff", "--name-only", "--no-renames", old, next])).split("\n").filter(Boolean))
     const status = await git(checkout, ["status", "--porcelain", "--untracked-files=all", "--no-renames"])
-    const dirty = status.split("\n").filter(Boolean).map((l) => l.slice(3)).filter((f) => changed.has(f))
+    const dirty = status
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.slice(3))
+      .filter((f) => changed.has(f))
     if (dirty.length) return { ok: false, why: "dirty", detail: `${checkout} has local changes to ${dirty.slice(0, 10).join(", ")}` }
   }
   const r = await run(["git", "update-ref", "-m", message, `refs/heads/${target}`, next, old], { cwd: repo, env: GIT_ENV })

@@ -58,7 +58,10 @@ export class Landing {
   /** Runs `fn` after every earlier git operation on `repo` has finished. */
   inRepo<T>(repo: string, fn: () => Promise<T>): Promise<T> {
     const result = (this.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
-    this.repoQueues.set(repo, result.catch(() => {}))
+    this.repoQueues.set(
+      repo,
+      result.catch(() => {}),
+    )
     return result
   }
 
@@ -91,7 +94,12 @@ export class Landing {
       if (result.kind === "stopped") return false // the run stops: the journal entry stays open, the next run lands it
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
       const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
-      await blockTask(this.s, taskId, `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`, true)
+      await blockTask(
+        this.s,
+        taskId,
+        `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
+        true,
+      )
       await this.journal.close(taskId)
       return false
     }
@@ -100,7 +108,7 @@ export class Landing {
     await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
-    background.add(this.inRepo(ws.repo, () => existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()).catch(() => {}))
+    background.add(this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())).catch(() => {}))
     return true
   }
 
@@ -115,7 +123,10 @@ export class Landing {
     const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
-    const id = open && open.outcome === null ? open.id : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
+    const id =
+      open && open.outcome === null
+        ? open.id
+        : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
     if (v.ok && !v.alreadyMerged) killPoint("after-merge")
     if (v.ok || v.kind !== "stopped") await this.journal.outcome(id, v.ok ? "merged" : "failed", v.ok ? { commit: v.commit } : { reason: v.reason })
@@ -136,7 +147,11 @@ export class Landing {
     const r = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
     const merged = r.ok && r.commit !== before
     if (merged) killPoint("after-merge")
-    await this.journal.outcome(id, r.ok ? "merged" : "failed", r.ok ? { commit: merged ? r.commit : undefined, reason: merged ? undefined : "already in the target" } : { reason: r.reason })
+    await this.journal.outcome(
+      id,
+      r.ok ? "merged" : "failed",
+      r.ok ? { commit: merged ? r.commit : undefined, reason: merged ? undefined : "already in the target" } : { reason: r.reason },
+    )
     if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: !merged }
     return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
   }

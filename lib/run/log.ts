@@ -65,8 +65,11 @@ export function agentLine(ev: AgentEvent): string | undefined {
   if (ev.type === "tool") return `tool ${ev.name}${ev.detail ? `: ${clip(ev.detail)}` : ""}`
   if (ev.type === "error") return `error: ${clip(ev.message)}`
   if (ev.type === "usage") {
-    const parts = [ev.inputTokens !== undefined ? `${ev.inputTokens} in` : "", ev.outputTokens !== undefined ? `${ev.outputTokens} out` : "",
-      ev.costUsd !== undefined ? `$${ev.costUsd.toFixed(4)}` : ""].filter(Boolean)
+    const parts = [
+      ev.inputTokens !== undefined ? `${ev.inputTokens} in` : "",
+      ev.outputTokens !== undefined ? `${ev.outputTokens} out` : "",
+      ev.costUsd !== undefined ? `$${ev.costUsd.toFixed(4)}` : "",
+    ].filter(Boolean)
     return parts.length ? `tokens ${parts.join(", ")}` : undefined
   }
   return undefined

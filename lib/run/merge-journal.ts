@@ -23,13 +23,33 @@ export type MergeEntry = MergeIntent & {
 }
 
 type Row = {
-  id: number; task_id: string; repo: string; branch: string; branch_head: string; target: string; target_before: string
-  started_at: string; outcome: MergeOutcome | null; merge_commit: string | null; detail: string | null; closed_at: string | null
+  id: number
+  task_id: string
+  repo: string
+  branch: string
+  branch_head: string
+  target: string
+  target_before: string
+  started_at: string
+  outcome: MergeOutcome | null
+  merge_commit: string | null
+  detail: string | null
+  closed_at: string | null
 }
 
 const entry = (r: Row): MergeEntry => ({
-  id: r.id, taskId: r.task_id, repo: r.repo, branch: r.branch, branchHead: r.branch_head, target: r.target, targetBefore: r.target_before,
-  startedAt: r.started_at, outcome: r.outcome, mergeCommit: r.merge_commit, detail: r.detail, closedAt: r.closed_at,
+  id: r.id,
+  taskId: r.task_id,
+  repo: r.repo,
+  branch: r.branch,
+  branchHead: r.branch_head,
+  target: r.target,
+  targetBefore: r.target_before,
+  startedAt: r.started_at,
+  outcome: r.outcome,
+  mergeCommit: r.merge_commit,
+  detail: r.detail,
+  closedAt: r.closed_at,
 })
 
 const now = () => new Date().toISOString()
@@ -39,9 +59,13 @@ export class MergeJournal {
 
   /** Records the intent to merge; returns the entry's id. */
   begin(i: MergeIntent): Promise<number> {
-    return this.db.transact((db) => Number(db.query(
-      "INSERT INTO merges (task_id, repo, branch, branch_head, target, target_before, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ).run(i.taskId, i.repo, i.branch, i.branchHead, i.target, i.targetBefore, now()).lastInsertRowid))
+    return this.db.transact((db) =>
+      Number(
+        db
+          .query("INSERT INTO merges (task_id, repo, branch, branch_head, target, target_before, started_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+          .run(i.taskId, i.repo, i.branch, i.branchHead, i.target, i.targetBefore, now()).lastInsertRowid,
+      ),
+    )
   }
 
   /** Records what the merge did. */
@@ -60,7 +84,15 @@ export class MergeJournal {
 
   /** The latest open entry of each task that has one (an index lookup: cheap to call on every run start). */
   open(): Promise<Map<string, MergeEntry>> {
-    return this.db.read((db) => new Map(db.query<Row, []>("SELECT * FROM merges WHERE closed_at IS NULL ORDER BY id").all().map((r) => [r.task_id, entry(r)])))
+    return this.db.read(
+      (db) =>
+        new Map(
+          db
+            .query<Row, []>("SELECT * FROM merges WHERE closed_at IS NULL ORDER BY id")
+            .all()
+            .map((r) => [r.task_id, entry(r)]),
+        ),
+    )
   }
 
   /** The task's latest entry, open or closed. */

@@ -61,12 +61,16 @@ export class MergeQueue {
 
   constructor(private o: QueueOptions) {
     this.ready = this.clearScratch()
-    o.signal.addEventListener("abort", () => {
-      for (const e of this.entries.splice(0)) {
-        e.abort?.abort()
-        e.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
-      }
-    }, { once: true })
+    o.signal.addEventListener(
+      "abort",
+      () => {
+        for (const e of this.entries.splice(0)) {
+          e.abort?.abort()
+          e.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
+        }
+      },
+      { once: true },
+    )
   }
 
   /** Queues a finished branch; resolves when it is merged, or why it was not. */
@@ -114,7 +118,8 @@ export class MergeQueue {
         continue
       }
       if (head.state !== "passed" || !head.base || !head.merge) return
-      const moved = head.merge === head.base ? { ok: true as const } : await moveBranch(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`)
+      const moved =
+        head.merge === head.base ? { ok: true as const } : await moveBranch(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`)
       if (!moved.ok && moved.why === "dirty") {
         const reason = `cannot move ${this.o.target} to the verified merge of ${head.branch}: ${moved.detail}; commit or discard them there`
         if (reason !== this.dirtySaid) this.o.bus.emit({ type: "waiting", reason })
@@ -183,22 +188,25 @@ export class MergeQueue {
       } finally {
         void this.o.serial(() => removeWorktree(this.o.repo, path, true)).catch(() => rmSync(path, { recursive: true, force: true }))
       }
-    })().then((result) => {
-      if (e.gen !== gen || stop.aborted) return
-      e.state = result.ok ? "passed" : "failed"
-      if (!result.ok) {
-        const reason = result.timedOut ? `the check timed out after ${Math.round(check.timeoutMs / 1000)} s` : `the check failed (exit ${result.code})`
-        e.verdict = { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
-        this.emit(e, "failed", reason, result.seconds)
-      } else this.emit(e, "passed", undefined, result.seconds)
-      void this.pump()
-    }, (err) => {
-      if (e.gen !== gen || stop.aborted) return
-      e.state = "failed"
-      e.verdict = { ok: false, kind: "check", reason: `the check could not start: ${(err as Error).message}`, output: "", timedOut: false }
-      this.emit(e, "failed", e.verdict.reason)
-      void this.pump()
-    })
+    })().then(
+      (result) => {
+        if (e.gen !== gen || stop.aborted) return
+        e.state = result.ok ? "passed" : "failed"
+        if (!result.ok) {
+          const reason = result.timedOut ? `the check timed out after ${Math.round(check.timeoutMs / 1000)} s` : `the check failed (exit ${result.code})`
+          e.verdict = { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
+          this.emit(e, "failed", reason, result.seconds)
+        } else this.emit(e, "passed", undefined, result.seconds)
+        void this.pump()
+      },
+      (err) => {
+        if (e.gen !== gen || stop.aborted) return
+        e.state = "failed"
+        e.verdict = { ok: false, kind: "check", reason: `the check could not start: ${(err as Error).message}`, output: "", timedOut: false }
+        this.emit(e, "failed", e.verdict.reason)
+        void this.pump()
+      },
+    )
   }
 
   private reset(e: Entry, why?: string): void {

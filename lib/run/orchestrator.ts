@@ -40,7 +40,15 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const announced = new Set<string>()
   const workspaces = new Workspaces(s.project, s.defaults)
   const groups = new AgentGroups(s.db)
-  const shared: WorkerShared = { settings: s, workspaces, landing: new Landing(s), groups, background: new Set(), publishQueues: new Map(), sessions: new Map() }
+  const shared: WorkerShared = {
+    settings: s,
+    workspaces,
+    landing: new Landing(s),
+    groups,
+    background: new Set(),
+    publishQueues: new Map(),
+    sessions: new Map(),
+  }
   const onStop = () => {
     wake.notify()
     // Agents' groups get SIGTERM, then SIGKILL after 3 s (cli/proc.ts); what they started in sessions of
@@ -50,16 +58,28 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   s.signal.addEventListener("abort", onStop)
   const first = await readTasks(s.project)
   // A project folder outside any repository is fine when every task names its repo: the target is then "?".
-  const target = await workspaces.repoOf({} as Task).then((repo) => workspaces.targetOf(repo)).catch(() => "?")
+  const target = await workspaces
+    .repoOf({} as Task)
+    .then((repo) => workspaces.targetOf(repo))
+    .catch(() => "?")
   s.bus.emit({ type: "run-start", agents: s.agents.map((a) => a.name), tasks: indexTasks(first.data).size, target })
   // What a dead run left: its agents' process groups first (they may still be writing), then its merges.
   const reaped = await groups.reap(s.project.dir)
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
   await recover(shared, indexTasks((await readTasks(s.project)).data))
   const unassignable = restrictedToOthers(indexTasks((await readTasks(s.project)).data), s.agents)
-  for (const u of unassignable) s.bus.emit({ type: "notice", taskId: u.id, text: `left alone: its agent_name is '${u.agent}', which is not an agent of this run (agents: ${s.agents.map((a) => a.name).join(", ")})` })
+  for (const u of unassignable)
+    s.bus.emit({
+      type: "notice",
+      taskId: u.id,
+      text: `left alone: its agent_name is '${u.agent}', which is not an agent of this run (agents: ${s.agents.map((a) => a.name).join(", ")})`,
+    })
   // Tasks an earlier run left in progress are resumed first (rule 7), each in its own worktree.
-  const resumable = new Set([...indexTasks((await readTasks(s.project)).data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id))
+  const resumable = new Set(
+    [...indexTasks((await readTasks(s.project)).data).values()]
+      .filter((e) => e.task.status === "in_progress" || e.task.status === "assigned")
+      .map((e) => e.task.id),
+  )
   let waitingSaid = ""
   let last = first // the last valid tasks.yaml: a person's half-saved edit is waited out, not fatal
   let invalidSaid = false
@@ -77,7 +97,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         invalidSaid = false
       } catch (e) {
         if (!isInvalidTasks(e)) throw e
-        if (!invalidSaid) s.bus.emit({ type: "notice", text: `${(e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)` })
+        if (!invalidSaid)
+          s.bus.emit({
+            type: "notice",
+            text: `${(e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)`,
+          })
         invalidSaid = true
         await wake.wait()
         continue
@@ -96,10 +120,9 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       }
       if (s.yes && checkpoints.length > 0) continue
 
-      const candidates = [
-        ...[...resumable].map((id) => index.get(id)!).filter(Boolean),
-        ...availableTasks(index),
-      ].filter((e) => !running.has(e.task.id) && !waitsOnRunning(index, e, running))
+      const candidates = [...[...resumable].map((id) => index.get(id)!).filter(Boolean), ...availableTasks(index)].filter(
+        (e) => !running.has(e.task.id) && !waitsOnRunning(index, e, running),
+      )
       for (const agent of s.agents) {
         if (running.size >= s.parallelism) break
         if (busy.has(agent.name)) continue
@@ -109,11 +132,14 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         resumable.delete(id)
         busy.set(agent.name, id)
         const worker = new TaskWorker(shared, id, agent)
-        running.set(id, worker.run().finally(() => {
-          running.delete(id)
-          busy.delete(agent.name)
-          wake.notify()
-        }))
+        running.set(
+          id,
+          worker.run().finally(() => {
+            running.delete(id)
+            busy.delete(agent.name)
+            wake.notify()
+          }),
+        )
       }
 
       if (running.size === 0) {
@@ -150,8 +176,12 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
 /** Open tasks whose agent_name names no agent of this run: nothing here will ever take them. */
 function restrictedToOthers(index: Map<string, Indexed>, agents: AgentConfig[]): { id: string; agent: string }[] {
   const names = new Set(agents.map((a) => a.name))
-  return [...index.values()].map((e) => e.task)
-    .filter((t) => t.agent_name !== undefined && !names.has(t.agent_name) && t.status !== "done" && t.status !== "blocked" && !t.subtasks?.length && t.checkpoint !== true)
+  return [...index.values()]
+    .map((e) => e.task)
+    .filter(
+      (t) =>
+        t.agent_name !== undefined && !names.has(t.agent_name) && t.status !== "done" && t.status !== "blocked" && !t.subtasks?.length && t.checkpoint !== true,
+    )
     .map((t) => ({ id: t.id, agent: t.agent_name! }))
 }
 
@@ -179,4 +209,3 @@ function waitsOnRunning(index: Map<string, Indexed>, entry: Indexed, running: Ma
   }
   return false
 }
-

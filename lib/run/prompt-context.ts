@@ -10,9 +10,14 @@ export const ANCESTOR_TEXT_LIMIT = 600
 export function ancestorSection(index: Map<string, Indexed>, taskId: string): string[] {
   const chain = ancestors(index, taskId).reverse()
   if (chain.length === 0) return []
-  const out = ["", "## Part of", "", chain.length === 1
-    ? "Your task is one part of a larger task. Its instructions, for context (do only your own task):"
-    : "Your task is one part of larger tasks, outermost first. Their instructions, for context (do only your own task):"]
+  const out = [
+    "",
+    "## Part of",
+    "",
+    chain.length === 1
+      ? "Your task is one part of a larger task. Its instructions, for context (do only your own task):"
+      : "Your task is one part of larger tasks, outermost first. Their instructions, for context (do only your own task):",
+  ]
   for (const t of chain) {
     out.push("", `### ${t.id}: ${t.title}`)
     const text = t.instructions?.trim()
@@ -41,12 +46,17 @@ export function dependencySection(index: Map<string, Indexed>, taskId: string): 
   for (const up of ancestors(index, taskId)) add(up.depends_on, up)
   if (deps.length === 0) return []
   const allDone = deps.every((d) => d.task.status === "done")
-  const out = ["", "## Work this task builds on", "", allDone
-    ? "These tasks were done before yours; their code is in your branch."
-    : "Your task depends on these tasks. Not all of them are done: the code of a task that is not done is not in your branch, so do not rely on it."]
+  const out = [
+    "",
+    "## Work this task builds on",
+    "",
+    allDone
+      ? "These tasks were done before yours; their code is in your branch."
+      : "Your task depends on these tasks. Not all of them are done: the code of a task that is not done is not in your branch, so do not rely on it.",
+  ]
   for (const { task, via } of deps) {
-    const state = task.status !== "done" ? `${task.status}: not done yet, its code is not in your branch`
-      : allDone ? "done" : "done: its code is in your branch"
+    const state =
+      task.status !== "done" ? `${task.status}: not done yet, its code is not in your branch` : allDone ? "done" : "done: its code is in your branch"
     out.push("", `- ${task.id}: ${task.title} (${state}${via ? `; a dependency of ${via.id}, which your task is part of` : ""})`)
     for (const note of task.ai_notes ?? []) out.push(`  - note: ${oneLine(note)}`)
   }

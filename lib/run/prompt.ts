@@ -32,10 +32,7 @@ export function taskPrompt(input: PromptInput): string {
   if (guidelines) out.push("", ...(guidelines.startsWith("# ") ? [] : ["# Guidelines", ""]), guidelines)
 
   out.push("", `# Your task: ${task.id}: ${task.title}`)
-  const facts = [
-    task.phase !== undefined ? `Phase: ${task.phase}` : undefined,
-    task.repo ? `Repository: ${task.repo}` : undefined,
-  ].filter(Boolean)
+  const facts = [task.phase !== undefined ? `Phase: ${task.phase}` : undefined, task.repo ? `Repository: ${task.repo}` : undefined].filter(Boolean)
   if (facts.length) out.push("", ...(facts as string[]))
   out.push(...ancestorSection(index, taskId))
   if (task.instructions?.trim()) out.push("", "## Instructions", "", task.instructions.trim())
@@ -47,9 +44,15 @@ export function taskPrompt(input: PromptInput): string {
   out.push(...dependencySection(index, taskId))
   const validates = [...index.values()].filter((e) => e.task.validation_task_id === task.id).map((e) => e.task)
   for (const target of validates) {
-    out.push("", `## You validate ${target.id}`, "", `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
+    out.push(
+      "",
+      `## You validate ${target.id}`,
+      "",
+      `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
       ...bullets(target.acceptance_criteria?.length ? target.acceptance_criteria : ["(none written: check its instructions)"]),
-      "", `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`)
+      "",
+      `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`,
+    )
   }
   if (task.validation_task_id) out.push("", `Your work will be checked afterwards by the task '${task.validation_task_id}'.`)
 
@@ -69,8 +72,12 @@ export function stepPrompt(task: Task, step: Step): string {
   const n = steps.indexOf(step) + 1
   const continueWith = `Continue with step ${n} of ${steps.length || n} of task '${task.id}'.`
   // Said only when true: `flow prompt --resume` can preview a session that has not finished any step yet.
-  const before = n > 1 && steps[n - 2].status === "done" ? "The previous step is done. "
-    : steps.some((s) => s.status === "done") ? "" : `No step of task '${task.id}' is done yet. `
+  const before =
+    n > 1 && steps[n - 2].status === "done"
+      ? "The previous step is done. "
+      : steps.some((s) => s.status === "done")
+        ? ""
+        : `No step of task '${task.id}' is done yet. `
   const out = [`${before}${continueWith}`]
   out.push(...stepSection(step), "", ...flowCommands(task, step))
   return `${out.join("\n")}\n`
@@ -78,8 +85,15 @@ export function stepPrompt(task: Task, step: Step): string {
 
 /** The prompt that resumes a session whose agent exited after asking: the answers, then carry on. */
 export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined): string {
-  const out = [`People answered the question${answered.length > 1 ? "s" : ""} you asked about task '${task.id}':`, "", ...questionLines(answered), "",
-    step ? `Continue with step ${step.id} using ${answered.length > 1 ? "these answers" : "this answer"}.` : `Continue the task using ${answered.length > 1 ? "these answers" : "this answer"}.`]
+  const out = [
+    `People answered the question${answered.length > 1 ? "s" : ""} you asked about task '${task.id}':`,
+    "",
+    ...questionLines(answered),
+    "",
+    step
+      ? `Continue with step ${step.id} using ${answered.length > 1 ? "these answers" : "this answer"}.`
+      : `Continue the task using ${answered.length > 1 ? "these answers" : "this answer"}.`,
+  ]
   out.push("", ...flowCommands(task, step))
   return `${out.join("\n")}\n`
 }
@@ -118,4 +132,3 @@ function flowCommands(task: Task, step: Step | undefined): string[] {
 function bullets(items: readonly string[]): string[] {
   return items.map((item) => `- ${oneLine(item)}`)
 }
-

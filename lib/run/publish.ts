@@ -2,7 +2,7 @@
 // through GitHub's `gh`, when flow.yaml asks for them. Both talk to the network, so they run off the
 // critical path (dependents start from the local merge) and a failure is reported, never fatal: the
 // merge is real and stays.
-import { run } from "../cli/proc"
+import { type RunResult, run } from "../cli/proc"
 
 export type PublishResult = { ok: true; detail: string } | { ok: false; detail: string }
 
@@ -24,14 +24,18 @@ export async function openPullRequest(pr: PullRequest): Promise<PublishResult> {
   const pushed = await pushBranch(pr.repo, pr.remote, pr.head)
   if (!pushed.ok) return pushed
   const argv = ["gh", "pr", "create", "--base", pr.base, "--head", pr.head, "--title", pr.title, "--body", pr.body, ...(pr.draft ? ["--draft"] : [])]
-  let r
+  let r: RunResult
   try {
     r = await run(argv, { cwd: pr.repo, env: GH_ENV })
   } catch {
     return { ok: false, detail: "pull request not opened: 'gh' (GitHub CLI) was not found on PATH; install it and run 'gh auth login'" }
   }
   if (r.code !== 0) return { ok: false, detail: `pull request of ${pr.head} into ${pr.base} not opened: ${lastLines(r.stderr || r.stdout)}` }
-  const url = r.stdout.trim().split("\n").findLast((line) => /^https?:\/\//.test(line.trim()))?.trim()
+  const url = r.stdout
+    .trim()
+    .split("\n")
+    .findLast((line) => /^https?:\/\//.test(line.trim()))
+    ?.trim()
   return { ok: true, detail: url ?? `pull request of ${pr.head} into ${pr.base} opened` }
 }
 

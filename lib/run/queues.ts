@@ -29,10 +29,21 @@ export class MergeQueues {
     let queue = this.queues.get(key)
     if (!queue) {
       const s = this.s
-      queue = this.checkOf(ws.repo).then((check) => check && new MergeQueue({
-        repo: ws.repo, target: ws.target, check, serial: (fn) => this.serial(ws.repo, fn), bus: s.bus, signal: s.signal, author: this.author,
-        depth: s.queueDepth ?? DEFAULT_DEPTH, scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
-      }))
+      queue = this.checkOf(ws.repo).then(
+        (check) =>
+          check &&
+          new MergeQueue({
+            repo: ws.repo,
+            target: ws.target,
+            check,
+            serial: (fn) => this.serial(ws.repo, fn),
+            bus: s.bus,
+            signal: s.signal,
+            author: this.author,
+            depth: s.queueDepth ?? DEFAULT_DEPTH,
+            scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
+          }),
+      )
       this.queues.set(key, queue)
     }
     return queue

@@ -54,8 +54,13 @@ export class AgentGroups {
     const started = startTime(pid)
     if (started === undefined) return
     await this.db.transact((db) => {
-      db.query("INSERT OR REPLACE INTO agent_groups (pgid, started, run_pid, task_id, at) VALUES (?, ?, ?, ?, ?)")
-        .run(pid, started, process.pid, taskId, new Date().toISOString())
+      db.query("INSERT OR REPLACE INTO agent_groups (pgid, started, run_pid, task_id, at) VALUES (?, ?, ?, ?, ?)").run(
+        pid,
+        started,
+        process.pid,
+        taskId,
+        new Date().toISOString(),
+      )
     })
   }
 

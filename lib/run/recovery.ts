@@ -38,14 +38,22 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
       if (existsSync(ws.path)) await landing.inRepo(ws.repo, () => commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR))
       if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) continue
       const pending = existsSync(ws.path) ? (await unmergedBranches(ws.repo, ws.target)).has(ws.branch) : await branchUnmerged(ws)
-      s.bus.emit({ type: "notice", taskId: task.id, text: pending ? `done, but ${ws.branch} is not merged into ${ws.target}: merging it now` : `done and merged: removing its worktree` })
+      s.bus.emit({
+        type: "notice",
+        taskId: task.id,
+        text: pending ? `done, but ${ws.branch} is not merged into ${ws.target}: merging it now` : `done and merged: removing its worktree`,
+      })
       await landing.land(task.id, task.title, ws, shared.background)
     } else if (task.status === "in_progress" || task.status === "assigned") {
       const finished = open.has(task.id) || (!task.steps?.length && existsSync(doneMark(s.project.stateDir, task.id)))
       if (!finished) continue
       const ws = await workspace(task)
       if (!ws) continue
-      s.bus.emit({ type: "notice", taskId: task.id, text: `its work was finished by the last run, which stopped before the end: landing it without running the agent again` })
+      s.bus.emit({
+        type: "notice",
+        taskId: task.id,
+        text: `its work was finished by the last run, which stopped before the end: landing it without running the agent again`,
+      })
       await landing.land(task.id, task.title, ws, shared.background)
     } else if (open.has(task.id)) {
       await landing.journal.close(task.id) // a person reset or blocked it since: the entry is history

@@ -43,14 +43,23 @@ export async function runScript(
 ): Promise<ScriptResult> {
   const tail: string[] = []
   for (const [i, block] of blocks.entries()) {
-    if (block.length > MAX_BLOCK) return { code: 126, output: `block ${i + 1} is larger than ${MAX_BLOCK / 1000} KB: put the script in a file of the repository and run that`, blocks: i + 1 }
+    if (block.length > MAX_BLOCK)
+      return {
+        code: 126,
+        output: `block ${i + 1} is larger than ${MAX_BLOCK / 1000} KB: put the script in a file of the repository and run that`,
+        blocks: i + 1,
+      }
     const last = i === blocks.length - 1 && opts.doneMark !== undefined
     if (last) mkdirSync(join(opts.doneMark!, ".."), { recursive: true })
     // The traps are on the block's first line, so bash's line numbers in errors stay the block's own. A
     // stop (SIGTERM, SIGINT, SIGHUP) must not pass for success: bash runs the EXIT trap then too, with the
     // status of the last command, so those signals exit non-zero first.
     const text = last ? `trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap '[ $? -ne 0 ] || : > "$FLOW_DONE_MARK"' EXIT; ${block}` : block
-    const proc = spawnGroup(["bash", "-e", "-o", "pipefail", "-c", text, `block-${i + 1}.sh`], { cwd, env: last ? { ...env, FLOW_DONE_MARK: opts.doneMark } : env, signal: opts.signal })
+    const proc = spawnGroup(["bash", "-e", "-o", "pipefail", "-c", text, `block-${i + 1}.sh`], {
+      cwd,
+      env: last ? { ...env, FLOW_DONE_MARK: opts.doneMark } : env,
+      signal: opts.signal,
+    })
     opts.onGroup?.(proc.pid, proc.exited)
     const collect = async (stream: ReadableStream<Uint8Array>) => {
       for await (const line of lines(stream)) {
@@ -75,7 +84,9 @@ export function doneMark(stateDir: string, taskId: string, stepId?: string): str
 export function doneMarks(stateDir: string, taskId: string): string[] {
   const dir = join(stateDir, "finished")
   if (!existsSync(dir)) return []
-  return readdirSync(dir).filter((n) => n === taskId || n.startsWith(`${taskId}@`)).map((n) => join(dir, n))
+  return readdirSync(dir)
+    .filter((n) => n === taskId || n.startsWith(`${taskId}@`))
+    .map((n) => join(dir, n))
 }
 
 /** The lines of a byte stream, as they arrive. */

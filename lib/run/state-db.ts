@@ -143,8 +143,11 @@ export class StateDb {
       // Re-read under the lock: another process may have migrated since.
       const from = this.version()
       if (from > SCHEMA_VERSION) {
-        throw new FlowError(`${this.file} has schema version ${from}, newer than this flow knows (${SCHEMA_VERSION})`, Exit.invalid,
-          "update flow, or delete .flow/state.db to start the runtime state afresh (pending questions are lost)")
+        throw new FlowError(
+          `${this.file} has schema version ${from}, newer than this flow knows (${SCHEMA_VERSION})`,
+          Exit.invalid,
+          "update flow, or delete .flow/state.db to start the runtime state afresh (pending questions are lost)",
+        )
       }
       for (let v = from; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v])
       this.db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`)
@@ -178,10 +181,11 @@ export class StateDb {
     /** Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... */
     ask: (q: { task_id: string; agent?: string | null; text: string }): Promise<Question> =>
       this.write(() => {
-        const seq = (this.db.query<{ n: number }, []>("SELECT coalesce(max(seq), 0) + 1 AS n FROM questions").get()?.n ?? 1)
+        const seq = this.db.query<{ n: number }, []>("SELECT coalesce(max(seq), 0) + 1 AS n FROM questions").get()?.n ?? 1
         const id = `q-${seq}`
         const at = now()
-        this.db.query("INSERT INTO questions (id, seq, task_id, agent, text, asked_at) VALUES ($id, $seq, $task, $agent, $text, $at)")
+        this.db
+          .query("INSERT INTO questions (id, seq, task_id, agent, text, asked_at) VALUES ($id, $seq, $task, $agent, $text, $at)")
           .run({ id, seq, task: q.task_id, agent: q.agent ?? null, text: q.text, at })
         this.insertEvent({ kind: "question.asked", task_id: q.task_id, agent: q.agent, data: { question: id } }, at)
         return { id, task_id: q.task_id, agent: q.agent ?? null, text: q.text, asked_at: at, answer: null, answered_at: null, answered_by: null }
@@ -205,7 +209,10 @@ export class StateDb {
         if (!before || (before.answer !== null && !replace)) return { before, after: undefined }
         const at = now()
         this.db.query("UPDATE questions SET answer = ?, answered_at = ?, answered_by = ? WHERE id = ?").run(answer, at, by, id)
-        this.insertEvent({ kind: "question.answered", task_id: before.task_id, agent: before.agent, data: { question: id, by, replaced: before.answer !== null } }, at)
+        this.insertEvent(
+          { kind: "question.answered", task_id: before.task_id, agent: before.agent, data: { question: id, by, replaced: before.answer !== null } },
+          at,
+        )
         return { before, after: { ...before, answer, answered_at: at, answered_by: by } }
       }),
   }
@@ -215,23 +222,31 @@ export class StateDb {
     /** Events with an id above `afterId`, oldest first: a subscriber keeps the last id it saw. */
     since: (afterId = 0, limit = 1000): Promise<FlowEvent[]> =>
       this.retry(() =>
-        this.db.query<Omit<FlowEvent, "data"> & { data: string | null }, [number, number]>("SELECT id, at, kind, task_id, agent, data FROM events WHERE id > ? ORDER BY id LIMIT ?")
+        this.db
+          .query<Omit<FlowEvent, "data"> & { data: string | null }, [number, number]>(
+            "SELECT id, at, kind, task_id, agent, data FROM events WHERE id > ? ORDER BY id LIMIT ?",
+          )
           .all(afterId, limit)
           .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
       ),
     /** The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first. */
     ofLastRun: (kinds: readonly string[]): Promise<FlowEvent[]> =>
       this.retry(() =>
-        this.db.query<Omit<FlowEvent, "data"> & { data: string | null }, string[]>(
-          `SELECT id, at, kind, task_id, agent, data FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events WHERE kind = 'run.start') AND kind IN (${kinds.map(() => "?").join(", ")}) ORDER BY id`)
+        this.db
+          .query<Omit<FlowEvent, "data"> & { data: string | null }, string[]>(
+            `SELECT id, at, kind, task_id, agent, data FROM events WHERE id > (SELECT coalesce(max(id), 0) FROM events WHERE kind = 'run.start') AND kind IN (${kinds.map(() => "?").join(", ")}) ORDER BY id`,
+          )
           .all(...kinds)
           .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
       ),
     /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
     lastTaskEnds: (): Promise<Map<string, { agent: string | null; at: string; status: string }>> =>
       this.retry(() => {
-        const rows = this.db.query<{ task_id: string; agent: string | null; at: string; data: string | null }, []>(
-          "SELECT task_id, agent, at, data FROM events WHERE id IN (SELECT MAX(id) FROM events WHERE kind = 'task.end' AND task_id IS NOT NULL GROUP BY task_id)").all()
+        const rows = this.db
+          .query<{ task_id: string; agent: string | null; at: string; data: string | null }, []>(
+            "SELECT task_id, agent, at, data FROM events WHERE id IN (SELECT MAX(id) FROM events WHERE kind = 'task.end' AND task_id IS NOT NULL GROUP BY task_id)",
+          )
+          .all()
         return new Map(rows.map((r) => [r.task_id, { agent: r.agent, at: r.at, status: String((r.data === null ? {} : JSON.parse(r.data)).status ?? "") }]))
       }),
   }
@@ -251,9 +266,12 @@ export class StateDb {
   private sumUsage(group: "task_id" | "agent" | "'run'", where = "1"): Promise<Map<string, Usage>> {
     type Row = { key: string | null; input: number | null; output: number | null; cost: number | null }
     return this.retry(() => {
-      const rows = this.db.query<Row, []>(
-        `SELECT ${group} AS key, sum(json_extract(data, '$.inputTokens')) AS input, sum(json_extract(data, '$.outputTokens')) AS output,
-           sum(json_extract(data, '$.costUsd')) AS cost FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`).all()
+      const rows = this.db
+        .query<Row, []>(
+          `SELECT ${group} AS key, sum(json_extract(data, '$.inputTokens')) AS input, sum(json_extract(data, '$.outputTokens')) AS output,
+           sum(json_extract(data, '$.costUsd')) AS cost FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`,
+        )
+        .all()
       const out = new Map<string, Usage>()
       for (const r of rows) {
         if (r.key === null) continue
@@ -284,7 +302,11 @@ export class StateDb {
     countCompleted: (name: string): Promise<number> =>
       this.write(() => {
         const at = now()
-        this.db.query("INSERT INTO agents (name, completed, updated_at) VALUES (?, 1, ?) ON CONFLICT (name) DO UPDATE SET completed = completed + 1, updated_at = excluded.updated_at").run(name, at)
+        this.db
+          .query(
+            "INSERT INTO agents (name, completed, updated_at) VALUES (?, 1, ?) ON CONFLICT (name) DO UPDATE SET completed = completed + 1, updated_at = excluded.updated_at",
+          )
+          .run(name, at)
         return this.db.query<{ completed: number }, [string]>("SELECT completed FROM agents WHERE name = ?").get(name)!.completed
       }),
     get: (name: string): Promise<AgentRecord | undefined> =>
@@ -304,7 +326,9 @@ export class StateDb {
 
   private insertEvent(e: NewEvent, at: string): number {
     const data = e.data === undefined ? null : JSON.stringify(e.data)
-    const result = this.db.query("INSERT INTO events (at, kind, task_id, agent, data) VALUES (?, ?, ?, ?, ?)").run(at, e.kind, e.task_id ?? null, e.agent ?? null, data)
+    const result = this.db
+      .query("INSERT INTO events (at, kind, task_id, agent, data) VALUES (?, ?, ?, ?, ?)")
+      .run(at, e.kind, e.task_id ?? null, e.agent ?? null, data)
     return Number(result.lastInsertRowid)
   }
 
@@ -323,8 +347,12 @@ export class StateDb {
       } catch (e) {
         if (!isBusy(e)) throw e
         if (performance.now() > deadline) {
-          throw new FlowError(`${this.file} stayed busy (locked by another flow process) for ${this.timeoutMs / 1000} s`, Exit.failure,
-            "try again; if it persists, look for a stuck flow process, or raise FLOW_LOCK_TIMEOUT (seconds)", { cause: e })
+          throw new FlowError(
+            `${this.file} stayed busy (locked by another flow process) for ${this.timeoutMs / 1000} s`,
+            Exit.failure,
+            "try again; if it persists, look for a stuck flow process, or raise FLOW_LOCK_TIMEOUT (seconds)",
+            { cause: e },
+          )
         }
         // Jitter keeps many agents from retrying in lockstep.
         await Bun.sleep(wait + Math.random() * wait)

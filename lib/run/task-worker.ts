@@ -70,7 +70,14 @@ export class TaskWorker {
       const ws = this.ws
       const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
       await this.setStatus("in_progress")
-      this.s.bus.emit({ type: "task-start", taskId: this.taskId, agent: this.agent.name, branch: this.ws.branch, worktree: this.ws.path, resumed: how === "reused" })
+      this.s.bus.emit({
+        type: "task-start",
+        taskId: this.taskId,
+        agent: this.agent.name,
+        branch: this.ws.branch,
+        worktree: this.ws.path,
+        resumed: how === "reused",
+      })
       // A run stopped while the agent waited for answers: wait again before launching anything, then
       // resume its session with the answers (a fresh session gets them in the full prompt).
       const started = await this.read()
@@ -86,14 +93,17 @@ export class TaskWorker {
         await this.block(`flow run: ${message}`).catch(() => {})
       }
     } finally {
-      const status = await this.read().then((t) => t.status, () => "unknown")
+      const status = await this.read().then(
+        (t) => t.status,
+        () => "unknown",
+      )
       this.s.bus.emit({ type: "task-end", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli, status })
     }
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
   private async runWhole(resumeWith?: string, env?: Record<string, string>): Promise<Outcome> {
-    let prompt = resumeWith ?? await this.taskPrompt()
+    let prompt = resumeWith ?? (await this.taskPrompt())
     for (let attempt = 1; ; attempt++) {
       const task = await this.read()
       // The script finished before the run died (its mark): land it, never run it again.
@@ -117,12 +127,16 @@ export class TaskWorker {
         continue
       }
       if (attempt > this.s.retries) {
-        await this.block(`the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        await this.block(
+          `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`,
+        )
         return "blocked"
       }
       const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
-      prompt = await this.continuation(`${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`)
+      prompt = await this.continuation(
+        `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`,
+      )
     }
   }
 
@@ -144,7 +158,13 @@ export class TaskWorker {
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
-      const turn: TurnResult = finished ? { code: 0, tail: "", seconds: 0 } : await this.turn(n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt, step.instruction, step.id)
+      const turn: TurnResult = finished
+        ? { code: 0, tail: "", seconds: 0 }
+        : await this.turn(
+            n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt,
+            step.instruction,
+            step.id,
+          )
       resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
       if (this.agent.cli === "script") {
@@ -167,7 +187,9 @@ export class TaskWorker {
         continue
       }
       if (n > this.s.retries) {
-        await this.block(`the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`)
+        await this.block(
+          `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`,
+        )
         return "blocked"
       }
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
@@ -271,16 +293,32 @@ export class TaskWorker {
     const { remote, push, pullRequest } = this.s.publish
     const work = async () => {
       if (pullRequest) {
-        const body = [task.instructions?.trim(), task.acceptance_criteria?.length ? `Acceptance criteria:\n${task.acceptance_criteria.map((c) => `- ${c}`).join("\n")}` : "",
-          `Task \`${task.id}\`, done by ${this.agent.name} (${this.agent.cli}) under \`flow run\`.`].filter(Boolean).join("\n\n")
-        await this.report("pull-request", await openPullRequest({ repo: ws.repo, remote, base: pullRequest.base ?? ws.target, head: ws.branch,
-          title: `${task.id}: ${task.title}`, body, draft: pullRequest.draft }))
+        const body = [
+          task.instructions?.trim(),
+          task.acceptance_criteria?.length ? `Acceptance criteria:\n${task.acceptance_criteria.map((c) => `- ${c}`).join("\n")}` : "",
+          `Task \`${task.id}\`, done by ${this.agent.name} (${this.agent.cli}) under \`flow run\`.`,
+        ]
+          .filter(Boolean)
+          .join("\n\n")
+        await this.report(
+          "pull-request",
+          await openPullRequest({
+            repo: ws.repo,
+            remote,
+            base: pullRequest.base ?? ws.target,
+            head: ws.branch,
+            title: `${task.id}: ${task.title}`,
+            body,
+            draft: pullRequest.draft,
+          }),
+        )
       }
       if (push) await this.report("push", await pushBranch(ws.repo, remote, ws.target))
     }
     const queue = this.shared.publishQueues
-    const result = (queue.get(ws.repo) ?? Promise.resolve()).then(work).catch((e) =>
-      this.report(push ? "push" : "pull-request", { ok: false, detail: (e as Error).message }))
+    const result = (queue.get(ws.repo) ?? Promise.resolve())
+      .then(work)
+      .catch((e) => this.report(push ? "push" : "pull-request", { ok: false, detail: (e as Error).message }))
     queue.set(ws.repo, result)
     return result
   }
@@ -288,11 +326,18 @@ export class TaskWorker {
   private async report(what: "push" | "pull-request", result: PublishResult): Promise<void> {
     if (result.ok) {
       this.s.bus.emit({ type: "published", taskId: this.taskId, what, detail: result.detail })
-      if (what === "pull-request") await this.write(`flow run: pull request ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `Pull request: ${result.detail}`), []))
+      if (what === "pull-request")
+        await this.write(
+          `flow run: pull request ${this.taskId}`,
+          (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `Pull request: ${result.detail}`), []),
+        )
       return
     }
     this.s.bus.emit({ type: "publish-failed", taskId: this.taskId, what, detail: result.detail })
-    await this.write(`flow run: ${what} ${this.taskId}`, (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `${result.detail} (the local merge stands)`), [])).catch(() => {})
+    await this.write(
+      `flow run: ${what} ${this.taskId}`,
+      (editor) => (editor.append({ taskId: this.taskId }, "ai_notes", `${result.detail} (the local merge stands)`), []),
+    ).catch(() => {})
   }
 
   /** A failed validation (this task validates others) blocks the validated tasks too, with the reason. */
@@ -315,7 +360,9 @@ export class TaskWorker {
     await mutateTasks(shared.settings.project, `flow run --yes: ${id}`, (editor) => {
       editor.append({ taskId: id }, "ai_notes", "Approved automatically by 'flow run --yes'")
       return applyStatus(editor, id, "done", now()).changes
-    }).then((changes) => changes.forEach((c) => shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })))
+    }).then((changes) => {
+      for (const c of changes) shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
+    })
   }
 
   private async setStatus(to: "assigned" | "in_progress"): Promise<void> {
@@ -327,10 +374,12 @@ export class TaskWorker {
   }
 
   private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
-    await untilValid(this.s.signal, () => mutateTasks(this.s.project, `flow run: step ${stepId}`, (editor) => {
-      editor.set({ taskId: this.taskId, stepId }, "status", to)
-      editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
-    }))
+    await untilValid(this.s.signal, () =>
+      mutateTasks(this.s.project, `flow run: step ${stepId}`, (editor) => {
+        editor.set({ taskId: this.taskId, stepId }, "status", to)
+        editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
+      }),
+    )
   }
 
   private write(command: string, edit: Parameters<typeof writeStatus>[2]): Promise<void> {

@@ -25,7 +25,19 @@ export type Pane = {
 /** Lines kept per agent pane and in the footer log: more than any terminal shows. */
 const KEEP = 200
 /** The events whose headless log lines make the footer: what happened to tasks, not what agents said. */
-const FOOTER = new Set<RunEvent["type"]>(["status", "merge", "merge-failed", "notice", "queue", "fix", "retry", "checkpoint", "published", "publish-failed", "question-answered"])
+const FOOTER = new Set<RunEvent["type"]>([
+  "status",
+  "merge",
+  "merge-failed",
+  "notice",
+  "queue",
+  "fix",
+  "retry",
+  "checkpoint",
+  "published",
+  "publish-failed",
+  "question-answered",
+])
 
 export class RunView {
   readonly panes = new Map<string, Pane>()
@@ -140,7 +152,7 @@ export class RunView {
 
   /** `step k/n` of the pane's task, when it has steps. */
   stepOf(pane: Pane): string | undefined {
-    const steps = pane.taskId ? this.tasks.get(pane.taskId)?.steps ?? [] : []
+    const steps = pane.taskId ? (this.tasks.get(pane.taskId)?.steps ?? []) : []
     if (!pane.stepId || steps.length === 0) return undefined
     return `step ${steps.indexOf(pane.stepId) + 1}/${steps.length}`
   }
@@ -150,7 +162,8 @@ export class RunView {
     const counts = new Map<string, number>()
     for (const { status } of this.tasks.values()) counts.set(status, (counts.get(status) ?? 0) + 1)
     return [...TASK_STATUSES, ...[...counts.keys()].filter((s) => !(TASK_STATUSES as readonly string[]).includes(s))]
-      .filter((s) => counts.has(s)).map((s) => [s, counts.get(s)!])
+      .filter((s) => counts.has(s))
+      .map((s) => [s, counts.get(s)!])
   }
 
   private pane(agent: string): Pane {

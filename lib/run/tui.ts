@@ -133,8 +133,7 @@ export function startTui(o: TuiOptions): Tui {
     else if (key.name === "char") {
       input.text += key.char
       ui.flash = undefined // a message would crowd out what is being typed
-    }
-    else if (key.name === "enter") {
+    } else if (key.name === "enter") {
       const text = input.text.trim()
       if (!text) return flash(`the ${"question" in input ? "answer" : "reason"} is empty: type it, or Esc to cancel`)
       ui.input = undefined
@@ -146,7 +145,8 @@ export function startTui(o: TuiOptions): Tui {
   const onKey = (key: Key) => {
     if (key.name === "ctrl-c") return o.stop()
     if (ui.input) onInputKey(key, ui.input)
-    else if (ui.help) ui.help = false // any key closes the help, q too: a stop should not come by surprise
+    else if (ui.help)
+      ui.help = false // any key closes the help, q too: a stop should not come by surprise
     else if (key.name === "char" && key.char === "q") return o.stop()
     else if (key.name === "char" && key.char === "?") ui.help = true
     else if (key.name === "char" && (key.char === "c" || key.char === "b")) {
@@ -154,8 +154,7 @@ export function startTui(o: TuiOptions): Tui {
       if (!waiting) flash("no checkpoint is waiting for review")
       else if (key.char === "c") void review(waiting, "done", "")
       else ui.input = { checkpoint: waiting, text: "" }
-    }
-    else if (key.name === "char" && key.char === "a") {
+    } else if (key.name === "char" && key.char === "a") {
       const oldest = view.questions[0]
       if (oldest) ui.input = { question: oldest, text: "" }
       else flash("no question is waiting for an answer")
@@ -197,16 +196,18 @@ function serial(fn: () => Promise<void>, then: () => void, failed: (message: str
   const go = () => {
     if (running) return void (again = true)
     running = true
-    fn().then(then, (e) => {
-      if (!(e instanceof FlowError)) throw e
-      failed(e.message)
-    }).finally(() => {
-      running = false
-      if (again) {
-        again = false
-        go()
-      }
-    })
+    fn()
+      .then(then, (e) => {
+        if (!(e instanceof FlowError)) throw e
+        failed(e.message)
+      })
+      .finally(() => {
+        running = false
+        if (again) {
+          again = false
+          go()
+        }
+      })
   }
   return go
 }
@@ -224,9 +225,17 @@ export function renderRun(view: RunView, ui: UiState, size: { columns: number; r
 }
 
 function header(view: RunView, c: Colours, now: number): string {
-  const counts = view.counts().map(([status, n]) => `${n} ${status}`).join(", ")
-  return [c.bold(`flow run: ${view.project}`), `${view.panes.size} agent${view.panes.size === 1 ? "" : "s"}`, counts || "reading tasks.yaml",
-    formatDuration(now - view.started), ...(view.target ? [`merging into ${view.target}`] : [])].join(c.dim(" · "))
+  const counts = view
+    .counts()
+    .map(([status, n]) => `${n} ${status}`)
+    .join(", ")
+  return [
+    c.bold(`flow run: ${view.project}`),
+    `${view.panes.size} agent${view.panes.size === 1 ? "" : "s"}`,
+    counts || "reading tasks.yaml",
+    formatDuration(now - view.started),
+    ...(view.target ? [`merging into ${view.target}`] : []),
+  ].join(c.dim(" · "))
 }
 
 /** `── title ─────` across the width; heavy (`━━`) for the focused pane. */
@@ -246,7 +255,11 @@ function paneLines(view: RunView, ui: UiState, height: number, columns: number, 
   const first = focused >= showing ? focused - showing + 1 : 0
   const shown = panes.slice(first, first + showing)
   const hidden = panes.length - shown.length
-  const heights = shareHeight(height - (hidden > 0 ? 1 : 0), shown.length, shown.findIndex((p) => p.agent === ui.focus))
+  const heights = shareHeight(
+    height - (hidden > 0 ? 1 : 0),
+    shown.length,
+    shown.findIndex((p) => p.agent === ui.focus),
+  )
   const out: string[] = []
   shown.forEach((pane, i) => {
     const number = panes.indexOf(pane) + 1
@@ -312,7 +325,10 @@ function keyLine(view: RunView, ui: UiState, columns: number, c: Colours): strin
   const flash = ui.flash ? `${c.yellow(ui.flash.text)}  ` : ""
   if (ui.input) {
     const tail = `${c.inverse(" ")}  ${c.dim("Enter sends · Esc cancels")}`
-    const label = "question" in ui.input ? `Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): ` : `Block ${c.bold(ui.input.checkpoint)}, the reason: `
+    const label =
+      "question" in ui.input
+        ? `Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): `
+        : `Block ${c.bold(ui.input.checkpoint)}, the reason: `
     // The label gives way to the typing: at most what leaves 20 columns for the answer.
     const head = truncate(`${flash}${label}`, Math.max(1, columns - textWidth(tail) - 20))
     // The end of a long answer stays in sight, where the typing happens.

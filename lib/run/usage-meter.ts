@@ -18,7 +18,13 @@ export type SeenTotals = { cli: string; session: string } & Partial<Record<Field
  * the CLI counted afresh (a new process without the transcript's total, a cleared session): the whole
  * report is the turn's; a zero total (a crash result's zeroed values) adds nothing and is not remembered.
  */
-export function turnUsage(report: UsageEvent, seen: SeenTotals | undefined, cli: string, session: string, resumed?: string): { usage: UsageEvent; seen: SeenTotals | undefined } {
+export function turnUsage(
+  report: UsageEvent,
+  seen: SeenTotals | undefined,
+  cli: string,
+  session: string,
+  resumed?: string,
+): { usage: UsageEvent; seen: SeenTotals | undefined } {
   const { totals = [], ...usage } = report
   if (totals.length === 0) return { usage, seen }
   // A CLI may give a resumed conversation a new id while carrying its totals on: the resumed id counts too.

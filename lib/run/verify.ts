@@ -40,7 +40,11 @@ export function checkResolver(projectDir: string, entries: VerifyConfig[]): (rep
 
 function toCheck(e: VerifyConfig): Check {
   const argv = typeof e.command === "string" ? ["sh", "-c", e.command] : e.command
-  return { argv, timeoutMs: parseDuration(e.timeout ?? DEFAULT_TIMEOUT, "flow.yaml: verify timeout"), label: typeof e.command === "string" ? e.command : e.command.join(" ") }
+  return {
+    argv,
+    timeoutMs: parseDuration(e.timeout ?? DEFAULT_TIMEOUT, "flow.yaml: verify timeout"),
+    label: typeof e.command === "string" ? e.command : e.command.join(" "),
+  }
 }
 
 /** Runs the check in `cwd`; a timeout or the run's stop kills its whole process group. */
@@ -64,7 +68,9 @@ export async function runCheck(check: Check, cwd: string, env: Record<string, st
     await Promise.all([collect(proc.stdout), collect(proc.stderr)])
     const code = await proc.exited
     if (code === 0 && !timedOut) return { ok: true, seconds: seconds() }
-    const head = timedOut ? [`the check '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`] : [`the check '${check.label}' failed (exit ${code})`]
+    const head = timedOut
+      ? [`the check '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`]
+      : [`the check '${check.label}' failed (exit ${code})`]
     return { ok: false, timedOut, code, output: [...head, trimOutput(out)].filter(Boolean).join("\n"), seconds: seconds() }
   } catch (e) {
     return { ok: false, timedOut: false, code: 127, output: `cannot start the check '${check.label}': ${(e as Error).message}`, seconds: seconds() }

@@ -31,7 +31,12 @@ export class Workspaces {
     if (named === undefined) {
       this.projectRepo ??= repoRoot(this.project.dir)
       const root = await this.projectRepo
-      if (!root) throw new FlowError(`${this.project.dir} is not inside a git repository`, undefined, "run 'git init' and commit, or set 'repo' in flow.yaml or on the task")
+      if (!root)
+        throw new FlowError(
+          `${this.project.dir} is not inside a git repository`,
+          undefined,
+          "run 'git init' and commit, or set 'repo' in flow.yaml or on the task",
+        )
       return root
     }
     const dir = insideProject(this.project.dir, named, task.repo !== undefined ? `task '${task.id}': repo` : "flow.yaml: repo")
@@ -69,6 +74,11 @@ export async function branchOf(task: Task): Promise<string> {
   const name = task.worktree
   const ok = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(name) && !name.includes("..") && !name.endsWith(".lock") && !name.endsWith("/")
   const checked = ok && (await run(["git", "check-ref-format", "--branch", name], { cwd: "/" })).code === 0
-  if (!checked) throw new FlowError(`task '${task.id}': worktree '${name}' is not a valid branch name`, undefined, "use letters, digits, '-', '_', '.' and '/' (for example 'feature/login')")
+  if (!checked)
+    throw new FlowError(
+      `task '${task.id}': worktree '${name}' is not a valid branch name`,
+      undefined,
+      "use letters, digits, '-', '_', '.' and '/' (for example 'feature/login')",
+    )
   return name
 }

@@ -1,7 +1,22 @@
 // Replacing a file so that a reader sees the old or the new content, never a mix, and a failure at any
 // point leaves the old one: a temp file in the same folder (rename is atomic only within a file system),
 // every byte written (writeSync may write fewer than asked: a full disk), fsync, rename. docs/RELIABILITY.md.
-import { closeSync, constants, fchownSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, readlinkSync, renameSync, statSync, unlinkSync, writeSync, accessSync } from "node:fs"
+import {
+  closeSync,
+  constants,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+  accessSync,
+} from "node:fs"
 import { basename, dirname, isAbsolute, join } from "node:path"
 import { FlowError } from "../cli/errors"
 import { isPidDead } from "../cli/pid"
@@ -121,8 +136,11 @@ function refuseReadOnly(file: string, target: string, mode: number): void {
   }
   if (!denied) return
   const which = target === file ? file : `${file} (a link to ${target})`
-  throw new FlowError(`${which} is read-only (mode ${(mode & 0o777).toString(8).padStart(4, "0")}): flow does not replace a file that may not be written`,
-    undefined, `make it writable (chmod u+w ${target}) if the change is meant, then try again`)
+  throw new FlowError(
+    `${which} is read-only (mode ${(mode & 0o777).toString(8).padStart(4, "0")}): flow does not replace a file that may not be written`,
+    undefined,
+    `make it writable (chmod u+w ${target}) if the change is meant, then try again`,
+  )
 }
 
 /** A file another user owns stays theirs when that can be kept (root can; others get EPERM and keep theirs). */
@@ -147,6 +165,13 @@ export function writeError(file: string, e: unknown): FlowError {
   if (e instanceof FlowError) return e
   const code = (e as NodeJS.ErrnoException).code ?? ""
   const why = REASONS[code] ?? (e as Error).message
-  const hint = code === "ENOSPC" || code === "EDQUOT" ? "free some space and try again" : code === "EROFS" || code === "EACCES" || code === "EPERM" ? `check that you may write in ${dirname(file)}` : undefined
-  return new FlowError(`cannot write ${file}: ${why}${code && !why.includes(code) ? ` (${code})` : ""}; the file was left as it was`, undefined, hint, { cause: e })
+  const hint =
+    code === "ENOSPC" || code === "EDQUOT"
+      ? "free some space and try again"
+      : code === "EROFS" || code === "EACCES" || code === "EPERM"
+        ? `check that you may write in ${dirname(file)}`
+        : undefined
+  return new FlowError(`cannot write ${file}: ${why}${code && !why.includes(code) ? ` (${code})` : ""}; the file was left as it was`, undefined, hint, {
+    cause: e,
+  })
 }

@@ -65,15 +65,26 @@ export function loadConfig(projectDir: string): FlowConfig {
   const parsed = parseForPositions(text)
   const syntax = syntaxErrors(parsed)[0]
   if (syntax) {
-    throw new FlowError(`flow.yaml does not parse:\n${formatFinding({ severity: "error", message: syntax.message, ...syntax.position }, file, text).trimEnd()}`, Exit.invalid, "fix the YAML syntax at that position")
+    throw new FlowError(
+      `flow.yaml does not parse:\n${formatFinding({ severity: "error", message: syntax.message, ...syntax.position }, file, text).trimEnd()}`,
+      Exit.invalid,
+      "fix the YAML syntax at that position",
+    )
   }
   const data = parsed.doc.toJS() ?? {}
   const out = FlowConfig.onUndeclaredKey("reject")(data)
   if (out instanceof type.errors) {
     const e = out[0]
-    const position = positionOf(parsed, [...e.path].map((k) => (typeof k === "number" ? k : String(k))), e.code === "predicate")
-    throw new FlowError(`flow.yaml is invalid:\n${formatFinding({ severity: "error", message: e.message, ...position }, file, text).trimEnd()}`, Exit.invalid,
-      "see docs/RUN.md for the fields of flow.yaml")
+    const position = positionOf(
+      parsed,
+      [...e.path].map((k) => (typeof k === "number" ? k : String(k))),
+      e.code === "predicate",
+    )
+    throw new FlowError(
+      `flow.yaml is invalid:\n${formatFinding({ severity: "error", message: e.message, ...position }, file, text).trimEnd()}`,
+      Exit.invalid,
+      "see docs/RUN.md for the fields of flow.yaml",
+    )
   }
   const names = new Set<string>()
   for (const agent of out.agents ?? []) {
@@ -83,14 +94,27 @@ export function loadConfig(projectDir: string): FlowConfig {
   const verifies = out.verify === undefined ? [] : Array.isArray(out.verify) ? out.verify : [out.verify]
   const repos = new Set<string | undefined>()
   for (const v of verifies) {
-    if (repos.has(v.repo)) throw new FlowError(`flow.yaml has two 'verify' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`, Exit.invalid, "keep one check per repository")
+    if (repos.has(v.repo))
+      throw new FlowError(
+        `flow.yaml has two 'verify' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`,
+        Exit.invalid,
+        "keep one check per repository",
+      )
     repos.add(v.repo)
-    if (v.timeout !== undefined && !/\d/.test(v.timeout)) throw new FlowError(`flow.yaml: verify timeout '${v.timeout}' is not a duration`, Exit.invalid, "write 90s, 20m, 1h or combined largest first, like 1h30m")
+    if (v.timeout !== undefined && !/\d/.test(v.timeout))
+      throw new FlowError(
+        `flow.yaml: verify timeout '${v.timeout}' is not a duration`,
+        Exit.invalid,
+        "write 90s, 20m, 1h or combined largest first, like 1h30m",
+      )
   }
   const pr = out.pull_request
   if (out.push && pr && (pr === true || pr.base === undefined || pr.base === out.merge_target)) {
-    throw new FlowError("flow.yaml sets both 'push' and 'pull_request' into the merge target: every pull request would already be merged",
-      Exit.invalid, "open pull requests into another branch (pull_request: { base: main }) with merge_target an integration branch, or drop one of them")
+    throw new FlowError(
+      "flow.yaml sets both 'push' and 'pull_request' into the merge target: every pull request would already be merged",
+      Exit.invalid,
+      "open pull requests into another branch (pull_request: { base: main }) with merge_target an integration branch, or drop one of them",
+    )
   }
   return out
 }
@@ -110,6 +134,6 @@ export function publishSettings(config: FlowConfig): PublishSettings {
   return {
     remote: config.remote ?? "origin",
     push: config.push ?? false,
-    pullRequest: pr ? { base: pr === true ? undefined : pr.base, draft: pr === true ? false : pr.draft ?? false } : undefined,
+    pullRequest: pr ? { base: pr === true ? undefined : pr.base, draft: pr === true ? false : (pr.draft ?? false) } : undefined,
   }
 }

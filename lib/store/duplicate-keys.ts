@@ -38,7 +38,7 @@ export function mayHaveDuplicateKeys(text: string): boolean {
     }
     // Each `- ` opens a new item whose mapping (if any) starts after the dash.
     while (text.charCodeAt(i) === DASH && (i + 1 === end || text.charCodeAt(i + 1) === SPACE)) {
-      while (indents.length > 0 && indents[indents.length - 1] > col) (indents.pop(), keySets.pop())
+      while (indents.length > 0 && indents[indents.length - 1] > col) indents.pop(), keySets.pop()
       i++
       while (i < end && text.charCodeAt(i) === SPACE) i++
       col = i - lineStart
@@ -48,7 +48,7 @@ export function mayHaveDuplicateKeys(text: string): boolean {
     const colon = keyEnd(text, i, end)
     if (colon < 0) continue
     const key = normalize(text.slice(i, colon))
-    while (indents.length > 0 && indents[indents.length - 1] > col) (indents.pop(), keySets.pop())
+    while (indents.length > 0 && indents[indents.length - 1] > col) indents.pop(), keySets.pop()
     if (indents.length === 0 || indents[indents.length - 1] < col) {
       indents.push(col)
       keySets.push(new Set())

@@ -36,7 +36,10 @@ export function excerpt(text: string, position: Position): string {
   const start = nthLineStart(text, position.line)
   if (start < 0) return ""
   const end = text.indexOf("\n", start)
-  const source = text.slice(start, end < 0 ? undefined : end).replace(/\r$/, "").replace(/\t/g, " ")
+  const source = text
+    .slice(start, end < 0 ? undefined : end)
+    .replace(/\r$/, "")
+    .replace(/\t/g, " ")
   const gutter = String(position.line)
   return `  ${gutter} | ${source}\n  ${" ".repeat(gutter.length)} | ${" ".repeat(Math.max(0, position.column - 1))}^\n`
 }

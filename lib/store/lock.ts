@@ -38,8 +38,15 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T, option
  */
 export async function acquire(file: string, { timeoutMs = 30_000, command = "flow" }: LockOptions): Promise<() => void> {
   const lockFile = `${file}.lock`
-  const me: Owner = { pid: process.pid, host: hostname(), command, since: new Date().toISOString(), token: crypto.randomUUID(),
-    start: processStartTime(process.pid), boot: bootId() }
+  const me: Owner = {
+    pid: process.pid,
+    host: hostname(),
+    command,
+    since: new Date().toISOString(),
+    token: crypto.randomUUID(),
+    start: processStartTime(process.pid),
+    boot: bootId(),
+  }
   const record = JSON.stringify(me)
   removeDeadTemps(lockFile)
   let holder: Patience | undefined
@@ -95,8 +102,11 @@ export function lockHolder(file: string): Pick<Owner, "pid" | "host" | "command"
 function stuck(file: string, lockFile: string, owner: Owner, timeoutMs: number): FlowError {
   const where = owner.host === hostname() ? "" : ` on ${owner.host}`
   const who = `process ${owner.pid}${where} (${owner.command}) since ${owner.since}`
-  return new FlowError(`${basename(file)} is locked by ${who}; gave up after it held the lock for ${timeoutMs / 1000} s without progress`, undefined,
-    `if that process hangs, stop it (kill ${owner.pid}); if it is gone, delete ${lockFile}; FLOW_LOCK_TIMEOUT (seconds) sets how long to wait`)
+  return new FlowError(
+    `${basename(file)} is locked by ${who}; gave up after it held the lock for ${timeoutMs / 1000} s without progress`,
+    undefined,
+    `if that process hangs, stop it (kill ${owner.pid}); if it is gone, delete ${lockFile}; FLOW_LOCK_TIMEOUT (seconds) sets how long to wait`,
+  )
 }
 
 /** Creates the lock file with its whole content at once; false when it exists already. */
@@ -151,8 +161,12 @@ function createInPlace(lockFile: string, content: string): boolean {
 
 function lockError(lockFile: string, e: unknown): FlowError {
   const err = writeError(lockFile, e)
-  return new FlowError(err.message.replace(/^cannot write /, "cannot create the lock file ").replace(/; the file was left as it was$/, "; nothing was changed"),
-    err.exit, err.hint, { cause: e })
+  return new FlowError(
+    err.message.replace(/^cannot write /, "cannot create the lock file ").replace(/; the file was left as it was$/, "; nothing was changed"),
+    err.exit,
+    err.hint,
+    { cause: e },
+  )
 }
 
 type Seen = { kind: "free" } | { kind: "owner"; owner: Owner } | { kind: "broken"; ageMs: number }

@@ -111,7 +111,11 @@ export class TasksEditor {
       throw new FlowError("internal error: the edited tasks.yaml did not parse; nothing was written", undefined, "please report this with the file", { cause })
     }
     if (!Bun.deepEquals(reread, this.data)) {
-      throw new FlowError("internal error: the edited tasks.yaml did not read back as intended; nothing was written", undefined, "please report this with the file")
+      throw new FlowError(
+        "internal error: the edited tasks.yaml did not read back as intended; nothing was written",
+        undefined,
+        "please report this with the file",
+      )
     }
     return this.text
   }
@@ -279,7 +283,7 @@ function removalRange(text: string, map: YAMLMap, pair: Pair<Node, Node | null>)
   }
   const lineStart = text.lastIndexOf("\n", keyAt - 1)
   const end = lineEndAfter(text, valueEnd)
-  return [lineStart < 0 ? 0 : lineStart, end]
+  return [Math.max(lineStart, 0), end]
 }
 
 /** One YAML scalar on one line, as the `yaml` package renders it (quoted only where YAML needs quotes). */

@@ -7,15 +7,37 @@ import { renderScalar } from "./task-edit"
 import type { Step, Task } from "../model/task-index"
 
 const TASK_ORDER = [
-  "id", "title", "status", "phase", "agent_name", "repo", "worktree", "checkpoint", "depends_on", "validation_task_id",
-  "instructions", "acceptance_criteria", "steps", "subtasks", "ai_notes", "started_at", "completed_at",
+  "id",
+  "title",
+  "status",
+  "phase",
+  "agent_name",
+  "repo",
+  "worktree",
+  "checkpoint",
+  "depends_on",
+  "validation_task_id",
+  "instructions",
+  "acceptance_criteria",
+  "steps",
+  "subtasks",
+  "ai_notes",
+  "started_at",
+  "completed_at",
 ] as const
 const STEP_ORDER = ["id", "instruction", "acceptance_criteria", "status", "started_at", "completed_at"] as const
 
 // Double quotes keep a string with line breaks on one line, where a plain scalar would fold onto the next.
-const ONE_LINE = { collectionStyle: "flow", lineWidth: 0, defaultStringType: "QUOTE_DOUBLE", defaultKeyType: "PLAIN", doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER } as const
+const ONE_LINE = {
+  collectionStyle: "flow",
+  lineWidth: 0,
+  defaultStringType: "QUOTE_DOUBLE",
+  defaultKeyType: "PLAIN",
+  doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER,
+} as const
 
-export const GENERATED_HEADER = "# Made by 'flow generate' from plan.md. Generating again rewrites it from the plan and keeps\n# the status, notes and step progress of every task whose id is still there.\n"
+export const GENERATED_HEADER =
+  "# Made by 'flow generate' from plan.md. Generating again rewrites it from the plan and keeps\n# the status, notes and step progress of every task whose id is still there.\n"
 
 /**
  * The tasks.yaml text for `tasks`, with a `# Phase <n>: <title>` comment where a new phase starts. With
@@ -42,7 +64,11 @@ export function renderTasks(tasks: readonly Task[], phases: ReadonlyMap<number, 
   const text = out.join("")
   const reread = Bun.YAML.parse(text) as { tasks: unknown }
   if (!Bun.deepEquals(reread.tasks, tasks)) {
-    throw new FlowError("internal error: the generated tasks.yaml does not read back as the tasks it was made of; nothing was written", undefined, "please report this with plan.md")
+    throw new FlowError(
+      "internal error: the generated tasks.yaml does not read back as the tasks it was made of; nothing was written",
+      undefined,
+      "please report this with plan.md",
+    )
   }
   return text
 }

@@ -37,18 +37,22 @@ export async function readTasks(project: Project): Promise<Loaded> {
  */
 export async function mutateTasks<T>(project: Project, command: string, edit: (editor: TasksEditor) => T): Promise<T> {
   const { TasksEditor } = await import("./task-edit")
-  return withLock(project.tasksFile, async () => {
-    const { text, data } = await readTasks(project)
-    const editor = new TasksEditor(text, data)
-    const out = edit(editor)
-    const next = editor.result()
-    if (next !== text) {
-      writeFileAtomic(project.tasksFile, next)
-      // The edits are typed values on a valid file, and result() proved they read back as intended.
-      rememberValid(project.stateDir, next)
-    }
-    return out
-  }, { command, timeoutMs: project.lockTimeoutMs })
+  return withLock(
+    project.tasksFile,
+    async () => {
+      const { text, data } = await readTasks(project)
+      const editor = new TasksEditor(text, data)
+      const out = edit(editor)
+      const next = editor.result()
+      if (next !== text) {
+        writeFileAtomic(project.tasksFile, next)
+        // The edits are typed values on a valid file, and result() proved they read back as intended.
+        rememberValid(project.stateDir, next)
+      }
+      return out
+    },
+    { command, timeoutMs: project.lockTimeoutMs },
+  )
 }
 
 /**
@@ -56,16 +60,24 @@ export async function mutateTasks<T>(project: Project, command: string, edit: (e
  * (validated; undefined when there is none) and returns the new text, or undefined to leave the file as it
  * is. The new text is written atomically; `build` must have validated it.
  */
-export async function replaceTasks<T>(project: Project, command: string, build: (current: Loaded | undefined) => Promise<{ text?: string; result: T }>): Promise<T> {
-  return withLock(project.tasksFile, async () => {
-    const current = existsSync(project.tasksFile) ? await readTasks(project) : undefined
-    const { text, result } = await build(current)
-    if (text !== undefined && text !== current?.text) {
-      writeFileAtomic(project.tasksFile, text)
-      rememberValid(project.stateDir, text)
-    }
-    return result
-  }, { command, timeoutMs: project.lockTimeoutMs })
+export async function replaceTasks<T>(
+  project: Project,
+  command: string,
+  build: (current: Loaded | undefined) => Promise<{ text?: string; result: T }>,
+): Promise<T> {
+  return withLock(
+    project.tasksFile,
+    async () => {
+      const current = existsSync(project.tasksFile) ? await readTasks(project) : undefined
+      const { text, result } = await build(current)
+      if (text !== undefined && text !== current?.text) {
+        writeFileAtomic(project.tasksFile, text)
+        rememberValid(project.stateDir, text)
+      }
+      return result
+    },
+    { command, timeoutMs: project.lockTimeoutMs },
+  )
 }
 
 function readText(file: string): string {

@@ -57,7 +57,13 @@ function anchorFindings(parsed: ParsedForPositions): Finding[] {
     const offset = (node as { range?: number[] }).range?.[0]
     const at = offset === undefined ? {} : (({ line, col }) => ({ line, column: col }))(parsed.lines.linePos(offset))
     if (isAlias(node)) out.push({ severity: "error", message: `YAML alias '*${node.source}' (flow does not support anchors and aliases)`, hint, ...at })
-    else if ((node as { anchor?: string }).anchor) out.push({ severity: "error", message: `YAML anchor '&${(node as { anchor?: string }).anchor}' (flow does not support anchors and aliases)`, hint, ...at })
+    else if ((node as { anchor?: string }).anchor)
+      out.push({
+        severity: "error",
+        message: `YAML anchor '&${(node as { anchor?: string }).anchor}' (flow does not support anchors and aliases)`,
+        hint,
+        ...at,
+      })
   })
   return out
 }
@@ -92,7 +98,16 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
   const out = isTaskFile(data) ? undefined : await explainSchemaErrors(data)
   if (out) {
     const labelAt = new Map<string, Visited>(visited.map((v) => [v.path.join("."), v]))
-    for (const e of out) raw.push(schemaFinding(e.code, [...e.path].map((k) => (typeof k === "number" ? k : String(k))), problemOf(e), labelAt, e.data))
+    for (const e of out)
+      raw.push(
+        schemaFinding(
+          e.code,
+          [...e.path].map((k) => (typeof k === "number" ? k : String(k))),
+          problemOf(e),
+          labelAt,
+          e.data,
+        ),
+      )
   }
 
   const stepIds = new Set<string>()
@@ -101,37 +116,69 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
     const id = typeof node.id === "string" ? node.id : undefined
     if (id !== undefined) {
       if (byId.has(id)) {
-        raw.push({ severity: "error", message: `Duplicate task id '${id}'`, task_id: id, path: [...path, "id"],
-          hint: "ids must be unique across the whole file, subtasks included: rename one of them" })
+        raw.push({
+          severity: "error",
+          message: `Duplicate task id '${id}'`,
+          task_id: id,
+          path: [...path, "id"],
+          hint: "ids must be unique across the whole file, subtasks included: rename one of them",
+        })
       } else byId.set(id, v)
     }
     const steps = Array.isArray(node.steps) ? node.steps : []
     if (node.instructions === undefined && steps.length === 0) {
-      raw.push({ severity: "error", message: `${label} is missing required field 'instructions'`, task_id: id, path,
-        hint: "add 'instructions:' with what to do, or give the task 'steps'" })
+      raw.push({
+        severity: "error",
+        message: `${label} is missing required field 'instructions'`,
+        task_id: id,
+        path,
+        hint: "add 'instructions:' with what to do, or give the task 'steps'",
+      })
     }
     for (const key of Object.keys(node)) if (!TASK_KEYS.has(key)) raw.push(unknownKey(label, key, TASK_KEYS, [...path, key], id))
     if (steps.length > 0 && Array.isArray(node.subtasks) && node.subtasks.length > 0) {
       // Such a task would wait for its subtasks, then be marked done with its steps never run (as generate refuses it).
-      raw.push({ severity: "error", message: `${label} has both steps and subtasks: a task has one or the other`, task_id: id, path: [...path, "subtasks"], atKey: true,
-        hint: "move the steps into a subtask of their own, or turn the subtasks into steps" })
+      raw.push({
+        severity: "error",
+        message: `${label} has both steps and subtasks: a task has one or the other`,
+        task_id: id,
+        path: [...path, "subtasks"],
+        atKey: true,
+        hint: "move the steps into a subtask of their own, or turn the subtasks into steps",
+      })
     }
     if (typeof node.worktree === "string") {
       const problem = branchNameProblem(node.worktree)
-      if (problem) raw.push({ severity: "error", message: `${label}: worktree '${node.worktree}' is not a usable branch name: ${problem}`, task_id: id, path: [...path, "worktree"],
-        hint: "use letters, digits, '-', '_', '.' and '/', like 'feature/login' (or leave worktree out: flow uses 'flow/<id>')" })
+      if (problem)
+        raw.push({
+          severity: "error",
+          message: `${label}: worktree '${node.worktree}' is not a usable branch name: ${problem}`,
+          task_id: id,
+          path: [...path, "worktree"],
+          hint: "use letters, digits, '-', '_', '.' and '/', like 'feature/login' (or leave worktree out: flow uses 'flow/<id>')",
+        })
     }
     if (v.ancestors.length > MAX_SUBTASK_DEPTH) {
-      raw.push({ severity: "error", message: `${label} is nested ${v.ancestors.length} levels of subtasks deep; flow allows at most ${MAX_SUBTASK_DEPTH}`, task_id: id, path,
-        hint: "flatten the tree: make deep subtasks top-level tasks with depends_on" })
+      raw.push({
+        severity: "error",
+        message: `${label} is nested ${v.ancestors.length} levels of subtasks deep; flow allows at most ${MAX_SUBTASK_DEPTH}`,
+        task_id: id,
+        path,
+        hint: "flatten the tree: make deep subtasks top-level tasks with depends_on",
+      })
     }
     steps.forEach((step, i) => {
       if (!isRec(step)) return
       const stepPath = [...path, "steps", i]
       if (typeof step.id === "string") {
         if (stepIds.has(step.id)) {
-          raw.push({ severity: "error", message: `Duplicate step id '${step.id}'`, task_id: id, path: [...stepPath, "id"],
-            hint: "step ids must be unique across the file: use '<task_id>.<n>'" })
+          raw.push({
+            severity: "error",
+            message: `Duplicate step id '${step.id}'`,
+            task_id: id,
+            path: [...stepPath, "id"],
+            hint: "step ids must be unique across the file: use '<task_id>.<n>'",
+          })
         }
         stepIds.add(step.id)
       }
@@ -150,14 +197,30 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
       const at = [...v.path, "depends_on", i]
       if (seen.has(dep)) raw.push({ severity: "warning", message: `Task '${id}' lists '${dep}' twice in depends_on`, task_id: id, path: at })
       seen.add(dep)
-      if (dep === id) raw.push({ severity: "error", message: `Task '${id}' depends on itself`, task_id: id, path: at, hint: `remove '${id}' from its depends_on` })
+      if (dep === id)
+        raw.push({ severity: "error", message: `Task '${id}' depends on itself`, task_id: id, path: at, hint: `remove '${id}' from its depends_on` })
       else if (!byId.has(dep)) {
-        const near = closest(dep, [...byId.keys()].filter((k) => k !== id))
-        raw.push({ severity: "error", message: `Task '${id}' depends on '${dep}' which doesn't exist`, task_id: id, path: at,
-          hint: near ? `did you mean '${near}'? Otherwise add the missing task or remove the dependency` : "add the missing task or correct/remove the dependency" })
+        const near = closest(
+          dep,
+          [...byId.keys()].filter((k) => k !== id),
+        )
+        raw.push({
+          severity: "error",
+          message: `Task '${id}' depends on '${dep}' which doesn't exist`,
+          task_id: id,
+          path: at,
+          hint: near
+            ? `did you mean '${near}'? Otherwise add the missing task or remove the dependency`
+            : "add the missing task or correct/remove the dependency",
+        })
       } else if (v.ancestors.includes(dep)) {
-        raw.push({ severity: "error", message: `Task '${id}' depends on its parent '${dep}', which cannot be done before its subtasks`, task_id: id, path: at,
-          hint: `remove '${dep}' from depends_on; list what '${dep}' itself depends on instead` })
+        raw.push({
+          severity: "error",
+          message: `Task '${id}' depends on its parent '${dep}', which cannot be done before its subtasks`,
+          task_id: id,
+          path: at,
+          hint: `remove '${dep}' from depends_on; list what '${dep}' itself depends on instead`,
+        })
       } else edges.push(dep)
     })
     deps.set(id, edges)
@@ -165,8 +228,14 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
     if (typeof vt === "string") {
       const at = [...v.path, "validation_task_id"]
       if (vt === id) raw.push({ severity: "error", message: `Task '${id}' names itself as its validation task`, task_id: id, path: at })
-      else if (!byId.has(vt)) raw.push({ severity: "error", message: `Task '${id}' has validation_task_id '${vt}' which doesn't exist`, task_id: id, path: at,
-        hint: "add the validating task or correct/remove validation_task_id" })
+      else if (!byId.has(vt))
+        raw.push({
+          severity: "error",
+          message: `Task '${id}' has validation_task_id '${vt}' which doesn't exist`,
+          task_id: id,
+          path: at,
+          hint: "add the validating task or correct/remove validation_task_id",
+        })
     }
   }
   raw.push(...checkPhaseList(data.phases, visited))
@@ -174,8 +243,13 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
     const [from, to] = cycle.slice(-2)
     const v = byId.get(from)!
     const i = (v.node.depends_on as unknown[]).indexOf(to)
-    raw.push({ severity: "error", message: `Circular dependency detected: ${cycle.join(" → ")}`, task_id: cycle[0],
-      path: [...v.path, "depends_on", i], hint: "correct or remove one of these dependencies" })
+    raw.push({
+      severity: "error",
+      message: `Circular dependency detected: ${cycle.join(" → ")}`,
+      task_id: cycle[0],
+      path: [...v.path, "depends_on", i],
+      hint: "correct or remove one of these dependencies",
+    })
   }
   return { raw, taskCount: visited.length }
 }
@@ -196,13 +270,22 @@ function checkPhaseList(phases: unknown, visited: Visited[]): RawFinding[] {
     const path = ["phases", i, "number"]
     const earlier = first.get(n)
     if (earlier !== undefined) {
-      out.push({ severity: "warning", message: `Phase ${n} is listed twice in 'phases' (entries #${earlier + 1} and #${i + 1})`, path,
-        hint: `only the first title is shown: remove entry #${i + 1} or give it another number` })
+      out.push({
+        severity: "warning",
+        message: `Phase ${n} is listed twice in 'phases' (entries #${earlier + 1} and #${i + 1})`,
+        path,
+        hint: `only the first title is shown: remove entry #${i + 1} or give it another number`,
+      })
       return
     }
     first.set(n, i)
-    if (!used.has(n)) out.push({ severity: "warning", message: `Phase entry #${i + 1} names phase ${n}, which no task has`, path,
-      hint: `give a task 'phase: ${n}', or remove the entry` })
+    if (!used.has(n))
+      out.push({
+        severity: "warning",
+        message: `Phase entry #${i + 1} names phase ${n}, which no task has`,
+        path,
+        hint: `give a task 'phase: ${n}', or remove the entry`,
+      })
   })
   return out
 }
@@ -234,8 +317,14 @@ function walk(tasks: unknown[]): Visited[] {
 
 function unknownKey(label: string, key: string, known: ReadonlySet<string>, path: Path, taskId?: string): RawFinding {
   const near = closest(key, known)
-  return { severity: "warning", message: `${label} has unknown field '${key}' (kept as is; flow does not use it)`, path, atKey: true, task_id: taskId,
-    hint: near ? `did you mean '${near}'?` : undefined }
+  return {
+    severity: "warning",
+    message: `${label} has unknown field '${key}' (kept as is; flow does not use it)`,
+    path,
+    atKey: true,
+    task_id: taskId,
+    hint: near ? `did you mean '${near}'?` : undefined,
+  }
 }
 
 /** Turns one arktype problem into a finding that names the task and the field. */
@@ -255,8 +344,11 @@ function schemaFinding(code: string, path: Path, problem: string, tasks: Map<str
   const base = { severity: "error" as const, task_id: taskId, path }
   if (code === "required") return { ...base, message: `${where} is missing required field '${key}'` }
   if (key === "id" && stepIndex === undefined && typeof actual === "string") {
-    return { ...base, message: `Task id '${actual}' is not kebab-case`,
-      hint: `ids become branch and folder names: use lowercase letters, digits and single hyphens, like '${toKebab(actual) || "my-task"}'` }
+    return {
+      ...base,
+      message: `Task id '${actual}' is not kebab-case`,
+      hint: `ids become branch and folder names: use lowercase letters, digits and single hyphens, like '${toKebab(actual) || "my-task"}'`,
+    }
   }
   if (key === "id" && typeof actual === "string") {
     return { ...base, message: `${where}: step id '${actual}' is not of the form '<task_id>.<n>'` }

@@ -32,8 +32,15 @@ export function textLimitFindings(text: string): Finding[] {
       const c = text.charCodeAt(j)
       if (c === NL) break
       if (c === CR && text.charCodeAt(j + 1) !== NL) {
-        return [{ severity: "error", line, column: j - lineStart + 1, message: "The file uses a lone CR (carriage return) as a line break",
-          hint: "save it with LF (or CRLF) line endings; flow edits the file line by line and reads only those" }]
+        return [
+          {
+            severity: "error",
+            line,
+            column: j - lineStart + 1,
+            message: "The file uses a lone CR (carriage return) as a line break",
+            hint: "save it with LF (or CRLF) line endings; flow edits the file line by line and reads only those",
+          },
+        ]
       }
       if (c === 91 || c === 123) {
         if (++flowDepth > MAX_NESTING) return [tooDeep(line, j - lineStart + 1, `its brackets nest more than ${MAX_NESTING} deep`)]
@@ -47,8 +54,13 @@ export function textLimitFindings(text: string): Finding[] {
 }
 
 function tooDeep(line: number, column: number, why: string): Finding {
-  return { severity: "error", line, column, message: `The file nests too deeply at this line (${why}; flow reads at most ${MAX_NESTING} levels)`,
-    hint: "flatten the structure: deeply nested subtasks are better as tasks with depends_on" }
+  return {
+    severity: "error",
+    line,
+    column,
+    message: `The file nests too deeply at this line (${why}; flow reads at most ${MAX_NESTING} levels)`,
+    hint: "flatten the structure: deeply nested subtasks are better as tasks with depends_on",
+  }
 }
 
 /** True when some `&name` or `*name` may be a YAML anchor or alias (text in strings may look like one: a false alarm costs one slow parse). */
@@ -61,7 +73,13 @@ export function mayHaveAnchors(text: string): boolean {
     const before = i === 0 ? NL : text.charCodeAt(i - 1)
     const after = text.charCodeAt(i + 1)
     // An anchor or alias token follows a separator and is followed by a name character.
-    if ((before === SPACE || before === NL || before === 91 || before === 123 || before === 44 || before === 9) && after > SPACE && after !== 42 && after !== 38) return true
+    if (
+      (before === SPACE || before === NL || before === 91 || before === 123 || before === 44 || before === 9) &&
+      after > SPACE &&
+      after !== 42 &&
+      after !== 38
+    )
+      return true
     at = i + 1
   }
 }

@@ -3,7 +3,6 @@
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node } from "yaml"
 import type { Path, Position } from "./findings"
 
-
 export type ParsedForPositions = { doc: Document; lines: LineCounter }
 
 export function parseForPositions(text: string): ParsedForPositions {

@@ -11,7 +11,10 @@ export function formatQuestion(q: Question, now: number): string {
 }
 
 function indent(text: string, first: string, rest: string): string[] {
-  return text.replace(/\n+$/, "").split("\n").map((line, i) => `${i === 0 ? first : rest}${line}`.trimEnd())
+  return text
+    .replace(/\n+$/, "")
+    .split("\n")
+    .map((line, i) => `${i === 0 ? first : rest}${line}`.trimEnd())
 }
 
 /** `12s ago`, `5m ago`, `3h ago`, `2d ago`: the largest whole unit. */

@@ -6,9 +6,7 @@ import type { TtyInput, TtyOutput } from "../cli/context"
 
 export type { TtyInput, TtyOutput }
 
-export type Key =
-  | { name: "char"; char: string }
-  | { name: "ctrl-c" | "enter" | "escape" | "tab" | "backspace" | "up" | "down" | "left" | "right" | "other" }
+export type Key = { name: "char"; char: string } | { name: "ctrl-c" | "enter" | "escape" | "tab" | "backspace" | "up" | "down" | "left" | "right" | "other" }
 
 const ESC = "\x1b"
 const CSI = `${ESC}[`

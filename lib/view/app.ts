@@ -33,7 +33,8 @@ export type AppOptions = {
 export const TOKEN_HEADER = "x-flow-token"
 
 // The page loads nothing but its own files: scripts and styles only from this origin, no inline script.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 type ApiError = { error: string; hint?: string }
 
@@ -48,7 +49,10 @@ export function createApp(opts: AppOptions): Hono {
   app.use("*", async (c, next) => {
     const host = c.req.header("host")
     if (host === undefined || !hosts.has(host)) {
-      return c.text(`flow view: refused a request ${host === undefined ? "without a Host header" : `for host '${host}'`}: only http://127.0.0.1:${opts.port} is served\n`, 403)
+      return c.text(
+        `flow view: refused a request ${host === undefined ? "without a Host header" : `for host '${host}'`}: only http://127.0.0.1:${opts.port} is served\n`,
+        403,
+      )
     }
     await next()
     c.header("X-Content-Type-Options", "nosniff")
@@ -73,7 +77,11 @@ export function createApp(opts: AppOptions): Hono {
   app.get("/api/layout/:key", (c) =>
     guarded(c, async () => {
       const layout = model.layout(c.req.param("key"))
-      if (!layout) return c.json<ApiError>({ error: `no layout '${c.req.param("key")}': the graph has changed since`, hint: "fetch /api/tasks for the current layout_key" }, 404)
+      if (!layout)
+        return c.json<ApiError>(
+          { error: `no layout '${c.req.param("key")}': the graph has changed since`, hint: "fetch /api/tasks for the current layout_key" },
+          404,
+        )
       c.header("Cache-Control", "private, max-age=31536000, immutable")
       return c.json(await layout)
     }),
@@ -105,7 +113,7 @@ export function createApp(opts: AppOptions): Hono {
     const body = await jsonBody(c)
     if (body instanceof Response) return body
     const text = typeof body.answer === "string" ? body.answer.trim() : ""
-    if (!text) return c.json<ApiError>({ error: "the answer is empty", hint: "send {\"answer\": \"<text>\"}" }, 400)
+    if (!text) return c.json<ApiError>({ error: "the answer is empty", hint: 'send {"answer": "<text>"}' }, 400)
     const id = c.req.param("id")
     return guarded(c, async () => {
       const db = await openExistingState(model.project)
@@ -113,7 +121,11 @@ export function createApp(opts: AppOptions): Hono {
       using open = db
       const { before, after } = await open.questions.answer(id, text, opts.user)
       if (!before) return c.json<ApiError>({ error: `no question '${id}'` }, 404)
-      if (!after) return c.json<ApiError>({ error: `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}`, hint: "reload the questions" }, 409)
+      if (!after)
+        return c.json<ApiError>(
+          { error: `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}`, hint: "reload the questions" },
+          409,
+        )
       return c.json({ question: after })
     })
   })
@@ -145,9 +157,12 @@ export function createApp(opts: AppOptions): Hono {
         chain = chain.then(() => stream.writeSSE({ event: e.type, data: JSON.stringify(e) })).catch(() => closed.resolve())
       })
       // A comment now and then keeps proxies and the browser from taking a quiet stream for a dead one.
-      const ping = setInterval(() => {
-        chain = chain.then(() => stream.write(": ping\n\n")).catch(() => closed.resolve())
-      }, (opts.heartbeatSeconds ?? 15) * 1000)
+      const ping = setInterval(
+        () => {
+          chain = chain.then(() => stream.write(": ping\n\n")).catch(() => closed.resolve())
+        },
+        (opts.heartbeatSeconds ?? 15) * 1000,
+      )
       await closed.promise
       clearInterval(ping)
       off()
@@ -197,5 +212,5 @@ async function jsonBody(c: Context): Promise<Record<string, unknown> | Response>
     return c.json<ApiError>({ error: "the request body is not JSON", hint: "send a JSON object with Content-Type: application/json" }, 400)
   }
   if (typeof body === "object" && body !== null && !Array.isArray(body)) return body as Record<string, unknown>
-  return c.json<ApiError>({ error: "the request body is not a JSON object", hint: "send a JSON object such as {\"answer\": \"<text>\"}" }, 400)
+  return c.json<ApiError>({ error: "the request body is not a JSON object", hint: 'send a JSON object such as {"answer": "<text>"}' }, 400)
 }

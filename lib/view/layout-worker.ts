@@ -18,10 +18,23 @@ export type EngineReply = { id: number; graph: ElkNode } | { id: number; error: 
 // ELK sets up its classes on the first layout, so the first real band does not pay for it.
 const WARM_UP: ElkNode = {
   id: "warm-up",
-  layoutOptions: { "elk.algorithm": "layered", "elk.direction": "RIGHT", "elk.hierarchyHandling": "INCLUDE_CHILDREN", "elk.json.shapeCoords": "ROOT", "elk.json.edgeCoords": "ROOT" },
+  layoutOptions: {
+    "elk.algorithm": "layered",
+    "elk.direction": "RIGHT",
+    "elk.hierarchyHandling": "INCLUDE_CHILDREN",
+    "elk.json.shapeCoords": "ROOT",
+    "elk.json.edgeCoords": "ROOT",
+  },
   children: [
     { id: "a", width: 200, height: 48 },
-    { id: "p", layoutOptions: { "elk.padding": "[top=30,left=12,bottom=12,right=12]" }, children: [{ id: "p1", width: 200, height: 48 }, { id: "p2", width: 200, height: 48 }] },
+    {
+      id: "p",
+      layoutOptions: { "elk.padding": "[top=30,left=12,bottom=12,right=12]" },
+      children: [
+        { id: "p1", width: 200, height: 48 },
+        { id: "p2", width: 200, height: 48 },
+      ],
+    },
     { id: "b", width: 200, height: 48 },
   ],
   edges: [

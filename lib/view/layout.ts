@@ -99,7 +99,9 @@ export function bands(index: Map<string, Indexed>): Band[] {
       parts[parts.length - 1].push(entry)
       size += n
     }
-    parts.forEach((part, i) => out.push({ phase, tops: part, part: i + 1, parts: parts.length }))
+    parts.forEach((part, i) => {
+      out.push({ phase, tops: part, part: i + 1, parts: parts.length })
+    })
   }
   return out
 }
