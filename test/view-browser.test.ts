@@ -250,7 +250,8 @@ test("a run's merge queue shows in the side panel and as a badge on the task's b
     await q("ui", "checking", { onTopOf: ["api"] })
     await q("api", "failed", { reason: "merge conflict in a.txt" })
   }
-  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelectorAll("#queue .qrow").length === 2)
+  // The page may refresh between the events (the db changes four times): wait for the last one's state.
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#queue")?.textContent?.includes("merge conflict in a.txt") === true)
   expect(await page.$$eval("#queue h3, #queue .qrow", (els) => els.map((e) => (e as unknown as El).textContent))).toEqual([
     "Merge queue into main (2)",
     "ui ready_for_agent checking on top of api",
