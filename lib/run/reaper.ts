@@ -16,6 +16,7 @@
 // project's FLOW_PROJECT with a FLOW_RUN_ID: at a run's start they are what a dead run's agents left, at its
 // end what this run's left. A person's shell never has FLOW_RUN_ID, so it is never touched.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { processStartTime } from "../cli/pid"
 import type { StateDb } from "./state-db"
 
 /** Fields 3 and on of /proc/<pid>/stat (after the command name, which may hold spaces and parentheses). */
@@ -26,11 +27,6 @@ function statFields(pid: number | string): string[] | undefined {
   } catch {
     return undefined
   }
-}
-
-/** The process's start time in clock ticks since boot (field 22), or undefined when it is gone. */
-export function startTime(pid: number): string | undefined {
-  return statFields(pid)?.[19]
 }
 
 /** The process groups (field 5) that have a live member, from one scan of /proc. */
@@ -51,7 +47,7 @@ export class AgentGroups {
 
   /** Records a group just started (its leader is `pid`); a leader gone already needs no record. */
   async track(pid: number, taskId: string): Promise<void> {
-    const started = startTime(pid)
+    const started = processStartTime(pid)
     if (started === undefined) return
     await this.db.transact((db) => {
       db.query("INSERT OR REPLACE INTO agent_groups (pgid, started, run_pid, task_id, at) VALUES (?, ?, ?, ?, ?)").run(
@@ -79,7 +75,7 @@ export class AgentGroups {
     const killed: string[] = []
     let live: Set<number> | undefined
     for (const row of rows) {
-      const leader = startTime(row.pgid)
+      const leader = processStartTime(row.pgid)
       const same = leader === undefined ? (live ??= liveGroups()).has(row.pgid) : leader === row.started
       if (!same) continue
       try {
