@@ -11,7 +11,12 @@ function git(cwd: string, args: string[]) {
   return check(["git", ...args], { cwd, env: GIT_ENV })
 }
 
-const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C" }
+/**
+ * Set on every git flow starts, naming flow's pid: a git that outlived a killed flow (a merge half done) is
+ * found by it and waited for before the next run touches the repository (lib/run/reaper.ts).
+ */
+export const GIT_OWNER = "FLOW_GIT_OWNER"
+const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C", [GIT_OWNER]: String(process.pid) }
 
 /** The top folder of the repository holding `dir`, or undefined outside any repository. */
 export async function repoRoot(dir: string): Promise<string | undefined> {
@@ -127,13 +132,22 @@ export async function mergeInto(checkout: string, branch: string, message: strin
   )
   if (r.code === 0) return { ok: true, commit: (await git(checkout, ["rev-parse", "HEAD"])).trim() }
   const conflicts = (await run(["git", "diff", "--name-only", "--diff-filter=U"], { cwd: checkout, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
-  const merging = await run(["git", "rev-parse", "--verify", "--quiet", "MERGE_HEAD"], { cwd: checkout, env: GIT_ENV })
-  if (merging.code === 0) await git(checkout, ["merge", "--abort"])
+  if (await mergeInProgress(checkout)) await abortMerge(checkout)
   // Without its final period: callers go on with ". The target was left ...".
   const reason = conflicts.length
     ? `merge conflict in ${conflicts.join(", ")}`
     : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
   return { ok: false, conflicts, reason }
+}
+
+/** The commit being merged in `checkout` (its MERGE_HEAD), when a merge is under way or was left half done. */
+export async function mergeInProgress(checkout: string): Promise<string | undefined> {
+  const r = await run(["git", "rev-parse", "--verify", "--quiet", "MERGE_HEAD"], { cwd: checkout, env: GIT_ENV })
+  return r.code === 0 ? r.stdout.trim() : undefined
+}
+
+export async function abortMerge(checkout: string): Promise<void> {
+  await git(checkout, ["merge", "--abort"])
 }
 
 /** The commits `refs` name (one git call), each undefined when it does not exist. */

@@ -11,12 +11,12 @@
 // that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
 // (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { commitAll, listWorktrees, mergeInto, removeWorktree, revParse } from "./git"
+import { abortMerge, commitAll, listWorktrees, mergeInProgress, mergeInto, removeWorktree, revParse } from "./git"
 import { indexTasks } from "../model/task-index"
 import { mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
-import { MergeJournal } from "./merge-journal"
+import { type MergeEntry, MergeJournal } from "./merge-journal"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
 import type { RunSettings } from "./settings"
@@ -156,12 +156,29 @@ export class Landing {
     return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
   }
 
+  /**
+   * Aborts the merges of ours a kill left half done in a checkout (its MERGE_HEAD is the branch head of a
+   * journal entry with no outcome), so that landing merges them afresh; a merge of anyone else is left as it
+   * is. Returns the tasks whose merge was undone.
+   */
+  async abortInterrupted(entries: Iterable<MergeEntry>): Promise<string[]> {
+    const undone: string[] = []
+    for (const e of entries) {
+      if (e.outcome !== null) continue
+      const checkout = await this.checkout(e)
+      if (!checkout || (await mergeInProgress(checkout)) !== e.branchHead) continue
+      await this.inRepo(e.repo, () => abortMerge(checkout))
+      undone.push(e.taskId)
+    }
+    return undone
+  }
+
   /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */
   private async describe(id: string) {
     return indexTasks((await readTasks(this.s.project)).data).get(id)?.task
   }
 
-  private async checkout(ws: Workspace): Promise<string | undefined> {
+  private async checkout(ws: { repo: string; target: string }): Promise<string | undefined> {
     const key = `${ws.repo}\0${ws.target}`
     if (!this.checkouts.get(key)) this.checkouts.set(key, (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)?.path)
     return this.checkouts.get(key)

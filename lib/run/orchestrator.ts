@@ -7,7 +7,7 @@ import { availableTasks } from "../graph/availability"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { readTasks } from "../store/tasks"
 import { Landing } from "./landing"
-import { AgentGroups, killAgentProcesses } from "./reaper"
+import { AgentGroups, awaitOrphanGit, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
@@ -66,6 +66,8 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // What a dead run left: its agents' process groups first (they may still be writing), then its merges.
   const reaped = await groups.reap(s.project.dir)
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
+  // A git the dead run left (a merge finishing) is waited for, never killed: killed, it would leave its work half done.
+  await awaitOrphanGit()
   await recover(shared, indexTasks((await readTasks(s.project)).data))
   const unassignable = restrictedToOthers(indexTasks((await readTasks(s.project)).data), s.agents)
   for (const u of unassignable)

@@ -15,8 +15,13 @@
 // every agent also gets FLOW_RUN_ID, and `reap` also kills every process whose environment carries this
 // project's FLOW_PROJECT with a FLOW_RUN_ID: at a run's start they are what a dead run's agents left, at its
 // end what this run's left. A person's shell never has FLOW_RUN_ID, so it is never touched.
+//
+// Git is the exception: a git that outlived a killed flow is never killed (a merge killed half way leaves
+// MERGE_HEAD and lock files in the person's checkout). The next run waits for it instead (`awaitOrphanGit`):
+// every git flow starts names flow's pid in FLOW_GIT_OWNER, and one whose owner is dead is an orphan.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { processStartTime } from "../cli/pid"
+import { GIT_OWNER } from "./git"
 import type { StateDb } from "./state-db"
 
 /** Fields 3 and on of /proc/<pid>/stat (after the command name, which may hold spaces and parentheses). */
@@ -107,4 +112,38 @@ export function killAgentProcesses(projectDir: string): string[] {
     } catch {}
   }
   return killed
+}
+
+/** Pids of live git processes whose flow (FLOW_GIT_OWNER) is dead: what a killed flow left working. */
+function orphanGits(): number[] {
+  const mark = `${GIT_OWNER}=`
+  const found: number[] = []
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    let owner: string | undefined
+    try {
+      owner = readFileSync(`/proc/${name}/environ`, "utf8")
+        .split("\0")
+        .find((v) => v.startsWith(mark))
+        ?.slice(mark.length)
+    } catch {
+      continue
+    }
+    if (!owner || Number(owner) === process.pid || statFields(name)?.[0] === "Z") continue
+    const ownerState = statFields(owner)?.[0]
+    if (ownerState === undefined || ownerState === "Z") found.push(Number(name)) // a killed flow not yet reaped is a zombie
+  }
+  return found
+}
+
+/**
+ * Waits until no git of a dead flow is running (at most `timeoutMs`; a git merge takes milliseconds): the
+ * next run must not merge beside a merge that is still finishing. Returns how many it waited for.
+ */
+export async function awaitOrphanGit(timeoutMs = 30_000): Promise<number> {
+  if (!existsSync("/proc/self/environ")) return 0
+  const first = orphanGits().length
+  const end = Date.now() + timeoutMs
+  while (orphanGits().length > 0 && Date.now() < end) await Bun.sleep(50)
+  return first
 }

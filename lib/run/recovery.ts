@@ -22,6 +22,8 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const s = shared.settings
   const { landing, workspaces } = shared
   const open = await landing.journal.open()
+  for (const id of await landing.abortInterrupted(open.values()))
+    s.bus.emit({ type: "notice", taskId: id, text: "its merge was cut off half way by the last run's end: undone, to be made again" })
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`
