@@ -4,7 +4,7 @@
 // task done, its work run exactly once (a log outside the repository), merged exactly once, and nothing of
 // the killed runs alive or left on disk.
 import { expect, test } from "bun:test"
-import { existsSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { background, flow, flowArgv, git, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
@@ -66,6 +66,7 @@ async function finishAndCheck(dir: TempDir, log: string, n: number) {
   expect(existsSync(dir.file(".flow/worktrees")) ? readdirSync(dir.file(".flow/worktrees")) : []).toEqual([])
   expect(existsSync(dir.file(".flow/finished")) ? readdirSync(dir.file(".flow/finished")) : []).toEqual([])
   expect(processesIn(dir.path)).toEqual([])
+  return last
 }
 
 test.concurrent("random SIGKILLs of flow run, each followed by another run: every task done, run once, merged once, nothing left", async () => {
@@ -110,6 +111,26 @@ test.concurrent("kills placed right after git merge and between the journaled me
     await finishAndCheck(dir, log, n)
   } finally {
     rmSync(log, { force: true })
+  }
+}, 180_000)
+
+test.concurrent("a git merge killed half way with its run (MERGE_HEAD left in the checkout) is undone and made again by the next run", async () => {
+  const n = 3
+  const { dir, log } = await project(n)
+  await using _ = dir
+  const once = `${dir.path}.killed`
+  // git runs prepare-commit-msg after it wrote MERGE_HEAD: the first merge's kills the run and the merge there.
+  dir.write(".git/hooks/prepare-commit-msg", `#!/bin/sh\n[ "$2" = merge ] || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\nkill -9 "$FLOW_GIT_OWNER" $PPID\n`)
+  chmodSync(dir.file(".git/hooks/prepare-commit-msg"), 0o755)
+  try {
+    const killed = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+    expect(killed.code).toBe(137)
+    expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(true)
+    const last = await finishAndCheck(dir, log, n)
+    expect(last.stdout).toMatch(/t\d: its merge was cut off half way by the last run's end: undone, to be made again\n/)
+  } finally {
+    rmSync(log, { force: true })
+    rmSync(once, { force: true })
   }
 }, 180_000)
 
