@@ -51,6 +51,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     ctx.stderr(`Asked ${question.id}; waiting for the answer ('flow answer ${question.id} <text>')\n`)
     const answered = await waitForAnswer(db, question.id, timeoutMs, interrupt)
     ctx.stdout(answered.answer!.endsWith("\n") ? answered.answer! : `${answered.answer}\n`)
+    // The agent has the answer: the run must not hand it over again when the agent exits.
+    await db.questions.delivered(taskId, [question.id], "flow ask --wait")
   } finally {
     interrupt?.stop()
   }

@@ -5,8 +5,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { run } from "../lib/cli/proc"
-import type { ModelServer } from "./fixtures/model-server/server"
-import { flow, ROOT, tempRepo, type TempDir } from "./helpers"
+import { type ModelServer, startModelServer } from "./fixtures/model-server/server"
+import { ASKS, ASKS_SCRIPTS } from "./agent-e2e-tasks"
+import { background, flow, ROOT, tempRepo, type TempDir } from "./helpers"
 
 export const AGENT_BIN = join(ROOT, "test", "agent-clis", "node_modules", ".bin")
 export const API_KEY = "sk-scripted-test"
@@ -88,6 +89,41 @@ export async function answer(dir: TempDir, about: string, text: string): Promise
     return id !== undefined
   })
   expect((await flow(dir.path, ["answer", id!, text])).code).toBe(0)
+}
+
+/**
+ * The questions scenario (ASKS) with a real CLI: `port`'s answer is its ask command's output; `name`'s comes
+ * once its agent has exited and the run waits; `early`'s comes while its agent works, which exits without
+ * reading it. The run resumes both sessions with the answer, never as a retry. `prompt` takes off what the
+ * CLI adds before a user message.
+ */
+export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: number, prompt = (p = "") => p): Promise<void> {
+  await using server = startModelServer({ ...ASKS_SCRIPTS })
+  await using home = await userHome(cli, server.url)
+  await using dir = await project(cli, ASKS)
+  const r = background(dir.path, ["run"], home.env)
+  await Promise.all([
+    answer(dir, "Which port", "8080"),
+    r.waitFor("name: waiting for the answer to", ms).then(() => answer(dir, "Which name", "Ada")),
+    answer(dir, "Tabs or spaces", "Tabs"),
+  ])
+  const { code, stdout } = await r.done()
+  expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done", early: "done" } })
+  expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
+  expect(turnRequests(server, "port", 2)).toEqual([])
+  expect(stdout).not.toContain("retry")
+  for (const [task, said, given] of [
+    ["name", "Asked; waiting for the answer.", "Ada"],
+    ["early", "Asked; exiting now.", "Tabs"],
+  ]) {
+    expect(stdout).toMatch(new RegExp(`${task}: q-\\d+ answered; resuming the session`))
+    const next = turnRequests(server, task!, 2)[0]
+    expect(prompt(next?.prompt)).toStartWith(`People answered the question you asked about task '${task}':`)
+    expect(next?.prompt).toContain(`Answer: ${given}`)
+    expect(JSON.stringify(next?.body)).toContain(said!)
+  }
+  // `early` never waited: its answer was there when its agent exited.
+  expect(stdout).not.toContain("early: waiting for the answer to")
 }
 
 // $CODEX_HOME/config.toml (CODEX_HOME defaults to ~/.codex): a provider speaking the Responses API.

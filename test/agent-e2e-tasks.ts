@@ -41,7 +41,10 @@ export const CHAIN_SCRIPTS: Record<string, Turn[]> = {
   denied: [{ fail: { status: 401, message: "Incorrect API key provided: sk-bad" } }],
 }
 
-/** `flow ask --wait` in a command, and `flow ask` then exit. */
+/**
+ * `flow ask --wait` in a command; `flow ask` then exit; `flow ask` answered while the agent still works, which
+ * exits without reading the answer (the run hands it over, as it does the one answered after the exit).
+ */
 export const ASKS = `tasks:
   - id: port
     title: Port
@@ -51,11 +54,23 @@ export const ASKS = `tasks:
     title: Name
     status: todo
     instructions: Ask for a name, then exit to wait.
+  - id: early
+    title: Early
+    status: todo
+    instructions: Ask about indentation, then exit.
 `
 
 export const ASKS_SCRIPTS: Record<string, Turn[]> = {
   port: [{ commands: ['flow ask port "Which port should the server use?" --wait', "flow done port"] }],
   name: [{ commands: ['flow ask name "Which name?"'], text: "Asked; waiting for the answer." }, { commands: ["flow done name"] }],
+  early: [
+    // Works on until the answer is given (at most two minutes), and exits without reading it.
+    {
+      commands: ['flow ask early "Tabs or spaces?"', 'for i in $(seq 600); do flow questions --all | grep -q "answer: Tabs" && break; sleep 0.2; done'],
+      text: "Asked; exiting now.",
+    },
+    { commands: ["flow done early"] },
+  ],
 }
 
 /** A command that runs until the run is stopped. */

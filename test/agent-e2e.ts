@@ -9,6 +9,7 @@ import type { QuestionsReport } from "../lib/model/json-shapes"
 import { stepPrompt } from "../lib/run/prompt"
 import type { Task } from "../lib/model/task-index"
 import { CLIS_BIN, ensureAgentClis } from "./agent-clis/installed"
+import { ASKS_SCRIPTS } from "./agent-e2e-tasks"
 import { startModelServer, type ModelServer } from "./fixtures/model-server/server"
 import { background, flow, git, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
@@ -85,6 +86,7 @@ const CHAIN_TASKS = [
   { id: "lazy", title: "Lazy", status: "todo", instructions: "Look around." },
   { id: "asker", title: "Asker", status: "todo", instructions: "Ask which port, and wait for the answer." },
   { id: "later", title: "Later", status: "todo", instructions: "Ask which database; do not wait." },
+  { id: "early", title: "Early", status: "todo", instructions: "Ask about indentation, then exit." },
   { id: "broken", title: "Broken", status: "todo", instructions: "Anything: the provider rejects the key." },
 ]
 
@@ -101,6 +103,7 @@ function chainScripts(server: ModelServer): void {
     { commands: ['flow ask later "Postgres or SQLite?"'], text: "I asked; I exit to wait for the answer." },
     { commands: ["flow done later"], text: "Done with the answer." },
   ])
+  m.script("early", ASKS_SCRIPTS.early!) // answered while its agent works, which exits without reading it
   m.script("broken", [{ fail: { status: 401, message: "invalid x-api-key" } }])
 }
 
@@ -128,12 +131,16 @@ export function agentE2E(setup: CliSetup): void {
         expect((await flow(p.dir.path, ["answer", q.id, text], { env: p.env })).code).toBe(0)
       }
       // `later` asks without --wait: its answer comes once its agent has exited to wait, as a person's would.
-      await Promise.all([answer("asker", "8080"), run.waitFor("later: waiting for the answer to", timeout).then(() => answer("later", "SQLite"))])
+      await Promise.all([
+        answer("asker", "8080"),
+        run.waitFor("later: waiting for the answer to", timeout).then(() => answer("later", "SQLite")),
+        answer("early", "Tabs"),
+      ])
       const end = await run.done()
       const log = end.stdout
       expect({ code: end.code, stderr: end.stderr }).toEqual({ code: 4, stderr: "" })
       const yaml = p.dir.read("tasks.yaml")
-      expect(statuses(yaml)).toEqual({ alpha: "done", beta: "done", lazy: "blocked", asker: "done", later: "done", broken: "blocked" })
+      expect(statuses(yaml)).toEqual({ alpha: "done", beta: "done", lazy: "blocked", asker: "done", later: "done", early: "done", broken: "blocked" })
 
       // The chain: both steps in one session, the dependent saw its dependency's file, all merged.
       expect(p.dir.read("alpha.txt")).toBe("one\ntwo\n")
@@ -169,6 +176,13 @@ export function agentE2E(setup: CliSetup): void {
       expect(later.prompt).toStartWith("People answered the question you asked about task 'later':\n\n- q-")
       expect(later.prompt).toContain("  Answer: SQLite\n")
       expect(later.prompts![0]).toContain("# Your task: later: Later")
+      // An answer given while the agent worked, which it never read: handed over when it exits, not a retry.
+      const early = server.model.requests("early").find((r) => r.turn === 2)!
+      expect(early.prompt).toStartWith("People answered the question you asked about task 'early':\n\n- q-")
+      expect(early.prompt).toContain("  Answer: Tabs\n")
+      expect(log).toMatch(/early: q-\d+ answered; resuming the session/)
+      expect(log).not.toContain("early: waiting for the answer to")
+      expect(log).not.toContain("early: retry")
 
       // A rejected key: one line in the log and in the block note, and no other errors logged.
       expect(log).toContain(`broken | error: ${setup.authError}\n`)

@@ -200,6 +200,28 @@ export class StateDb {
     forTask: (taskId: string): Promise<Question[]> =>
       this.retry(() => this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? ORDER BY seq`).all(taskId)),
     /**
+     * The task's answered questions whose answer its agent was not given yet, oldest first: no
+     * `question.delivered` event since the answer (it asked without --wait and exited before the answer came,
+     * or the answer was replaced after it was given).
+     */
+    undelivered: (taskId: string): Promise<Question[]> =>
+      this.retry(() =>
+        this.db
+          .query<Question, [string]>(
+            `SELECT ${QUESTION_COLUMNS} FROM questions q WHERE q.task_id = ? AND q.answer IS NOT NULL AND NOT EXISTS (
+               SELECT 1 FROM events e WHERE e.kind = 'question.delivered' AND e.task_id = q.task_id
+                 AND json_extract(e.data, '$.question') = q.id AND e.at >= q.answered_at)
+             ORDER BY q.seq`,
+          )
+          .all(taskId),
+      ),
+    /** Records that the task's agent was given these answers (`via`: by `flow ask --wait`, or in a prompt). */
+    delivered: (taskId: string, ids: readonly string[], via: string): Promise<void> =>
+      this.write(() => {
+        const at = now()
+        for (const id of ids) this.insertEvent({ kind: "question.delivered", task_id: taskId, data: { question: id, via } }, at)
+      }),
+    /**
      * Records the answer unless the question already has one (then `replace` decides). Returns the
      * question as it was before, so the caller can tell "unknown" and "already answered" apart.
      */

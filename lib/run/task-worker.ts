@@ -229,27 +229,29 @@ export class TaskWorker {
   }
 
   /**
-   * Questions about this task still unanswered after its agent exited: the agent asked and left to wait.
-   * Waits for people to answer all of them (or the run to stop) and returns the prompt that resumes the
-   * session with the answers; undefined when there was nothing to wait for.
+   * What people answered that this task's agent has not been told, once its agent exited: questions still
+   * unanswered (the agent asked and left to wait) are waited for (or the run's stop); answers given while it
+   * worked, which it never read (`flow ask` without --wait), are taken as they are. Returns the prompt that
+   * resumes the session with them, recorded as delivered; undefined when there was nothing to hand over.
    */
   private async awaitAnswers(step: Step | undefined): Promise<string | undefined> {
     const db = this.s.db
     const asked = (await db.questions.forTask(this.taskId)).filter((q) => q.answer === null).map((q) => q.id)
-    if (asked.length === 0) return undefined
-    this.s.bus.emit({ type: "question-wait", taskId: this.taskId, questions: asked })
-    const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
-    for (;;) {
-      if (this.s.signal.aborted) return undefined
-      const now = await Promise.all(asked.map((id) => db.questions.get(id)))
-      const known = now.filter((q): q is Question => q !== undefined)
-      if (known.every((q) => q.answer !== null)) {
-        if (known.length === 0) return undefined // the database was reset meanwhile: nothing to hand over
-        this.s.bus.emit({ type: "question-answered", taskId: this.taskId, questions: known.map((q) => q.id) })
-        return answersPrompt(await this.read(), known, step)
+    if (asked.length > 0) {
+      this.s.bus.emit({ type: "question-wait", taskId: this.taskId, questions: asked })
+      const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
+      for (;;) {
+        if (this.s.signal.aborted) return undefined
+        const now = (await Promise.all(asked.map((id) => db.questions.get(id)))).filter((q): q is Question => q !== undefined)
+        if (now.every((q) => q.answer !== null)) break
+        await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
       }
-      await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
     }
+    const answers = await db.questions.undelivered(this.taskId)
+    if (answers.length === 0) return undefined // nothing asked, or the database was reset meanwhile
+    this.s.bus.emit({ type: "question-answered", taskId: this.taskId, questions: answers.map((q) => q.id) })
+    await this.handedOver(answers)
+    return answersPrompt(await this.read(), answers, step)
   }
 
   /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
@@ -405,9 +407,19 @@ export class TaskWorker {
     return entry.task
   }
 
+  /** The whole task's prompt; the answers it lists are given to the agent with it. */
   private async taskPrompt(): Promise<string> {
     const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
-    return projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { branch: this.ws!.branch }, db: this.s.db })
+    const ready = await this.s.db.questions.undelivered(this.taskId)
+    const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { branch: this.ws!.branch }, db: this.s.db })
+    await this.handedOver(ready)
+    return prompt
+  }
+
+  /** Records that the agent is given these answers, in the prompt being sent. */
+  private async handedOver(answered: readonly Question[]): Promise<void> {
+    const ids = answered.map((q) => q.id)
+    if (ids.length > 0) await this.s.db.questions.delivered(this.taskId, ids, "flow run")
   }
 
   /** Agents find the project and their task through the environment, and `flow` on their PATH. */
