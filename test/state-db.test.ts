@@ -106,3 +106,26 @@ test.concurrent("a write blocked by another connection is retried, then fails na
   expect((await pending).id).toBe("q-1")
   holder.close()
 })
+
+test.concurrent("delivery: an answer is undelivered until the agent is given it; a replaced answer is undelivered again", async () => {
+  await using dir = await tempRepo()
+  using db = await openState(projectAt(dir.path))
+  const [a, b] = [await db.questions.ask({ task_id: "api", text: "a?" }), await db.questions.ask({ task_id: "api", text: "b?" })]
+  await db.questions.ask({ task_id: "web", text: "c?" })
+  const ids = async () => (await db.questions.undelivered("api")).map((q) => q.id)
+  expect(await ids()).toEqual([]) // nothing answered: nothing to hand over
+  await db.questions.answer(b.id, "yes", "alice")
+  await db.questions.answer(a.id, "no", "alice")
+  expect(await ids()).toEqual([a.id, b.id]) // oldest first
+  await db.questions.delivered("api", [a.id], "flow ask --wait")
+  expect(await ids()).toEqual([b.id])
+  await db.questions.delivered("api", [b.id], "flow run")
+  expect(await ids()).toEqual([])
+  await Bun.sleep(2) // the replacement comes after the delivery, as it would
+  await db.questions.answer(a.id, "maybe", "bob", true)
+  expect(await ids()).toEqual([a.id])
+  expect((await db.events.since()).filter((e) => e.kind === "question.delivered").map((e) => e.data)).toEqual([
+    { question: a.id, via: "flow ask --wait" },
+    { question: b.id, via: "flow run" },
+  ])
+})
