@@ -120,7 +120,10 @@ test.concurrent("a git merge killed half way with its run (MERGE_HEAD left in th
   await using _ = dir
   const once = `${dir.path}.killed`
   // git runs prepare-commit-msg after it wrote MERGE_HEAD: the first merge's kills the run and the merge there.
-  dir.write(".git/hooks/prepare-commit-msg", `#!/bin/sh\n[ "$2" = merge ] || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\nkill -9 "$FLOW_GIT_OWNER" $PPID\n`)
+  dir.write(
+    ".git/hooks/prepare-commit-msg",
+    `#!/bin/sh\n[ "$2" = merge ] || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\nkill -9 "$FLOW_GIT_OWNER" $PPID\n`,
+  )
   chmodSync(dir.file(".git/hooks/prepare-commit-msg"), 0o755)
   try {
     const killed = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
