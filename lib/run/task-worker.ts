@@ -42,6 +42,15 @@ const RUN_ID = `${process.pid}-${Date.now()}`
 
 type Outcome = "finished" | "blocked" | "stopped"
 
+/**
+ * The block note of an agent that exited without saying how the task went: its exit code, the CLI's error
+ * on one line, and its last output unless that is only the same error again.
+ */
+function exitNote(turn: TurnResult, missing: string): string {
+  const tail = turn.tail.trim() && turn.tail.trim() !== turn.error?.trim() ? `; its last output:\n${turn.tail}` : ""
+  return `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) ${missing}${tail}`
+}
+
 export class TaskWorker {
   private ws?: Workspace
 
@@ -127,9 +136,7 @@ export class TaskWorker {
         continue
       }
       if (attempt > this.s.retries) {
-        await this.block(
-          `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) without 'flow done' or 'flow block'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`,
-        )
+        await this.block(exitNote(turn, "without 'flow done' or 'flow block'"))
         return "blocked"
       }
       const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
@@ -187,9 +194,7 @@ export class TaskWorker {
         continue
       }
       if (n > this.s.retries) {
-        await this.block(
-          `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) before 'flow step done ${step.id}'${turn.tail ? `; its last output:\n${turn.tail}` : ""}`,
-        )
+        await this.block(exitNote(turn, `before 'flow step done ${step.id}'`))
         return "blocked"
       }
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
