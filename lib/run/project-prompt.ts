@@ -25,7 +25,7 @@ export async function projectTaskPrompt(project: Project, index: Map<string, Ind
   }
   // The branch line is part of what the run sends, so the preview names the branch the run would use.
   const task = index.get(taskId)?.task
-  const workspace = options.workspace ?? (task ? { branch: await branchOf(task) } : undefined)
+  const workspace = options.workspace ?? (task ? { branch: branchOf(task) } : undefined)
   return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace, questions })
 }
 

@@ -4,9 +4,9 @@ import { existsSync, realpathSync } from "node:fs"
 import { isAbsolute, join, relative, resolve } from "node:path"
 import { FlowError } from "../cli/errors"
 import { currentBranch, repoRoot } from "./git"
-import { run } from "../cli/proc"
 import type { Project } from "../cli/project"
 import type { Task } from "../model/task-index"
+import { branchNameProblem } from "../store/branch-name"
 
 export type Workspace = { repo: string; branch: string; path: string; target: string }
 
@@ -21,7 +21,7 @@ export class Workspaces {
 
   async forTask(task: Task): Promise<Workspace> {
     const repo = await this.repoOf(task)
-    const branch = await branchOf(task)
+    const branch = branchOf(task)
     return { repo, branch, path: join(this.project.stateDir, "worktrees", task.id), target: await this.targetOf(repo) }
   }
 
@@ -67,18 +67,16 @@ export function insideProject(projectDir: string, path: string, what: string): s
   return dir
 }
 
-/** The task's `worktree` field (a branch name, checked by git) or `flow/<id>`. */
-export async function branchOf(task: Task): Promise<string> {
+/** The task's `worktree` field (a branch name, checked as `flow validate` checks it) or `flow/<id>`. */
+export function branchOf(task: Task): string {
   // Ids are checked kebab-case by the schema, so `flow/<id>` is always a valid branch name.
   if (task.worktree === undefined) return `flow/${task.id}`
-  const name = task.worktree
-  const ok = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(name) && !name.includes("..") && !name.endsWith(".lock") && !name.endsWith("/")
-  const checked = ok && (await run(["git", "check-ref-format", "--branch", name], { cwd: "/" })).code === 0
-  if (!checked)
+  const problem = branchNameProblem(task.worktree)
+  if (problem)
     throw new FlowError(
-      `task '${task.id}': worktree '${name}' is not a valid branch name`,
+      `task '${task.id}': worktree '${task.worktree}' is not a valid branch name: ${problem}`,
       undefined,
       "use letters, digits, '-', '_', '.' and '/' (for example 'feature/login')",
     )
-  return name
+  return task.worktree
 }
