@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { run } from "../lib/cli/proc"
 import { type ModelServer, startModelServer } from "./fixtures/model-server/server"
-import { ASKS, ASKS_SCRIPTS } from "./agent-e2e-tasks"
+import { ASKS, ASKS_SCRIPTS, LONG, LONG_SCRIPTS } from "./agent-e2e-tasks"
 import { background, flow, ROOT, tempRepo, type TempDir } from "./helpers"
 
 export const AGENT_BIN = join(ROOT, "test", "agent-clis", "node_modules", ".bin")
@@ -124,6 +124,30 @@ export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: nu
   }
   // `early` never waited: its answer was there when its agent exited.
   expect(stdout).not.toContain("early: waiting for the answer to")
+}
+
+/**
+ * The stop scenario (LONG) with a real CLI: SIGTERM mid-command stops the run (exit 130) with the task in
+ * progress; the next run resumes the same session, whose history holds the stopped command. (Copilot's
+ * stream names the session only in its closing line, which a stopped turn never writes: its adapter picks the
+ * id itself with --session-id, so the stopped turn's session is saved all the same.)
+ */
+export async function stopScenario(cli: "codex" | "opencode" | "copilot"): Promise<void> {
+  await using server = startModelServer({ ...LONG_SCRIPTS })
+  await using home = await userHome(cli, server.url)
+  await using dir = await project(cli, LONG)
+  const first = background(dir.path, ["run"], home.env)
+  const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
+  await until("the long command to start", () => Bun.file(started).exists())
+  first.proc.kill("SIGTERM")
+  expect((await first.done()).code).toBe(130)
+  expect(statuses(dir)).toEqual({ long: "in_progress" })
+  const before = session(dir, "long")
+  const second = await flow(dir.path, ["run"], { env: home.env })
+  expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
+  expect(second.stdout).toContain("long: resumed by")
+  expect(session(dir, "long")).toBe(before)
+  expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
 }
 
 // $CODEX_HOME/config.toml (CODEX_HOME defaults to ~/.codex): a provider speaking the Responses API.

@@ -2,11 +2,10 @@
 // environment: COPILOT_PROVIDER_BASE_URL, COPILOT_OFFLINE=true; see userHome) at the scripted model server's
 // Chat Completions on loopback. The model plays a script of shell commands per task (Copilot's `bash` tool).
 import { describe, expect, test } from "bun:test"
-import { join } from "node:path"
 import { startModelServer } from "./fixtures/model-server/server"
-import { asksScenario, installed, lastNote, project, seen, session, statuses, turnRequests, until, userHome } from "./agent-e2e-openai-home"
-import { CHAIN, CHAIN_SCRIPTS, LONG, LONG_SCRIPTS } from "./agent-e2e-tasks"
-import { background, flow } from "./helpers"
+import { asksScenario, stopScenario, installed, lastNote, project, seen, session, statuses, turnRequests, userHome } from "./agent-e2e-openai-home"
+import { CHAIN, CHAIN_SCRIPTS } from "./agent-e2e-tasks"
+import { flow } from "./helpers"
 
 const SLOW = 900_000 // a real CLI, several turns (20-60 s a turn on a loaded machine)
 const run = installed("copilot") ? test.concurrent : test.skip
@@ -66,27 +65,5 @@ describe("copilot, for real, against the scripted model server", () => {
     SLOW,
   )
 
-  run(
-    "copilot: SIGTERM stops the agent mid-command; the next run resumes the same session",
-    async () => {
-      await using server = startModelServer({ ...LONG_SCRIPTS })
-      await using home = await userHome("copilot", server.url)
-      await using dir = await project("copilot", LONG)
-      const first = background(dir.path, ["run"], home.env)
-      const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
-      await until("the long command to start", () => Bun.file(started).exists())
-      first.proc.kill("SIGTERM")
-      expect((await first.done()).code).toBe(130)
-      expect(statuses(dir)).toEqual({ long: "in_progress" })
-      // Copilot's stream names the session only in its closing line, which a stopped turn never writes: the
-      // adapter picks the id itself (--session-id), so the stopped turn's session is already saved.
-      const before = session(dir, "long")
-      const second = await flow(dir.path, ["run"], { env: home.env })
-      expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
-      expect(second.stdout).toContain("long: resumed by")
-      expect(session(dir, "long")).toBe(before)
-      expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
-    },
-    SLOW,
-  )
+  run("copilot: SIGTERM stops the agent mid-command; the next run resumes the same session", () => stopScenario("copilot"), SLOW)
 })

@@ -2,11 +2,10 @@
 // user would write at the scripted model server on loopback (Codex: the Responses API; OpenCode: an
 // OpenAI-compatible provider, Chat Completions). The model plays a script of shell commands per task.
 import { describe, expect, test } from "bun:test"
-import { join } from "node:path"
 import { startModelServer } from "./fixtures/model-server/server"
-import { asksScenario, installed, lastNote, project, seen, session, statuses, turnRequests, until, userHome } from "./agent-e2e-openai-home"
-import { CHAIN, CHAIN_SCRIPTS, LONG, LONG_SCRIPTS } from "./agent-e2e-tasks"
-import { background, flow } from "./helpers"
+import { asksScenario, stopScenario, installed, lastNote, project, seen, session, statuses, turnRequests, userHome } from "./agent-e2e-openai-home"
+import { CHAIN, CHAIN_SCRIPTS } from "./agent-e2e-tasks"
+import { flow } from "./helpers"
 
 const CLIS = ["codex", "opencode"] as const
 const SLOW = 900_000 // real CLIs, several turns each (OpenCode: up to a minute a turn on a loaded machine)
@@ -63,25 +62,5 @@ describe.each(CLIS)("%s asks and is stopped, for real", (cli) => {
     SLOW,
   )
 
-  run(
-    `${cli}: SIGTERM stops the agent mid-command; the next run resumes the same session`,
-    async () => {
-      await using server = startModelServer({ ...LONG_SCRIPTS })
-      await using home = await userHome(cli, server.url)
-      await using dir = await project(cli, LONG)
-      const first = background(dir.path, ["run"], home.env)
-      const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
-      await until("the long command to start", () => Bun.file(started).exists())
-      first.proc.kill("SIGTERM")
-      expect((await first.done()).code).toBe(130)
-      expect(statuses(dir)).toEqual({ long: "in_progress" })
-      const before = session(dir, "long")
-      const second = await flow(dir.path, ["run"], { env: home.env })
-      expect({ code: second.code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { long: "done" } })
-      expect(second.stdout).toContain("long: resumed by")
-      expect(session(dir, "long")).toBe(before)
-      expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
-    },
-    SLOW,
-  )
+  run(`${cli}: SIGTERM stops the agent mid-command; the next run resumes the same session`, () => stopScenario(cli), SLOW)
 })
