@@ -42,3 +42,13 @@ test.skipIf(process.getuid?.() !== 0)(
   },
   60_000,
 )
+
+test("claude: an overloaded API it retries is said in the log (not a silent stall), and the task goes on to done", async () => {
+  await using server = startModelServer({ flaky: [{ fail: { status: 529, message: "Overloaded", times: 1 }, commands: ["flow done flaky"] }] })
+  await using p = await e2eProject(claude, server, [{ id: "flaky", title: "Flaky", status: "todo", instructions: "Anything." }])
+  const r = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  expect(r.stdout).toMatch(/ flaky \| API request failed \(529[^)]*\): retry 1 of 1 in \d+\.\d s\n/)
+  expect(r.stdout).not.toContain("flaky | error:")
+  expect(server.model.requests("flaky").map((q) => q.action?.kind)).toEqual(["fail", "command", "text"])
+}, 120_000)

@@ -13,6 +13,7 @@ export async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
       event: (e) => {
         if (e.type === "tool") ctx.stderr(`  ${e.name}${e.detail ? ` ${e.detail}` : ""}\n`)
         if (e.type === "error") ctx.stderr(`  error: ${e.message}\n`)
+        if (e.type === "notice") ctx.stderr(`  ${e.message}\n`)
       },
       stop: (message, seconds) => ctx.stderr(`${message}${seconds === undefined ? "" : ` in ${Math.round(seconds)} s`}\n`),
     }
@@ -29,6 +30,7 @@ export async function showProgress(ctx: Ctx, start: string): Promise<Progress> {
     event: (e) => {
       if (e.type === "tool") s.message(`${start}: ${e.name}${e.detail ? ` ${e.detail}` : ""}`.slice(0, 100))
       else if (e.type === "text") s.message(`${start}: ${e.text.split("\n")[0]}`.slice(0, 100))
+      else if (e.type === "notice") s.message(`${start}: ${e.message}`.slice(0, 100))
     },
     stop: (message) => s.stop(message), // the timer indicator adds the elapsed time
   }

@@ -38,6 +38,7 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
   switch (event.type) {
     case "system": {
       const id = str(event.session_id)
+      if (event.subtype === "api_retry") return [{ type: "notice", message: apiRetry(event) }]
       return event.subtype === "init" && id ? [{ type: "session", id }] : []
     }
     case "assistant":
@@ -73,4 +74,17 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
     default:
       return [] // user (tool results), stream_event, hook and status events carry nothing flow shows
   }
+}
+
+/**
+ * A failed API request Claude Code is about to try again (`system`/`api_retry`: attempt, max_retries,
+ * retry_delay_ms, error_status, error): said, so that minutes of retries do not look like a hung agent.
+ */
+function apiRetry(event: Record<string, unknown>): string {
+  const status = num(event.error_status)
+  const error = str(event.error)
+  const what = [status === undefined ? undefined : String(status), error].filter(Boolean).join(" ")
+  const delay = num(event.retry_delay_ms)
+  const of = num(event.max_retries) === undefined ? "" : ` of ${num(event.max_retries)}`
+  return `API request failed${what ? ` (${what})` : ""}: retry ${num(event.attempt) ?? "?"}${of}${delay === undefined ? "" : ` in ${(delay / 1000).toFixed(1)} s`}`
 }

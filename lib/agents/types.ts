@@ -6,6 +6,7 @@ export type AgentEvent =
   | { type: "session"; id: string } // the session id to resume later
   | UsageEvent
   | { type: "error"; message: string } // an error the CLI reported in its stream
+  | { type: "notice"; message: string } // what the CLI says it does meanwhile (retrying a failed request)
 
 /**
  * Tokens and cost as the CLI reported them. `totals` names the fields the CLI reports as the session's running

@@ -64,6 +64,7 @@ export function agentLine(ev: AgentEvent): string | undefined {
   if (ev.type === "text") return ev.text.trim() ? clip(ev.text) : undefined
   if (ev.type === "tool") return `tool ${ev.name}${ev.detail ? `: ${clip(ev.detail)}` : ""}`
   if (ev.type === "error") return `error: ${clip(ev.message)}`
+  if (ev.type === "notice") return clip(ev.message)
   if (ev.type === "usage") {
     const parts = [
       ev.inputTokens !== undefined ? `${ev.inputTokens} in` : "",
