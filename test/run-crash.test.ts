@@ -114,23 +114,49 @@ test.concurrent("kills placed right after git merge and between the journaled me
   }
 }, 180_000)
 
+/**
+ * A prepare-commit-msg hook (git runs it during a merge, after writing MERGE_HEAD) whose first merge runs
+ * `action` there, once: kills that stop the run (and the merge) at that instant.
+ */
+function onFirstMerge(dir: TempDir, action: string): string {
+  const once = `${dir.path}.killed`
+  dir.write(".git/hooks/prepare-commit-msg", `#!/bin/sh\n[ "$2" = merge ] || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\n${action}\n`)
+  chmodSync(dir.file(".git/hooks/prepare-commit-msg"), 0o755)
+  return once
+}
+
 test.concurrent("a git merge killed half way with its run (MERGE_HEAD left in the checkout) is undone and made again by the next run", async () => {
   const n = 3
   const { dir, log } = await project(n)
   await using _ = dir
-  const once = `${dir.path}.killed`
-  // git runs prepare-commit-msg after it wrote MERGE_HEAD: the first merge's kills the run and the merge there.
-  dir.write(
-    ".git/hooks/prepare-commit-msg",
-    `#!/bin/sh\n[ "$2" = merge ] || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\nkill -9 "$FLOW_GIT_OWNER" $PPID\n`,
-  )
-  chmodSync(dir.file(".git/hooks/prepare-commit-msg"), 0o755)
+  const once = onFirstMerge(dir, 'kill -9 "$FLOW_GIT_OWNER" $PPID')
   try {
     const killed = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
     expect(killed.code).toBe(137)
     expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(true)
     const last = await finishAndCheck(dir, log, n)
     expect(last.stdout).toMatch(/t\d: its merge was cut off half way by the last run's end: undone, to be made again\n/)
+  } finally {
+    rmSync(log, { force: true })
+    rmSync(once, { force: true })
+  }
+}, 180_000)
+
+test.concurrent("a git merge that outlives its killed run is waited for by the next run, which merges nothing twice", async () => {
+  const n = 3
+  const { dir, log } = await project(n)
+  await using _ = dir
+  // The run dies; its git merge goes on for 2 s more, then commits: the next run starts meanwhile.
+  const once = onFirstMerge(dir, 'kill -9 "$FLOW_GIT_OWNER"\nsleep 2')
+  try {
+    const killed = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+    expect(killed.code).toBe(137)
+    expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(true) // still merging
+    const last = await finishAndCheck(dir, log, n)
+    // Waited for, not aborted under it; git dies of SIGPIPE once it has committed (its pipe's reader is
+    // gone), before it clears MERGE_HEAD: the next run clears it.
+    expect(last.stdout).not.toContain("cut off half way")
+    expect(last.stdout).toMatch(/t\d: its merge was made, but git was stopped before it cleared MERGE_HEAD: cleared\n/)
   } finally {
     rmSync(log, { force: true })
     rmSync(once, { force: true })
@@ -228,5 +254,65 @@ test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last 
     expect([dir.read("x.txt"), dir.read("y.txt")]).toEqual(["x\n", "y\n"])
   } finally {
     rmSync(saved, { force: true })
+  }
+}, 180_000)
+
+/**
+ * A done task's worktree left as an interrupted `git worktree remove` leaves it (Ctrl-C reaches git too):
+ * part of its files deleted, or its `.git` file among them. The next run removes what is left and commits
+ * nothing from it: neither the deletions onto the task's branch (merged, they would delete the files from
+ * main) nor, through a missing `.git`, the person's own changes in the main checkout.
+ */
+test.concurrent.each(["files", ".git"])(
+  "a done task's worktree half removed (%s gone) is cleaned up; nothing of it is committed or merged",
+  async (gone) => {
+    const { dir, log } = await project(1)
+    await using _ = dir
+    try {
+      dir.write("keep.txt", "kept\n")
+      await git(dir.path, ["add", "keep.txt"])
+      await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "keep"])
+      const first = await flow(dir.path, ["run", "--cli", "script", "--headless"])
+      expect(first.code).toBe(0)
+      const head = (await git(dir.path, ["rev-parse", "HEAD"])).trim()
+      // The worktree as a removal killed half way leaves it.
+      const wt = dir.file(".flow/worktrees/t0")
+      await git(dir.path, ["worktree", "add", wt, "flow/t0"])
+      rmSync(join(wt, gone === "files" ? "keep.txt" : ".git"))
+      if (gone === "files") rmSync(join(wt, "tasks.yaml"))
+      dir.write("wip.txt", "a person's work in progress\n") // never flow's to commit
+      const next = await flow(dir.path, ["run", "--cli", "script", "--headless"])
+      expect({ code: next.code, stderr: next.stderr }).toEqual({ code: 0, stderr: "" })
+      expect((await git(dir.path, ["rev-parse", "HEAD"])).trim()).toBe(head) // no commit, no merge
+      expect(dir.read("keep.txt")).toBe("kept\n")
+      expect(await git(dir.path, ["status", "--porcelain"])).toBe(" M tasks.yaml\n?? wip.txt\n") // the statuses flow wrote, and the person's file
+      expect(existsSync(wt)).toBe(false)
+      expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+    } finally {
+      rmSync(log, { force: true })
+    }
+  },
+  180_000,
+)
+
+test.concurrent("a worktree that git never finished making (locked 'initializing', files missing) is made again, not worked in", async () => {
+  const { dir, log } = await project(1)
+  await using _ = dir
+  try {
+    dir.write("keep.txt", "kept\n")
+    await git(dir.path, ["add", "keep.txt"])
+    await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "keep"])
+    // What a `git worktree add` killed during its checkout leaves.
+    const wt = dir.file(".flow/worktrees/t0")
+    await git(dir.path, ["worktree", "add", "-b", "flow/t0", wt, "main"])
+    await git(dir.path, ["worktree", "lock", "--reason", "initializing", wt])
+    rmSync(join(wt, "keep.txt"))
+    const r = await flow(dir.path, ["run", "--cli", "script", "--headless"])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(dir.read("keep.txt")).toBe("kept\n")
+    expect(dir.read("t0.txt")).toBe("t0\n")
+    expect((await git(dir.path, ["log", "--format=%s", "-1", "--name-status", "HEAD^2"])).trim()).toBe("t0: Task 0\n\nA\tt0.txt")
+  } finally {
+    rmSync(log, { force: true })
   }
 }, 180_000)

@@ -1,7 +1,7 @@
 // All git work of flow. The hot path (worktrees, commits, merges) runs git directly through lib/cli/proc.ts:
 // simple-git has no worktree API and costs 3 to 5 times more per command. simple-git serves where its
 // parsed results save hand-written parsing (status).
-import { existsSync } from "node:fs"
+import { existsSync, realpathSync, rmSync } from "node:fs"
 import { simpleGit } from "simple-git"
 import { FlowError } from "../cli/errors"
 import { check, run } from "../cli/proc"
@@ -40,7 +40,8 @@ export async function branchExists(repo: string, branch: string): Promise<boolea
   return r.code === 0
 }
 
-export type Worktree = { path: string; branch?: string; head: string }
+/** `locked`: its reason ("initializing": a `git worktree add` that never finished); `prunable`: its .git is gone. */
+export type Worktree = { path: string; branch?: string; head: string; locked?: string; prunable?: string }
 
 export async function listWorktrees(repo: string): Promise<Worktree[]> {
   const out = await git(repo, ["worktree", "list", "--porcelain"])
@@ -58,7 +59,7 @@ export async function listWorktrees(repo: string): Promise<Worktree[]> {
     const path = fields.get("worktree")
     if (!path) continue
     const branch = fields.get("branch")?.replace(/^refs\/heads\//, "")
-    list.push({ path, branch, head: fields.get("HEAD") ?? "" })
+    list.push({ path, branch, head: fields.get("HEAD") ?? "", locked: fields.get("locked"), prunable: fields.get("prunable") })
   }
   return list
 }
@@ -70,9 +71,14 @@ export async function listWorktrees(repo: string): Promise<Worktree[]> {
 export async function ensureWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
   if (existsSync(path)) {
     const existing = (await listWorktrees(repo)).find((w) => w.path === path)
-    if (existing) {
+    // A `git worktree add` killed during its checkout (Ctrl-C reaches git too) leaves the worktree locked
+    // "initializing" with files missing: worked in, its commit would delete them. Nobody worked there: made again.
+    if (existing?.locked === "initializing") {
+      await git(repo, ["worktree", "remove", "--force", "--force", "--", path])
+    } else if (existing) {
       if (existing.branch !== branch)
         throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
+      await requireOwnCheckout(path)
       return "reused"
     }
   }
@@ -95,6 +101,12 @@ export async function dirtyFiles(path: string): Promise<string[]> {
 export async function removeWorktree(repo: string, path: string, force = false): Promise<void> {
   const r = await run(["git", "worktree", "remove", ...(force ? ["--force"] : []), "--", path], { cwd: repo, env: GIT_ENV })
   if (r.code === 0) return
+  if (force && existsSync(path) && !existsSync(`${path}/.git`)) {
+    // Half removed already (git refuses a folder without its .git): the rest goes, and git forgets it.
+    rmSync(path, { recursive: true, force: true })
+    await git(repo, ["worktree", "prune"])
+    return
+  }
   // git refuses a worktree with changes; say which, in our words.
   const dirty = existsSync(path) ? await dirtyFiles(path) : []
   if (dirty.length) {
@@ -108,7 +120,22 @@ export async function removeWorktree(repo: string, path: string, force = false):
 }
 
 /** Commits everything in the worktree; false when there was nothing to commit. */
+/**
+ * Refuses a worktree folder whose `.git` is gone (a removal cut off half way): git would take the repository
+ * above it for its own, and a commit there would take a person's changes in the main checkout.
+ */
+export async function requireOwnCheckout(path: string): Promise<void> {
+  const top = await run(["git", "rev-parse", "--show-toplevel"], { cwd: path, env: GIT_ENV })
+  if (top.code === 0 && top.stdout.trim() === realpathSync(path)) return
+  throw new FlowError(
+    `${path} is not a git worktree of its own any more (its .git is missing: a removal cut off half way?)`,
+    undefined,
+    `move what you need out of it, delete the folder, run 'git worktree prune', and run again`,
+  )
+}
+
 export async function commitAll(path: string, message: string, author: { name: string; email: string }): Promise<boolean> {
+  await requireOwnCheckout(path)
   // Agents usually commit their own work: one `status` is all it costs then.
   if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
   await git(path, ["add", "-A"])
@@ -148,6 +175,11 @@ export async function mergeInProgress(checkout: string): Promise<string | undefi
 
 export async function abortMerge(checkout: string): Promise<void> {
   await git(checkout, ["merge", "--abort"])
+}
+
+/** Forgets a merge whose commit was made (MERGE_HEAD and its files left): index and files stay as they are. */
+export async function forgetMerge(checkout: string): Promise<void> {
+  await git(checkout, ["merge", "--quit"])
 }
 
 /** The commits `refs` name (one git call), each undefined when it does not exist. */

@@ -11,7 +11,7 @@
 // that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
 // (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { abortMerge, commitAll, listWorktrees, mergeInProgress, mergeInto, removeWorktree, revParse } from "./git"
+import { abortMerge, commitAll, forgetMerge, isAncestor, listWorktrees, mergeInProgress, mergeInto, removeWorktree, revParse } from "./git"
 import { indexTasks } from "../model/task-index"
 import { mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
@@ -158,17 +158,20 @@ export class Landing {
 
   /**
    * Aborts the merges of ours a kill left half done in a checkout (its MERGE_HEAD is the branch head of a
-   * journal entry with no outcome), so that landing merges them afresh; a merge of anyone else is left as it
-   * is. Returns the tasks whose merge was undone.
+   * journal entry with no outcome), so that landing merges them afresh, or only clears MERGE_HEAD where the
+   * merge commit was made; a merge of anyone else is left as it is. Returns those tasks, and which it was.
    */
-  async abortInterrupted(entries: Iterable<MergeEntry>): Promise<string[]> {
-    const undone: string[] = []
+  async abortInterrupted(entries: Iterable<MergeEntry>): Promise<{ taskId: string; made: boolean }[]> {
+    const undone: { taskId: string; made: boolean }[] = []
     for (const e of entries) {
       if (e.outcome !== null) continue
       const checkout = await this.checkout(e)
       if (!checkout || (await mergeInProgress(checkout)) !== e.branchHead) continue
-      await this.inRepo(e.repo, () => abortMerge(checkout))
-      undone.push(e.taskId)
+      // A git that outlived its run commits the merge, then dies of SIGPIPE at its first line of output
+      // (nobody reads its pipe any more), before it removes MERGE_HEAD: then only the leftovers go.
+      const made = await isAncestor(checkout, e.branchHead, "HEAD")
+      await this.inRepo(e.repo, () => (made ? forgetMerge(checkout) : abortMerge(checkout)))
+      undone.push({ taskId: e.taskId, made })
     }
     return undone
   }

@@ -130,10 +130,21 @@ function orphanGits(): number[] {
       continue
     }
     if (!owner || Number(owner) === process.pid || statFields(name)?.[0] === "Z") continue
+    // Only git itself: what a hook started in the background (a watcher, a server) inherits the mark too and
+    // may live for hours; nothing needs to wait for it.
+    if (!isGit(name)) continue
     const ownerState = statFields(owner)?.[0]
     if (ownerState === undefined || ownerState === "Z") found.push(Number(name)) // a killed flow not yet reaped is a zombie
   }
   return found
+}
+
+function isGit(pid: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("git")
+  } catch {
+    return false
+  }
 }
 
 /**

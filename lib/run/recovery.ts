@@ -11,9 +11,9 @@
 // `git for-each-ref --no-merged` per repository holding done tasks.
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { commitAll, unmergedBranches } from "./git"
+import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
-import { AUTHOR } from "./landing"
+import { AUTHOR, type Landing } from "./landing"
 import { doneMark } from "./script-agent"
 import type { WorkerShared } from "./task-worker"
 import type { Workspace } from "./workspace"
@@ -22,8 +22,14 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const s = shared.settings
   const { landing, workspaces } = shared
   const open = await landing.journal.open()
-  for (const id of await landing.abortInterrupted(open.values()))
-    s.bus.emit({ type: "notice", taskId: id, text: "its merge was cut off half way by the last run's end: undone, to be made again" })
+  for (const { taskId, made } of await landing.abortInterrupted(open.values()))
+    s.bus.emit({
+      type: "notice",
+      taskId,
+      text: made
+        ? "its merge was made, but git was stopped before it cleared MERGE_HEAD: cleared"
+        : "its merge was cut off half way by the last run's end: undone, to be made again",
+    })
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`
@@ -37,6 +43,15 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
       if (task.subtasks?.length && task.worktree === undefined && !existsSync(worktree)) continue // a parent done with its children
       const ws = await workspace(task)
       if (!ws) continue
+      if (existsSync(ws.path) && !open.has(task.id) && (await landedAsIs(landing, ws, task.id))) {
+        // Landed by a run, branch untouched since: what is left of the worktree is the leftover of its removal
+        // (cut off half way, files or its .git gone). Committing that would merge deletions: it only goes.
+        s.bus.emit({ type: "notice", taskId: task.id, text: "done and merged: removing its worktree" })
+        await landing
+          .inRepo(ws.repo, () => removeWorktree(ws.repo, ws.path, true))
+          .catch((e) => s.bus.emit({ type: "notice", taskId: task.id, text: `its worktree ${ws.path} stays: ${(e as Error).message}` }))
+        continue
+      }
       if (existsSync(ws.path)) await landing.inRepo(ws.repo, () => commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR))
       if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) continue
       const pending = existsSync(ws.path) ? (await unmergedBranches(ws.repo, ws.target)).has(ws.branch) : await branchUnmerged(ws)
@@ -61,4 +76,12 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
       await landing.journal.close(task.id) // a person reset or blocked it since: the entry is history
     }
   }
+}
+
+/** Whether a run landed the task (its latest merge, closed) and its branch has not moved since. */
+async function landedAsIs(landing: Landing, ws: Workspace, taskId: string): Promise<boolean> {
+  const last = await landing.journal.latest(taskId)
+  if (last?.outcome !== "merged" || last.closedAt === null) return false
+  const [head] = await revParse(ws.repo, ws.branch)
+  return head === last.branchHead
 }
