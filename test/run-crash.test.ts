@@ -316,3 +316,28 @@ test.concurrent("a worktree that git never finished making (locked 'initializing
     rmSync(log, { force: true })
   }
 }, 180_000)
+
+test.concurrent("a task in progress whose worktree lost its .git is blocked with how to clear it; nothing is committed to the person's branch", async () => {
+  const { dir, log } = await project(1)
+  await using _ = dir
+  try {
+    const wt = dir.file(".flow/worktrees/t0")
+    await git(dir.path, ["worktree", "add", "-b", "flow/t0", wt, "main"])
+    rmSync(join(wt, ".git"))
+    dir.write("tasks.yaml", dir.read("tasks.yaml").replace("status: todo", "status: in_progress"))
+    await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "in progress"])
+    const head = (await git(dir.path, ["rev-parse", "HEAD"])).trim()
+    dir.write("wip.txt", "a person's work in progress\n")
+    const r = await flow(dir.path, ["run", "--cli", "script", "--headless"])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 4, stderr: "" })
+    expect(statuses(dir.read("tasks.yaml"))).toEqual({ t0: "blocked" })
+    expect(dir.read("tasks.yaml")).toContain(
+      `${wt} is not a git worktree of its own any more (its .git is missing: a removal cut off half way?): move what you need out of it, delete the folder, run 'git worktree prune', and run again`,
+    )
+    expect((await git(dir.path, ["rev-parse", "HEAD"])).trim()).toBe(head)
+    expect(existsSync(join(wt, "t0.txt"))).toBe(false) // the agent never ran there
+    expect(await git(dir.path, ["status", "--porcelain"])).toBe(" M tasks.yaml\n?? wip.txt\n")
+  } finally {
+    rmSync(log, { force: true })
+  }
+}, 180_000)

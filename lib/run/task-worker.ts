@@ -98,7 +98,8 @@ export class TaskWorker {
       else if (outcome === "blocked") await this.afterBlocked()
     } catch (e) {
       if (!this.s.signal.aborted) {
-        const message = e instanceof FlowError ? e.message : String((e as Error)?.stack ?? e)
+        // The hint says how to get the task going again: the note is where the person reads it.
+        const message = e instanceof FlowError ? `${e.message}${e.hint ? `: ${e.hint}` : ""}` : String((e as Error)?.stack ?? e)
         await this.block(`flow run: ${message}`).catch(() => {})
       }
     } finally {
