@@ -163,6 +163,24 @@ test.concurrent("a git merge that outlives its killed run is waited for by the n
   }
 }, 180_000)
 
+test.concurrent("Ctrl-C reaching git during a merge (one process group) stops the run; the task is not blocked, and the next run merges it", async () => {
+  const n = 3
+  const { dir, log } = await project(n)
+  await using _ = dir
+  // A terminal's Ctrl-C goes to the whole foreground group: flow, its git, the hook.
+  const once = onFirstMerge(dir, 'kill -INT "$FLOW_GIT_OWNER" $PPID $$')
+  try {
+    const stopped = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+    expect(stopped.code).toBe(130)
+    expect(Object.values(statuses(dir.read("tasks.yaml")))).not.toContain("blocked")
+    expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(false) // undone by the stopping run
+    await finishAndCheck(dir, log, n)
+  } finally {
+    rmSync(log, { force: true })
+    rmSync(once, { force: true })
+  }
+}, 180_000)
+
 test.concurrent("flow run | head -1: the closed pipe stops the run like Ctrl-C (exit 130, agents stopped, tasks resumable)", async () => {
   const n = 3
   const { dir, log } = await project(n, "5")

@@ -145,6 +145,9 @@ export class Landing {
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const id = await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const r = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
+    // Ctrl-C in a terminal reaches git too (same process group): a merge it cut off is no failure of the
+    // task's. mergeInto undid it; the entry stays open without outcome, and the next run merges again.
+    if (!r.ok && this.s.signal.aborted) return { ok: false, kind: "stopped", reason: "the run was stopped" }
     const merged = r.ok && r.commit !== before
     if (merged) killPoint("after-merge")
     await this.journal.outcome(
