@@ -54,7 +54,17 @@ function processesIn(dir: string): string[] {
 async function finishAndCheck(dir: TempDir, log: string, n: number) {
   const last = await flow(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"])
   // On a failure, the run's own account and the tasks' notes say which kill point recovery missed.
-  if (last.code !== 0 || last.stderr !== "") throw new Error(`the final run exited ${last.code}\n${last.stderr}\n${last.stdout}\n${dir.read("tasks.yaml")}`)
+  const account = async () => `${last.stderr}\n${last.stdout}\n${dir.read("tasks.yaml")}\n${await git(dir.path, ["worktree", "list", "--porcelain"])}`
+  if (last.code !== 0 || last.stderr !== "") throw new Error(`the final run exited ${last.code}\n${await account()}`)
+  try {
+    await checkFinished(dir, log, n)
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\nThe final run:\n${await account()}`)
+  }
+  return last
+}
+
+async function checkFinished(dir: TempDir, log: string, n: number) {
   const ids = Array.from({ length: n }, (_, i) => `t${i}`)
   expect(statuses(dir.read("tasks.yaml"))).toEqual(Object.fromEntries(ids.map((id) => [id, "done"])))
   const ran = readFileSync(log, "utf8").trim().split("\n").sort()
@@ -66,7 +76,6 @@ async function finishAndCheck(dir: TempDir, log: string, n: number) {
   expect(existsSync(dir.file(".flow/worktrees")) ? readdirSync(dir.file(".flow/worktrees")) : []).toEqual([])
   expect(existsSync(dir.file(".flow/finished")) ? readdirSync(dir.file(".flow/finished")) : []).toEqual([])
   expect(processesIn(dir.path)).toEqual([])
-  return last
 }
 
 test.concurrent("random SIGKILLs of flow run, each followed by another run: every task done, run once, merged once, nothing left", async () => {

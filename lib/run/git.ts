@@ -119,7 +119,6 @@ export async function removeWorktree(repo: string, path: string, force = false):
   throw new FlowError(`'git worktree remove ${path}' failed: ${(r.stderr || r.stdout).trim()}`)
 }
 
-/** Commits everything in the worktree; false when there was nothing to commit. */
 /**
  * Refuses a worktree folder whose `.git` is gone (a removal cut off half way): git would take the repository
  * above it for its own, and a commit there would take a person's changes in the main checkout.
@@ -134,6 +133,7 @@ export async function requireOwnCheckout(path: string): Promise<void> {
   )
 }
 
+/** Commits everything in the worktree; false when there was nothing to commit. */
 export async function commitAll(path: string, message: string, author: { name: string; email: string }): Promise<boolean> {
   await requireOwnCheckout(path)
   // Agents usually commit their own work: one `status` is all it costs then.

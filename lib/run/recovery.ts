@@ -9,12 +9,12 @@
 // - A done task whose work is merged and whose worktree is still there is cleaned up.
 // Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
 // `git for-each-ref --no-merged` per repository holding done tasks.
-import { existsSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
 import { AUTHOR, type Landing } from "./landing"
-import { doneMark } from "./script-agent"
+import { doneMark, doneMarks } from "./script-agent"
 import type { WorkerShared } from "./task-worker"
 import type { Workspace } from "./workspace"
 
@@ -47,6 +47,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
         // Landed by a run, branch untouched since: what is left of the worktree is the leftover of its removal
         // (cut off half way, files or its .git gone). Committing that would merge deletions: it only goes.
         s.bus.emit({ type: "notice", taskId: task.id, text: "done and merged: removing its worktree" })
+        for (const mark of doneMarks(s.project.stateDir, task.id)) rmSync(mark, { force: true }) // the run may have died before it did
         await landing
           .inRepo(ws.repo, () => removeWorktree(ws.repo, ws.path, true))
           .catch((e) => s.bus.emit({ type: "notice", taskId: task.id, text: `its worktree ${ws.path} stays: ${(e as Error).message}` }))
