@@ -368,3 +368,18 @@ test.concurrent("a task in progress whose worktree lost its .git is blocked with
     rmSync(log, { force: true })
   }
 }, 180_000)
+
+test.concurrent("lock files a killed git left in a task's worktree (index, HEAD, its branch) are removed before the task goes on", async () => {
+  const { dir, log } = await project(1)
+  await using _ = dir
+  try {
+    const wt = dir.file(".flow/worktrees/t0")
+    await git(dir.path, ["worktree", "add", "-b", "flow/t0", wt, "main"])
+    for (const lock of [".git/worktrees/t0/index.lock", ".git/worktrees/t0/HEAD.lock", ".git/refs/heads/flow/t0.lock"]) dir.write(lock, "")
+    dir.write("tasks.yaml", dir.read("tasks.yaml").replace("status: todo", "status: in_progress"))
+    const last = await finishAndCheck(dir, log, 1)
+    expect(last.stdout).toContain("t0: removed the lock files a killed git left in its worktree\n")
+  } finally {
+    rmSync(log, { force: true })
+  }
+}, 180_000)

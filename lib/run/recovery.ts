@@ -9,11 +9,12 @@
 // - A done task whose work is merged and whose worktree is still there is cleaned up.
 // Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
 // `git for-each-ref --no-merged` per repository holding done tasks.
-import { existsSync, rmSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { join, resolve } from "node:path"
 import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
-import { AUTHOR, type Landing } from "./landing"
+import { FlowError } from "../cli/errors"
+import { AUTHOR, blockTask, type Landing } from "./landing"
 import { doneMark, doneMarks } from "./script-agent"
 import type { WorkerShared } from "./task-worker"
 import type { Workspace } from "./workspace"
@@ -22,6 +23,8 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const s = shared.settings
   const { landing, workspaces } = shared
   const open = await landing.journal.open()
+  for (const taskId of clearStaleLocks(s.project.stateDir))
+    s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
   for (const { taskId, made } of await landing.abortInterrupted(open.values()))
     s.bus.emit({
       type: "notice",
@@ -38,11 +41,21 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   }
   const workspace = (task: Task) => workspaces.forTask(task).catch(() => undefined) // a task that cannot run is not recovered
   for (const { task } of index.values()) {
+    // A task that cannot be recovered does not stop the others, or the run: one in progress is blocked with
+    // why, a done one (its work merged or not) is named, and stays done.
+    await recoverTask(task).catch(async (e) => {
+      const why = `recovering it failed: ${e instanceof FlowError ? `${e.message}${e.hint ? `: ${e.hint}` : ""}` : String(e)}`
+      if (task.status === "done") s.bus.emit({ type: "notice", taskId: task.id, text: why })
+      else await blockTask(s, task.id, `flow run: ${why}`)
+    })
+  }
+
+  async function recoverTask(task: Task): Promise<void> {
     const worktree = join(s.project.stateDir, "worktrees", task.id)
     if (task.status === "done") {
-      if (task.subtasks?.length && task.worktree === undefined && !existsSync(worktree)) continue // a parent done with its children
+      if (task.subtasks?.length && task.worktree === undefined && !existsSync(worktree)) return // a parent done with its children
       const ws = await workspace(task)
-      if (!ws) continue
+      if (!ws) return
       if (existsSync(ws.path) && !open.has(task.id) && (await landedAsIs(landing, ws, task.id))) {
         // Landed by a run, branch untouched since: what is left of the worktree is the leftover of its removal
         // (cut off half way, files or its .git gone). Committing that would merge deletions: it only goes.
@@ -51,10 +64,10 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
         await landing
           .inRepo(ws.repo, () => removeWorktree(ws.repo, ws.path, true))
           .catch((e) => s.bus.emit({ type: "notice", taskId: task.id, text: `its worktree ${ws.path} stays: ${(e as Error).message}` }))
-        continue
+        return
       }
       if (existsSync(ws.path)) await landing.inRepo(ws.repo, () => commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR))
-      if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) continue
+      if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) return
       const pending = existsSync(ws.path) ? (await unmergedBranches(ws.repo, ws.target)).has(ws.branch) : await branchUnmerged(ws)
       s.bus.emit({
         type: "notice",
@@ -64,9 +77,9 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
       await landing.land(task.id, task.title, ws, shared.background)
     } else if (task.status === "in_progress" || task.status === "assigned") {
       const finished = open.has(task.id) || (!task.steps?.length && existsSync(doneMark(s.project.stateDir, task.id)))
-      if (!finished) continue
+      if (!finished) return
       const ws = await workspace(task)
-      if (!ws) continue
+      if (!ws) return
       s.bus.emit({
         type: "notice",
         taskId: task.id,
@@ -85,4 +98,32 @@ async function landedAsIs(landing: Landing, ws: Workspace, taskId: string): Prom
   if (last?.outcome !== "merged" || last.closedAt === null) return false
   const [head] = await revParse(ws.repo, ws.branch)
   return head === last.branchHead
+}
+
+/**
+ * Removes the lock files git left in flow's worktrees (`.flow/worktrees/*`): the index's, HEAD's, and their
+ * branch's. Git, killed while it held one (with its run's process group, or an agent's git reaped), would
+ * refuse every later command there. Called once nothing of a dead run is left running (the reaper and
+ * `awaitOrphanGit` ran), and never in the person's own checkout. Returns those tasks.
+ */
+export function clearStaleLocks(stateDir: string): string[] {
+  const root = join(stateDir, "worktrees")
+  if (!existsSync(root)) return []
+  const cleared: string[] = []
+  for (const id of readdirSync(root)) {
+    const locks: string[] = []
+    try {
+      const path = join(root, id)
+      const gitdir = resolve(path, /^gitdir: (.+)$/m.exec(readFileSync(join(path, ".git"), "utf8"))?.[1] ?? "")
+      const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
+      const branch = /^ref: (refs\/heads\/.+)$/m.exec(readFileSync(join(gitdir, "HEAD"), "utf8"))?.[1]
+      locks.push(join(gitdir, "index.lock"), join(gitdir, "HEAD.lock"), ...(branch ? [join(common, `${branch}.lock`)] : []))
+    } catch {
+      continue // not a worktree (any more)
+    }
+    const stale = locks.filter((lock) => existsSync(lock))
+    for (const lock of stale) rmSync(lock, { force: true })
+    if (stale.length > 0) cleared.push(id)
+  }
+  return cleared
 }
