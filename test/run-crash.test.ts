@@ -134,61 +134,56 @@ function onFirstMerge(dir: TempDir, action: string): string {
   return once
 }
 
-test.concurrent("a git merge killed half way with its run (MERGE_HEAD left in the checkout) is undone and made again by the next run", async () => {
-  const n = 3
-  const { dir, log } = await project(n)
-  await using _ = dir
-  const once = onFirstMerge(dir, 'kill -9 "$FLOW_GIT_OWNER" $PPID')
-  try {
-    const killed = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
-    expect(killed.code).toBe(137)
-    expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(true)
-    const last = await finishAndCheck(dir, log, n)
-    expect(last.stdout).toMatch(/t\d: its merge was cut off half way by the last run's end: undone, to be made again\n/)
-  } finally {
-    rmSync(log, { force: true })
-    rmSync(once, { force: true })
-  }
-}, 180_000)
-
-test.concurrent("a git merge that outlives its killed run is waited for by the next run, which merges nothing twice", async () => {
-  const n = 3
-  const { dir, log } = await project(n)
-  await using _ = dir
-  // The run dies; its git merge goes on for 2 s more, then commits: the next run starts meanwhile.
-  const once = onFirstMerge(dir, 'kill -9 "$FLOW_GIT_OWNER"\nsleep 2')
-  try {
-    const killed = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
-    expect(killed.code).toBe(137)
-    expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(true) // still merging
-    const last = await finishAndCheck(dir, log, n)
-    // Waited for, not aborted under it; git dies of SIGPIPE once it has committed (its pipe's reader is
-    // gone), before it clears MERGE_HEAD: the next run clears it.
-    expect(last.stdout).not.toContain("cut off half way")
-    expect(last.stdout).toMatch(/t\d: its merge was made, but git was stopped before it cleared MERGE_HEAD: cleared\n/)
-  } finally {
-    rmSync(log, { force: true })
-    rmSync(once, { force: true })
-  }
-}, 180_000)
-
-test.concurrent("Ctrl-C reaching git during a merge (one process group) stops the run; the task is not blocked, and the next run merges it", async () => {
-  const n = 3
-  const { dir, log } = await project(n)
-  await using _ = dir
-  // A terminal's Ctrl-C goes to the whole foreground group: flow, its git, the hook.
-  const once = onFirstMerge(dir, 'kill -INT "$FLOW_GIT_OWNER" $PPID $$')
-  try {
-    const stopped = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
-    expect(stopped.code).toBe(130)
-    expect(Object.values(statuses(dir.read("tasks.yaml")))).not.toContain("blocked")
-    expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(false) // undone by the stopping run
-    await finishAndCheck(dir, log, n)
-  } finally {
-    rmSync(log, { force: true })
-    rmSync(once, { force: true })
-  }
-}, 180_000)
+// Three ends of a run during its first `git merge`, each made by that merge's prepare-commit-msg hook: the
+// next run must leave every task merged exactly once, and say what it found.
+test.concurrent.each([
+  {
+    what: "a git merge killed half way with its run (MERGE_HEAD left in the checkout) is undone and made again by the next run",
+    hook: 'kill -9 "$FLOW_GIT_OWNER" $PPID',
+    exit: 137,
+    mergeHead: true,
+    said: /t\d: its merge was cut off half way by the last run's end: undone, to be made again\n/,
+  },
+  {
+    // The merge goes on for 2 s after the run died, then commits, and dies of SIGPIPE at its first line of
+    // output (its reader is gone) before it clears MERGE_HEAD: waited for, never aborted under it.
+    what: "a git merge that outlives its killed run is waited for by the next run, which merges nothing twice",
+    hook: 'kill -9 "$FLOW_GIT_OWNER"\nsleep 2',
+    exit: 137,
+    mergeHead: true,
+    said: /t\d: its merge was made, but git was stopped before it cleared MERGE_HEAD: cleared\n/,
+  },
+  {
+    // A terminal's Ctrl-C goes to the whole foreground group: flow, its git, the hook.
+    what: "Ctrl-C reaching git during a merge (one process group) stops the run; the task is not blocked, and the next run merges it",
+    hook: 'kill -INT "$FLOW_GIT_OWNER" $PPID $$',
+    exit: 130,
+    mergeHead: false, // undone by the stopping run
+    said: undefined,
+  },
+])(
+  "$what",
+  async ({ hook, exit, mergeHead, said }) => {
+    const n = 3
+    const { dir, log } = await project(n)
+    await using _ = dir
+    const once = onFirstMerge(dir, hook)
+    try {
+      const first = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+      expect(first.code).toBe(exit)
+      expect(Object.values(statuses(dir.read("tasks.yaml")))).not.toContain("blocked")
+      expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(mergeHead)
+      const last = await finishAndCheck(dir, log, n)
+      if (said) expect(last.stdout).toMatch(said)
+      else expect(last.stdout).not.toContain("MERGE_HEAD")
+      if (said?.source.includes("was made")) expect(last.stdout).not.toContain("cut off half way")
+    } finally {
+      rmSync(log, { force: true })
+      rmSync(once, { force: true })
+    }
+  },
+  180_000,
+)
 
 test.concurrent("flow run | head -1: the closed pipe stops the run like Ctrl-C (exit 130, agents stopped, tasks resumable)", async () => {
   const n = 3
@@ -284,6 +279,13 @@ test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last 
   }
 }, 180_000)
 
+/** A file of main that no task touches: whatever is left of a worktree, it must stay. */
+async function keepFile(dir: TempDir) {
+  dir.write("keep.txt", "kept\n")
+  await git(dir.path, ["add", "keep.txt"])
+  await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "keep"])
+}
+
 /**
  * A done task's worktree left as an interrupted `git worktree remove` leaves it (Ctrl-C reaches git too):
  * part of its files deleted, or its `.git` file among them. The next run removes what is left and commits
@@ -296,9 +298,7 @@ test.concurrent.each(["files", ".git"])(
     const { dir, log } = await project(1)
     await using _ = dir
     try {
-      dir.write("keep.txt", "kept\n")
-      await git(dir.path, ["add", "keep.txt"])
-      await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "keep"])
+      await keepFile(dir)
       const first = await flow(dir.path, ["run", "--cli", "script", "--headless"])
       expect(first.code).toBe(0)
       const head = (await git(dir.path, ["rev-parse", "HEAD"])).trim()
@@ -326,9 +326,7 @@ test.concurrent("a worktree that git never finished making (locked 'initializing
   const { dir, log } = await project(1)
   await using _ = dir
   try {
-    dir.write("keep.txt", "kept\n")
-    await git(dir.path, ["add", "keep.txt"])
-    await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "keep"])
+    await keepFile(dir)
     // What a `git worktree add` killed during its checkout leaves.
     const wt = dir.file(".flow/worktrees/t0")
     await git(dir.path, ["worktree", "add", "-b", "flow/t0", wt, "main"])
