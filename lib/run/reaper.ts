@@ -93,50 +93,44 @@ export class AgentGroups {
   }
 }
 
-/** Kills the processes whose environment holds FLOW_PROJECT=`projectDir` and a FLOW_RUN_ID; their tasks. */
-export function killAgentProcesses(projectDir: string): string[] {
-  const project = `FLOW_PROJECT=${projectDir}`
-  const killed: string[] = []
+/** Every other process whose environment this user may read: its pid and its variables (one /proc scan). */
+function* environments(): Generator<[pid: string, env: string[]]> {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
-    let env: string[]
     try {
-      env = readFileSync(`/proc/${name}/environ`, "utf8").split("\0")
-    } catch {
-      continue // gone meanwhile, or another user's
-    }
-    if (!env.includes(project) || !env.some((v) => v.startsWith("FLOW_RUN_ID="))) continue
+      yield [name, readFileSync(`/proc/${name}/environ`, "utf8").split("\0")]
+    } catch {} // gone meanwhile, or another user's
+  }
+}
+
+/** The value of `key` in an environment read by `environments`. */
+const envValue = (env: string[], key: string) => env.find((v) => v.startsWith(`${key}=`))?.slice(key.length + 1)
+
+/** Kills the processes whose environment holds FLOW_PROJECT=`projectDir` and a FLOW_RUN_ID; their tasks. */
+export function killAgentProcesses(projectDir: string): string[] {
+  const killed: string[] = []
+  for (const [pid, env] of environments()) {
+    if (envValue(env, "FLOW_PROJECT") !== projectDir || envValue(env, "FLOW_RUN_ID") === undefined) continue
     try {
-      process.kill(Number(name), "SIGKILL")
-      killed.push(env.find((v) => v.startsWith("FLOW_TASK_ID="))?.slice("FLOW_TASK_ID=".length) ?? name)
+      process.kill(Number(pid), "SIGKILL")
+      killed.push(envValue(env, "FLOW_TASK_ID") ?? pid)
     } catch {}
   }
   return killed
 }
 
-/** Pids of live git processes whose flow (FLOW_GIT_OWNER) is dead: what a killed flow left working. */
-function orphanGits(): number[] {
-  const mark = `${GIT_OWNER}=`
-  const found: number[] = []
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue
-    let owner: string | undefined
-    try {
-      owner = readFileSync(`/proc/${name}/environ`, "utf8")
-        .split("\0")
-        .find((v) => v.startsWith(mark))
-        ?.slice(mark.length)
-    } catch {
-      continue
-    }
-    if (!owner || Number(owner) === process.pid || statFields(name)?.[0] === "Z") continue
+/** Whether a live git whose flow (FLOW_GIT_OWNER) is dead is still working: what a killed flow left. */
+function orphanGitRunning(): boolean {
+  for (const [pid, env] of environments()) {
+    const owner = envValue(env, GIT_OWNER)
+    if (!owner || Number(owner) === process.pid || statFields(pid)?.[0] === "Z") continue
     // Only git itself: what a hook started in the background (a watcher, a server) inherits the mark too and
     // may live for hours; nothing needs to wait for it.
-    if (!isGit(name)) continue
+    if (!isGit(pid)) continue
     const ownerState = statFields(owner)?.[0]
-    if (ownerState === undefined || ownerState === "Z") found.push(Number(name)) // a killed flow not yet reaped is a zombie
+    if (ownerState === undefined || ownerState === "Z") return true // a killed flow not yet reaped is a zombie
   }
-  return found
+  return false
 }
 
 function isGit(pid: string): boolean {
@@ -149,12 +143,10 @@ function isGit(pid: string): boolean {
 
 /**
  * Waits until no git of a dead flow is running (at most `timeoutMs`; a git merge takes milliseconds): the
- * next run must not merge beside a merge that is still finishing. Returns how many it waited for.
+ * next run must not merge beside a merge that is still finishing.
  */
-export async function awaitOrphanGit(timeoutMs = 30_000): Promise<number> {
-  if (!existsSync("/proc/self/environ")) return 0
-  const first = orphanGits().length
+export async function awaitOrphanGit(timeoutMs = 30_000): Promise<void> {
+  if (!existsSync("/proc/self/environ")) return
   const end = Date.now() + timeoutMs
-  while (orphanGits().length > 0 && Date.now() < end) await Bun.sleep(50)
-  return first
+  while (orphanGitRunning() && Date.now() < end) await Bun.sleep(50)
 }
