@@ -1,7 +1,8 @@
 // All git work of flow. The hot path (worktrees, commits, merges) runs git directly through lib/cli/proc.ts:
 // simple-git has no worktree API and costs 3 to 5 times more per command. simple-git serves where its
 // parsed results save hand-written parsing (status).
-import { existsSync, realpathSync, rmSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
+import { join } from "node:path"
 import { simpleGit } from "simple-git"
 import { FlowError } from "../cli/errors"
 import { check, run } from "../cli/proc"
@@ -78,7 +79,7 @@ export async function ensureWorktree(repo: string, path: string, branch: string,
     } else if (existing) {
       if (existing.branch !== branch)
         throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
-      await requireOwnCheckout(path)
+      requireOwnCheckout(path)
       return "reused"
     }
   }
@@ -101,7 +102,7 @@ export async function dirtyFiles(path: string): Promise<string[]> {
 export async function removeWorktree(repo: string, path: string, force = false): Promise<void> {
   const r = await run(["git", "worktree", "remove", ...(force ? ["--force"] : []), "--", path], { cwd: repo, env: GIT_ENV })
   if (r.code === 0) return
-  if (force && existsSync(path) && !existsSync(`${path}/.git`)) {
+  if (force && existsSync(path) && !hasOwnGit(path)) {
     // Half removed already (git refuses a folder without its .git): the rest goes, and git forgets it.
     rmSync(path, { recursive: true, force: true })
     await git(repo, ["worktree", "prune"])
@@ -120,12 +121,15 @@ export async function removeWorktree(repo: string, path: string, force = false):
 }
 
 /**
- * Refuses a worktree folder whose `.git` is gone (a removal cut off half way): git would take the repository
- * above it for its own, and a commit there would take a person's changes in the main checkout.
+ * Whether a worktree folder still has its `.git`. Without it git takes the repository above for the
+ * folder's own (a `.git` that points nowhere is an error, never that), so a commit there would take a
+ * person's changes in the main checkout; a removal cut off half way leaves such folders.
  */
-export async function requireOwnCheckout(path: string): Promise<void> {
-  const top = await run(["git", "rev-parse", "--show-toplevel"], { cwd: path, env: GIT_ENV })
-  if (top.code === 0 && top.stdout.trim() === realpathSync(path)) return
+const hasOwnGit = (path: string) => existsSync(join(path, ".git"))
+
+/** Refuses a worktree folder without its `.git` (hasOwnGit). */
+export function requireOwnCheckout(path: string): void {
+  if (hasOwnGit(path)) return
   throw new FlowError(
     `${path} is not a git worktree of its own any more (its .git is missing: a removal cut off half way?)`,
     undefined,
@@ -135,7 +139,7 @@ export async function requireOwnCheckout(path: string): Promise<void> {
 
 /** Commits everything in the worktree; false when there was nothing to commit. */
 export async function commitAll(path: string, message: string, author: { name: string; email: string }): Promise<boolean> {
-  await requireOwnCheckout(path)
+  requireOwnCheckout(path)
   // Agents usually commit their own work: one `status` is all it costs then.
   if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
   await git(path, ["add", "-A"])
