@@ -18,29 +18,19 @@ import { indexTasks, type TaskFile } from "../lib/model/task-index"
 import { bandGraph, bands, computeLayout, type Layout } from "../lib/view/layout"
 import { floorServer } from "./view-floor"
 import { generatedTasks, makeProject, median, removeDir, ROOT, taskId } from "./lib"
+import { CHROMIUM, CHROMIUM_FLAGS } from "../test/fixtures/chromium"
 
 const { values: opts } = parseArgs({ args: Bun.argv.slice(2), options: { runs: { type: "string", default: "5" }, keep: { type: "boolean", default: false } } })
 const RUNS = Number(opts.runs)
 const FLOW = join(ROOT, "dist", "flow")
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' first (npm run bench:view does)`)
 if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`)
 
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-]
 const profile = mkdtempSync(join(tmpdir(), "flow-bench-view-profile-"))
 const context = await chromium.launchPersistentContext(profile, {
   executablePath: CHROMIUM,
   headless: true,
-  args: FLAGS,
+  args: CHROMIUM_FLAGS,
   viewport: { width: 1400, height: 900 },
 })
 const page = context.pages()[0] ?? (await context.newPage())

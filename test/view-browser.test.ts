@@ -12,19 +12,9 @@ import { chromium, type BrowserContext, type Page } from "playwright-core"
 import { projectAt } from "../lib/cli/project"
 import { openState } from "../lib/run/state-db"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
+import { CHROMIUM, CHROMIUM_FLAGS } from "./fixtures/chromium"
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const ARTIFACTS = join(ROOT, "test-artifacts")
-const FLAGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-]
 
 const TASKS = tasksYaml([
   { id: "setup", title: "Set up the repo", status: "done", phase: 1, instructions: "Create the repo." },
@@ -97,7 +87,12 @@ beforeAll(async () => {
   url = await firstLine(server.stdout as ReadableStream<Uint8Array>)
   expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
   profile = mkdtempSync(join(tmpdir(), "flow-view-profile-"))
-  context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1400, height: 900 } })
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1400, height: 900 },
+  })
   page = context.pages()[0] ?? (await context.newPage())
   page.on("pageerror", (e) => errors.push(e.message))
   page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())))
