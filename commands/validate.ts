@@ -9,6 +9,8 @@ import type { ValidateReport } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
 import { rememberValid } from "../lib/store/valid-cache"
 import { validateText } from "../lib/store/validate"
+import { loadConfig } from "../lib/store/config"
+import { currentBranch, repoRoot } from "../lib/run/git"
 
 export const meta = {
   usage: "flow validate [--json]",
@@ -23,6 +25,22 @@ Exit 0 when there are no errors (warnings allowed), 1 when there are.`,
   },
 } as const
 
+/**
+ * The branch finished work merges into (flow.yaml's merge_target, else the project repository's current
+ * branch), looked up only when a task names a worktree: validate stays one read of one file otherwise.
+ */
+async function mergeTargets(dir: string, text: string): Promise<string[]> {
+  if (!/^\s*worktree\s*:/m.test(text)) return []
+  let target: string | undefined
+  try {
+    target = loadConfig(dir).merge_target
+  } catch {} // flow.yaml's own errors are for the commands that read it
+  if (target) return [target]
+  const root = await repoRoot(dir)
+  const branch = root ? await currentBranch(root).catch(() => undefined) : undefined
+  return branch ? [branch] : []
+}
+
 export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
@@ -33,7 +51,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   } catch {
     throw new FlowError(`${project.tasksFile} does not exist`, Exit.invalid, "run 'flow generate' to make it from plan.md")
   }
-  const { findings, taskCount } = await validateText(text)
+  const { findings, taskCount } = await validateText(text, { targets: await mergeTargets(project.dir, text) })
   const errors = findings.filter((f) => f.severity === "error").length
   if (errors === 0) rememberValid(project.stateDir, text)
   if (values.json) {

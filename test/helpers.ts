@@ -68,9 +68,12 @@ export function tasksYaml(tasks: Record<string, unknown>[]): string {
   return `tasks:\n${tasks.map((t) => `  - ${Bun.YAML.stringify(t, null, 2).trimEnd().split("\n").join("\n    ")}`).join("\n")}\n`
 }
 
-/** Starts flow in the background and lets a test wait for a line of its output. */
-export function background(cwd: string, args: string[], env: Record<string, string | undefined> = {}) {
-  const proc = Bun.spawn([...flowArgv(), ...args], { cwd, env: { ...process.env, ...env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+/**
+ * Starts flow in the background and lets a test wait for a line of its output; `prefix` goes before it
+ * (`setsid`: flow leads a process group of its own).
+ */
+export function background(cwd: string, args: string[], env: Record<string, string | undefined> = {}, prefix: string[] = []) {
+  const proc = Bun.spawn([...prefix, ...flowArgv(), ...args], { cwd, env: { ...process.env, ...env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
   let out = ""
   const waiters: { found: (out: string) => boolean; resolve: () => void }[] = []
   const pump = (async () => {

@@ -1,7 +1,14 @@
 // The merge queue's git plumbing (lib/run/git.ts) on real repositories, the trimming of a check's output
 // (lib/run/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
-import { makeMergeCommit, moveBranch, revParse as revParseAll } from "../lib/run/git"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { projectAt } from "../lib/cli/project"
+import { moveTarget, recoverMoves } from "../lib/run/checkout-move"
+import { makeMergeCommit, revParse as revParseAll } from "../lib/run/git"
+import { MoveJournal } from "../lib/run/merge-journal"
+import { openState } from "../lib/run/state-db"
 import { RunView } from "../lib/run/tui-state"
 import { checkResolver, trimOutput } from "../lib/run/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
@@ -31,25 +38,100 @@ test.concurrent("a merge commit is made without a checkout; a conflict names its
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("")
 })
 
-test.concurrent("the target moves only from the expected commit, and its checkout follows only when the changed files are clean", async () => {
+/** A state db of its own for a test's move journal (outside the repository: nothing of it shows in git status). */
+async function moveJournal() {
+  const dir = mkdtempSync(join(tmpdir(), "flow-moves-"))
+  const db = await openState(projectAt(dir))
+  return { journal: new MoveJournal(db), [Symbol.asyncDispose]: async () => (db.close(), rmSync(dir, { recursive: true, force: true })) }
+}
+
+test.concurrent("the target moves only from the expected commit, and its checkout follows only when git finds nothing in the way", async () => {
   await using dir = await tempRepo({ "a.txt": "a\n", "keep.txt": "k\n" })
+  await using j = await moveJournal()
   const old = (await revParse(dir.path, "main"))!
   await commitOn(dir.path, "y", "b.txt", "y\n")
   await git(dir.path, ["checkout", "-q", "main"])
   const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
   if (!m.ok) throw new Error(m.reason)
+  const move = () => moveTarget(dir.path, "main", old, m.commit, "x", j.journal)
   // A stale expectation is refused (compare-and-swap).
-  expect(await moveBranch(dir.path, "main", m.commit, m.commit, "x")).toMatchObject({ ok: false, why: "moved" })
-  // A local change to a file the merge brings blocks the move; one elsewhere does not.
+  expect(await moveTarget(dir.path, "main", m.commit, m.commit, "x", j.journal)).toMatchObject({ ok: false, why: "moved" })
+  // An untracked file, a change, or a staged change where the merge brings a file: nothing moves, the file is kept.
   dir.write("b.txt", "mine\n")
-  expect(await moveBranch(dir.path, "main", old, m.commit, "x")).toEqual({ ok: false, why: "dirty", detail: `${dir.path} has local changes to b.txt` })
+  expect(await move()).toMatchObject({ ok: false, why: "wait", detail: expect.stringContaining("your uncommitted change to b.txt") })
   expect(await revParse(dir.path, "main")).toBe(old)
+  expect(dir.read("b.txt")).toBe("mine\n")
+  await git(dir.path, ["add", "b.txt"])
+  expect(await move()).toMatchObject({ ok: false, why: "wait", detail: expect.stringContaining("b.txt") })
+  expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("A  b.txt")
+  await git(dir.path, ["rm", "-q", "--cached", "b.txt"])
   await Bun.file(dir.file("b.txt")).delete()
+  // A git lock in the way is named, and nothing moves; the same for a merge of the person's in progress.
+  for (const lock of [".git/index.lock", ".git/HEAD.lock", ".git/refs/heads/main.lock"]) {
+    dir.write(lock, "")
+    expect(await move()).toEqual({
+      ok: false,
+      why: "wait",
+      lock: true,
+      detail: `\`${lock}\` exists: another git may be running in ${dir.path}; if none is, delete it`,
+    })
+    await Bun.file(dir.file(lock)).delete()
+  }
+  dir.write(".git/MERGE_HEAD", `${old}\n`)
+  expect(await move()).toMatchObject({ ok: false, why: "wait", detail: `${dir.path} is in the middle of a merge; flow lands when it is concluded or aborted` })
+  await Bun.file(dir.file(".git/MERGE_HEAD")).delete()
+  expect(await revParse(dir.path, "main")).toBe(old)
+  // A change elsewhere stays as it is while the checkout follows.
   dir.write("keep.txt", "edited\n")
-  expect(await moveBranch(dir.path, "main", old, m.commit, "x")).toEqual({ ok: true })
+  expect(await move()).toEqual({ ok: true })
   expect(await revParse(dir.path, "main")).toBe(m.commit)
   expect(dir.read("b.txt")).toBe("y\n")
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M keep.txt")
+  expect(await j.journal.open()).toEqual([])
+})
+
+test.concurrent("a move cut off between the checkout's update and the ref's is finished by recovery, never left reversed", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await commitOn(dir.path, "y", "b.txt", "y\n")
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  // The checkout was updated, the ref not yet moved (a kill at that instruction).
+  await j.journal.begin({ repo: dir.path, checkout: dir.path, ref: "refs/heads/main", old, new: m.commit })
+  await git(dir.path, ["read-tree", "-m", "-u", old, m.commit])
+  expect(await recoverMoves(j.journal)).toEqual([`a move of main was cut off after ${dir.path} was updated: the branch moved to match`])
+  expect(await revParse(dir.path, "main")).toBe(m.commit)
+  expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("")
+  // The ref moved, the index still at old (the order of an older flow): the checkout is made to follow.
+  const old2 = m.commit
+  await commitOn(dir.path, "z", "c.txt", "z\n")
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m2 = await makeMergeCommit(dir.path, old2, "z", "Merge z", ID)
+  if (!m2.ok) throw new Error(m2.reason)
+  await j.journal.begin({ repo: dir.path, checkout: dir.path, ref: "refs/heads/main", old: old2, new: m2.commit })
+  await git(dir.path, ["update-ref", "refs/heads/main", m2.commit, old2])
+  expect(await recoverMoves(j.journal)).toEqual([`a move of main was cut off after the branch moved: ${dir.path} made to follow`])
+  expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("")
+  expect(dir.read("c.txt")).toBe("z\n")
+  expect(await j.journal.open()).toEqual([])
+})
+
+test.concurrent("a branch's changes to flow's own files are left out of its merge", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks: []\n", "a.txt": "a\n" })
+  const old = (await revParse(dir.path, "main"))!
+  await git(dir.path, ["checkout", "-q", "-b", "y"])
+  dir.write("tasks.yaml", "tasks: [] # the agent's\n")
+  dir.write(".flow/x", "x\n")
+  dir.write("b.txt", "b\n")
+  await git(dir.path, ["add", "-A", "-f"])
+  await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "y"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID, ["tasks.yaml", "flow.yaml", ".flow"])
+  if (!m.ok) throw new Error(m.reason)
+  expect(m.dropped.sort()).toEqual([".flow/x", "tasks.yaml"])
+  expect((await git(dir.path, ["ls-tree", "-r", "--name-only", m.commit])).trim().split("\n")).toEqual(["a.txt", "b.txt", "tasks.yaml"])
+  expect((await git(dir.path, ["show", `${m.commit}:tasks.yaml`])).trim()).toBe("tasks: []")
 })
 
 test("a check's output is trimmed to the failures with context and the end", () => {

@@ -78,39 +78,61 @@ async function checkFinished(dir: TempDir, log: string, n: number) {
   expect(processesIn(dir.path)).toEqual([])
 }
 
-test.concurrent("random SIGKILLs of flow run, each followed by another run: every task done, run once, merged once, nothing left", async () => {
-  const n = 9
-  const { dir, log } = await project(n)
-  await using _ = dir
-  const seed = Number(process.env.FLOW_CRASH_SEED ?? Date.now() % 100_000)
-  let state = seed
-  const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
-  try {
-    for (let kill = 0; kill < 10; kill++) {
-      const run = background(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"])
-      // Killed after a random number of its log lines: anywhere from start-up to a merge.
-      const lines = 1 + Math.floor(random() * 14)
-      // (A machine too slow to print that many lines in a minute gets its kill then: still a kill.)
-      await Promise.race([run.waitFor((out) => out.split("\n").length > lines).catch(() => {}), run.proc.exited])
-      run.proc.kill("SIGKILL")
-      await run.done()
+// Random SIGKILLs of flow alone, and of its whole process group (its git dies mid-operation too, leaving
+// its locks), with and without a check; a person's uncommitted edit is in the checkout all along.
+test.concurrent.each([
+  { what: "flow alone", group: false, verify: false },
+  { what: "its whole process group, with verify", group: true, verify: true },
+])(
+  "random SIGKILLs of $what, each followed by another run: every task done, run once, merged once, nothing left, the person's edit kept",
+  async ({ group, verify }) => {
+    const n = 9
+    const { dir, log } = await project(n)
+    await using _ = dir
+    if (verify) dir.write("flow.yaml", "verify: { command: 'test -f t0.txt || test ! -f t3.txt' }\n")
+    dir.write("person.txt", "my uncommitted edit\n")
+    const seed = Number(process.env.FLOW_CRASH_SEED ?? Date.now() % 100_000)
+    let state = seed
+    const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    try {
+      for (let kill = 0; kill < 10; kill++) {
+        // setsid makes flow the leader of a process group of its own: the group kill reaches every git it runs.
+        const run = background(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"], {}, group ? ["setsid"] : [])
+        // Killed after a random number of its log lines: anywhere from start-up to a merge.
+        const lines = 1 + Math.floor(random() * 14)
+        // (A machine too slow to print that many lines in a minute gets its kill then: still a kill.)
+        await Promise.race([run.waitFor((out) => out.split("\n").length > lines).catch(() => {}), run.proc.exited])
+        if (group) {
+          try {
+            process.kill(-run.proc.pid, "SIGKILL")
+          } catch {}
+        } else run.proc.kill("SIGKILL")
+        await run.done()
+        expect(dir.read("person.txt")).toBe("my uncommitted edit\n")
+      }
+      await finishAndCheck(dir, log, n)
+      expect(dir.read("person.txt")).toBe("my uncommitted edit\n")
+      // Nothing staged or reversed in the person's index: only flow's status writes and the person's file.
+      expect((await git(dir.path, ["status", "--porcelain"])).split("\n").filter(Boolean).sort()).toEqual(
+        [" M tasks.yaml", ...(verify ? ["?? flow.yaml"] : []), "?? person.txt"].sort(),
+      )
+    } catch (e) {
+      throw new Error(`seed ${seed} (rerun with FLOW_CRASH_SEED=${seed}): ${(e as Error).message}`)
+    } finally {
+      rmSync(log, { force: true })
     }
-    await finishAndCheck(dir, log, n)
-  } catch (e) {
-    throw new Error(`seed ${seed} (rerun with FLOW_CRASH_SEED=${seed}): ${(e as Error).message}`)
-  } finally {
-    rmSync(log, { force: true })
-  }
-}, 180_000)
+  },
+  240_000,
+)
 
-test.concurrent("kills placed right after git merge and between the journaled merge and the status write: no task runs or merges twice", async () => {
+test.concurrent("kills placed right after the target moved, after the checkout followed, and between the journaled merge and the status write: no task runs or merges twice", async () => {
   const n = 3
   const { dir, log } = await project(n)
   await using _ = dir
   try {
     let killed = 0
-    for (let i = 0; i < n + 2; i++) {
-      const point = i % 2 === 0 ? "after-merge" : "before-done"
+    for (let i = 0; i < n + 4; i++) {
+      const point = ["after-merge", "after-read-tree", "before-done"][i % 3]
       const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script", "--headless"], { env: { FLOW_TEST_KILL_AT: point } })
       if (r.code === 0) break
       expect(r.code).toBe(137) // SIGKILL, by the hook
@@ -124,59 +146,52 @@ test.concurrent("kills placed right after git merge and between the journaled me
 }, 180_000)
 
 /**
- * A prepare-commit-msg hook (git runs it during a merge, after writing MERGE_HEAD) whose first merge runs
- * `action` there, once: kills that stop the run (and the merge) at that instant.
+ * A reference-transaction hook (git runs it while it holds the target's ref lock, after flow's two-tree read
+ * moved the person's checkout) whose first move of main runs `action` there, once: kills that stop the run,
+ * and the git moving the branch, at that instant.
  */
-function onFirstMerge(dir: TempDir, action: string): string {
+function onFirstMove(dir: TempDir, action: string): string {
   const once = `${dir.path}.killed`
-  dir.write(".git/hooks/prepare-commit-msg", `#!/bin/sh\n[ "$2" = merge ] || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\n${action}\n`)
-  chmodSync(dir.file(".git/hooks/prepare-commit-msg"), 0o755)
+  dir.write(
+    ".git/hooks/reference-transaction",
+    `#!/bin/sh\n[ "$1" = prepared ] || exit 0\ngrep -q ' refs/heads/main$' || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\n${action}\n`,
+  )
+  chmodSync(dir.file(".git/hooks/reference-transaction"), 0o755)
   return once
 }
 
-// Three ends of a run during its first `git merge`, each made by that merge's prepare-commit-msg hook: the
-// next run must leave every task merged exactly once, and say what it found.
+// Two ends of a run while git moves main (the checkout already follows), each made by that git's hook: the
+// next run must leave every task merged exactly once, the person's checkout neither reversed nor staged.
 test.concurrent.each([
   {
-    what: "a git merge killed half way with its run (MERGE_HEAD left in the checkout) is undone and made again by the next run",
+    what: "the run and its git killed while main moves (its lock left): the next run finishes the move, removes the lock, merges nothing twice",
     hook: 'kill -9 "$FLOW_GIT_OWNER" $PPID',
     exit: 137,
-    mergeHead: true,
-    said: /t\d: its merge was cut off half way by the last run's end: undone, to be made again\n/,
-  },
-  {
-    // The merge goes on for 2 s after the run died, then commits, and dies of SIGPIPE at its first line of
-    // output (its reader is gone) before it clears MERGE_HEAD: waited for, never aborted under it.
-    what: "a git merge that outlives its killed run is waited for by the next run, which merges nothing twice",
-    hook: 'kill -9 "$FLOW_GIT_OWNER"\nsleep 2',
-    exit: 137,
-    mergeHead: true,
-    said: /t\d: its merge was made, but git was stopped before it cleared MERGE_HEAD: cleared\n/,
+    said: /a move of main was cut off/,
   },
   {
     // A terminal's Ctrl-C goes to the whole foreground group: flow, its git, the hook.
-    what: "Ctrl-C reaching git during a merge (one process group) stops the run; the task is not blocked, and the next run merges it",
+    what: "Ctrl-C reaching git while main moves (one process group) stops the run; the task is not blocked, and the next run lands it",
     hook: 'kill -INT "$FLOW_GIT_OWNER" $PPID $$',
     exit: 130,
-    mergeHead: false, // undone by the stopping run
     said: undefined,
   },
 ])(
   "$what",
-  async ({ hook, exit, mergeHead, said }) => {
+  async ({ hook, exit, said }) => {
     const n = 3
     const { dir, log } = await project(n)
     await using _ = dir
-    const once = onFirstMerge(dir, hook)
+    dir.write("person.txt", "my uncommitted edit\n")
+    const once = onFirstMove(dir, hook)
     try {
       const first = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
       expect(first.code).toBe(exit)
       expect(Object.values(statuses(dir.read("tasks.yaml")))).not.toContain("blocked")
-      expect(existsSync(dir.file(".git/MERGE_HEAD"))).toBe(mergeHead)
       const last = await finishAndCheck(dir, log, n)
       if (said) expect(last.stdout).toMatch(said)
-      else expect(last.stdout).not.toContain("MERGE_HEAD")
-      if (said?.source.includes("was made")) expect(last.stdout).not.toContain("cut off half way")
+      expect(dir.read("person.txt")).toBe("my uncommitted edit\n")
+      expect((await git(dir.path, ["status", "--porcelain"])).split("\n").filter(Boolean).sort()).toEqual([" M tasks.yaml", "?? person.txt"])
     } finally {
       rmSync(log, { force: true })
       rmSync(once, { force: true })

@@ -115,22 +115,22 @@ test.concurrent("a merge conflict blocks the task merged second, names the file,
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M tasks.yaml")
 })
 
-test.concurrent("a merge refused by local changes in the target blocks the task with one sentence per fact; the log counts 1 task; agents says '1 tasks'", async () => {
+test.concurrent("a landing held up by the person's local change waits, said once in one sentence; the log counts 1 task; agents says '1 tasks'", async () => {
   await using dir = await tempRepo({
     "a.txt": "a\n",
     "tasks.yaml": tasksYaml([{ id: "edit", title: "Edit", status: "todo", instructions: sh("echo b > a.txt\ngit add a.txt\ngit commit -qm b") }]),
   })
   dir.write("a.txt", "local\n")
-  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
-  expect(r.code).toBe(4)
-  expect(r.stdout).toContain(" run: 1 task, agents script-1, merging into main\n")
-  const note = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { ai_notes: string[] }[] }).tasks[0].ai_notes[0]
-  expect(note).toContain("Merge with strategy ort failed. The target was left as it was")
-  expect(note).not.toContain("..")
+  const run = background(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  await run.waitFor("is in the way")
+  expect(run.output()).toContain(" run: 1 task, agents script-1, merging into main\n")
+  expect(run.output()).toContain(`landing edit: your uncommitted change to a.txt in ${dir.path} is in the way; commit or stash it and flow lands by itself\n`)
   expect(dir.read("a.txt")).toBe("local\n")
-  dir.write("tasks.yaml", tasksYaml([{ id: "one", title: "One", status: "todo", instructions: sh("true") }]))
-  await git(dir.path, ["checkout", "--", "a.txt"])
-  expect((await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])).code).toBe(0)
+  await git(dir.path, ["checkout", "--", "a.txt"]) // the person discards it
+  const r = await run.done()
+  expect(r.code).toBe(0)
+  expect(dir.read("a.txt")).toBe("b\n")
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ edit: "done" })
   expect((await flow(dir.path, ["agents"])).stdout).toBe("Agents:\n  script-1 (script)\n    Current: none\n    Completed: 1 tasks\n")
 })
 

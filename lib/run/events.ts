@@ -25,7 +25,8 @@ export type RunEvent =
   | { type: "question-answered"; taskId: string; questions: string[] }
   | { type: "checkpoint"; taskId: string }
   | { type: "retry"; taskId: string; attempt: number; reason: string }
-  | { type: "waiting"; reason: string }
+  /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
+  | { type: "waiting"; taskId?: string; reason: string }
   /** something the run did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */
   | { type: "notice"; taskId?: string; text: string }
   | {

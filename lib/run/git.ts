@@ -1,7 +1,8 @@
 // All git work of flow. The hot path (worktrees, commits, merges) runs git directly through lib/cli/proc.ts:
 // simple-git has no worktree API and costs 3 to 5 times more per command. simple-git serves where its
 // parsed results save hand-written parsing (status).
-import { existsSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { simpleGit } from "simple-git"
 import { FlowError } from "../cli/errors"
@@ -17,7 +18,7 @@ function git(cwd: string, args: string[]) {
  * found by it and waited for before the next run touches the repository (lib/run/reaper.ts).
  */
 export const GIT_OWNER = "FLOW_GIT_OWNER"
-const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C", [GIT_OWNER]: String(process.pid) }
+export const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C", [GIT_OWNER]: String(process.pid) }
 
 /** The top folder of the repository holding `dir`, or undefined outside any repository. */
 export async function repoRoot(dir: string): Promise<string | undefined> {
@@ -150,42 +151,6 @@ export async function commitAll(path: string, message: string, author: { name: s
   return true
 }
 
-export type MergeResult = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
-
-/**
- * Merges `branch` into the branch checked out at `checkout` (a no-fast-forward merge commit). On a conflict
- * or when local changes would be overwritten, the merge is aborted and the target is left as it was.
- */
-export async function mergeInto(checkout: string, branch: string, message: string, author: { name: string; email: string }): Promise<MergeResult> {
-  const r = await run(
-    ["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "merge", "--no-ff", "--no-edit", "-m", message, "--", branch],
-    { cwd: checkout, env: GIT_ENV },
-  )
-  if (r.code === 0) return { ok: true, commit: (await git(checkout, ["rev-parse", "HEAD"])).trim() }
-  const conflicts = (await run(["git", "diff", "--name-only", "--diff-filter=U"], { cwd: checkout, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
-  if (await mergeInProgress(checkout)) await abortMerge(checkout)
-  // Without its final period: callers go on with ". The target was left ...".
-  const reason = conflicts.length
-    ? `merge conflict in ${conflicts.join(", ")}`
-    : (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 6).join("\n").replace(/\.+$/, "")
-  return { ok: false, conflicts, reason }
-}
-
-/** The commit being merged in `checkout` (its MERGE_HEAD), when a merge is under way or was left half done. */
-export async function mergeInProgress(checkout: string): Promise<string | undefined> {
-  const r = await run(["git", "rev-parse", "--verify", "--quiet", "MERGE_HEAD"], { cwd: checkout, env: GIT_ENV })
-  return r.code === 0 ? r.stdout.trim() : undefined
-}
-
-export async function abortMerge(checkout: string): Promise<void> {
-  await git(checkout, ["merge", "--abort"])
-}
-
-/** Forgets a merge whose commit was made (MERGE_HEAD and its files left): index and files stay as they are. */
-export async function forgetMerge(checkout: string): Promise<void> {
-  await git(checkout, ["merge", "--quit"])
-}
-
 /** The commits `refs` name (one git call), each undefined when it does not exist. */
 export async function revParse(repo: string, ...refs: string[]): Promise<(string | undefined)[]> {
   const r = await run(["git", "rev-parse", ...refs.map((ref) => `${ref}^{commit}`)], { cwd: repo, env: GIT_ENV })
@@ -210,11 +175,14 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
   throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
 }
 
-export type MergeCommit = { ok: true; commit: string } | { ok: false; conflicts: string[]; reason: string }
+/** `dropped`: paths of flow's own files (keepOut) the branch changed, left as they are in `base` */
+export type MergeCommit = { ok: true; commit: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
 
 /**
  * A merge commit of `branch` onto the commit `base` (first parent), made with `git merge-tree` in the object
- * store alone: no checkout, no index, so any number can be made at once while others work.
+ * store alone: no checkout, no index, so any number can be made at once while others work. Changes the
+ * branch made under `keepOut` (flow's own tasks.yaml, flow.yaml, .flow/) are left out: flow's state is never
+ * part of anyone's merge (docs/RUN.md, "Landing").
  */
 export async function makeMergeCommit(
   repo: string,
@@ -222,19 +190,43 @@ export async function makeMergeCommit(
   branch: string,
   message: string,
   author: { name: string; email: string },
+  keepOut: string[] = [],
 ): Promise<MergeCommit> {
   const [head] = await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
   if (r.code === 1) {
     const conflicts = r.stdout.split("\n").slice(1).filter(Boolean)
-    return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
+    const own = conflicts.filter((f) => keepOut.some((k) => f === k || f.startsWith(`${k}/`)))
+    if (own.length === 0 || own.length < conflicts.length) return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
+    // Only flow's own files conflict: they are left out anyway, so the merge is the target's version of them.
+  } else if (r.code !== 0) return { ok: false, conflicts: [], reason: (r.stderr || r.stdout).trim().split("\n").slice(0, 6).join("\n") }
+  let tree = r.stdout.split("\n")[0].trim()
+  let dropped: string[] = []
+  if (keepOut.length) {
+    dropped = (await git(repo, ["diff", "--name-only", "--no-renames", base, tree, "--", ...keepOut])).split("\n").filter(Boolean)
+    if (dropped.length) tree = await treeWithPathsOf(repo, tree, base, dropped)
   }
-  if (r.code !== 0) return { ok: false, conflicts: [], reason: (r.stderr || r.stdout).trim().split("\n").slice(0, 6).join("\n") }
-  const tree = r.stdout.split("\n")[0].trim()
   const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
   const commit = (await check(["git", "commit-tree", tree, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
-  return { ok: true, commit }
+  return { ok: true, commit, dropped }
+}
+
+/** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */
+async function treeWithPathsOf(repo: string, tree: string, from: string, paths: string[]): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "flow-index-"))
+  const env = { ...GIT_ENV, GIT_INDEX_FILE: join(dir, "index") }
+  try {
+    await check(["git", "read-tree", tree], { cwd: repo, env })
+    const kept = new Map<string, string>()
+    for (const entry of (await check(["git", "ls-tree", "-r", "-z", from, "--", ...paths], { cwd: repo, env })).split("\0").filter(Boolean))
+      kept.set(entry.slice(entry.indexOf("\t") + 1), entry)
+    const info = paths.map((p) => kept.get(p) ?? `0 ${"0".repeat(40)}\t${p}`).join("\0")
+    await check(["git", "update-index", "-z", "--index-info"], { cwd: repo, env, stdin: `${info}\0` })
+    return (await check(["git", "write-tree"], { cwd: repo, env })).trim()
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /** The commits of `rev` not in `base`, oldest first, as "<short> <subject>" lines. */
@@ -251,39 +243,14 @@ export async function addScratchWorktree(repo: string, path: string, commit: str
   await git(repo, ["worktree", "add", "--force", "--detach", "--", path, commit])
 }
 
+/** Unlocks a worktree registration (a killed `git worktree add` leaves it locked "initializing"). */
+export async function unlockWorktree(repo: string, path: string): Promise<void> {
+  await run(["git", "worktree", "unlock", "--", path], { cwd: repo, env: GIT_ENV })
+}
+
 /** Forgets worktrees whose folders are gone. */
 export async function pruneWorktrees(repo: string): Promise<void> {
   await git(repo, ["worktree", "prune"])
-}
-
-export type MoveResult = { ok: true } | { ok: false; why: "moved" | "dirty"; detail: string }
-
-/**
- * Moves refs/heads/<target> from `old` to `next` only if it still points at `old` (`git update-ref` with
- * the old value: a compare-and-swap). Where the target is checked out, its working tree follows, but only
- * when no file the move changes has local changes there (what `git merge` requires too); otherwise nothing
- * moves and the caller waits for the person to commit or discard them.
- */
-export async function moveBranch(repo: string, target: string, old: string, next: string, message: string): Promise<MoveResult> {
-  const checkout = (await listWorktrees(repo)).find((w) => w.branch === target)?.path
-  if (checkout) {
-    const changed = new Set((await git(repo, ["diff", "--name-only", "--no-renames", old, next])).split("\n").filter(Boolean))
-    const status = await git(checkout, ["status", "--porcelain", "--untracked-files=all", "--no-renames"])
-    const dirty = status
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => l.slice(3))
-      .filter((f) => changed.has(f))
-    if (dirty.length) return { ok: false, why: "dirty", detail: `${checkout} has local changes to ${dirty.slice(0, 10).join(", ")}` }
-  }
-  const r = await run(["git", "update-ref", "-m", message, `refs/heads/${target}`, next, old], { cwd: repo, env: GIT_ENV })
-  if (r.code !== 0) return { ok: false, why: "moved", detail: (r.stderr || r.stdout).trim() }
-  // The ref moved; the checkout's index and files follow by a two-tree read (only the changed paths).
-  if (checkout) {
-    const u = await run(["git", "read-tree", "-m", "-u", old, next], { cwd: checkout, env: GIT_ENV })
-    if (u.code !== 0) return { ok: true } // files appeared meanwhile: the branch moved; `git status` there shows the difference
-  }
-  return { ok: true }
 }
 
 /** Whether a `git` executable is on this PATH (flow create says what to run instead when there is none). */

@@ -1,22 +1,27 @@
 // Landing a task: its finished work merged into the target branch exactly once, then the task marked done.
-// The one invariant (docs/RUN.md): a task is done only when its work is in its target branch. The order is
-// fixed so that a crash at any instruction is recovered by the next run (lib/run/recovery.ts):
+// The one invariant (docs/RUN.md, "Landing"): a task is done only when its branch's head is in its target
+// branch. The order is fixed so that a crash at any instruction is recovered by the next run
+// (lib/run/recovery.ts):
 //
-//   commit what is left → journal intent → git merge → journal outcome → tasks.yaml done → journal closed
-//   → worktree removed
+//   worktree checked (on its branch) → commit what is left → journal intent → merge made off-tree → check
+//   (where configured) → target moved by compare-and-swap (the person's checkout with it, journaled, only
+//   when git finds nothing of theirs in the way) → journal outcome → tasks.yaml done → journal closed →
+//   worktree removed
 //
-// A branch whose head is already in the target is never merged again; the journal says whether a task's
-// work had been finished (so its agent is never run again). Where flow.yaml configures a check (`verify`),
-// "git merge" is the repository's merge queue (lib/run/merge-queue.ts): the target moves only to a merge
-// that passed it. A failed check or a conflict goes back to the agent first when the caller gives a `fixer`
-// (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
+// flow never runs `git merge`, `stash`, `reset` or `checkout` in the person's checkout. A branch whose head
+// is already in the target is never merged again; the journal says whether a task's work had been finished
+// (so its agent is never run again). A failed check or a conflict goes back to the agent first when the
+// caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { abortMerge, commitAll, forgetMerge, isAncestor, listWorktrees, mergeInProgress, mergeInto, removeWorktree, revParse } from "./git"
+import { worktreeHead } from "./checkout-move"
+import { commitAll, GIT_ENV, removeWorktree, revParse } from "./git"
+import { run } from "../cli/proc"
+import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
 import { mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
-import { type MergeEntry, MergeJournal } from "./merge-journal"
+import { MergeJournal } from "./merge-journal"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
 import type { RunSettings } from "./settings"
@@ -27,16 +32,6 @@ import type { Workspace } from "./workspace"
 export const AUTHOR = { name: "flow", email: "flow@localhost" }
 export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
-/**
- * A test hook, for the fault-injection tests only (test/run-crash.test.ts): FLOW_TEST_KILL_AT=<point> makes
- * the run SIGKILL itself at that point, as a crash would, after a merge that made a merge commit. Points:
- * `after-merge` (git merged, nothing recorded yet), `before-done` (outcome journaled, tasks.yaml not yet
- * written).
- */
-export function killPoint(name: string): void {
-  if (process.env.FLOW_TEST_KILL_AT === name) process.kill(process.pid, "SIGKILL")
-}
-
 export type FixOutcome = "fixed" | "gave-up" | "stopped" | "failed"
 /** One round of fixing by the task's agent: its prompt, and the environment of the script agent's fix blocks. */
 export type Fixer = { canFix: boolean; fix: (prompt: string, env: Record<string, string>) => Promise<FixOutcome> }
@@ -45,8 +40,6 @@ export class Landing {
   readonly journal: MergeJournal
   /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
   private repoQueues = new Map<string, Promise<unknown>>()
-  /** where each repository's target branch is checked out (found once per run) */
-  private checkouts = new Map<string, string | undefined>()
 
   private queues: MergeQueues
 
@@ -72,6 +65,13 @@ export class Landing {
    */
   async land(taskId: string, title: string, ws: Workspace, background: Set<Promise<unknown>>, fixer?: Fixer): Promise<boolean> {
     let result: Verdict
+    const problem = await worktreeProblem(taskId, ws)
+    if (problem) {
+      this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
+      await blockTask(this.s, taskId, `nothing was merged: ${problem}`, true)
+      await this.journal.close(taskId)
+      return false
+    }
     for (let attempt = 1; ; attempt++) {
       if (existsSync(ws.path)) await commitAll(ws.path, `${taskId}: ${title}`, AUTHOR)
       result = await this.merge(taskId, ws)
@@ -113,13 +113,12 @@ export class Landing {
   }
 
   /**
-   * Merges the branch into the target unless its head is there already; journaled before and after. With a
-   * check configured the merge goes through the queue (no lock held while it waits); else `git merge` in
-   * the target's checkout, one per repository at a time.
+   * Merges the branch into the target unless its head is there already; journaled before and after. Every
+   * merge goes through the repository's queue: made off-tree, checked where a check is configured, and the
+   * target (with the person's checkout of it, when nothing of theirs is in the way) moved by compare-and-swap.
    */
   private async merge(taskId: string, ws: Workspace): Promise<Verdict> {
     const queue = await this.queues.for(ws)
-    if (!queue) return this.inRepo(ws.repo, () => this.mergeInCheckout(taskId, ws))
     const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
@@ -128,67 +127,48 @@ export class Landing {
         ? open.id
         : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
-    if (v.ok && !v.alreadyMerged) killPoint("after-merge")
-    if (v.ok || v.kind !== "stopped") await this.journal.outcome(id, v.ok ? "merged" : "failed", v.ok ? { commit: v.commit } : { reason: v.reason })
+    if (v.ok || v.kind !== "stopped")
+      await this.journal.outcome(
+        id,
+        v.ok ? "merged" : "failed",
+        v.ok ? { commit: v.alreadyMerged ? undefined : v.commit, reason: v.alreadyMerged ? "already in the target" : undefined } : { reason: v.reason },
+      )
     return v
   }
 
-  /**
-   * `git merge` in the target's checkout. A branch whose head is in the target already (merged by a run
-   * that died before writing done) is never merged twice: git answers "Already up to date" and makes no
-   * commit, which is told apart by the target's head not moving.
-   */
-  private async mergeInCheckout(taskId: string, ws: Workspace): Promise<Verdict> {
-    const checkout = await this.checkout(ws)
-    if (!checkout) return { ok: false, kind: "refused", reason: `no checkout of '${ws.target}' to merge into: check it out in ${ws.repo}` }
-    const [head, before] = await revParse(checkout, ws.branch, "HEAD")
-    if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
-    const id = await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const r = await mergeInto(checkout, ws.branch, `Merge ${ws.branch}: ${taskId}`, AUTHOR)
-    // Ctrl-C in a terminal reaches git too (same process group): a merge it cut off is no failure of the
-    // task's. mergeInto undid it; the entry stays open without outcome, and the next run merges again.
-    if (!r.ok && this.s.signal.aborted) return { ok: false, kind: "stopped", reason: "the run was stopped" }
-    const merged = r.ok && r.commit !== before
-    if (merged) killPoint("after-merge")
-    await this.journal.outcome(
-      id,
-      r.ok ? "merged" : "failed",
-      r.ok ? { commit: merged ? r.commit : undefined, reason: merged ? undefined : "already in the target" } : { reason: r.reason },
-    )
-    if (r.ok) return { ok: true, commit: r.commit, alreadyMerged: !merged }
-    return r.conflicts.length ? { ok: false, kind: "conflict", conflicts: r.conflicts, reason: r.reason } : { ok: false, kind: "refused", reason: r.reason }
-  }
-
-  /**
-   * Aborts the merges of ours a kill left half done in a checkout (its MERGE_HEAD is the branch head of a
-   * journal entry with no outcome), so that landing merges them afresh, or only clears MERGE_HEAD where the
-   * merge commit was made; a merge of anyone else is left as it is. Returns those tasks, and which it was.
-   */
-  async abortInterrupted(entries: Iterable<MergeEntry>): Promise<{ taskId: string; made: boolean }[]> {
-    const undone: { taskId: string; made: boolean }[] = []
-    for (const e of entries) {
-      if (e.outcome !== null) continue
-      const checkout = await this.checkout(e)
-      if (!checkout || (await mergeInProgress(checkout)) !== e.branchHead) continue
-      // A git that outlived its run commits the merge, then dies of SIGPIPE at its first line of output
-      // (nobody reads its pipe any more), before it removes MERGE_HEAD: then only the leftovers go.
-      const made = await isAncestor(checkout, e.branchHead, "HEAD")
-      await this.inRepo(e.repo, () => (made ? forgetMerge(checkout) : abortMerge(checkout)))
-      undone.push({ taskId: e.taskId, made })
-    }
-    return undone
+  /** The journal of moves of checked-out targets (recovery finishes what a kill cut off). */
+  get moves() {
+    return this.queues.moves
   }
 
   /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */
   private async describe(id: string) {
     return indexTasks((await readTasks(this.s.project)).data).get(id)?.task
   }
+}
 
-  private async checkout(ws: { repo: string; target: string }): Promise<string | undefined> {
-    const key = `${ws.repo}\0${ws.target}`
-    if (!this.checkouts.get(key)) this.checkouts.set(key, (await listWorktrees(ws.repo)).find((w) => w.branch === ws.target)?.path)
-    return this.checkouts.get(key)
-  }
+/**
+ * Why the task's work cannot be taken from its worktree, if it cannot: the worktree is there but not on the
+ * task's branch (an agent detached HEAD or switched branches: its commits are elsewhere, and landing the
+ * branch would report work done that never landed). Says where the commits are.
+ */
+async function worktreeProblem(taskId: string, ws: Workspace): Promise<string | undefined> {
+  if (!existsSync(ws.path)) return undefined
+  const head = worktreeHead(ws.path)
+  if (!head || ("branch" in head && head.branch === ws.branch)) return undefined
+  const last = (await run(["git", "reflog", "-1", "--format=%h %gs"], { cwd: ws.path, env: GIT_ENV })).stdout.trim()
+  const where = "branch" in head ? `is on branch '${head.branch}'` : `has a detached HEAD at ${head.detached.slice(0, 12)}`
+  return (
+    `its worktree ${ws.path} ${where}, not on ${ws.branch}${last ? ` (its last move: ${last})` : ""}. ` +
+    `To land that work, put it on ${ws.branch} there (for example 'git -C ${ws.path} switch -C ${ws.branch}') and run 'flow done ${taskId}': the next 'flow run' merges it`
+  )
+}
+
+/** Why a task whose agent finished cannot be landed because its worktree is gone, with where its branch is. */
+export async function worktreeGone(ws: Workspace): Promise<string | undefined> {
+  if (existsSync(ws.path)) return undefined
+  const [head] = await revParse(ws.repo, ws.branch)
+  return `its worktree ${ws.path} was deleted before its work was merged; ${ws.branch} is at ${head?.slice(0, 12) ?? "nothing"}. Check what is on it, then run 'flow done' on the task to merge it or 'flow reset' to start it again`
 }
 
 /** One write of tasks.yaml whose status changes go on the event bus. */

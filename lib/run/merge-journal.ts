@@ -103,3 +103,33 @@ export class MergeJournal {
     })
   }
 }
+
+/** A journaled move of a checked-out target (lib/run/checkout-move.ts): `ref` from `old` to `new` in `checkout`. */
+export type CheckoutMove = { id: number; repo: string; checkout: string; ref: string; old: string; new: string; started_at?: string }
+export type MoveOutcome = "moved" | "given-up" | "recovered"
+
+export class MoveJournal {
+  constructor(private db: StateDb) {}
+
+  begin(m: Omit<CheckoutMove, "id">): Promise<number> {
+    return this.db.transact((db) =>
+      Number(
+        db.query("INSERT INTO moves (repo, checkout, ref, old, new, started_at) VALUES (?, ?, ?, ?, ?, ?)").run(m.repo, m.checkout, m.ref, m.old, m.new, now())
+          .lastInsertRowid,
+      ),
+    )
+  }
+
+  end(id: number, outcome: MoveOutcome): Promise<void> {
+    return this.db.transact((db) => {
+      db.query("UPDATE moves SET ended_at = ?, outcome = ? WHERE id = ?").run(now(), outcome, id)
+    })
+  }
+
+  /** Moves a killed run left unfinished, oldest first. */
+  open(): Promise<CheckoutMove[]> {
+    return this.db.read((db) =>
+      db.query<CheckoutMove, []>("SELECT id, repo, checkout, ref, old, new, started_at FROM moves WHERE ended_at IS NULL ORDER BY id").all(),
+    )
+  }
+}

@@ -6,7 +6,10 @@
 // are rebuilt on what is left (their earlier checks, built on it, are dropped). docs/RUN.md, "The merge queue".
 import { mkdirSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { addScratchWorktree, isAncestor, makeMergeCommit, moveBranch, pruneWorktrees, removeWorktree, revParse } from "./git"
+import { moveTarget } from "./checkout-move"
+import { addScratchWorktree, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, revParse, unlockWorktree } from "./git"
+import { killPoint } from "./kill-point"
+import type { MoveJournal } from "./merge-journal"
 import type { EventBus, QueueState } from "./events"
 import { runCheck, type Check } from "./verify"
 
@@ -32,6 +35,12 @@ export type QueueOptions = {
   bus: EventBus
   signal: AbortSignal
   author: { name: string; email: string }
+  /** repository-relative paths of flow's own files: a branch's changes to them are left out of its merge */
+  keepOut: string[]
+  /** where moves of a checked-out target are journaled (lib/run/checkout-move.ts) */
+  moves: MoveJournal
+  /** the check's environment beyond the task's: FLOW_RUN_ID and FLOW_PROJECT, so the reaper knows its processes */
+  checkEnv: Record<string, string>
 }
 
 type Entry = {
@@ -49,14 +58,16 @@ type Entry = {
   abort?: AbortController
 }
 
-/** How often a move refused by local changes in the target's checkout is tried again. */
-const DIRTY_RETRY_MS = 1_000
+/** How often a move that waits for the person (a change, an operation or a lock in the way) is tried again. */
+const WAIT_RETRY_MS = 1_000
 
 export class MergeQueue {
   private entries: Entry[] = []
   private pumping = false
   private again = false
-  private dirtySaid = ""
+  /** what the head waits for, as last said (said once, not every retry) and as last seen */
+  private waitSaid = ""
+  private waitSeen = ""
   private ready: Promise<void>
 
   constructor(private o: QueueOptions) {
@@ -119,16 +130,21 @@ export class MergeQueue {
       }
       if (head.state !== "passed" || !head.base || !head.merge) return
       const moved =
-        head.merge === head.base ? { ok: true as const } : await moveBranch(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`)
-      if (!moved.ok && moved.why === "dirty") {
-        const reason = `cannot move ${this.o.target} to the verified merge of ${head.branch}: ${moved.detail}; commit or discard them there`
-        if (reason !== this.dirtySaid) this.o.bus.emit({ type: "waiting", reason })
-        this.dirtySaid = reason
-        setTimeout(() => void this.pump(), DIRTY_RETRY_MS).unref?.()
+        head.merge === head.base
+          ? { ok: true as const }
+          : await moveTarget(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`, this.o.moves)
+      if (!moved.ok && moved.why === "wait") {
+        // A lock may be a person's git at work for a moment: said only when it is still there a try later.
+        if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen))
+          this.o.bus.emit({ type: "waiting", taskId: head.taskId, reason: `landing ${head.taskId}: ${moved.detail}` })
+        if (!moved.lock || moved.detail === this.waitSeen) this.waitSaid = moved.detail
+        this.waitSeen = moved.detail
+        setTimeout(() => void this.pump(), WAIT_RETRY_MS).unref?.()
         return
       }
-      this.dirtySaid = ""
+      this.waitSaid = this.waitSeen = ""
       if (!moved.ok) return this.invalidate() // someone else moved the target: rebuild everything on it
+      if (head.merge !== head.base) killPoint("after-merge")
       this.entries.shift()
       head.resolve({ ok: true, commit: head.merge, alreadyMerged: head.merge === head.base })
     }
@@ -153,7 +169,7 @@ export class MergeQueue {
         if (i === 0) this.again = true
         continue
       }
-      const m = await makeMergeCommit(this.o.repo, base, e.branch, e.message, this.o.author)
+      const m = await makeMergeCommit(this.o.repo, base, e.branch, e.message, this.o.author, this.o.keepOut)
       if (!m.ok) {
         if (i > 0) return // it conflicts with a candidate ahead: wait for that one to land or leave
         e.verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
@@ -163,6 +179,12 @@ export class MergeQueue {
       }
       e.base = base
       e.merge = m.commit
+      if (m.dropped.length && e.gen === 1)
+        this.o.bus.emit({
+          type: "notice",
+          taskId: e.taskId,
+          text: `${e.branch} changes ${m.dropped.slice(0, 5).join(", ")}, flow's own file${m.dropped.length === 1 ? "" : "s"}: left out of the merge (flow's state never comes from a task's branch)`,
+        })
       if (this.o.check) this.startCheck(e, this.o.check, i > 0)
       else {
         e.state = "passed"
@@ -184,7 +206,7 @@ export class MergeQueue {
     void (async () => {
       try {
         await this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!))
-        return await runCheck(check, path, { FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }, stop)
+        return await runCheck(check, path, { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }, stop)
       } finally {
         void this.o.serial(() => removeWorktree(this.o.repo, path, true)).catch(() => rmSync(path, { recursive: true, force: true }))
       }
@@ -225,11 +247,18 @@ export class MergeQueue {
     this.o.bus.emit({ type: "queue", taskId: e.taskId, target: this.o.target, state, position: this.entries.indexOf(e) + 1, reason, seconds, onTopOf })
   }
 
-  /** A killed run's scratch worktrees: removed before the first check. */
+  /**
+   * A killed run's scratch worktrees: removed before the first check. A `git worktree add` killed half way
+   * leaves its registration locked ("initializing"), which `git worktree prune` never removes: unlocked first.
+   */
   private async clearScratch(): Promise<void> {
     mkdirSync(this.o.scratchDir, { recursive: true })
     const left = readdirSync(this.o.scratchDir)
     for (const name of left) rmSync(join(this.o.scratchDir, name), { recursive: true, force: true })
-    if (left.length) await this.o.serial(() => pruneWorktrees(this.o.repo))
+    await this.o.serial(async () => {
+      const ours = (await listWorktrees(this.o.repo)).filter((w) => w.path.startsWith(`${this.o.scratchDir}/`))
+      for (const w of ours) if (w.locked !== undefined) await unlockWorktree(this.o.repo, w.path)
+      if (left.length || ours.length) await pruneWorktrees(this.o.repo)
+    })
   }
 }

@@ -1,7 +1,11 @@
-// The run's merge queues, one per repository and target branch, made on first use; none where the
-// repository has no check configured (its merges go as before: `git merge` in the target's checkout).
-import { join } from "node:path"
+// The run's merge queues, one per repository and target branch, made on first use. Every landing goes
+// through one (docs/RUN.md, "Landing"): merges are made off-tree and the target moves by compare-and-swap;
+// where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it.
+import { existsSync, realpathSync } from "node:fs"
+import { isAbsolute, join, relative } from "node:path"
 import { MergeQueue } from "./merge-queue"
+import { MoveJournal } from "./merge-journal"
+import { RUN_ID } from "./reaper"
 import type { RunSettings } from "./settings"
 import { checkResolver } from "./verify"
 import type { Workspace } from "./workspace"
@@ -10,8 +14,9 @@ import type { Workspace } from "./workspace"
 export const DEFAULT_DEPTH = 8
 
 export class MergeQueues {
-  private queues = new Map<string, Promise<MergeQueue | undefined>>()
+  private queues = new Map<string, Promise<MergeQueue>>()
   private checkOf: ReturnType<typeof checkResolver>
+  readonly moves: MoveJournal
 
   constructor(
     private s: RunSettings,
@@ -20,18 +25,17 @@ export class MergeQueues {
     private author: { name: string; email: string },
   ) {
     this.checkOf = checkResolver(s.project.dir, s.verify)
+    this.moves = new MoveJournal(s.db)
   }
 
-  /** The queue of the workspace's repository and target, or undefined when no check applies to it. */
-  for(ws: Workspace): Promise<MergeQueue | undefined> {
-    if (this.s.verify.length === 0) return Promise.resolve(undefined)
+  /** The queue of the workspace's repository and target. */
+  for(ws: Workspace): Promise<MergeQueue> {
     const key = `${ws.repo}\0${ws.target}`
     let queue = this.queues.get(key)
     if (!queue) {
       const s = this.s
       queue = this.checkOf(ws.repo).then(
         (check) =>
-          check &&
           new MergeQueue({
             repo: ws.repo,
             target: ws.target,
@@ -42,10 +46,25 @@ export class MergeQueues {
             author: this.author,
             depth: s.queueDepth ?? DEFAULT_DEPTH,
             scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
+            keepOut: flowFilesIn(ws.repo, s.project),
+            moves: this.moves,
+            checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
           }),
       )
       this.queues.set(key, queue)
     }
     return queue
   }
+}
+
+/** The project's own files (tasks.yaml, flow.yaml, .flow/) as paths of `repo`, where the project lives in it. */
+export function flowFilesIn(repo: string, project: { dir: string; tasksFile: string; stateDir: string }): string[] {
+  const real = (p: string) => (existsSync(p) ? realpathSync(p) : p)
+  const root = real(repo)
+  const inRepo = (p: string) => {
+    const rel = relative(root, p)
+    return rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : undefined
+  }
+  const dir = real(project.dir)
+  return [inRepo(join(dir, "tasks.yaml")), inRepo(join(dir, "flow.yaml")), inRepo(join(dir, ".flow"))].filter((p): p is string => p !== undefined)
 }

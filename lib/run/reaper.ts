@@ -24,6 +24,9 @@ import { processStartTime } from "../cli/pid"
 import { GIT_OWNER } from "./git"
 import type { StateDb } from "./state-db"
 
+/** This run's id: every agent and check gets it as FLOW_RUN_ID (module comment). */
+export const RUN_ID = `${process.pid}-${Date.now()}`
+
 /** Fields 3 and on of /proc/<pid>/stat (after the command name, which may hold spaces and parentheses). */
 function statFields(pid: number | string): string[] | undefined {
   try {

@@ -2,6 +2,8 @@
 // killed the last run, and whatever people or orphaned agents did since, the invariant is restored: a task
 // is done only when its work is in its target branch, merged exactly once.
 //
+// - A move of a person's checkout that a kill cut off is finished or undone (lib/run/checkout-move.ts): no
+//   checkout is left with its branch at one commit and its index at another.
 // - A task in progress whose work was finished (an open merge journal entry, or the script agent's success
 //   mark) is landed without its agent: its branch is merged unless its head is in the target already.
 // - A done task whose branch holds commits the target lacks (`flow done` after a conflict was resolved, or
@@ -11,6 +13,7 @@
 // `git for-each-ref --no-merged` per repository holding done tasks.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { recoverMoves } from "./checkout-move"
 import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
@@ -25,14 +28,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const open = await landing.journal.open()
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
-  for (const { taskId, made } of await landing.abortInterrupted(open.values()))
-    s.bus.emit({
-      type: "notice",
-      taskId,
-      text: made
-        ? "its merge was made, but git was stopped before it cleared MERGE_HEAD: cleared"
-        : "its merge was cut off half way by the last run's end: undone, to be made again",
-    })
+  for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`

@@ -69,6 +69,20 @@ const MIGRATIONS: readonly string[] = [
      task_id TEXT,
      at TEXT NOT NULL
    );`,
+  // Moves of a person's checkout that follows its target branch (lib/run/checkout-move.ts): the intent is
+  // written before the two-tree read, the end after the ref moved (or the move was given up).
+  `CREATE TABLE moves (
+     id INTEGER PRIMARY KEY,
+     repo TEXT NOT NULL,
+     checkout TEXT NOT NULL,
+     ref TEXT NOT NULL,
+     old TEXT NOT NULL,
+     new TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     ended_at TEXT,
+     outcome TEXT
+   );
+   CREATE INDEX moves_open ON moves (id) WHERE ended_at IS NULL;`,
 ]
 export const SCHEMA_VERSION = MIGRATIONS.length
 

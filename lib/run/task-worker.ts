@@ -13,10 +13,10 @@ import { indexTasks, type Step, type Task } from "../model/task-index"
 import { mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus } from "../store/transitions"
 import { runTurn, type TurnResult } from "./agent-runner"
-import { AUTHOR, blockTask, isoNow as now, writeStatus, type Fixer, type Landing } from "./landing"
+import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./settings"
-import type { AgentGroups } from "./reaper"
+import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "./workspace"
@@ -37,8 +37,6 @@ export type WorkerShared = {
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
-/** This run, as agents' environments name it: the reaper finds what they started by it (reaper.ts). */
-const RUN_ID = `${process.pid}-${Date.now()}`
 
 type Outcome = "finished" | "blocked" | "stopped"
 
@@ -263,6 +261,11 @@ export class TaskWorker {
   /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
   private async finish(task: Task): Promise<void> {
     const ws = this.ws!
+    const gone = await worktreeGone(ws)
+    if (gone) {
+      this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
+      return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true)
+    }
     if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, this.fixer(task)))) return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.

@@ -7,6 +7,7 @@ import { currentBranch, repoRoot } from "./git"
 import type { Project } from "../cli/project"
 import type { Task } from "../model/task-index"
 import { branchNameProblem } from "../store/branch-name"
+import { targetWorktree } from "../store/validate"
 
 export type Workspace = { repo: string; branch: string; path: string; target: string }
 
@@ -22,7 +23,12 @@ export class Workspaces {
   async forTask(task: Task): Promise<Workspace> {
     const repo = await this.repoOf(task)
     const branch = branchOf(task)
-    return { repo, branch, path: join(this.project.stateDir, "worktrees", task.id), target: await this.targetOf(repo) }
+    const target = await this.targetOf(repo)
+    if (branch === target) {
+      const f = targetWorktree(`task '${task.id}'`, branch, [], task.id)
+      throw new FlowError(f.message, undefined, f.hint)
+    }
+    return { repo, branch, path: join(this.project.stateDir, "worktrees", task.id), target }
   }
 
   /** The task's repo field, else flow.yaml's repo, else the repository holding the project folder. */

@@ -21,7 +21,22 @@ type Visited = { node: Rec; path: Path; label: string; ancestors: string[] }
 const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** All findings for the text of a tasks file, errors and warnings, sorted by line. */
-export async function validateText(text: string): Promise<Validation> {
+/**
+ * A task's `worktree` naming the branch its work merges into: its commits would be on the target already,
+ * and landing would report them merged and checked when no check ever ran (docs/RUN.md, "Landing").
+ */
+export function targetWorktree(label: string, branch: string, path: (string | number)[], id: string | undefined): RawFinding {
+  return {
+    severity: "error",
+    message: `${label}: worktree '${branch}' is the branch finished work merges into; a task works on a branch of its own`,
+    task_id: id,
+    path,
+    hint: `leave worktree out (flow uses 'flow/<id>') or name another branch`,
+  }
+}
+
+/** `targets`: the branches finished work merges into; a task's `worktree` naming one is refused (flow validate). */
+export async function validateText(text: string, opts: { targets?: string[] } = {}): Promise<Validation> {
   // Checked before any parser sees the text: nesting that would overflow a parser's stack, lone CRs.
   const limits = textLimitFindings(text)
   if (limits.length > 0) return { findings: limits, taskCount: 0 }
@@ -31,7 +46,7 @@ export async function validateText(text: string): Promise<Validation> {
   } catch (cause) {
     return { findings: syntaxFindings(text, cause), taskCount: 0 }
   }
-  const { raw, taskCount } = await checkData(data)
+  const { raw, taskCount } = await checkData(data, opts.targets)
   if (raw.length === 0 && !mayHaveDuplicateKeys(text) && !mayHaveAnchors(text)) return { findings: [], taskCount }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
@@ -76,7 +91,7 @@ function syntaxFindings(text: string, cause: unknown): Finding[] {
 }
 
 /** The checks that need only the data; each finding carries the path whose position it reports. */
-export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; taskCount: number }> {
+export async function checkData(data: unknown, targets: string[] = []): Promise<{ raw: RawFinding[]; taskCount: number }> {
   const raw: RawFinding[] = []
   if (!isRec(data) || !Array.isArray(data.tasks)) {
     raw.push({
@@ -157,6 +172,7 @@ export async function checkData(data: unknown): Promise<{ raw: RawFinding[]; tas
           path: [...path, "worktree"],
           hint: "use letters, digits, '-', '_', '.' and '/', like 'feature/login' (or leave worktree out: flow uses 'flow/<id>')",
         })
+      else if (targets.includes(node.worktree)) raw.push(targetWorktree(label, node.worktree, [...path, "worktree"], id))
     }
     if (v.ancestors.length > MAX_SUBTASK_DEPTH) {
       raw.push({

@@ -1,0 +1,254 @@
+// Moving a target branch to a merge flow made off-tree, and, where a person has that branch checked out, the
+// checkout with it, only when nothing of theirs can be lost (docs/RUN.md, "Landing"). The one invariant:
+//
+//   flow changes the person's checkout only by a journaled two-tree move that git refuses when it would
+//   lose a change.
+//
+// The order: journal (ref, old, new) → `git read-tree -m -u old new` in the checkout (git refuses it, and
+// changes nothing, when a local change, staged or not, or an untracked file is in the way) → the ref by
+// compare-and-swap (`update-ref <ref> <new> <old>`) → journal end. A checkout in the middle of the person's
+// merge, rebase, cherry-pick, revert or bisect, or with a git lock in the way, is not touched at all: the
+// caller waits and tries again. Recovery at start (recoverMoves) finishes or undoes a move a kill cut off.
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
+import { isAbsolute, join, relative, resolve } from "node:path"
+import { GIT_ENV, listWorktrees, revParse } from "./git"
+import { run } from "../cli/proc"
+import type { CheckoutMove, MoveJournal } from "./merge-journal"
+import { killPoint } from "./kill-point"
+
+export type MoveResult =
+  | { ok: true }
+  /** the target is not at `old` any more: the merge must be built again on what it is now */
+  | { ok: false; why: "moved"; detail: string }
+  /** something of the person's is in the way (a change, an operation, a lock): nothing moved; try again later */
+  | { ok: false; why: "wait"; detail: string; lock?: boolean }
+
+/** The folders of a working tree's git state: its own (index, HEAD, MERGE_HEAD) and the repository's common one (refs). */
+export function gitDirs(worktree: string): { gitdir: string; common: string } | undefined {
+  const dotgit = join(worktree, ".git")
+  try {
+    if (statSync(dotgit).isDirectory()) return { gitdir: dotgit, common: dotgit }
+    const gitdir = resolve(worktree, /^gitdir: (.+)$/m.exec(readFileSync(dotgit, "utf8"))?.[1]?.trim() ?? "")
+    const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
+    return { gitdir, common }
+  } catch {
+    return undefined
+  }
+}
+
+/** The branch a worktree's HEAD names, or the commit it is detached at (read from its files: no git call). */
+export function worktreeHead(worktree: string): { branch: string } | { detached: string } | undefined {
+  const dirs = gitDirs(worktree)
+  if (!dirs) return undefined
+  try {
+    const head = readFileSync(join(dirs.gitdir, "HEAD"), "utf8").trim()
+    const ref = /^ref: refs\/heads\/(.+)$/.exec(head)?.[1]
+    return ref ? { branch: ref } : { detached: head }
+  } catch {
+    return undefined
+  }
+}
+
+/** What the person is in the middle of in a checkout, by git's own state files; undefined when nothing. */
+export function operationInProgress(gitdir: string): string | undefined {
+  if (existsSync(join(gitdir, "rebase-merge")) || existsSync(join(gitdir, "rebase-apply", "rebasing"))) return "a rebase"
+  if (existsSync(join(gitdir, "rebase-apply"))) return "a 'git am'"
+  if (existsSync(join(gitdir, "MERGE_HEAD"))) return "a merge"
+  if (existsSync(join(gitdir, "CHERRY_PICK_HEAD"))) return "a cherry-pick"
+  if (existsSync(join(gitdir, "REVERT_HEAD"))) return "a revert"
+  if (existsSync(join(gitdir, "BISECT_LOG"))) return "a bisect"
+  return undefined
+}
+
+/** The branch a detached worktree is rebasing (git keeps it in rebase-merge/head-name), if any. */
+function rebasing(gitdir: string): string | undefined {
+  for (const dir of ["rebase-merge", "rebase-apply"]) {
+    try {
+      return readFileSync(join(gitdir, dir, "head-name"), "utf8")
+        .trim()
+        .replace(/^refs\/heads\//, "")
+    } catch {}
+  }
+  return undefined
+}
+
+/** A lock file's path as the person would type it: relative to their checkout when inside it. */
+function shown(path: string, dir: string): string {
+  const rel = relative(dir, path)
+  return rel.startsWith("..") || isAbsolute(rel) ? path : rel
+}
+
+export const lockAdvice = (lock: string, dir: string) => `\`${shown(lock, dir)}\` exists: another git may be running in ${dir}; if none is, delete it`
+
+/** The lock git left in the way, named from its own error ("Unable to create '<path>.lock': File exists"). */
+function lockIn(stderr: string): string | undefined {
+  return /Unable to create '([^']+\.lock)': File exists/.exec(stderr)?.[1]
+}
+
+/** The paths git named when it refused a two-tree read because of local changes or untracked files. */
+function inTheWay(stderr: string): string[] {
+  const paths = new Set<string>()
+  for (const m of stderr.matchAll(/(?:Entry|Untracked working tree file) '([^']+)' (?:not uptodate|would be overwritten)/g)) paths.add(m[1])
+  for (const m of stderr.matchAll(/^\t(.+)$/gm)) paths.add(m[1])
+  return [...paths]
+}
+
+const list = (paths: string[]) => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
+
+/** What to tell the person when git refused the checkout's move. */
+function refusal(stderr: string, checkout: string): { detail: string; lock?: boolean } {
+  const lock = lockIn(stderr)
+  if (lock) return { detail: lockAdvice(lock, checkout), lock: true }
+  const paths = inTheWay(stderr)
+  if (paths.length)
+    return {
+      detail: `your uncommitted change${paths.length === 1 ? "" : "s"} to ${list(paths)} in ${checkout} ${paths.length === 1 ? "is" : "are"} in the way; commit or stash ${paths.length === 1 ? "it" : "them"} and flow lands by itself`,
+    }
+  return { detail: `git refused to update ${checkout}: ${stderr.trim().split("\n")[0]}` }
+}
+
+/**
+ * Moves refs/heads/<target> from `old` to `next`, and the person's checkout of it (if any) with it, only when
+ * nothing can be lost (module comment). Never runs anything in a checkout but the two-tree read.
+ */
+export async function moveTarget(repo: string, target: string, old: string, next: string, message: string, journal: MoveJournal): Promise<MoveResult> {
+  const ref = `refs/heads/${target}`
+  const worktrees = await listWorktrees(repo)
+  const dirs = gitDirs(repo)
+  if (!dirs) return { ok: false, why: "wait", detail: `${repo} is not a git repository any more` }
+  for (const w of worktrees) {
+    if (w.branch !== undefined) continue
+    const wd = gitDirs(w.path)
+    if (wd && rebasing(wd.gitdir) === target)
+      return { ok: false, why: "wait", detail: `${target} is being rebased in ${w.path}; flow lands when the rebase is finished or aborted` }
+  }
+  const checkout = worktrees.find((w) => w.branch === target)?.path
+  const cd = checkout ? gitDirs(checkout) : undefined
+  if (checkout && cd) {
+    const op = operationInProgress(cd.gitdir)
+    if (op) return { ok: false, why: "wait", detail: `${checkout} is in the middle of ${op}; flow lands when it is concluded or aborted` }
+  }
+  const locks = [join(dirs.common, `${ref}.lock`), ...(cd ? [join(cd.gitdir, "index.lock"), join(cd.gitdir, "HEAD.lock")] : [])]
+  const lock = locks.find((l) => existsSync(l))
+  if (lock) return { ok: false, why: "wait", detail: lockAdvice(lock, checkout ?? repo), lock: true }
+  const [now] = await revParse(repo, ref)
+  if (now !== old) return { ok: false, why: "moved", detail: `${target} is at ${now?.slice(0, 7) ?? "nothing"}, not ${old.slice(0, 7)}` }
+
+  const id = checkout ? await journal.begin({ repo, checkout, ref, old, new: next }) : undefined
+  if (checkout) {
+    const read = await run(["git", "read-tree", "-m", "-u", old, next], { cwd: checkout, env: GIT_ENV })
+    if (read.code !== 0) {
+      await journal.end(id!, "given-up")
+      return { ok: false, why: "wait", ...refusal(read.stderr, checkout) }
+    }
+    killPoint("after-read-tree")
+  }
+  const r = await run(["git", "update-ref", "-m", message, ref, next, old], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0) {
+    if (id !== undefined) await journal.end(id, "moved")
+    return { ok: true }
+  }
+  // The ref did not move: the checkout goes back to where it was (the same two-tree read, reversed).
+  if (checkout) await run(["git", "read-tree", "-m", "-u", next, old], { cwd: checkout, env: GIT_ENV })
+  if (id !== undefined) await journal.end(id, "given-up")
+  const [after] = await revParse(repo, ref)
+  if (after !== old) return { ok: false, why: "moved", detail: `${target} moved meanwhile` }
+  const held = lockIn(r.stderr)
+  return held
+    ? { ok: false, why: "wait", detail: lockAdvice(held, checkout ?? repo), lock: true }
+    : { ok: false, why: "wait", detail: `git could not move ${target}: ${r.stderr.trim().split("\n")[0]}` }
+}
+
+/**
+ * The lock files of a move's git (the checkout's index and HEAD, the ref's) that a kill of flow's process
+ * group left: the move was under way (journaled, not ended), the lock is no older than the move, and no git
+ * is alive any more in that repository (the reaper waited for the gits flow started). Anything else is the
+ * person's, and is named, never removed (moveTarget).
+ */
+function clearOwnLocks(m: CheckoutMove): string[] {
+  const cd = gitDirs(m.checkout)
+  const rd = gitDirs(m.repo)
+  if (!cd || !rd || gitAliveIn([m.checkout, m.repo])) return []
+  const since = m.started_at ? Date.parse(m.started_at) - 1000 : Number.POSITIVE_INFINITY
+  const cleared: string[] = []
+  for (const lock of [join(cd.gitdir, "index.lock"), join(cd.gitdir, "HEAD.lock"), join(rd.common, `${m.ref}.lock`)]) {
+    try {
+      if (statSync(lock).mtimeMs < since) continue
+      rmSync(lock)
+      cleared.push(shown(lock, m.checkout))
+    } catch {}
+  }
+  return cleared
+}
+
+/** Whether any live git process works in one of `dirs` (its cwd there), from /proc; without /proc, assume so. */
+function gitAliveIn(dirs: string[]): boolean {
+  if (!existsSync("/proc/self/cwd")) return true
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "git") continue
+      const cwd = readlinkSync(`/proc/${pid}/cwd`)
+      if (dirs.some((d) => cwd === d || cwd.startsWith(`${d}/`))) return true
+    } catch {}
+  }
+  return false
+}
+
+/**
+ * Finishes or undoes the moves a killed run left half done (journaled, not ended), so that no checkout is
+ * left with its branch at one commit and its index at another:
+ * - the ref moved (at `new`): the checkout is made to follow if its index still holds `old`'s version of the
+ *   moved paths (the two-tree read again);
+ * - the ref did not move (at `old`): if the index already holds `new`'s version of the moved paths (the read
+ *   was made), the ref is moved; if it holds `old`'s, nothing happened and nothing is done;
+ * - the ref is somewhere else (the person committed or reset since): their doing, left alone.
+ * Returns one line per move, for the run's notices.
+ */
+export async function recoverMoves(journal: MoveJournal): Promise<string[]> {
+  const said: string[] = []
+  for (const m of await journal.open()) {
+    said.push(await recoverMove(m))
+    await journal.end(m.id, "recovered")
+  }
+  return said
+}
+
+async function recoverMove(m: CheckoutMove): Promise<string> {
+  const cleared = clearOwnLocks(m)
+  const [at] = await revParse(m.repo, m.ref)
+  const name = m.ref.replace(/^refs\/heads\//, "")
+  const head = existsSync(m.checkout) ? worktreeHead(m.checkout) : undefined
+  const said = await recoverMoveState(m, at, name, head)
+  return cleared.length ? `${said} (removed ${cleared.join(", ")}, left by its git, killed with it)` : said
+}
+
+async function recoverMoveState(m: CheckoutMove, at: string | undefined, name: string, head: ReturnType<typeof worktreeHead>): Promise<string> {
+  if (!head || !("branch" in head) || head.branch !== name) return `a move of ${name} was cut off; ${m.checkout} is no longer on it: left as it is`
+  const moved = (await run(["git", "diff", "--name-only", "--no-renames", m.old, m.new], { cwd: m.repo, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
+  if (moved.length === 0) {
+    if (at === m.old) await run(["git", "update-ref", m.ref, m.new, m.old], { cwd: m.repo, env: GIT_ENV })
+    return `a move of ${name} was cut off: finished`
+  }
+  const indexAt = async (commit: string) =>
+    (await run(["git", "diff-index", "--cached", "--quiet", "--no-renames", commit, "--", ...moved], { cwd: m.checkout, env: GIT_ENV })).code === 0
+  if (at === m.new) {
+    if (await indexAt(m.old)) {
+      const r = await run(["git", "read-tree", "-m", "-u", m.old, m.new], { cwd: m.checkout, env: GIT_ENV })
+      return r.code === 0
+        ? `a move of ${name} was cut off after the branch moved: ${m.checkout} made to follow`
+        : `a move of ${name} was cut off after the branch moved, and ${m.checkout} could not follow: ${r.stderr.trim().split("\n")[0]}; 'git status' there shows the difference`
+    }
+    return `a move of ${name} was cut off: it had finished`
+  }
+  if (at === m.old) {
+    if (await indexAt(m.new)) {
+      const r = await run(["git", "update-ref", m.ref, m.new, m.old], { cwd: m.repo, env: GIT_ENV })
+      if (r.code === 0) return `a move of ${name} was cut off after ${m.checkout} was updated: the branch moved to match`
+      await run(["git", "read-tree", "-m", "-u", m.new, m.old], { cwd: m.checkout, env: GIT_ENV })
+      return `a move of ${name} was cut off and could not be finished: ${m.checkout} put back`
+    }
+    return `a move of ${name} was cut off before it started: nothing changed`
+  }
+  return `a move of ${name} was cut off; ${name} was moved since by someone else: left as it is`
+}

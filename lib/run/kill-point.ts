@@ -1,0 +1,9 @@
+/**
+ * A test hook, for the fault-injection tests only (test/run-crash.test.ts): FLOW_TEST_KILL_AT=<point> makes
+ * the run SIGKILL itself at that point, as a crash would. Points: `after-merge` (the target moved, nothing
+ * recorded yet), `after-read-tree` (the person's checkout follows the move, its branch not yet moved),
+ * `before-done` (outcome journaled, tasks.yaml not yet written).
+ */
+export function killPoint(name: string): void {
+  if (process.env.FLOW_TEST_KILL_AT === name) process.kill(process.pid, "SIGKILL")
+}
