@@ -1,0 +1,86 @@
+// Landing at git's own cost (issue 20): `flow run` against the same git work done by a shell loop, one task
+// after another, measured in the same run on this machine:
+// - 40 independent tasks that each commit one file, on 4 script agents, vs the serial loop (worktree add -b,
+//   write, add, commit, merge --no-ff, worktree remove, branch -D per task). Goal: at most 1.2x the loop.
+// - 4 chains of 6 one-second tasks on 4 agents vs the ideal (6 s: one chain's length). Goal: at most 1.15x.
+// Usage: bun bench/landing.ts   (needs dist/flow: npm run bench builds it)
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { benchEnv, median, printHeader, printRow, ROOT, type Row } from "./lib"
+
+const FLOW = join(ROOT, "dist", "flow")
+if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' first`)
+const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+
+const task = (id: string, script: string, deps: string[] = []) =>
+  [`  - id: ${id}`, `    title: Task ${id}`, "    status: todo", ...(deps.length ? [`    depends_on: [${deps.join(", ")}]`] : []), "    instructions: |", "      ```sh", ...script.split("\n").map((l) => `      ${l}`), "      ```"].join("\n")
+
+const independent = (n: number) => `tasks:\n${Array.from({ length: n }, (_, i) => task(`t${i}`, `echo ${i} > f${i}.txt`)).join("\n")}\n`
+const chains = (k: number, len: number) =>
+  `tasks:\n${Array.from({ length: k * len }, (_, i) => {
+    const c = i % k
+    const j = Math.floor(i / k)
+    return task(`c${c}-${j}`, `sleep 1\necho ${i} > c${c}-${j}.txt`, j > 0 ? [`c${c}-${j - 1}`] : [])
+  }).join("\n")}\n`
+
+function repo(tasksYaml: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "flow-bench-landing-"))
+  writeFileSync(join(dir, "tasks.yaml"), tasksYaml)
+  writeFileSync(join(dir, ".gitignore"), ".flow/\n")
+  const g = (args: string[]) => Bun.spawnSync(["git", "-c", "user.name=b", "-c", "user.email=b@b", ...args], { cwd: dir })
+  g(["init", "-q", "-b", "main"])
+  g(["add", "-A"])
+  g(["commit", "-qm", "tasks"])
+  return dir
+}
+
+async function flowRun(tasksYaml: string, agents: number): Promise<number> {
+  const dir = repo(tasksYaml)
+  try {
+    const start = performance.now()
+    const proc = Bun.spawn([FLOW, "run", "--agents", String(agents), "--cli", "script", "--headless"], { cwd: dir, env: benchEnv(), stdout: "pipe", stderr: "pipe" })
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    if (code !== 0) throw new Error(`flow run exited ${code}:\n${err}\n${out.slice(-2000)}`)
+    return performance.now() - start
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The serial git loop: what landing n one-file tasks costs git alone, one after another. */
+function gitLoop(n: number): number {
+  const dir = repo(independent(n))
+  try {
+    const start = performance.now()
+    const script = `set -e
+for i in $(seq 0 ${n - 1}); do
+  git worktree add -q -b flow/t$i .flow/worktrees/t$i main
+  echo $i > .flow/worktrees/t$i/f$i.txt
+  git -C .flow/worktrees/t$i add -A
+  git -C .flow/worktrees/t$i -c user.name=b -c user.email=b@b commit -qm t$i
+  git -c user.name=b -c user.email=b@b merge -q --no-ff --no-edit -m "Merge t$i" flow/t$i
+  git worktree remove .flow/worktrees/t$i
+  git branch -q -D flow/t$i
+done`
+    const r = Bun.spawnSync(["bash", "-c", script], { cwd: dir })
+    if (r.exitCode !== 0) throw new Error(`the git loop failed: ${r.stderr}`)
+    return performance.now() - start
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const rows: Row[] = []
+const flowInd: number[] = []
+const loop: number[] = []
+const flowChain: number[] = []
+for (let i = 0; i < RUNS; i++) {
+  loop.push(gitLoop(40))
+  flowInd.push(await flowRun(independent(40), 4))
+  flowChain.push(await flowRun(chains(4, 6), 4))
+}
+rows.push({ name: "40 one-file tasks, 4 agents vs serial git loop", flowMs: median(flowInd), floorMs: median(loop), goal: 1.2 })
+rows.push({ name: "4 chains x 6 one-second tasks vs ideal 6 s", flowMs: median(flowChain), floorMs: 6000, goal: 1.15 })
+printHeader()
+for (const r of rows) printRow(r)
