@@ -1,5 +1,5 @@
 // `flow reset <task_id>` and `flow reset --stuck [--older-than <duration>]` (SPEC 3.2: a stuck task goes back to todo).
-import { parseTimestamp } from "../lib/cli/clock"
+import { isoSeconds, parseTimestamp } from "../lib/cli/clock"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
@@ -15,7 +15,8 @@ export const meta = {
   usage: "flow reset <task_id> | flow reset --stuck [--older-than <duration>]",
   description: `Puts a task back to todo for a retry: removes its started_at and completed_at, and sets its
 in-progress steps back to pending (done steps stay done: their work is committed). Its agent_name, notes
-and subtasks are kept.
+and subtasks are kept. When the task was done, its ready_for_agent dependents go back to todo in the same
+write; dependents already assigned or in progress are named in a warning.
 With --stuck, resets every in_progress task whose started_at is older than --older-than (default
 ${DEFAULT_STUCK}), all in one write. An in_progress task without started_at is listed, not reset.`,
   options: {
@@ -34,9 +35,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (positionals.length === 0) throw usage("missing <task_id> (or --stuck)", `usage: ${meta.usage}`)
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
   const id = positionals[0]
-  const changes = await mutateTasks(findProject(ctx), `flow reset ${id}`, (editor) => resetTask(editor, id, "reset"))
+  const now = isoSeconds()
+  const { changes, warnings } = await mutateTasks(findProject(ctx), `flow reset ${id}`, (editor) => resetTask(editor, id, now, "reset"))
   if (changes.length === 0) ctx.stdout(`${id} is already todo; nothing to reset\n`)
   for (const c of changes) ctx.stdout(`${formatChange(c)}\n`)
+  for (const w of warnings) ctx.stderr(`warning: ${w}\n`)
 }
 
 async function resetStuck(ctx: Ctx, olderThan: string): Promise<void> {
@@ -45,7 +48,9 @@ async function resetStuck(ctx: Ctx, olderThan: string): Promise<void> {
   const nowMs = Date.now()
   const { changes, undated } = await mutateTasks(findProject(ctx), "flow reset --stuck", (editor) => {
     const scan = findStuck(editor, nowMs, thresholdMs, parseTimestamp)
-    const changes: Change[] = scan.stuck.flatMap(({ id, forMs }) => resetTask(editor, id, `in progress for ${formatDuration(forMs)}`))
+    // Only in_progress tasks are stuck, so no reset here reopens a done task's dependents.
+    const now = isoSeconds(new Date(nowMs))
+    const changes: Change[] = scan.stuck.flatMap(({ id, forMs }) => resetTask(editor, id, now, `in progress for ${formatDuration(forMs)}`).changes)
     return { changes, undated: scan.undated }
   })
   for (const id of undated) {

@@ -140,3 +140,36 @@ test.concurrent("reset of an unknown id exits 1 naming the closest id", async ()
   await using dir = await tempRepo({ "tasks.yaml": STEPPED })
   await refused(dir, ["reset", "api-su"], 1, "error: no task 'api-su' in tasks.yaml\nhint: did you mean 'api-sub'?\n")
 })
+
+test.concurrent("reset of a done task sends its ready dependents back to todo in the same write and warns about started ones", async () => {
+  const file = `tasks:
+  - {id: a, title: A, status: done, instructions: x, completed_at: "2026-01-01T00:00:00Z"}
+  - {id: other, title: Other, status: done, instructions: x, completed_at: "2026-01-01T00:00:00Z"}
+  - {id: ready, title: Ready, status: ready_for_agent, instructions: x, depends_on: [a, other]}
+  - {id: busy, title: Busy, status: in_progress, instructions: x, depends_on: [a], started_at: "2026-01-01T00:00:00Z"}
+  - {id: handed, title: Handed, status: assigned, instructions: x, depends_on: [a]}
+  - {id: unrelated, title: Unrelated, status: ready_for_agent, instructions: x, depends_on: [other]}
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  const after = await run(dir, ["reset", "a"], {
+    stdout: "a: done → todo (reset)\nready: ready_for_agent → todo (dependency a reset)\n",
+    stderr:
+      "warning: a is no longer done, but its dependents busy (in_progress), handed (assigned) already started; left as they are (run 'flow reset <id>' to redo them after a)\n",
+  })
+  expect(after).toBe(
+    file
+      .replace(`status: done, instructions: x, completed_at: "2026-01-01T00:00:00Z"}\n  - {id: other`, "status: todo, instructions: x}\n  - {id: other")
+      .replace("id: ready, title: Ready, status: ready_for_agent", "id: ready, title: Ready, status: todo"),
+  )
+  expect((await flow(dir.path, ["next"])).stdout).toBe("[todo] a A\n[ready_for_agent] unrelated Unrelated (depends: other)\n")
+})
+
+test.concurrent("reset of a task that was not done leaves its dependents alone", async () => {
+  const file = `tasks:
+  - {id: a, title: A, status: in_progress, instructions: x, started_at: "2026-01-01T00:00:00Z"}
+  - {id: b, title: B, status: ready_for_agent, instructions: x, depends_on: [a]}
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  const after = await run(dir, ["reset", "a"], { stdout: "a: in_progress → todo (reset)\n" })
+  expect(after).toBe(file.replace('status: in_progress, instructions: x, started_at: "2026-01-01T00:00:00Z"', "status: todo, instructions: x"))
+})

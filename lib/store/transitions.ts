@@ -140,12 +140,17 @@ function dependentsIndex(editor: TasksEditor): Map<string, Task[]> {
   return out
 }
 
+export type ResetResult = { changes: Change[]; warnings: string[] }
+
 /**
  * `flow reset`: the task goes back to todo without its timestamps, and its in-progress steps back to pending
- * (done steps stay done: their work is committed). agent_name, notes and subtasks are left alone.
+ * (done steps stay done: their work is committed). agent_name, notes and subtasks are left alone. When the
+ * task was done, its dependents that were ready_for_agent go back to todo (rule 1: a dependency is no longer
+ * done), and those already assigned or in progress are named in `warnings`.
  */
-export function resetTask(editor: TasksEditor, id: string, reason?: string): Change[] {
+export function resetTask(editor: TasksEditor, id: string, now: string, reason?: string): ResetResult {
   const task = requireTask(editor.tasks, id).task
+  const wasDone = task.status === "done"
   const changes: Change[] = []
   if (task.status !== "todo") changes.push({ id, from: task.status, to: "todo", reason })
   else if (task.started_at !== undefined || task.completed_at !== undefined) changes.push({ id, from: "todo", to: "todo", reason: "timestamps removed" })
@@ -158,7 +163,17 @@ export function resetTask(editor: TasksEditor, id: string, reason?: string): Cha
     editor.set({ taskId: id, stepId: step.id }, "started_at", undefined)
     changes.push({ id: step.id, from: "in_progress", to: "pending" })
   }
-  return changes
+  if (!wasDone) return { changes, warnings: [] }
+  const dependents = dependentsIndex(editor).get(id) ?? []
+  for (const dependent of dependents) {
+    if (dependent.status === "ready_for_agent") changes.push(moveTask(editor, dependent.id, "todo", now, `dependency ${id} reset`))
+  }
+  const started = dependents.filter((t) => t.status === "assigned" || t.status === "in_progress")
+  const warnings =
+    started.length === 0
+      ? []
+      : [`${id} is no longer done, but ${started.length === 1 ? "its dependent" : "its dependents"} ${listWithStatus(started)} already started; left as ${started.length === 1 ? "it is" : "they are"} (run 'flow reset <id>' to redo ${started.length === 1 ? "it" : "them"} after ${id})`]
+  return { changes, warnings }
 }
 
 export type StuckScan = { stuck: { id: string; forMs: number }[]; undated: string[] }
