@@ -136,7 +136,7 @@ test.concurrent("kill -9 during a check, then a rerun: main moves once, to a mer
     expect((await git(dir.path, ["rev-parse", "main"])).trim()).toBe(before)
     Bun.write(join(gate, "go"), "")
     const again = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], { env: { GATE: gate } })
-    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" })
+    expect({ code: again.code, stderr: again.stderr, out: again.code ? again.stdout : "" }).toEqual({ code: 0, stderr: "", out: "" })
     expect(again.stdout).toContain("work: queue main #1 passed")
     expect((await git(dir.path, ["log", "--merges", "--format=%s", "main"])).trim()).toBe("Merge flow/work: work")
     const main = (await git(dir.path, ["rev-parse", "main"])).trim()
