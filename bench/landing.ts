@@ -14,7 +14,16 @@ if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 
 const task = (id: string, script: string, deps: string[] = []) =>
-  [`  - id: ${id}`, `    title: Task ${id}`, "    status: todo", ...(deps.length ? [`    depends_on: [${deps.join(", ")}]`] : []), "    instructions: |", "      ```sh", ...script.split("\n").map((l) => `      ${l}`), "      ```"].join("\n")
+  [
+    `  - id: ${id}`,
+    `    title: Task ${id}`,
+    "    status: todo",
+    ...(deps.length ? [`    depends_on: [${deps.join(", ")}]`] : []),
+    "    instructions: |",
+    "      ```sh",
+    ...script.split("\n").map((l) => `      ${l}`),
+    "      ```",
+  ].join("\n")
 
 const independent = (n: number) => `tasks:\n${Array.from({ length: n }, (_, i) => task(`t${i}`, `echo ${i} > f${i}.txt`)).join("\n")}\n`
 const chains = (k: number, len: number) =>
@@ -39,7 +48,12 @@ async function flowRun(tasksYaml: string, agents: number): Promise<number> {
   const dir = repo(tasksYaml)
   try {
     const start = performance.now()
-    const proc = Bun.spawn([FLOW, "run", "--agents", String(agents), "--cli", "script", "--headless"], { cwd: dir, env: benchEnv(), stdout: "pipe", stderr: "pipe" })
+    const proc = Bun.spawn([FLOW, "run", "--agents", String(agents), "--cli", "script", "--headless"], {
+      cwd: dir,
+      env: benchEnv(),
+      stdout: "pipe",
+      stderr: "pipe",
+    })
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     if (code !== 0) throw new Error(`flow run exited ${code}:\n${err}\n${out.slice(-2000)}`)
     return performance.now() - start

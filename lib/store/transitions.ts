@@ -172,7 +172,9 @@ export function resetTask(editor: TasksEditor, id: string, now: string, reason?:
   const warnings =
     started.length === 0
       ? []
-      : [`${id} is no longer done, but ${started.length === 1 ? "its dependent" : "its dependents"} ${listWithStatus(started)} already started; left as ${started.length === 1 ? "it is" : "they are"} (run 'flow reset <id>' to redo ${started.length === 1 ? "it" : "them"} after ${id})`]
+      : [
+          `${id} is no longer done, but ${started.length === 1 ? "its dependent" : "its dependents"} ${listWithStatus(started)} already started; left as ${started.length === 1 ? "it is" : "they are"} (run 'flow reset <id>' to redo ${started.length === 1 ? "it" : "them"} after ${id})`,
+        ]
   return { changes, warnings }
 }
 
