@@ -10,9 +10,10 @@ import { mutateTasks, readTasks } from "../lib/store/tasks"
 import { indexTasks, type Step, type Task } from "../lib/model/task-index"
 import { requireTask } from "../lib/graph/task-lookup"
 import { finishStep, formatChange, startStep, stepStatus } from "../lib/store/transitions"
+import { writeReport } from "../lib/store/write-report"
 
 export const meta = {
-  usage: "flow step <start|done> <step_id> | flow step <show|list> <task_id> [--json]",
+  usage: "flow step <start|done> <step_id> [--json] | flow step <show|list> <task_id> [--json]",
   description: `Subcommands:
   start <step_id>  pending → in_progress with started_at, once every earlier step is done; a task not yet
                    started (todo, ready_for_agent, assigned) becomes in_progress in the same write
@@ -21,7 +22,10 @@ export const meta = {
   show <task_id>   the current step: the first in progress, else the first pending
   list <task_id>   every step: [<status>] <step_id> <first line of the instruction>`,
   options: {
-    json: { type: "boolean", help: "show and list: print JSON (lib/model/json-shapes.ts StepShowReport, StepListReport)" },
+    json: {
+      type: "boolean",
+      help: "print JSON (lib/model/json-shapes.ts): start and done what changed (WriteReport), show and list StepShowReport and StepListReport",
+    },
   },
 } as const
 
@@ -34,11 +38,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!(SUBCOMMANDS as readonly string[]).includes(sub))
     throw usage(`unknown step subcommand '${sub}'`, `use one of ${SUBCOMMANDS.join(", ")}; usage: ${meta.usage}`)
   const operand = sub === "start" || sub === "done" ? "step_id" : "task_id"
-  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}>${operand === "task_id" ? " [--json]" : ""}`)
-  if (sub === "start" || sub === "done") {
-    if (values.json) throw usage(`--json works with 'flow step show' and 'flow step list', not 'flow step ${sub}'`)
-    return changeStep(ctx, sub, id)
-  }
+  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}> [--json]`)
+  if (sub === "start" || sub === "done") return changeStep(ctx, sub, id, values.json === true)
   const task = requireTask(indexTasks((await readTasks(findProject(ctx))).data), id).task
   const steps = task.steps ?? []
   if (steps.length === 0) {
@@ -48,11 +49,13 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   else list(ctx, task, steps, values.json === true)
 }
 
-async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string): Promise<void> {
+async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string, json: boolean): Promise<void> {
   // The time is taken under the lock, so a step never ends before it starts.
-  const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) =>
-    sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds()),
-  )
+  const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) => {
+    const result = sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds())
+    return { ...result, report: writeReport(editor, result.taskId, result.changes, result.notes) }
+  })
+  if (json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)
   for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
