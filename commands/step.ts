@@ -9,6 +9,7 @@ import { findProject } from "../lib/cli/project"
 import { mutateTasks, readTasks } from "../lib/store/tasks"
 import { indexTasks, type Step, type Task } from "../lib/model/task-index"
 import { requireTask } from "../lib/graph/task-lookup"
+import { stepTitle } from "../lib/graph/step-title"
 import { finishStep, formatChange, startStep, stepStatus } from "../lib/store/transitions"
 import { writeReport } from "../lib/store/write-report"
 
@@ -20,7 +21,7 @@ export const meta = {
   done <step_id>   → done with completed_at, from in_progress, or from pending once every earlier step is
                    done; after the last step the orchestrator merges and marks the task done
   show <task_id>   the current step: the first in progress, else the first pending
-  list <task_id>   every step: [<status>] <step_id> <first line of the instruction>`,
+  list <task_id>   every step: [<status>] <step_id> <first line of the instruction (outside code)>`,
   options: {
     json: {
       type: "boolean",
@@ -102,6 +103,6 @@ function list(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
     const status = stepStatus(s)
     const when =
       status === "done" && s.completed_at ? `  completed ${s.completed_at}` : status === "in_progress" && s.started_at ? `  started ${s.started_at}` : ""
-    ctx.stdout(`[${status}] ${s.id} ${s.instruction.trim().split("\n")[0]}${when}\n`)
+    ctx.stdout(`[${status}] ${s.id} ${stepTitle(s.instruction)}${when}\n`)
   }
 }

@@ -178,3 +178,35 @@ test.concurrent("starting a step of a blocked task starts the step and leaves th
   })
   expect(stamped(after)).toBe(file.replace("{id: a.1, instruction: one}", "{id: a.1, instruction: one, status: in_progress, started_at: <now>}"))
 })
+
+test.concurrent("a step whose instruction opens with a code block is named by its first line outside the code, in step list and show", async () => {
+  const file = `tasks:
+  - id: ci
+    title: CI
+    status: in_progress
+    steps:
+      - id: ci.1
+        instruction: |
+          \`\`\`sh
+          npm ci
+          \`\`\`
+          Install the dependencies.
+      - id: ci.2
+        instruction: |
+          ~~~~sh
+          npm test
+          ~~~
+          still code
+          ~~~~
+      - id: ci.3
+        instruction: Lint.
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  expect(await flow(dir.path, ["step", "list", "ci"])).toEqual({
+    code: 0,
+    stdout: "[pending] ci.1 Install the dependencies.\n[pending] ci.2 npm test\n[pending] ci.3 Lint.\n",
+    stderr: "",
+  })
+  const shown = await flow(dir.path, ["show", "ci"])
+  expect(shown.stdout).toContain("\nSteps:\n  [pending] ci.1 Install the dependencies.\n  [pending] ci.2 npm test\n  [pending] ci.3 Lint.\n")
+})
