@@ -3,9 +3,9 @@
 // Command modules load lazily: agents call flow many times a minute, and start-up must not pay for
 // libraries (arktype alone costs about 0.25 s) that a command does not use.
 import { resolve } from "node:path"
-import { statSync } from "node:fs"
 import { commandHelp, type Command } from "./lib/cli/args"
 import { ctxFromProcess, type Ctx } from "./lib/cli/context"
+import { folderArgument } from "./lib/cli/project"
 import { Exit, FlowError, usage } from "./lib/cli/errors"
 import { colours } from "./lib/terminal/colour"
 import { closest } from "./lib/cli/suggest"
@@ -119,9 +119,7 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
     while (args[0] === "-C") {
       const dir = args[1]
       if (!dir) throw usage("-C needs a folder", "usage: flow -C <dir> <command> ...")
-      const target = resolve(ctx.cwd, dir)
-      if (!isDir(target)) throw usage(`-C ${dir}: no such folder`)
-      ctx = { ...ctx, cwd: target }
+      ctx = { ...ctx, cwd: folderArgument(dir, resolve(ctx.cwd, dir)) }
       args = args.slice(2)
     }
     const [name, ...rest] = args
@@ -157,14 +155,6 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
       ctx.stderr(`${c.red(c.bold("error:"))} ${e.message}\n${e.hint ? `${c.dim("hint:")} ${e.hint}\n` : ""}`)
     }
     return e.exit
-  }
-}
-
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory()
-  } catch {
-    return false
   }
 }
 

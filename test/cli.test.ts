@@ -132,14 +132,23 @@ test.concurrent("-C <dir> runs the command as if started in <dir>; -C twice goes
 
 test.concurrent("-C with a missing folder, a file, or no folder at all is a usage error", async () => {
   await using dir = await tempRepo({ "tasks.yaml": VALID, "afile.txt": "x\n" })
-  expect(await flow(dir.path, ["-C", "missing", "validate"])).toEqual({ code: 2, stdout: "", stderr: "error: -C missing: no such folder\n" })
-  expect(await flow(dir.path, ["-C", "afile.txt", "validate"])).toEqual({ code: 2, stdout: "", stderr: "error: -C afile.txt: no such folder\n" })
+  const real = realpathSync(dir.path)
+  expect(await flow(dir.path, ["-C", "missing", "validate"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: the folder missing (${join(real, "missing")}) does not exist\n`,
+  })
+  expect(await flow(dir.path, ["-C", "afile.txt", "validate"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: afile.txt (${join(real, "afile.txt")}) is not a folder\n`,
+  })
   expect(await flow(dir.path, ["-C"])).toEqual({ code: 2, stdout: "", stderr: "error: -C needs a folder\nhint: usage: flow -C <dir> <command> ...\n" })
   const json = await flow(dir.path, ["-C", "missing", "validate", "--json"])
   expect({ code: json.code, stdout: json.stdout, error: jsonError(json.stderr) }).toEqual({
     code: 2,
     stdout: "",
-    error: { error: "-C missing: no such folder", exit: 2 },
+    error: { error: `the folder missing (${join(real, "missing")}) does not exist`, exit: 2 },
   })
 })
 
