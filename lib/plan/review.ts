@@ -3,7 +3,8 @@
 import { planToTasks } from "./generate"
 import { childrenOf, listItems, outline, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
 import { splitLines } from "./markdown-blocks"
-import { labelOpensList, parsePlan, readLabel, type PlanLine } from "./plan-parse"
+import { labelOpensList, readLabel } from "./plan-labels"
+import { parsePlan, type PlanLine } from "./plan-parse"
 
 /** A change of lines: `remove` lines from index `at` (0-based) are replaced by `lines`. */
 export type Change = { at: number; remove: number; lines: string[] }
