@@ -36,7 +36,7 @@ test.concurrent("flow --help lists every command of the table under its group, i
   // Read the groups back from the text: a "Group:" line, then indented "name  summary" lines.
   const listed: { group: string; name: string; summary: string }[] = []
   let group: string | undefined
-  for (const line of lines.slice(3, lines.indexOf("Global options:"))) {
+  for (const line of lines.slice(3, lines.indexOf("Help topics (flow help <topic>):"))) {
     const header = /^(\S.*):$/.exec(line)
     const row = /^ {2}(\S+) +(\S.*)$/.exec(line)
     if (header) group = header[1]
@@ -48,6 +48,7 @@ test.concurrent("flow --help lists every command of the table under its group, i
   const groupOrder = [...new Set(expected.map((e) => e.group))]
   expected.sort((a, b) => groupOrder.indexOf(a.group) - groupOrder.indexOf(b.group))
   expect(listed).toEqual(expected)
+  expect(result.stdout).toContain("\nHelp topics (flow help <topic>):\n  config  ")
   expect(result.stdout).toContain("Global options:\n  -C <dir>        run as if flow was started in <dir>\n  -h, --help ")
   expect(result.stdout).toContain("-V, --version")
 })
