@@ -135,10 +135,13 @@ function fieldsAt(path: KeyPath): string[] {
   return []
 }
 
-/** For a field of two shapes, the type of the shape written: its problems are the ones to tell. */
-const SHAPES: Record<string, (value: unknown) => { (data: unknown): unknown } | undefined> = {
-  verify: (v) => (Array.isArray(v) ? VerifyConfig.array() : isRecord(v) ? VerifyConfig : undefined),
-  pull_request: (v) => (isRecord(v) ? PullRequestConfig : undefined),
+/** A check of one shape: every problem of `value`, unknown keys at any depth included, or nothing. */
+type ShapeCheck = (value: unknown) => unknown
+
+/** For a field of two shapes, the check of the shape written: its problems are the ones to tell. */
+const SHAPES: Record<string, (value: unknown) => ShapeCheck | undefined> = {
+  verify: (v) => (Array.isArray(v) ? VerifyConfig.array().onDeepUndeclaredKey("reject") : isRecord(v) ? VerifyConfig.onDeepUndeclaredKey("reject") : undefined),
+  pull_request: (v) => (isRecord(v) ? PullRequestConfig.onDeepUndeclaredKey("reject") : undefined),
 }
 
 function isRecord(v: unknown): boolean {
@@ -152,8 +155,7 @@ function problems(errors: InstanceType<typeof type.errors>, data: unknown, base:
     const shape = e.code === "union" && path.length === 1 ? SHAPES[String(path[0])] : undefined
     const value = shape ? (data as Record<string, unknown>)[String(path[0])] : undefined
     // A union stops at the first problem of each shape: the shape written is checked again for all of them.
-    const again = shape?.(value) as ((d: unknown) => unknown) & { onDeepUndeclaredKey: (k: "reject") => (d: unknown) => unknown }
-    const out = again?.onDeepUndeclaredKey("reject")(value)
+    const out = shape?.(value)?.(value)
     if (out instanceof type.errors) return problems(out, value, path)
     // A union's problem already names its field; the others are said of the field's whole path.
     const message = e.code === "union" ? e.message : `${path.length ? fieldName(path) : "flow.yaml"} ${e.problem}`
