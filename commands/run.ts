@@ -190,7 +190,7 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
   if (configured.length === 0) {
     throw usage(
       "no agents: flow.yaml lists none and no --agents/--cli was given",
-      "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)",
+      "for example: flow run --agents 2 --cli claude, or agents in flow.yaml ('flow help config' shows how)",
     )
   }
   return configured

@@ -7,6 +7,7 @@ import { descendantsOf, effectivePhase, pointingAt, showReport } from "../lib/gr
 import { indexTasks, type Indexed } from "../lib/model/task-index"
 import { taskLine } from "../lib/graph/task-lines"
 import { requireTask } from "../lib/graph/task-lookup"
+import { stepTitle } from "../lib/graph/step-title"
 import { readTasks } from "../lib/store/tasks"
 import { readUsage, usageText } from "../lib/run/usage"
 
@@ -96,8 +97,8 @@ function bullets(out: string[], label: string, items: string[] | undefined): voi
   for (const item of items) out.push(`  - ${item.replace(/\s+$/, "").split("\n").join("\n    ")}`)
 }
 
-/** ` <first line>` of a step's instruction, or nothing for an empty one (no trailing space). */
+/** ` <title>` of a step (lib/graph/step-title.ts), or nothing for an empty one (no trailing space). */
 function firstLine(text: string): string {
-  const line = text.trim().split("\n", 1)[0].trimEnd()
+  const line = stepTitle(text)
   return line ? ` ${line}` : ""
 }

@@ -9,19 +9,24 @@ import { findProject } from "../lib/cli/project"
 import { mutateTasks, readTasks } from "../lib/store/tasks"
 import { indexTasks, type Step, type Task } from "../lib/model/task-index"
 import { requireTask } from "../lib/graph/task-lookup"
+import { stepTitle } from "../lib/graph/step-title"
 import { finishStep, formatChange, startStep, stepStatus } from "../lib/store/transitions"
+import { writeReport } from "../lib/store/write-report"
 
 export const meta = {
-  usage: "flow step <start|done> <step_id> | flow step <show|list> <task_id> [--json]",
+  usage: "flow step <start|done> <step_id> [--json] | flow step <show|list> <task_id> [--json]",
   description: `Subcommands:
   start <step_id>  pending → in_progress with started_at, once every earlier step is done; a task not yet
                    started (todo, ready_for_agent, assigned) becomes in_progress in the same write
   done <step_id>   → done with completed_at, from in_progress, or from pending once every earlier step is
                    done; after the last step the orchestrator merges and marks the task done
   show <task_id>   the current step: the first in progress, else the first pending
-  list <task_id>   every step: [<status>] <step_id> <first line of the instruction>`,
+  list <task_id>   every step: [<status>] <step_id> <first line of the instruction (outside code)>`,
   options: {
-    json: { type: "boolean", help: "show and list: print JSON (lib/model/json-shapes.ts StepShowReport, StepListReport)" },
+    json: {
+      type: "boolean",
+      help: "print JSON (lib/model/json-shapes.ts): start and done what changed (WriteReport), show and list StepShowReport and StepListReport",
+    },
   },
 } as const
 
@@ -34,11 +39,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!(SUBCOMMANDS as readonly string[]).includes(sub))
     throw usage(`unknown step subcommand '${sub}'`, `use one of ${SUBCOMMANDS.join(", ")}; usage: ${meta.usage}`)
   const operand = sub === "start" || sub === "done" ? "step_id" : "task_id"
-  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}>${operand === "task_id" ? " [--json]" : ""}`)
-  if (sub === "start" || sub === "done") {
-    if (values.json) throw usage(`--json works with 'flow step show' and 'flow step list', not 'flow step ${sub}'`)
-    return changeStep(ctx, sub, id)
-  }
+  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}> [--json]`)
+  if (sub === "start" || sub === "done") return changeStep(ctx, sub, id, values.json === true)
   const task = requireTask(indexTasks((await readTasks(findProject(ctx))).data), id).task
   const steps = task.steps ?? []
   if (steps.length === 0) {
@@ -48,11 +50,13 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   else list(ctx, task, steps, values.json === true)
 }
 
-async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string): Promise<void> {
+async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string, json: boolean): Promise<void> {
   // The time is taken under the lock, so a step never ends before it starts.
-  const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) =>
-    sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds()),
-  )
+  const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) => {
+    const result = sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds())
+    return { ...result, report: writeReport(editor, result.taskId, result.changes, result.notes) }
+  })
+  if (json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)
   for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
@@ -99,6 +103,6 @@ function list(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
     const status = stepStatus(s)
     const when =
       status === "done" && s.completed_at ? `  completed ${s.completed_at}` : status === "in_progress" && s.started_at ? `  started ${s.started_at}` : ""
-    ctx.stdout(`[${status}] ${s.id} ${s.instruction.trim().split("\n")[0]}${when}\n`)
+    ctx.stdout(`[${status}] ${s.id} ${stepTitle(s.instruction)}${when}\n`)
   }
 }

@@ -239,13 +239,26 @@ test.concurrent("flow generate <plan-file> reads another file", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plans/v2.md": read("crlf.md") })
   const r = await flow(dir.path, ["generate", "plans/v2.md"])
   expect(r).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 1 task in 1 phase from plans/v2.md\n", stderr: "" })
-  expect(dir.read("tasks.yaml")).toBe(read("crlf.yaml"))
+  // The header and every note name the file read, not plan.md.
+  expect(dir.read("tasks.yaml")).toBe(read("crlf.yaml").replace("from plan.md.", "from v2.md."))
+  dir.write("plans/empty.md", "\n")
+  dir.write("plans/list.md", "# Implementation Plan\n\n## Phase 1: A\n\n- do a\n")
+  expect(await flow(dir.path, ["generate", "plans/empty.md"])).toEqual({
+    code: 1,
+    stdout: "",
+    stderr:
+      "plans/empty.md: error: plans/empty.md is empty\n  hint: write plans/empty.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')\n" +
+      "error: plans/empty.md has 1 error: tasks.yaml was not written\nhint: fix the plan at the lines above and run 'flow generate' again\n",
+  })
+  expect((await flow(dir.path, ["generate", "plans/list.md"])).stderr).toContain(
+    "plans/list.md:5: error: plans/list.md has its work as list items, not as '### <n>.<m> <title>' sections",
+  )
 })
 
 test.concurrent("flow generate <plan-file> outside any project writes tasks.yaml in the working folder", async () => {
   await using dir = await tempRepo({ "p1.md": read("basic.md") })
   expect(await flow(dir.path, ["generate", "p1.md"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 4 tasks in 2 phases from p1.md\n", stderr: "" })
-  expect(dir.read("tasks.yaml")).toBe(read("basic.yaml"))
+  expect(dir.read("tasks.yaml")).toBe(read("basic.yaml").replace("from plan.md.", "from p1.md."))
 })
 
 test.concurrent("--enrich: an agent's proposals for instructions and criteria are checked and laid over the generated tasks", async () => {

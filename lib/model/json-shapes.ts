@@ -96,6 +96,10 @@ export const ListReport = type({
 })
 export type ListReport = typeof ListReport.infer
 
+/** A task as stored in tasks.yaml (keys flow does not know included), without its `subtasks`. */
+export const StoredTask = Task.omit("subtasks")
+export type StoredTask = typeof StoredTask.infer
+
 /**
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
@@ -103,7 +107,7 @@ export type ListReport = typeof ListReport.infer
  * ancestor's), that phase's title in plan.md and the tokens and cost its agents reported.
  */
 export const ShowReport = type({
-  task: Task.omit("subtasks"),
+  task: StoredTask,
   subtasks: TaskSummary.array(),
   dependencies: type({ id: "string", status: TaskStatusValue }).array(),
   dependents: "string[]",
@@ -131,6 +135,21 @@ export const AgentsReport = type({
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
+
+// --- the commands that change tasks ---
+
+/**
+ * `flow ready|start|done|block|todo|note|assign|step start|step done --json`: what the one write did.
+ * `changes` are the status lines of the text output, in order ([] when nothing moved: the task was already
+ * there, or the command changes no status); `tasks` are the command's task and each task a change names (a
+ * step's task for a step), as stored after the write; `notes` are what the text output says on stderr.
+ */
+export const WriteReport = type({
+  changes: type({ id: "string", from: "string", to: "string", reason: "string | null" }).array(),
+  tasks: StoredTask.array(),
+  notes: "string[]",
+})
+export type WriteReport = typeof WriteReport.infer
 
 // --- generate, plan, refine ---
 

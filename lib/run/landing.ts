@@ -105,7 +105,9 @@ export class Landing {
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
     if (!result.alreadyMerged) killPoint("before-done")
-    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
+    // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
+    // meanwhile must not leave merged work not done.
+    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
     background.add(this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())).catch(() => {}))
