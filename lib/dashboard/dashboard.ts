@@ -100,6 +100,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
       })),
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
+    blocked: tasks.filter((t) => t.status === "blocked").map((t) => ({ id: t.id, title: t.title, note: blockNote(t) })),
     run: runtime.run,
     usage: { run: runtime.usage.run, total: runtime.usage.total },
     queue: runtime.queue,
@@ -145,6 +146,15 @@ function stoppedWith(task: Task, runtime: RuntimeState): { agent: string | null 
   const started = parseTimestamp(task.started_at)
   const ended = parseTimestamp(end.at)
   return started !== undefined && ended !== undefined && started > ended ? undefined : end
+}
+
+/**
+ * Why a blocked task waits, as one line: the first line of its last note. A block (by an agent, a failed
+ * check, a conflict, a person) appends its reason as the newest note; older notes are history.
+ */
+function blockNote(task: Task): string | null {
+  const line = task.ai_notes?.at(-1)?.trim().split("\n", 1)[0].trim()
+  return line ? line : null
 }
 
 /** The current step as `k` of `n` (the last when every step is done); null for a task without steps. */

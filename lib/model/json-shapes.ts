@@ -251,7 +251,8 @@ const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"]))
  * `running` are the assigned and in-progress tasks in file order: `agent` is the one a run has working on it
  * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
  * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
- * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
+ * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person, `blocked`
+ * the blocked tasks in file order with the first line of their last note (why it was blocked); `run` is
  * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
  * task's `usage` is its own so far (null where nothing was reported). `queue`: the merge queues (MergeQueueReport).
  */
@@ -276,6 +277,7 @@ export const DashboardReport = type({
   recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",
   review: "string[]",
+  blocked: type({ id: "string", title: "string", note: "string | null" }).array(),
   run: type({ pid: "number", since: "string" }).or("null"),
   usage: RunUsage,
   queue: MergeQueueReport,
