@@ -115,6 +115,7 @@ test.concurrent("--json gives every group with its header and every task as a Ta
     depends_on: [],
     agent_name: null,
     checkpoint: false,
+    worked_by: null,
   })
   expect(byId["auth-token-rotation"]).toMatchObject({ parent: "auth-token", depth: 2, phase: null })
   expect(byId.review).toMatchObject({ checkpoint: true, depends_on: ["api-tests"], parent: null, depth: 0 })
