@@ -1,4 +1,5 @@
 import { adapterFor, type Adapter } from "../lib/agents"
+import { versionCheck } from "../lib/agents/versions"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
@@ -51,7 +52,16 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
+  const clis = new Map<string, Adapter>()
+  for (const agent of agents) {
+    if (agent.cli === "script") continue
+    const adapter = adapterFor(agent.cli, { command: agent.command })
+    requireInstalled(agent, adapter)
+    clis.set(adapter.cli, adapter)
+  }
+  // Once per CLI, however many agents use it: one older than flow was checked against may misbehave.
+  const versions = await Promise.all([...clis.values()].map((a) => versionCheck(a, ctx.env, project.dir)))
+  for (const warning of versions) if (warning) ctx.stderr(`warning: ${warning}\n`)
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
