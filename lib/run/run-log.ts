@@ -3,9 +3,8 @@
 // are kept; `flow log` reads them (docs/RUN.md "The run's log").
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync, writeSync } from "node:fs"
 import { join } from "node:path"
-import type { Project } from "../cli/project"
+import { runLockTarget, type Project } from "../cli/project"
 import { lockHolder } from "../store/lock"
-import { runLockTarget } from "../cli/project"
 
 /** How many runs' logs are kept: the oldest go when a run starts. */
 export const KEEP_RUNS = 20
