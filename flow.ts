@@ -74,6 +74,7 @@ export const COMMANDS: Record<string, Entry> = {
   questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
   answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
   run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
+  log: { group: "Run", summary: "print the latest run's log, or one task's lines across runs; --follow a live run", load: () => import("./commands/log") },
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   repo: { group: "Run", summary: "list or remove the git worktrees of a repository", load: () => import("./commands/repo") },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },

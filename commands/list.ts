@@ -1,7 +1,7 @@
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
-import type { ListReport, TaskSummary } from "../lib/model/json-shapes"
+import type { ListedTask, ListReport } from "../lib/model/json-shapes"
 import { phaseHeader, readPhaseTitles } from "../lib/plan/plan-phases"
 import { findProject } from "../lib/cli/project"
 import { statusArg } from "../lib/graph/status-arg"
@@ -9,13 +9,16 @@ import { indexTasks } from "../lib/model/task-index"
 import { mergePending } from "../lib/run/merge-pending"
 import { taskLine, taskSummary } from "../lib/graph/task-lines"
 import { readTasks } from "../lib/store/tasks"
+import { readWork, workedBy, workedByMark } from "../lib/run/worked-by"
 
 export const meta = {
   usage: "flow list [<status>] [--json]",
   description: `Prints every task, one line each: [<status>] <id> <title> (depends: <ids>), grouped by the
 phase of its top-level task, phases in ascending order, each under a header 'Phase <n>: <title>' (the
 title from a '## Phase <n>: <title>' heading in plan.md), tasks without a phase last under 'No phase'.
-Subtasks follow their parent, indented two spaces per level.
+Subtasks follow their parent, indented two spaces per level. A checkpoint's line ends in (checkpoint); a
+task a 'flow run' agent has or had ends in (working: <agent>), (stopped: <agent>) when its run is gone
+and the next run resumes it, or (by <agent>) for the agent that had it last.
 <status> (todo, ready_for_agent, assigned, in_progress, done, blocked) shows only tasks with that status;
 a shown subtask is then indented below its nearest shown ancestor.`,
   options: {
@@ -23,7 +26,7 @@ a shown subtask is then indented below its nearest shown ancestor.`,
   },
 } as const
 
-type Group = { phase: number | null; lines: string[]; tasks: TaskSummary[] }
+type Group = { phase: number | null; lines: string[]; tasks: ListedTask[] }
 
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
@@ -39,12 +42,16 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const childIndent = new Map<string, number>()
   const groupOf = new Map<string, Group>()
   const index = indexTasks(data)
-  const pending = json
-    ? new Map()
-    : await mergePending(
-        project,
-        [...index.values()].map((e) => e.task),
-      )
+  // One read of the run state for every task (a few queries, never one per task).
+  const [pending, work] = await Promise.all([
+    json
+      ? new Map()
+      : mergePending(
+          project,
+          [...index.values()].map((e) => e.task),
+        ),
+    readWork(project),
+  ])
   for (const { task, parent, depth } of index.values()) {
     let group: Group
     let indent = 0
@@ -60,8 +67,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     const shown = filter === undefined || task.status === filter
     childIndent.set(task.id, shown ? indent + 1 : indent)
     if (!shown) continue
-    if (json) group.tasks.push(taskSummary(task, parent, depth))
-    else group.lines.push(`${"  ".repeat(indent)}${taskLine(task, pending.has(task.id) ? "done, merge pending" : task.status)}`)
+    const worker = workedBy(task, work)
+    if (json) group.tasks.push({ ...taskSummary(task, parent, depth), worked_by: worker })
+    else group.lines.push(`${"  ".repeat(indent)}${taskLine(task, pending.has(task.id) ? "done, merge pending" : task.status)}${workedByMark(worker)}`)
   }
   const ordered = [...groups.values()]
     .filter((g) => (json ? g.tasks : g.lines).length > 0)

@@ -1,4 +1,5 @@
 import { adapterFor, type Adapter } from "../lib/agents"
+import { versionCheck } from "../lib/agents/versions"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
@@ -9,6 +10,7 @@ import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
+import { startRunLog, type RunLog } from "../lib/run/run-log"
 import { answerer, openState, type StateDb } from "../lib/run/state-db"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
@@ -21,7 +23,7 @@ import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
-import { basename } from "node:path"
+import { basename, relative } from "node:path"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
@@ -50,7 +52,16 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
+  const clis = new Map<string, Adapter>()
+  for (const agent of agents) {
+    if (agent.cli === "script") continue
+    const adapter = adapterFor(agent.cli, { command: agent.command })
+    requireInstalled(agent, adapter)
+    clis.set(adapter.cli, adapter)
+  }
+  // Once per CLI, however many agents use it: one older than flow was checked against may misbehave.
+  const versions = await Promise.all([...clis.values()].map((a) => versionCheck(a, ctx.env, project.dir)))
+  for (const warning of versions) if (warning) ctx.stderr(`warning: ${warning}\n`)
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
@@ -119,11 +130,19 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   onReaderGone(readerLeft)
   const bus = new EventBus()
   const terminal = options.headless ? undefined : ctx.terminal
+  // Every line goes to the run's log file too, so the screen's run can be read afterwards (flow log).
+  let log: RunLog | undefined
+  try {
+    log = startRunLog(project)
+  } catch {
+    // A .flow that takes no new file (full, read-only) costs the log, never the run.
+  }
   // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
   let summaryLine: string | undefined
   bus.subscribe((event, at) => {
     const line = logLine(event, at)
     if (line === undefined) return
+    log?.write(line)
     if (!terminal) ctx.stdout(`${line}\n`)
     else if (event.type === "run-end") summaryLine = line
   })
@@ -160,6 +179,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       ui?.close()
       process.off("exit", restore)
       if (summaryLine !== undefined) ctx.stdout(`${summaryLine}\n`)
+      // The screen is gone: say where its lines are.
+      if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
       await flush()
     }
   } finally {
@@ -167,6 +188,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     process.off("SIGPIPE", readerLeft)
     onReaderGone(undefined)
     db?.close()
+    log?.close()
     release()
   }
 }

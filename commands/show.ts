@@ -10,10 +10,12 @@ import { requireTask } from "../lib/graph/task-lookup"
 import { stepTitle } from "../lib/graph/step-title"
 import { readTasks } from "../lib/store/tasks"
 import { readUsage, usageText } from "../lib/run/usage"
+import { readWork, workedBy, workedByText } from "../lib/run/worked-by"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
-  description: `Prints one task (subtask ids work too): id, title, status, phase, agent, each dependency with
+  description: `Prints one task (subtask ids work too): id, title, status, phase, agent (the agent_name it is
+restricted to) and, once a 'flow run' agent had it, the agent that works or worked on it, each dependency with
 its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
 checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times,
 the tokens and cost its agents reported; then its steps and its subtasks, one line each.`,
@@ -34,9 +36,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
   const { phase, from } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const usage = (await readUsage(project)).byTask.get(task.id) ?? null
+  const [totals, work] = await Promise.all([readUsage(project), readWork(project)])
+  const usage = totals.byTask.get(task.id) ?? null
+  const worker = workedBy(task, work)
   if (values.json) {
-    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage), null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage, worker), null, 2)}\n`)
     return
   }
   const descendants = descendantsOf(task, entry.depth)
@@ -47,8 +51,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     `Title: ${task.title}`,
     `Status: ${pending ? `done, merge pending (${pendingNote(task.id, pending).replace(`${task.id}: `, "")})` : task.status}`,
     `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
-    `Agent: ${task.agent_name ?? "none"}`,
+    // `Agent:` is SPEC's agent_name, a restriction: said so when there is none, as the agent at work is another line.
+    `Agent: ${task.agent_name ?? "none (any agent may take it)"}`,
   ]
+  if (worker) out.push(`Worked by: ${workedByText(worker)}`)
   const deps = task.depends_on ?? []
   if (deps.length === 0) out.push("Dependencies: none")
   else {

@@ -90,9 +90,27 @@ export const TaskSummary = type({
 })
 export type TaskSummary = typeof TaskSummary.infer
 
+/**
+ * The agent of a `flow run` that holds a task or held it last (lib/run/worked-by.ts, docs/CLI.md "Who works
+ * on a task"), apart from `agent_name`, which only restricts who may take it. `working`: an agent of the live
+ * run holds it; `stopped`: its run is gone and the next `flow run` resumes it; `ended`: the agent left it, at
+ * `ended_at`, in `ended_status` (both null while an agent holds it).
+ */
+export const WorkedBy = type({
+  agent: "string",
+  state: "'working' | 'stopped' | 'ended'",
+  ended_at: "string | null",
+  ended_status: "string | null",
+})
+export type WorkedBy = typeof WorkedBy.infer
+
+/** One task of `flow list --json`: its summary and who works or worked on it (null when no run had it). */
+export const ListedTask = TaskSummary.and({ worked_by: WorkedBy.or("null") })
+export type ListedTask = typeof ListedTask.infer
+
 /** `flow list --json`: one entry per group shown; `title` is the group's header line as printed. */
 export const ListReport = type({
-  phases: type({ phase: "number | null", title: "string", tasks: TaskSummary.array() }).array(),
+  phases: type({ phase: "number | null", title: "string", tasks: ListedTask.array() }).array(),
 })
 export type ListReport = typeof ListReport.infer
 
@@ -104,7 +122,8 @@ export type StoredTask = typeof StoredTask.infer
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
  * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
- * ancestor's), that phase's title in plan.md and the tokens and cost its agents reported.
+ * ancestor's), that phase's title in plan.md, the tokens and cost its agents reported, and the agent that
+ * works or worked on it.
  */
 export const ShowReport = type({
   task: StoredTask,
@@ -117,6 +136,7 @@ export const ShowReport = type({
   phase_title: "string | null",
   /** tokens and cost its agents reported (this task's turns only, not its subtasks'); null when none */
   usage: Usage.or("null"),
+  worked_by: WorkedBy.or("null"),
 })
 export type ShowReport = typeof ShowReport.infer
 
@@ -216,7 +236,7 @@ export type RefineReport = typeof RefineReport.infer
 // --- flow view's JSON API (lib/view/app.ts, docs/VIEW.md) ---
 
 /** One task of the inspector's graph: its `flow list --json` form and what the page draws besides. */
-export const GraphTask = TaskSummary.and({
+export const GraphTask = ListedTask.and({
   validation_task_id: "string | null",
   steps: { done: "number", total: "number" },
   /** a checkpoint whose dependencies and subtasks are done: it waits for a person (SPEC 3.2 rule 5) */
@@ -270,7 +290,8 @@ const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"]))
  * `running` are the assigned and in-progress tasks in file order: `agent` is the one a run has working on it
  * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
  * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
- * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
+ * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person, `blocked`
+ * the blocked tasks in file order with the first line of their last note (why it was blocked); `run` is
  * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
  * task's `usage` is its own so far (null where nothing was reported). `queue`: the merge queues (MergeQueueReport).
  */
@@ -295,6 +316,7 @@ export const DashboardReport = type({
   recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",
   review: "string[]",
+  blocked: type({ id: "string", title: "string", note: "string | null" }).array(),
   run: type({ pid: "number", since: "string" }).or("null"),
   usage: RunUsage,
   queue: MergeQueueReport,

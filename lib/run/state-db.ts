@@ -83,6 +83,9 @@ const MIGRATIONS: readonly string[] = [
      outcome TEXT
    );
    CREATE INDEX moves_open ON moves (id) WHERE ended_at IS NULL;`,
+  // Each task's last end (lastTaskEnds), which `flow list` reads for every task (lib/run/worked-by.ts):
+  // without it the query scans every event of every run.
+  `CREATE INDEX events_task_end ON events (task_id, id) WHERE kind = 'task.end';`,
 ]
 export const SCHEMA_VERSION = MIGRATIONS.length
 
