@@ -21,6 +21,7 @@ import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
+import { diskFullError, isDiskFull } from "../lib/store/disk-full"
 import { basename } from "node:path"
 
 export const meta = {
@@ -87,11 +88,12 @@ export type StartOptions = Pick<
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
-  ensureStateDir(project.stateDir)
   let release: () => void
   try {
+    ensureStateDir(project.stateDir)
     release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
   } catch (e) {
+    if (isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run cannot start")
     throw new FlowError(
       `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
       Exit.failure,
@@ -162,6 +164,11 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       if (summaryLine !== undefined) ctx.stdout(`${summaryLine}\n`)
       await flush()
     }
+  } catch (e) {
+    // A full disk before the agents start (the state database, recovery): nothing started, one clean error.
+    // During the run it is waited out (lib/run/space-wait.ts).
+    if (!(e instanceof FlowError) && isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run stopped")
+    throw e
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, stop)
     process.off("SIGPIPE", readerLeft)

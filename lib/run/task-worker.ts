@@ -16,6 +16,8 @@ import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./settings"
+import type { SpaceWait } from "./space-wait"
+import { isDiskFull } from "../store/disk-full"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -28,6 +30,8 @@ export type WorkerShared = {
   landing: Landing
   /** the agents' process groups, recorded for the reaper */
   groups: AgentGroups
+  /** a full disk: said once, waited out on a timer by whoever met it */
+  space: SpaceWait
   /** clean-ups that need not hold up the next task (worktree removal); awaited before the run ends */
   background: Set<Promise<unknown>>
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
@@ -64,41 +68,12 @@ export class TaskWorker {
 
   async run(): Promise<void> {
     try {
-      const task = await this.read()
-      if (task.status !== "in_progress" && task.status !== "assigned") {
-        // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
-        await this.shared.landing.journal.close(this.taskId)
-        for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
-      }
-      this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
-      // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
-      if (task.status !== "in_progress") await this.setStatus("assigned")
-      this.ws = await this.shared.workspaces.forTask(task)
-      const ws = this.ws
-      const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
-      await this.setStatus("in_progress")
-      this.s.bus.emit({
-        type: "task-start",
-        taskId: this.taskId,
-        agent: this.agent.name,
-        branch: this.ws.branch,
-        worktree: this.ws.path,
-        resumed: how === "reused",
-      })
-      // A run stopped while the agent waited for answers: wait again before launching anything, then
-      // resume its session with the answers (a fresh session gets them in the full prompt).
-      const started = await this.read()
-      const answers = await this.awaitAnswers(currentStep(started))
-      if (this.s.signal.aborted) return
-      const resumeWith = answers && this.resumable() ? answers : undefined
-      const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
-      if (outcome === "finished") await this.finish(await this.read())
-      else if (outcome === "blocked") await this.afterBlocked()
+      await this.untilRoom((retry) => this.attempt(retry))
     } catch (e) {
       if (!this.s.signal.aborted) {
         // The hint says how to get the task going again: the note is where the person reads it.
         const message = e instanceof FlowError ? `${e.message}${e.hint ? `: ${e.hint}` : ""}` : String((e as Error)?.stack ?? e)
-        await this.block(`flow run: ${message}`).catch(() => {})
+        await this.untilRoom(() => this.block(`flow run: ${message}`)).catch(() => {})
       }
     } finally {
       const status = await this.read().then(
@@ -107,6 +82,65 @@ export class TaskWorker {
       )
       this.s.bus.emit({ type: "task-end", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli, status })
     }
+  }
+
+  /**
+   * `fn`, tried again (with `retry` true) after the disk had no room for it: the task keeps its place,
+   * nothing is blocked for it, and the run's stop ends the wait (lib/run/space-wait.ts).
+   */
+  private async untilRoom(fn: (retry: boolean) => Promise<void>): Promise<void> {
+    const space = this.shared.space
+    for (let retry = false; ; retry = true) {
+      try {
+        await fn(retry)
+        if (retry) space.ok()
+        return
+      } catch (e) {
+        if (this.s.signal.aborted || !space.claims(e, this.ws ? [this.ws.path] : [], this.taskId)) throw e
+        await space.wait()
+        if (this.s.signal.aborted) return
+      }
+    }
+  }
+
+  /**
+   * The task from where it is: started (assigned, its worktree, in progress), its agent run, its work landed.
+   * A retry after a full disk goes on from the task's status: a done task is landed, a blocked one's
+   * validated tasks are blocked, anything else starts or resumes.
+   */
+  private async attempt(retry: boolean): Promise<void> {
+    const task = await this.read()
+    if (retry && task.status === "done") return this.finish(task)
+    if (retry && task.status === "blocked") return this.afterBlocked()
+    if (task.status !== "in_progress" && task.status !== "assigned") {
+      // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
+      await this.shared.landing.journal.close(this.taskId)
+      for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
+    }
+    this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
+    // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
+    if (task.status !== "in_progress") await this.setStatus("assigned")
+    this.ws = await this.shared.workspaces.forTask(task)
+    const ws = this.ws
+    const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
+    await this.setStatus("in_progress")
+    this.s.bus.emit({
+      type: "task-start",
+      taskId: this.taskId,
+      agent: this.agent.name,
+      branch: this.ws.branch,
+      worktree: this.ws.path,
+      resumed: how === "reused",
+    })
+    // A run stopped while the agent waited for answers: wait again before launching anything, then
+    // resume its session with the answers (a fresh session gets them in the full prompt).
+    const started = await this.read()
+    const answers = await this.awaitAnswers(currentStep(started))
+    if (this.s.signal.aborted) return
+    const resumeWith = answers && this.resumable() ? answers : undefined
+    const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
+    if (outcome === "finished") await this.finish(await this.read())
+    else if (outcome === "blocked") await this.afterBlocked()
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
@@ -460,7 +494,13 @@ export class TaskWorker {
 
   private saveSession(id: string): void {
     this.shared.sessions.set(this.taskId, id)
-    mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
-    writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+    try {
+      mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
+      writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+    } catch (e) {
+      // Called from the agent's output stream, which must go on: on a full disk the session is kept in
+      // memory for this run; only a later run could not resume it.
+      if (!isDiskFull(e)) throw e
+    }
   }
 }
