@@ -22,6 +22,7 @@ import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
 import { diskFullError, isDiskFull } from "../lib/store/disk-full"
+import { parseDuration } from "../lib/cli/duration"
 import { basename } from "node:path"
 
 export const meta = {
@@ -64,9 +65,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 }
 
 /** The run settings that come from flow.yaml alone. */
-export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
+export function fromConfig(
+  config: FlowConfig,
+): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
   return {
     retries: config.retries ?? 1,
+    taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),
@@ -80,7 +84,7 @@ const DEFAULT_FIX_ATTEMPTS = 2
 
 export type StartOptions = Pick<
   RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
+  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
 > & {
   /** the log lines even in a terminal */
   headless?: boolean

@@ -18,6 +18,8 @@ import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./settings"
 import type { SpaceWait } from "./space-wait"
 import { isDiskFull } from "../store/disk-full"
+import { formatDuration, parseDuration } from "../cli/duration"
+import { turnLimit, waitingMs } from "./turn-limit"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -48,13 +50,33 @@ type Outcome = "finished" | "blocked" | "stopped"
  * The block note of an agent that exited without saying how the task went: its exit code, the CLI's error
  * on one line, and its last output unless that is only the same error again.
  */
-function exitNote(turn: TurnResult, missing: string): string {
+function exitNote(turn: Turn, missing: string): string {
   const tail = turn.tail.trim() && turn.tail.trim() !== turn.error?.trim() ? `; its last output:\n${turn.tail}` : ""
+  if (turn.stoppedAfter !== undefined) return `${ended(turn)} ${missing}${tail}`
   return `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) ${missing}${tail}`
+}
+
+/** A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms). */
+type Turn = TurnResult & { stoppedAfter?: number }
+
+/** Why the script agent's turn failed: its exit code, or the time limit that stopped it. */
+function scriptEnd(turn: Turn, what: string): string {
+  return turn.stoppedAfter === undefined
+    ? `${what} failed (exit ${turn.code})`
+    : `${what} was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
+}
+
+/** How a turn ended, for notes and retry reasons: its exit code, or the time limit that stopped it. */
+function ended(turn: Turn): string {
+  return turn.stoppedAfter === undefined
+    ? `the agent exited (code ${turn.code})`
+    : `the agent was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
 }
 
 export class TaskWorker {
   private ws?: Workspace
+  /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
+  private limitMs?: number
 
   constructor(
     private shared: WorkerShared,
@@ -110,6 +132,7 @@ export class TaskWorker {
    */
   private async attempt(retry: boolean): Promise<void> {
     const task = await this.read()
+    this.limitMs = task.task_timeout === undefined ? this.s.taskTimeoutMs : parseDuration(task.task_timeout, `task '${this.taskId}': task_timeout`)
     if (retry && task.status === "done") return this.finish(task)
     if (retry && task.status === "blocked") return this.afterBlocked()
     if (task.status !== "in_progress" && task.status !== "assigned") {
@@ -117,7 +140,7 @@ export class TaskWorker {
       await this.shared.landing.journal.close(this.taskId)
       for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
     }
-    this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
+    if (!retry) this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
     // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
     if (task.status !== "in_progress") await this.setStatus("assigned")
     this.ws = await this.shared.workspaces.forTask(task)
@@ -157,7 +180,7 @@ export class TaskWorker {
       if (after.status === "done") return "finished"
       if (this.agent.cli === "script") {
         if (turn.code === 0) return "finished"
-        await this.block(`script failed (exit ${turn.code}):\n${turn.tail}`)
+        await this.block(`${scriptEnd(turn, "script")}:\n${turn.tail}`)
         return "blocked"
       }
       const answers = await this.awaitAnswers(undefined)
@@ -172,7 +195,7 @@ export class TaskWorker {
         await this.block(exitNote(turn, "without 'flow done' or 'flow block'"))
         return "blocked"
       }
-      const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
+      const reason = `${ended(turn)} without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
       prompt = await this.continuation(
         `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`,
@@ -198,7 +221,7 @@ export class TaskWorker {
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
-      const turn: TurnResult = finished
+      const turn: Turn = finished
         ? { code: 0, tail: "", seconds: 0 }
         : await this.turn(
             n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt,
@@ -209,7 +232,7 @@ export class TaskWorker {
       if (this.s.signal.aborted) return "stopped"
       if (this.agent.cli === "script") {
         if (turn.code !== 0) {
-          await this.block(`script of step ${step.id} failed (exit ${turn.code}):\n${turn.tail}`)
+          await this.block(`${scriptEnd(turn, `script of step ${step.id}`)}:\n${turn.tail}`)
           return "blocked"
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
@@ -230,7 +253,12 @@ export class TaskWorker {
         await this.block(exitNote(turn, `before 'flow step done ${step.id}'`))
         return "blocked"
       }
-      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
+      this.s.bus.emit({
+        type: "retry",
+        taskId: this.taskId,
+        attempt: n + 1,
+        reason: `step ${step.id} not done (${turn.stoppedAfter === undefined ? `exit ${turn.code}` : `stopped after ${formatDuration(turn.stoppedAfter)}: task_timeout`})`,
+      })
     }
   }
 
@@ -244,8 +272,15 @@ export class TaskWorker {
     return this.launch(await this.taskPrompt(), script, stepId, env)
   }
 
-  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
+  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
     const ws = this.ws!
+    const limitMs = this.limitMs
+    const limit = turnLimit(
+      limitMs,
+      this.s.signal,
+      async (since) => waitingMs(await this.s.db.questions.forTask(this.taskId), since, Date.now()),
+      () => this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
+    )
     const result = await runTurn({
       doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
       onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
@@ -256,14 +291,14 @@ export class TaskWorker {
       env: { ...this.agentEnv(), ...env },
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
-      signal: this.s.signal,
+      signal: limit.signal,
       onEvent: (event) => {
         if (event.type === "session") this.saveSession(event.id)
         this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
       },
-    })
+    }).finally(() => limit.clear())
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
-    return result
+    return limit.expired() && !this.s.signal.aborted ? { ...result, stoppedAfter: limitMs } : result
   }
 
   /**
