@@ -4,9 +4,10 @@
 // "waiting for room" line and a wait that uses almost no CPU and ends on SIGTERM (exit 130) or when space is
 // freed; never a stack trace, a task blocked for the disk, or a task merged twice.
 import { spawnSync } from "node:child_process"
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { processCpuTicks } from "../lib/cli/pid"
 import type { Row, Sizes } from "./soak"
 
 type Tools = { argv: () => string[]; env: () => Record<string, string> }
@@ -85,11 +86,7 @@ async function oneTry(
     else return `exit ${r.code}: ${r.stderr.slice(0, 200)}`
   } else {
     seen.waited++
-    const ticks = () => {
-      const stat = readFileSync(`/proc/${first.proc.pid}/stat`, "utf8")
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-      return Number(f[11]) + Number(f[12])
-    }
+    const ticks = () => processCpuTicks(first.proc.pid) ?? 0
     const t0 = performance.now()
     const c0 = ticks()
     await Bun.sleep(2_000)

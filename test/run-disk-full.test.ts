@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto"
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { processCpuTicks } from "../lib/cli/pid"
 import { background, flow, git, tasksYaml } from "./helpers"
 
 /** Why the tests cannot run here, or undefined: mounting a tmpfs needs root (and the right to mount). */
@@ -56,13 +57,6 @@ async function smallDisk(mb: number, files: (filler: string) => Record<string, s
   }
 }
 
-/** CPU time (user + system, clock ticks of 10 ms) process `pid` has used. */
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return Number(fields[11]) + Number(fields[12])
-}
-
 const statuses = (yaml: string) => Object.fromEntries((Bun.YAML.parse(yaml) as { tasks: { id: string; status: string }[] }).tasks.map((t) => [t.id, t.status]))
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 const count = (text: string, part: string) => text.split(part).length - 1
@@ -89,10 +83,11 @@ test.skipIf(skipped !== undefined)(
       await run.waitFor("waiting for room")
       expect(existsSync(disk.filler)).toBe(true)
       // Waiting is a timer, not a loop: over 3 s the run uses a small part of one core.
-      const before = cpuTicks(run.proc.pid)
+      const cpu = () => processCpuTicks(run.proc.pid) ?? 0 // clock ticks of 10 ms
+      const before = cpu()
       const t0 = performance.now()
       await Bun.sleep(3_000)
-      const share = ((cpuTicks(run.proc.pid) - before) * 10) / (performance.now() - t0)
+      const share = ((cpu() - before) * 10) / (performance.now() - t0)
       expect(share).toBeLessThan(0.15)
       run.proc.kill("SIGTERM")
       const stopped = await run.done()
