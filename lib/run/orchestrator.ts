@@ -40,6 +40,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const running = new Map<string, Promise<void>>() // task id → its worker
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
+  const leftAlone = new Set<string>() // failed, and their failure could not be written: never taken again in this run
   const workspaces = new Workspaces(s.project, s.defaults)
   const groups = new AgentGroups(s.db)
   const space = new SpaceWait(s.bus, s.signal, [s.project.dir, s.project.stateDir], () => wake.notify())
@@ -142,7 +143,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       if (s.yes && checkpoints.length > 0) continue
 
       const candidates = [...[...resumable].map((id) => index.get(id)!).filter(Boolean), ...availableTasks(index)].filter(
-        (e) => !running.has(e.task.id) && !waitsOnRunning(index, e, running),
+        (e) => !running.has(e.task.id) && !leftAlone.has(e.task.id) && !waitsOnRunning(index, e, running),
       )
       for (const agent of s.agents) {
         if (running.size >= s.parallelism) break
@@ -156,11 +157,18 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         const worker = new TaskWorker(shared, id, agent)
         running.set(
           id,
-          worker.run().finally(() => {
-            running.delete(id)
-            busy.delete(agent.name)
-            wake.notify()
-          }),
+          worker
+            .run()
+            .then((unrecorded) => {
+              if (unrecorded === undefined) return
+              leftAlone.add(id)
+              s.bus.emit({ type: "notice", taskId: id, text: `${unrecorded}; left alone until the next run` })
+            })
+            .finally(() => {
+              running.delete(id)
+              busy.delete(agent.name)
+              wake.notify()
+            }),
         )
       }
 

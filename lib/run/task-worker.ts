@@ -88,14 +88,25 @@ export class TaskWorker {
     return this.shared.settings
   }
 
-  async run(): Promise<void> {
+  /**
+   * Works the task to its end. Returns why, when it failed and even blocking it failed (a tasks.yaml that
+   * may not be written): the run must not take it again at once, or it would fail again in a loop.
+   */
+  async run(): Promise<string | undefined> {
     try {
       await this.untilRoom((retry) => this.attempt(retry))
     } catch (e) {
       if (!this.s.signal.aborted) {
         // The hint says how to get the task going again: the note is where the person reads it.
         const message = e instanceof FlowError ? `${e.message}${e.hint ? `: ${e.hint}` : ""}` : String((e as Error)?.stack ?? e)
-        await this.untilRoom(() => this.block(`flow run: ${message}`)).catch(() => {})
+        const unblocked = await this.untilRoom(() => this.block(`flow run: ${message}`)).then(
+          () => undefined,
+          (e2) => {
+            const why = (e2 as Error).message.split("\n")[0]
+            return message.startsWith(why) ? `its status cannot be written: ${why}` : `it failed (${message.split("\n")[0]}) and could not be blocked: ${why}`
+          },
+        )
+        if (unblocked && !this.s.signal.aborted) return unblocked
       }
     } finally {
       const status = await this.read().then(
