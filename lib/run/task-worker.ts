@@ -144,8 +144,10 @@ export class TaskWorker {
   private async attempt(retry: boolean): Promise<void> {
     const task = await this.read()
     this.limitMs = task.task_timeout === undefined ? this.s.taskTimeoutMs : parseDuration(task.task_timeout, `task '${this.taskId}': task_timeout`)
-    if (retry && task.status === "done") return this.finish(task)
-    if (retry && task.status === "blocked") return this.afterBlocked()
+    if (retry && (task.status === "done" || task.status === "blocked")) {
+      if (!this.ws) return // decided by a person before this worker got its worktree: nothing of ours to land
+      return task.status === "done" ? this.finish(task) : this.afterBlocked()
+    }
     if (task.status !== "in_progress" && task.status !== "assigned") {
       // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
       await this.shared.landing.journal.close(this.taskId)
