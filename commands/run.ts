@@ -24,6 +24,8 @@ import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
 import { basename, relative } from "node:path"
+import { diskFullError, isDiskFull } from "../lib/store/disk-full"
+import { parseDuration } from "../lib/cli/duration"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
@@ -74,9 +76,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 }
 
 /** The run settings that come from flow.yaml alone. */
-export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
+export function fromConfig(
+  config: FlowConfig,
+): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
   return {
     retries: config.retries ?? 1,
+    taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),
@@ -90,7 +95,7 @@ const DEFAULT_FIX_ATTEMPTS = 2
 
 export type StartOptions = Pick<
   RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
+  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
 > & {
   /** the log lines even in a terminal */
   headless?: boolean
@@ -98,11 +103,12 @@ export type StartOptions = Pick<
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
-  ensureStateDir(project.stateDir)
   let release: () => void
   try {
+    ensureStateDir(project.stateDir)
     release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
   } catch (e) {
+    if (isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run cannot start")
     throw new FlowError(
       `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
       Exit.failure,
@@ -183,6 +189,11 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
       await flush()
     }
+  } catch (e) {
+    // A full disk before the agents start (the state database, recovery): nothing started, one clean error.
+    // During the run it is waited out (lib/run/space-wait.ts).
+    if (!(e instanceof FlowError) && isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run stopped")
+    throw e
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, stop)
     process.off("SIGPIPE", readerLeft)

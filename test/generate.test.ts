@@ -181,6 +181,8 @@ test.concurrent("re-generating keeps status, notes, times, agent and step progre
     const r = await flow(dir.path, args)
     expect({ args, code: r.code, stderr: r.stderr }).toEqual({ args, code: 0, stderr: "" })
   }
+  // A setting a person put on a task in tasks.yaml is theirs, like its assignment.
+  dir.write("tasks.yaml", dir.read("tasks.yaml").replace("  - id: search-index\n", "  - id: search-index\n    task_timeout: 20m\n"))
   const before = Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Record<string, any>[] }
   // The plan changes: the review section is renamed (a new id), a step and a subtask are added.
   const plan = read("steps-and-subtasks.md")
@@ -203,6 +205,7 @@ test.concurrent("re-generating keeps status, notes, times, agent and step progre
   expect(index.status).toBe(before.tasks[0].status)
   expect(index.ai_notes).toEqual(["tokenizer is fast"])
   expect(index.started_at).toBe(before.tasks[0].started_at)
+  expect(index.task_timeout).toBe("20m")
   expect(index.steps.map((s: Record<string, unknown>) => [s.id, s.status ?? "pending", typeof s.started_at, typeof s.completed_at])).toEqual([
     ["search-index.1", "done", "string", "string"],
     ["search-index.2", "pending", "undefined", "undefined"],

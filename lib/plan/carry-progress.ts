@@ -8,7 +8,7 @@ import type { Step, Task, TaskFile } from "../model/task-index"
 import { listWithStatus } from "../store/transitions"
 
 /** Fields the plan never sets, recorded while the work is done. */
-const TASK_PROGRESS = ["status", "ai_notes", "started_at", "completed_at", "agent_name", "repo", "worktree"] as const
+const TASK_PROGRESS = ["status", "ai_notes", "started_at", "completed_at", "agent_name", "repo", "worktree", "task_timeout"] as const
 const STEP_PROGRESS = ["status", "started_at", "completed_at"] as const
 
 export type Carried = {

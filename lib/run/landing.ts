@@ -26,6 +26,7 @@ import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
+import { requireRoom } from "../store/disk-full"
 import { untilValid } from "./tasks-wait"
 import type { Workspace } from "./workspace"
 
@@ -179,8 +180,13 @@ export async function writeStatus(s: RunSettings, command: string, edit: Paramet
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
-/** Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. */
-export function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+/**
+ * Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. Never on
+ * a full disk: what failed may have failed for want of room, so a DiskFull is thrown and the run waits for
+ * space and tries again (docs/RUN.md, "A full disk").
+ */
+export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+  requireRoom([s.project.dir, s.project.stateDir], `${taskId} was not blocked`)
   return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
     editor.append({ taskId }, "ai_notes", note)
     const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes

@@ -8,6 +8,7 @@ import { formatFinding, type Finding } from "./findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
+import { Duration } from "../model/schema"
 
 export { AGENT_NAME }
 
@@ -45,6 +46,8 @@ export const FlowConfig = type({
   "merge_target?": "string",
   /** how many times a task whose agent failed is tried again before it is blocked (default 1) */
   "retries?": "number.integer >= 0",
+  /** how long one turn of an agent may run before it is stopped and counted as failed (default: no limit) */
+  "task_timeout?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */
   "verify?": VerifyConfig.or(VerifyConfig.array()),
   /** how many times a task is sent back to its agent after a failed check or a merge conflict (default 2) */
