@@ -23,7 +23,9 @@ import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
-import { basename, relative } from "node:path"
+import { tmpdir } from "node:os"
+import { basename, join, relative } from "node:path"
+import { prepareSettings } from "../lib/run/prepare"
 import { diskFullError, isDiskFull } from "../lib/store/disk-full"
 import { parseDuration } from "../lib/cli/duration"
 
@@ -71,15 +73,17 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     parallelism,
     yes: Boolean(values.yes),
     headless: Boolean(values.headless),
-    ...fromConfig(config),
+    ...fromConfig(config, ctx.env),
   })
 }
 
-/** The run settings that come from flow.yaml alone. */
+/** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
 export function fromConfig(
   config: FlowConfig,
-): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
+  env: Ctx["env"],
+): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare"> {
   return {
+    prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     defaults: { repo: config.repo, target: config.merge_target },
@@ -95,7 +99,7 @@ const DEFAULT_FIX_ATTEMPTS = 2
 
 export type StartOptions = Pick<
   RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
+  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare"
 > & {
   /** the log lines even in a terminal */
   headless?: boolean

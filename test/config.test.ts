@@ -118,7 +118,9 @@ test.concurrent("flow run stops at a bad flow.yaml with exit 3 and the reference
 })
 
 test("setup, teardown, copy and ports take one entry for every repository or a list with repo; a path out of the repository is refused at its line", () => {
-  const one = load(`setup: { command: "npm ci --prefer-offline", timeout: 10m }\nteardown: { command: [make, clean] }\ncopy: [".env", "config/*.local.json"]\nports: 2\n`)
+  const one = load(
+    `setup: { command: "npm ci --prefer-offline", timeout: 10m }\nteardown: { command: [make, clean] }\ncopy: [".env", "config/*.local.json"]\nports: 2\n`,
+  )
   expect(one).toEqual({
     setup: { command: "npm ci --prefer-offline", timeout: "10m" },
     teardown: { command: ["make", "clean"] },
@@ -155,7 +157,10 @@ test("setup, teardown, copy and ports take one entry for every repository or a l
   const words = (text: string) => (load(text) as { error: string }).error.split("\n").filter((l) => l.startsWith("ERROR"))
   expect(words(`ports: "2"\n`)).toEqual([`ERROR: ports must be a number of ports from 1 to 64, or a list of { repo, count } entries (was a string)`])
   expect(words("copy: .env\n")).toEqual([`ERROR: copy must be a list of paths or globs, or of { repo, files } entries (was string)`])
-  expect(words("ports:\n  - { repo: web, cont: 2 }\n")).toEqual(["ERROR: ports[0].count must be a number (was missing)", "ERROR: unknown field 'ports[0].cont'"])
+  expect(words("ports:\n  - { repo: web, cont: 2 }\n")).toEqual([
+    "ERROR: ports[0].count must be a number (was missing)",
+    "ERROR: unknown field 'ports[0].cont'",
+  ])
   expect(load("teardown:\n  - { command: a }\n  - { command: b }\n")).toEqual({
     error: "flow.yaml has two 'teardown' entries for the default repository (no 'repo')",
     hint: "keep one 'teardown' entry per repository",

@@ -234,7 +234,8 @@ function problems(errors: InstanceType<typeof type.errors>, data: unknown, base:
     const path: KeyPath = [...base, ...[...e.path].map((k) => (typeof k === "number" ? k : String(k)))]
     // (A union of a number and a list fails as a predicate; a nested call's own problems are final.)
     const unknownKey = e.code === "predicate" && e.expected === "removed"
-    const shape = base.length === 0 && path.length === 1 && (e.code === "union" || (e.code === "predicate" && !unknownKey)) ? SHAPES[String(path[0])] : undefined
+    const shape =
+      base.length === 0 && path.length === 1 && (e.code === "union" || (e.code === "predicate" && !unknownKey)) ? SHAPES[String(path[0])] : undefined
     const value = shape ? (data as Record<string, unknown>)[String(path[0])] : undefined
     // A union stops at the first problem of each shape: the shape written is checked again for all of them.
     const out = shape?.(value)?.(value)
