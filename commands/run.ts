@@ -1,11 +1,11 @@
-import { adapterFor, type Adapter } from "../lib/agents"
-import { versionCheck } from "../lib/agents/versions"
+import { adapterFor } from "../lib/agents"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
+import { doctor } from "../lib/run/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
@@ -55,17 +55,20 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
-  // An unknown CLI, or a command agent without its template, fails before any work starts.
-  const clis = new Map<string, Adapter>()
-  for (const agent of agents) {
-    if (agent.cli === "script") continue
-    const adapter = adapterFor(agent.cli, { command: agent.command })
-    requireInstalled(agent, adapter)
-    clis.set(adapter.cli, adapter)
-  }
-  // Once per CLI, however many agents use it: one older than flow was checked against may misbehave.
-  const versions = await Promise.all([...clis.values()].map((a) => versionCheck(a, ctx.env, project.dir)))
-  for (const warning of versions) if (warning) ctx.stderr(`warning: ${warning}\n`)
+  // An unknown CLI, or a command agent without its template, is a usage error before any work starts.
+  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
+  // flow doctor's checks (a CLI not installed, git too old, ...) stop the run before any task is touched, not
+  // as every task blocked; warnings (a CLI older than flow was checked against) are said once.
+  const lines = await doctor({ project, config, agents, env: ctx.env, flowArgv: selfArgv() })
+  for (const line of lines) if (line.state === "warn") ctx.stderr(`warning: ${line.what}\n`)
+  const failed = lines.filter((l) => l.state === "fail")
+  if (failed.length === 1) throw new FlowError(failed[0].what, Exit.failure, failed[0].hint)
+  if (failed.length > 1)
+    throw new FlowError(
+      `flow run cannot start:\n${failed.map((f) => `  ${f.what}`).join("\n")}`,
+      Exit.failure,
+      "'flow doctor' lists each check with what to fix",
+    )
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
@@ -231,14 +234,6 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
     )
   }
   return configured
-}
-
-/** A CLI that is not installed fails here, before any task is touched, not as a task blocked with exit 127. */
-function requireInstalled(agent: AgentConfig, adapter: Adapter): void {
-  const binary = adapter.binary
-  // A path in a command template is resolved in the worktree when the agent starts; only bare names are looked up.
-  if (binary.includes("/") || Bun.which(binary)) return
-  throw new FlowError(`agent ${agent.name} needs '${binary}', which is not on PATH`, Exit.failure, adapter.install)
 }
 
 function positiveInt(text: string, flag: string): number {
