@@ -99,7 +99,7 @@ test.concurrent("a git older than 2.38 stops flow run before anything starts; fl
   writeFileSync(dir.file(".flow"), "not a folder\n")
   const file = await flow(dir.path, ["doctor"], { env: fakeBin(dir.path, {}) })
   expect(file.stdout).toContain(
-    "FAIL  the state folder .flow cannot be written (ENOTDIR)\n      hint: flow keeps its worktrees, state and logs there: make " + dir.file(".flow"),
+    `FAIL  the state folder .flow cannot be written (ENOTDIR)\n      hint: ${dir.file(".flow")} is a file: move it away, flow makes its folder there\n`,
   )
   expect(file.code).toBe(1)
 })

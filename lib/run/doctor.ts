@@ -184,11 +184,15 @@ async function stateFolder(i: DoctorInput): Promise<DoctorLine[]> {
     if (!statSync(dir).isDirectory()) throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" })
     accessSync(dir, constants.W_OK)
   } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
     return [
       {
         state: "fail",
-        what: `the state folder ${name} cannot be written (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
-        hint: `flow keeps its worktrees, state and logs there: make ${dir} writable`,
+        what: `the state folder ${name} cannot be written (${code ?? (e as Error).message})`,
+        hint:
+          code === "ENOTDIR"
+            ? `${dir} is a file: move it away, flow makes its folder there`
+            : `flow keeps its worktrees, state and logs there: make ${dir} writable`,
       },
     ]
   }
