@@ -11,7 +11,7 @@ import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const PACKAGES = {
   "flow-fixture-pad": { "1.0.0": "module.exports = (s, n) => String(s).padStart(n, '.')\n" },
-  "flow-fixture-greet": { "1.0.0": "module.exports = (name) => `hello ${name}`\n" },
+  "flow-fixture-greet": { "1.0.0": "module.exports = (name) => 'hello ' + name\n" },
 }
 
 type Manager = {
