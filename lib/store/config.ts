@@ -148,7 +148,7 @@ export function loadConfig(projectDir: string): FlowConfig {
         throw new FlowError(
           `flow.yaml has two '${field}' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`,
           Exit.invalid,
-          `keep one '${field}' entry per repository`,
+          field === "verify" ? "keep one check per repository" : `keep one '${field}' entry per repository`,
         )
       repos.add(v.repo)
     }
