@@ -237,3 +237,21 @@ test.concurrent("the prompt says what was prepared: the setup, the copied files,
   )
   expect(dir.read("prompt.txt")).toContain("- Copied from the main checkout, and kept out of every commit (do not add them): `.env`.\n")
 })
+
+test.concurrent("a '**' pattern never reaches into the state folder, where the other tasks' worktrees are", async () => {
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\n",
+    "flow.yaml": `copy: ["**/.env"]\n`,
+    "tasks.yaml": tasksYaml(
+      ["a", "b", "c"].map((id) => ({ id, title: id, status: "todo", instructions: sh(`find . -name .env -not -path './.git/*' | sort > ${id}.txt`) })),
+    ),
+  })
+  dir.write(".env", "ROOT=1\n")
+  dir.write("app/.env", "APP=1\n")
+  const r = await flow(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  for (const id of ["a", "b", "c"]) {
+    expect(r.stdout).toContain(`${id}: copied .env, app/.env\n`)
+    expect(dir.read(`${id}.txt`)).toBe("./.env\n./app/.env\n")
+  }
+})

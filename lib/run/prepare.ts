@@ -6,7 +6,7 @@
 //
 // What was done is kept in the worktree's git folder (flow-prepared.json), which goes with the worktree: a
 // resumed run does not run the setup again, and a new worktree has none of it.
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
@@ -132,6 +132,7 @@ export async function teardownWorktree(s: RunSettings, taskId: string, ws: Pick<
   if (!existsSync(ws.path)) return true
   const entry = await entriesOf(s.project.dir, s.prepare).teardown(ws.repo)
   if (!entry) return true
+  if (s.signal.aborted) return false
   const groups = new AgentGroups(s.db)
   const env = teardownEnv(s.project.dir, s.project.stateDir, taskId, ws.path)
   const check = toCheck(entry, "teardown", DEFAULTS.teardown)
@@ -177,7 +178,7 @@ export async function previewPrepared(project: Project, task: Task): Promise<Pre
   const r = entriesOf(project.dir, p)
   const [setup, copy, ports] = await Promise.all([r.setup(repo), r.copy(repo), r.ports(repo)])
   if (!setup && !copy && !ports) return undefined
-  const matched = copy ? [...new Set(copy.files.flatMap((f) => matchFiles(repo, f, (dir) => dir === project.stateDir, [])))] : []
+  const matched = copy ? matchAll(repo, copy.files, project.stateDir, []) : []
   const tracked = await trackedPaths(repo, matched)
   return { setup: setup && toCheck(setup, "setup", DEFAULTS.setup).label, copied: matched.filter((f) => !tracked.has(f)), ports: ports?.count ?? 0 }
 }
@@ -187,6 +188,8 @@ type HookRun = { taskId: string; agent?: string; cwd: string; env: Record<string
 /** A setup or teardown with its start, each line of its output and its end on the bus. */
 async function runHook(s: RunSettings, hook: Hook, check: ReturnType<typeof toCheck>, o: HookRun): Promise<CheckResult> {
   const { taskId, agent } = o
+  // Not started once the run stops (runCheck only hears a stop that comes while it runs).
+  if (s.signal.aborted) return { ok: false, timedOut: false, code: 130, output: `the ${hook} was not run: the run stops`, seconds: 0 }
   s.bus.emit({ type: "hook-start", taskId, agent, hook, command: check.label })
   const result = await runCheck(check, o.cwd, { ...o.env, FLOW_WORKTREE: o.cwd }, s.signal, o.onGroup, (line) =>
     s.bus.emit({ type: "hook-output", taskId, agent, hook, line }),
@@ -208,9 +211,7 @@ async function runHook(s: RunSettings, hook: Hook, check: ReturnType<typeof toCh
 /** The checkout's files that `patterns` name, but those git tracks (git's to give), copied into the worktree. */
 async function copyInto(s: RunSettings, ws: Workspace, patterns: readonly string[], before: readonly string[]) {
   const refused: string[] = []
-  // The state folder holds the other tasks' worktrees: never a source.
-  const skip = (dir: string) => dir === s.project.stateDir
-  const matched = [...new Set(patterns.flatMap((p) => matchFiles(ws.repo, p, skip, refused)))]
+  const matched = matchAll(ws.repo, patterns, s.project.stateDir, refused)
   const tracked = await trackedPaths(ws.repo, matched)
   const outcome = copyFiles(
     ws.repo,
@@ -219,6 +220,16 @@ async function copyInto(s: RunSettings, ws: Workspace, patterns: readonly string
     before,
   )
   return { copied: outcome.copied, refused: [...refused, ...outcome.refused] }
+}
+
+/**
+ * The files of the checkout `repo` the patterns name, each once. The state folder, which holds the other
+ * tasks' worktrees, is never searched (compared by its real path: the project may be reached through a link).
+ */
+function matchAll(repo: string, patterns: readonly string[], stateDir: string, refused: string[]): string[] {
+  const state = existsSync(stateDir) ? realpathSync(stateDir) : stateDir
+  const skip = (dir: string) => dir === stateDir || realpathSync(dir) === state
+  return [...new Set(patterns.flatMap((p) => matchFiles(repo, p, skip, refused)))]
 }
 
 /** flow's ignore file of the worktree (lib/run/git.ts FLOW_EXCLUDE): the copies, then the user's global excludes it stands in for. */

@@ -172,7 +172,10 @@ export class TaskWorker {
       worktree: this.ws.path,
       resumed: how === "reused",
     })
-    // The worktree made ready (flow.yaml copy, ports, setup) before any agent works in it.
+    // The worktree made ready (flow.yaml copy, ports, setup) before any agent works in it; an earlier
+    // attempt's ports (a retry after a full disk) go back first.
+    this.prep?.release()
+    this.prep = undefined
     const prep = await prepareWorktree(this.s, {
       taskId: this.taskId,
       agent: this.agent.name,
@@ -180,7 +183,6 @@ export class TaskWorker {
       env: this.agentEnv(),
       onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
     })
-    this.prep?.release()
     this.prep = prep.ok ? prep : undefined
     if (!prep.ok) {
       if (prep.note === undefined) return // the run stops
