@@ -14,10 +14,12 @@ import { type AgentConfig, type FlowConfig, repoEntries } from "../store/config"
 import { GIT_ENV, repoRoot } from "./git"
 import { insideProject } from "./workspace"
 
+/** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
 export type DoctorState = "ok" | "warn" | "fail"
 /** One finding: `what` is one sentence; a failed one names its fix in `hint`. */
 export type DoctorLine = { state: DoctorState; what: string; hint?: string }
 
+/** What every check is given: the run as `flow run` would start it. */
 export type DoctorInput = {
   project: Project
   config: FlowConfig
@@ -28,6 +30,7 @@ export type DoctorInput = {
   flowArgv: readonly string[]
 }
 
+/** One check: its findings (none when it has nothing to say, as a fleet database check without a database). */
 export type DoctorCheck = (input: DoctorInput) => Promise<DoctorLine[]>
 
 /** The merge queue makes merges with `git merge-tree --write-tree`, new in git 2.38. */

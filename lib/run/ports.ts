@@ -15,6 +15,7 @@ import { acquire, lockHolder } from "../store/lock"
 /** Where blocks are looked for: above the usual development ports, below the ephemeral range of Linux (32768-60999) and macOS (49152-). */
 export const PORT_RANGE = { first: 20_000, last: 32_767 }
 
+/** A task's ports, held until `release` (once is enough; more are no-ops). */
 export type PortLease = { ports: number[]; release: () => void }
 
 /** The environment a task's ports are given in: FLOW_PORT (the first), FLOW_PORT_1, FLOW_PORT_2, ... */

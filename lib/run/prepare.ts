@@ -69,6 +69,7 @@ export type Preparation =
   /** the setup failed (`note`: why, for the task's block note) or the run stopped (no note) */
   | { ok: false; note?: string }
 
+/** What preparing one task's worktree needs to know. */
 export type PrepareOptions = {
   taskId: string
   agent: string

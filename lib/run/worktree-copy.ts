@@ -6,6 +6,7 @@
 import { constants, copyFileSync, lstatSync, mkdirSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 
+/** What a copy into a worktree did. */
 export type CopyOutcome = {
   /** paths (relative to the repository) now in the worktree that came from the checkout */
   copied: string[]
