@@ -255,3 +255,29 @@ test.concurrent("a '**' pattern never reaches into the state folder, where the o
     expect(dir.read(`${id}.txt`)).toBe("./.env\n./app/.env\n")
   }
 })
+
+test.concurrent("a copy stays out of the agent's commits after a resume, even once the checkout no longer has it", async () => {
+  using out = scratch()
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\n",
+    "flow.yaml": "copy: [.env]\n",
+    "tasks.yaml": tasksYaml([
+      {
+        id: "a",
+        title: "A",
+        status: "todo",
+        instructions: sh(`test -e ${join(out.path, "go")} || exit 5\ncat .env > seen.txt\ngit add -A\ngit -c user.name=a -c user.email=a@a commit -qm work`),
+      },
+    ]),
+  })
+  dir.write(".env", "KEY=3\n")
+  expect((await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])).code).toBe(4)
+  rmSync(dir.file(".env"))
+  writeFileSync(join(out.path, "go"), "")
+  expect((await flow(dir.path, ["ready", "a"])).code).toBe(0)
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  expect(r.stdout).toContain("a: copied .env\n")
+  expect(dir.read("seen.txt")).toBe("KEY=3\n")
+  expect((await git(dir.path, ["log", "--format=", "--name-only", "main"])).split("\n")).not.toContain(".env")
+})

@@ -220,7 +220,10 @@ async function copyInto(s: RunSettings, ws: Workspace, patterns: readonly string
     matched.filter((f) => !tracked.has(f)),
     before,
   )
-  return { copied: outcome.copied, refused: [...refused, ...outcome.refused] }
+  // What an earlier preparation copied stays kept out of commits while it is there, even if the checkout
+  // no longer has it (else the agent's next `git add -A` would take it).
+  const kept = before.filter((f) => !outcome.copied.includes(f) && existsSync(join(ws.path, f)))
+  return { copied: [...outcome.copied, ...kept], refused: [...refused, ...outcome.refused] }
 }
 
 /**
