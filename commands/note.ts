@@ -2,8 +2,7 @@ import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { mutateTasks } from "../lib/store/tasks"
-import { requireTask } from "../lib/graph/task-lookup"
+import { addNote } from "../lib/ops/change"
 
 export const meta = {
   usage: "flow note <task_id> <text>",
@@ -17,9 +16,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
   const text = words.join(" ").trim()
   if (!text) throw usage("missing <text>: the note is empty", `usage: ${meta.usage}`)
-  await mutateTasks(findProject(ctx), `flow note ${id}`, (editor) => {
-    requireTask(editor.tasks, id)
-    editor.append({ taskId: id }, "ai_notes", text)
-  })
+  await addNote(findProject(ctx), id, text)
   ctx.stdout(`Added a note to ${id}\n`)
 }

@@ -292,3 +292,19 @@ export const PromptReport = type({
   prompt: "string",
 })
 export type PromptReport = typeof PromptReport.infer
+
+// --- writes (flow mcp's tools) ---
+
+/** A task or step that moved from one status to another; `reason` says why when it followed from another change. */
+export const Change = type({ id: "string", from: "string", to: "string", "reason?": "string" })
+export type Change = typeof Change.infer
+
+/**
+ * What one write did (`flow mcp`'s done, start, block, note and step tools): `id` is the task or step named;
+ * `changes` every status change in order, the named one first, then what followed (dependents promoted,
+ * parents completed), empty when it already had that status; `note` the text appended to the task's ai_notes
+ * (a note, or `Blocked: <reason>`), else null; `messages` what the command says besides (a dependency not done
+ * yet, a checkpoint waiting for review, a merge still pending, the last step done).
+ */
+export const ChangeReport = type({ id: "string", changes: Change.array(), note: "string | null", messages: "string[]" })
+export type ChangeReport = typeof ChangeReport.infer

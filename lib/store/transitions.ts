@@ -2,6 +2,7 @@
 // implies (timestamps, promoted dependents, completed parents), so a command makes them all in one write.
 // docs/STATUS-RULES.md explains each decision.
 import { FlowError } from "../cli/errors"
+import type { Change } from "../model/json-shapes"
 import type { STEP_STATUSES, TASK_STATUSES } from "../model/statuses"
 import { closest } from "../cli/suggest"
 import type { TasksEditor } from "./task-edit"
@@ -36,7 +37,7 @@ const ENTER = {
 } as const satisfies Record<TaskStatus, Record<"started_at" | "completed_at", Stamp>>
 
 /** One line of a command's output: a task or step that moved from one status to another. */
-export type Change = { id: string; from: string; to: string; reason?: string }
+export type { Change }
 
 /** `api: in_progress → done (all subtasks done)` */
 export function formatChange(c: Change): string {
