@@ -1,4 +1,4 @@
-import { adapterFor, type Adapter } from "../lib/agents"
+import { adapterFor, MCP_CLIS, type Adapter } from "../lib/agents"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
@@ -50,7 +50,16 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
+  for (const agent of agents) {
+    if (agent.mcp && !MCP_CLIS.includes(agent.cli)) {
+      throw new FlowError(
+        `agent ${agent.name} has 'mcp: true', but flow cannot hand its MCP server to ${agent.cli}`,
+        Exit.invalid,
+        `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
+      )
+    }
+    if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
+  }
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {

@@ -1,6 +1,7 @@
 // Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330).
+import { join } from "node:path"
 import { arr, isObject, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
 
 export const claude: Adapter = {
   cli: "claude",
@@ -9,6 +10,15 @@ export const claude: Adapter = {
   testedVersion: "2.1.330",
   canResume: true,
   lostSession: /^No conversation found with session ID/,
+  // `--mcp-config <file>` adds the server to the user's own; print mode denies a tool nobody allowed, and
+  // `mcp__<server>` allows every tool of that server (Claude Code names them mcp__<server>__<tool>).
+  // `timeout` (ms) is the server's limit per call: flow_ask waits for a person.
+  mcp(server, { dir }) {
+    const file = join(dir, "claude-mcp.json")
+    const entry = { type: "stdio", command: server.command, args: server.args, env: server.env, timeout: MCP_CALL_TIMEOUT_MS }
+    const config = { mcpServers: { [server.name]: entry } }
+    return { files: { [file]: `${JSON.stringify(config, null, 2)}\n` }, args: ["--mcp-config", file, "--allowedTools", `mcp__${server.name}`] }
+  },
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "claude",

@@ -11,6 +11,12 @@ export const opencode: Adapter = {
   // `run` joins its message arguments after wrapping each one holding a space in quotes (and escaping its
   // quotes), so an argv prompt reaches the model altered; with no message argument it reads stdin as is.
   promptOnStdin: true,
+  // OPENCODE_CONFIG_CONTENT is a config of its own, merged over the user's and the project's: the server is
+  // added without a file in the worktree (where opencode.json would be) or a change to the user's config.
+  mcp(server) {
+    const config = { mcp: { [server.name]: { type: "local", command: [server.command, ...server.args], environment: server.env, enabled: true } } }
+    return { env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) } }
+  },
   argv({ sessionId, model, extraArgs = [] }) {
     return [
       "opencode",
