@@ -148,7 +148,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
  * The CLI's arguments and environment for flow's MCP server, its config files written. A file in the worktree
  * goes only into a folder flow made there, which ignores itself: a folder of the repository is never written into.
  */
-function mcpHandOver(adapter: ReturnType<typeof adapterFor>, mcp: NonNullable<Turn["mcp"]>, cwd: string): McpHandOver {
+export function mcpHandOver(adapter: ReturnType<typeof adapterFor>, mcp: NonNullable<Turn["mcp"]>, cwd: string): McpHandOver {
   if (!adapter.mcp) {
     throw new FlowError(`flow cannot hand its MCP server to ${adapter.cli}`, Exit.invalid, "remove 'mcp: true' from that agent in flow.yaml")
   }
