@@ -1,8 +1,10 @@
-// Who may talk to a flow server on loopback (`flow mcp --http`; the inspector's rules, docs/VIEW.md): the
-// Host must name this server (a foreign site that resolves its name to 127.0.0.1, DNS rebinding, sends its
-// own name), an Origin, when a browser sends one, must be this server's, and the request must carry the
-// server's secret. Plain functions of a web Request, so any server can use them.
+// flow's servers on loopback (`flow mcp --http`, and the rules of the inspector's, docs/VIEW.md): listening on
+// 127.0.0.1 only, and who may talk to them. The Host must name this server (a foreign site that resolves its
+// name to 127.0.0.1, DNS rebinding, sends its own name), an Origin, when a browser sends one, must be this
+// server's, and the request must carry the server's secret. Plain functions of a web Request, so any of
+// flow's servers can use them.
 import { timingSafeEqual } from "node:crypto"
+import { Exit, FlowError } from "./errors"
 
 /** The server's loopback port and the secret a client must present. */
 export type LocalAccess = { port: number; token: string }
@@ -38,4 +40,22 @@ export function sameSecret(given: string, secret: string): boolean {
   const a = Buffer.from(given)
   const b = Buffer.from(secret)
   return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/**
+ * Bun.serve on 127.0.0.1:`port` (0: any free one), with no idle timeout (an event stream or a waiting call may
+ * be quiet for long). A port in use is a FlowError whose hint is `hint`.
+ */
+export function serveLoopback(port: number, fetch: (req: Request) => Response | Promise<Response>, hint: string): ReturnType<typeof Bun.serve> {
+  try {
+    return Bun.serve({ hostname: "127.0.0.1", port, idleTimeout: 0, fetch })
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    throw new FlowError(
+      code === "EADDRINUSE" ? `port ${port} on 127.0.0.1 is in use` : `cannot listen on 127.0.0.1:${port}: ${(e as Error).message}`,
+      Exit.failure,
+      hint,
+      { cause: e },
+    )
+  }
 }
