@@ -7,7 +7,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { adapterFor, MCP_CLIS } from "../lib/agents"
+import { indexTasks, type TaskFile } from "../lib/model/task-index"
 import { mcpHandOver } from "../lib/run/agent-runner"
+import { stepPrompt, taskPrompt } from "../lib/run/prompt"
 import { writeFlowShim } from "../lib/run/flow-shim"
 import { CLIS_BIN, ensureAgentClis } from "./agent-clis/installed"
 import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"
@@ -108,4 +110,35 @@ test.concurrent("a CLI flow cannot hand its server to is refused before the run 
     stderr:
       "error: agent bot has 'mcp: true', but flow cannot hand its MCP server to script\nhint: 'mcp: true' works with claude, codex, gemini, opencode; remove it from that agent in flow.yaml\n",
   })
+})
+
+test("the prompt of an agent with mcp: true names flow's tools with the task's ids where others name commands", () => {
+  const file = Bun.YAML.parse(
+    tasksYaml([
+      { id: "api", title: "API", status: "todo", instructions: "x" },
+      { id: "check", title: "Check", status: "todo", instructions: "y", validation_task_id: "api" },
+      { id: "steps", title: "Steps", status: "todo", steps: [{ id: "steps.1", instruction: "one" }] },
+    ]),
+  ) as TaskFile
+  const index = indexTasks(file)
+  const talk = (taskId: string, tools: boolean) => taskPrompt({ index, taskId, projectName: "p", tools }).split("## Talking to flow\n\n")[1]
+  expect(talk("api", true)).toBe(
+    [
+      "Call these tools of the flow MCP server (your CLI may show their names with a prefix, such as mcp__flow__flow_done):",
+      '- `flow_note` with task_id "api" and the text, to record a decision or finding for the people and agents after you.',
+      '- `flow_ask` with task_id "api", the question as text and wait: true when something is unclear: it waits for a person\'s answer and returns it.',
+      "  If you cannot wait that long, call it without wait and exit: you will be resumed in this session with the answer.",
+      '- `flow_block` with task_id "api" and the reason when you cannot go on; then exit.',
+      '- `flow_done` with task_id "api" when every acceptance criterion is met, the tests pass and your work is committed; then exit.',
+      "",
+    ].join("\n"),
+  )
+  expect(talk("api", false)).toContain("- `flow done api` when every acceptance criterion is met")
+  expect(taskPrompt({ index, taskId: "api", projectName: "p", tools: true })).not.toContain("`flow ")
+  expect(talk("steps", true)).toContain('- `flow_step_done` with step_id "steps.1" when this step is finished and committed')
+  expect(stepPrompt(index.get("steps")!.task, index.get("steps")!.task.steps![0]!, true)).toContain('`flow_step_done` with step_id "steps.1"')
+  // `check` names `api` as its validation task: api's prompt has it check that work, and block with the tool.
+  expect(taskPrompt({ index, taskId: "api", projectName: "p", tools: true })).toContain(
+    'If it falls short, call the `flow_block` tool with task_id "api" and reason "<what is wrong>" instead of fixing it yourself.',
+  )
 })
