@@ -54,7 +54,7 @@ test("flow hands its server to claude, codex, gemini and opencode, and to no oth
   expect([...MCP_CLIS].sort()).toEqual(["claude", "codex", "gemini", "opencode"])
 })
 
-test.concurrent("codex: the -c overrides define the flow server, with its environment and a day for a waiting call", async () => {
+test.concurrent("codex: the -c overrides define the flow server, with its environment, a minute to start and a day for a waiting call", async () => {
   await using s = await setup()
   const handOver = mcpHandOver(adapterFor("codex"), s.server, s.cwd)
   const listed = JSON.parse((await cli(["codex", ...handOver.args!, "mcp", "list", "--json"], s.cwd, { HOME: s.home })).replace(/^WARNING:.*\n/gm, ""))
@@ -64,6 +64,7 @@ test.concurrent("codex: the -c overrides define the flow server, with its enviro
       enabled: true,
       transport: expect.objectContaining({ type: "stdio", command: s.server.server.command, args: ["mcp"], env: s.server.server.env }),
       tool_timeout_sec: 86400,
+      startup_timeout_sec: 60,
     }),
   ])
 }, 60_000)
@@ -71,12 +72,10 @@ test.concurrent("codex: the -c overrides define the flow server, with its enviro
 test.concurrent("gemini: a self-ignoring .gemini folder in the worktree; Gemini CLI connects to the server", async () => {
   await using s = await setup()
   const handOver = mcpHandOver(adapterFor("gemini"), s.server, s.cwd)
-  expect(handOver.args ?? []).toEqual([])
   expect(readFileSync(join(s.cwd, ".gemini", ".gitignore"), "utf8")).toBe("*\n")
-  // --skip-trust, which flow passes, sets this for the session.
-  expect(await cli(["gemini", "mcp", "list"], s.cwd, { HOME: s.home, GEMINI_CLI_TRUST_WORKSPACE: "true" })).toContain(
-    `✓ flow: ${s.server.server.command} mcp (stdio) - Connected`,
-  )
+  // The hand-over trusts the worktree, as --skip-trust means to, but early enough for its settings file.
+  expect(handOver.env).toEqual({ GEMINI_CLI_TRUST_WORKSPACE: "true" })
+  expect(await cli(["gemini", "mcp", "list"], s.cwd, { HOME: s.home, ...handOver.env })).toContain(`✓ flow: ${s.server.server.command} mcp (stdio) - Connected`)
   // The next turn writes it again; a .gemini folder of the repository itself is never written into.
   mcpHandOver(adapterFor("gemini"), s.server, s.cwd)
   rmSync(join(s.cwd, ".gemini", ".gitignore"))

@@ -1,6 +1,6 @@
 // Codex `exec --json` (checked against @openai/codex 0.169.0): thread, turn and item events.
 import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
-import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS, MCP_STARTUP_TIMEOUT_MS } from "./types"
 
 // Unattended in a worktree: flow's agents commit in the worktree (git writes to the main repository's .git)
 // and call `flow` on the project, both outside what the workspace-write sandbox lets them write. `exec` never
@@ -38,6 +38,12 @@ export const codex: Adapter = {
         // The default is 60 s, and flow_ask waits for a person.
         "-c",
         `${key}.tool_timeout_sec=${MCP_CALL_TIMEOUT_MS / 1000}`,
+        // Without it Codex may send its first request before the server has listed its tools (seen on a
+        // loaded machine: the model's call was "unsupported"); a server that cannot start fails the turn.
+        "-c",
+        `${key}.required=true`,
+        "-c",
+        `${key}.startup_timeout_sec=${MCP_STARTUP_TIMEOUT_MS / 1000}`,
       ],
     }
   },

@@ -26,6 +26,9 @@ export type McpServerSpec = { name: string; command: string; args: string[]; env
 /** How long one call of flow's MCP server may take before the CLI gives up: flow_ask waits for a person, so a day. */
 export const MCP_CALL_TIMEOUT_MS = 86_400_000
 
+/** How long a CLI may wait for flow's MCP server to start and list its tools: seconds on a loaded machine. */
+export const MCP_STARTUP_TIMEOUT_MS = 60_000
+
 /** What a CLI needs to be handed an MCP server: arguments, environment, and config files (absolute path → content) to write first. */
 export type McpHandOver = { args?: string[]; env?: Record<string, string>; files?: Record<string, string> }
 
