@@ -1,5 +1,5 @@
 // `npm run soak`: the store under faults, through the real CLI (docs/RELIABILITY.md keeps the latest table).
-// Cases: a full disk (a small tmpfs; root only), kill -9 during writes, broken locks, a symlinked and a
+// Cases: a full disk (a small tmpfs; root only) for the write commands and during `flow run` (soak-run.ts), kill -9 during writes, broken locks, a symlinked and a
 // read-only tasks.yaml, many concurrent writers on a large file, and a fuzz corpus through validate/list/done.
 // Prints one table: case, runs, failures, lost updates. `--small` runs smaller counts (test/soak.test.ts).
 // Usage: bun bench/soak.ts [--small] [--only <case function, e.g. writers>]   (FLOW_BIN=dist/flow uses the compiled binary)
@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { acquire } from "../lib/store/lock"
 import { corpus, fuzz } from "./soak-fuzz"
+import { runOnFullDisk } from "./soak-run"
 
 const ROOT = resolve(import.meta.dir, "..")
 export type Row = { name: string; runs: number; failures: number; lost: number; note?: string }
@@ -106,6 +107,11 @@ function fillDisk(file: string, leave: number): void {
       for (;;) writeFileSync(file, Buffer.alloc(4096), { flag: "a" })
     } catch {}
   }
+}
+
+/** `flow run` on a disk that is full, nearly full or filling (bench/soak-run.ts). */
+function diskFullRun(s: Sizes): Promise<Row> {
+  return runOnFullDisk(s, { argv: flowArgv, env })
 }
 
 /** kill -9 of writers at random moments: the file is never torn, every acknowledged note is there, leftovers are cleaned. */
@@ -254,7 +260,7 @@ async function fuzzCase(s: Sizes): Promise<Row> {
 /** All cases, or with `only` the one whose function is named so (e.g. `--only writers`). */
 export async function soak(s: Sizes, only?: string): Promise<Row[]> {
   const rows: Row[] = []
-  for (const c of [diskFull, kills, brokenLocks, symlinked, readOnly, writers, fuzzCase]) if (!only || c.name === only) rows.push(await c(s))
+  for (const c of [diskFull, diskFullRun, kills, brokenLocks, symlinked, readOnly, writers, fuzzCase]) if (!only || c.name === only) rows.push(await c(s))
   return rows
 }
 

@@ -64,7 +64,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const proposals = values.enrich || values.agent !== undefined ? await propose(ctx, project, planText, values.agent, Boolean(values.json)) : undefined
 
   const report = await replaceTasks(project, "flow generate", async (current) => {
-    const g = await generateTasks(planText, current?.data, proposals?.enrichment)
+    const g = await generateTasks(planText, current?.data, proposals?.enrichment, shownPlan)
     g.notes.push(...(proposals?.notes ?? []))
     const ok = g.text !== undefined
     const report: GenerateReport = {

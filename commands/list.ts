@@ -6,13 +6,16 @@ import { statusArg } from "../lib/graph/status-arg"
 import { mergePending } from "../lib/run/merge-pending"
 import { taskLine } from "../lib/graph/task-lines"
 import { listGroups, listReport, type ListGroup } from "../lib/ops/read"
+import { workedByMark } from "../lib/run/worked-by"
 
 export const meta = {
   usage: "flow list [<status>] [--json]",
   description: `Prints every task, one line each: [<status>] <id> <title> (depends: <ids>), grouped by the
 phase of its top-level task, phases in ascending order, each under a header 'Phase <n>: <title>' (the
 title from a '## Phase <n>: <title>' heading in plan.md), tasks without a phase last under 'No phase'.
-Subtasks follow their parent, indented two spaces per level.
+Subtasks follow their parent, indented two spaces per level. A checkpoint's line ends in (checkpoint); a
+task a 'flow run' agent has or had ends in (working: <agent>), (stopped: <agent>) when its run is gone
+and the next run resumes it, or (by <agent>) for the agent that had it last.
 <status> (todo, ready_for_agent, assigned, in_progress, done, blocked) shows only tasks with that status;
 a shown subtask is then indented below its nearest shown ancestor.`,
   options: {
@@ -39,7 +42,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     project,
     [...index.values()].map((e) => e.task),
   )
-  const line = ({ entry: { task }, indent }: ListGroup["rows"][number]) =>
-    `${"  ".repeat(indent)}${taskLine(task, pending.has(task.id) ? "done, merge pending" : task.status)}`
+  const line = ({ entry: { task }, indent, worker }: ListGroup["rows"][number]) =>
+    `${"  ".repeat(indent)}${taskLine(task, pending.has(task.id) ? "done, merge pending" : task.status)}${workedByMark(worker)}`
   ctx.stdout(`${groups.map((g) => `${g.title}\n${g.rows.map(line).join("\n")}\n`).join("\n")}`)
 }

@@ -1,4 +1,5 @@
 import { adapterFor, MCP_CLIS, type Adapter } from "../lib/agents"
+import { versionCheck } from "../lib/agents/versions"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
@@ -9,6 +10,7 @@ import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
+import { startRunLog, type RunLog } from "../lib/run/run-log"
 import { answerer, openState, type StateDb } from "../lib/run/state-db"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
@@ -21,7 +23,9 @@ import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
-import { basename } from "node:path"
+import { basename, relative } from "node:path"
+import { diskFullError, isDiskFull } from "../lib/store/disk-full"
+import { parseDuration } from "../lib/cli/duration"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
@@ -50,6 +54,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, or a command agent without its template, fails before any work starts.
+  const clis = new Map<string, Adapter>()
   for (const agent of agents) {
     if (agent.mcp && !MCP_CLIS.includes(agent.cli)) {
       throw new FlowError(
@@ -58,8 +63,14 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
         `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
       )
     }
-    if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
+    if (agent.cli === "script") continue
+    const adapter = adapterFor(agent.cli, { command: agent.command })
+    requireInstalled(agent, adapter)
+    clis.set(adapter.cli, adapter)
   }
+  // Once per CLI, however many agents use it: one older than flow was checked against may misbehave.
+  const versions = await Promise.all([...clis.values()].map((a) => versionCheck(a, ctx.env, project.dir)))
+  for (const warning of versions) if (warning) ctx.stderr(`warning: ${warning}\n`)
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
 
   return startRun(ctx, project, {
@@ -72,9 +83,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 }
 
 /** The run settings that come from flow.yaml alone. */
-export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
+export function fromConfig(
+  config: FlowConfig,
+): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
   return {
     retries: config.retries ?? 1,
+    taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),
@@ -88,7 +102,7 @@ const DEFAULT_FIX_ATTEMPTS = 2
 
 export type StartOptions = Pick<
   RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
+  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
 > & {
   /** the log lines even in a terminal */
   headless?: boolean
@@ -96,11 +110,12 @@ export type StartOptions = Pick<
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
-  ensureStateDir(project.stateDir)
   let release: () => void
   try {
+    ensureStateDir(project.stateDir)
     release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
   } catch (e) {
+    if (isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run cannot start")
     throw new FlowError(
       `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
       Exit.failure,
@@ -128,11 +143,19 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   onReaderGone(readerLeft)
   const bus = new EventBus()
   const terminal = options.headless ? undefined : ctx.terminal
+  // Every line goes to the run's log file too, so the screen's run can be read afterwards (flow log).
+  let log: RunLog | undefined
+  try {
+    log = startRunLog(project)
+  } catch {
+    // A .flow that takes no new file (full, read-only) costs the log, never the run.
+  }
   // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
   let summaryLine: string | undefined
   bus.subscribe((event, at) => {
     const line = logLine(event, at)
     if (line === undefined) return
+    log?.write(line)
     if (!terminal) ctx.stdout(`${line}\n`)
     else if (event.type === "run-end") summaryLine = line
   })
@@ -169,13 +192,21 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       ui?.close()
       process.off("exit", restore)
       if (summaryLine !== undefined) ctx.stdout(`${summaryLine}\n`)
+      // The screen is gone: say where its lines are.
+      if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
       await flush()
     }
+  } catch (e) {
+    // A full disk before the agents start (the state database, recovery): nothing started, one clean error.
+    // During the run it is waited out (lib/run/space-wait.ts).
+    if (!(e instanceof FlowError) && isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run stopped")
+    throw e
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, stop)
     process.off("SIGPIPE", readerLeft)
     onReaderGone(undefined)
     db?.close()
+    log?.close()
     release()
   }
 }
@@ -199,7 +230,7 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
   if (configured.length === 0) {
     throw usage(
       "no agents: flow.yaml lists none and no --agents/--cli was given",
-      "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)",
+      "for example: flow run --agents 2 --cli claude, or agents in flow.yaml ('flow help config' shows how)",
     )
   }
   return configured

@@ -5,12 +5,15 @@ import { findProject } from "../lib/cli/project"
 import { descendantsOf, effectivePhase } from "../lib/graph/show-report"
 import type { Indexed } from "../lib/model/task-index"
 import { taskLine } from "../lib/graph/task-lines"
+import { stepTitle } from "../lib/graph/step-title"
 import { showTask } from "../lib/ops/read"
 import { usageText } from "../lib/run/usage"
+import { workedByText } from "../lib/run/worked-by"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
-  description: `Prints one task (subtask ids work too): id, title, status, phase, agent, each dependency with
+  description: `Prints one task (subtask ids work too): id, title, status, phase, agent (the agent_name it is
+restricted to) and, once a 'flow run' agent had it, the agent that works or worked on it, each dependency with
 its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
 checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times,
 the tokens and cost its agents reported; then its steps and its subtasks, one line each.`,
@@ -23,7 +26,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
   const project = findProject(ctx)
-  const { report, index, entry, usage } = await showTask(project, id)
+  const { report, index, entry, usage, worker } = await showTask(project, id)
   if (values.json) {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
@@ -40,8 +43,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     `Title: ${task.title}`,
     `Status: ${pending ? `done, merge pending (${pendingNote(task.id, pending).replace(`${task.id}: `, "")})` : task.status}`,
     `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
-    `Agent: ${task.agent_name ?? "none"}`,
+    // `Agent:` is SPEC's agent_name, a restriction: said so when there is none, as the agent at work is another line.
+    `Agent: ${task.agent_name ?? "none (any agent may take it)"}`,
   ]
+  if (worker) out.push(`Worked by: ${workedByText(worker)}`)
   const deps = task.depends_on ?? []
   if (deps.length === 0) out.push("Dependencies: none")
   else {
@@ -90,8 +95,8 @@ function bullets(out: string[], label: string, items: string[] | undefined): voi
   for (const item of items) out.push(`  - ${item.replace(/\s+$/, "").split("\n").join("\n    ")}`)
 }
 
-/** ` <first line>` of a step's instruction, or nothing for an empty one (no trailing space). */
+/** ` <title>` of a step (lib/graph/step-title.ts), or nothing for an empty one (no trailing space). */
 function firstLine(text: string): string {
-  const line = text.trim().split("\n", 1)[0].trimEnd()
+  const line = stepTitle(text)
   return line ? ` ${line}` : ""
 }

@@ -12,7 +12,8 @@ const DESCRIPTIONS: Record<StatusVerb, string> = {
 agent. Dependencies that are not done do not stop it, but are named in a warning.`,
   done: `Sets the task to done with completed_at. In the same write, every todo task whose dependencies are now
 all done becomes ready_for_agent, and a parent whose subtasks are now all done becomes done too (up the
-tree). A parent whose subtasks are not all done is refused.`,
+tree). A parent whose subtasks are not all done, and a task whose steps are not all done, are refused
+unless --force.`,
   block: `Sets the task to blocked: it needs a human. A <reason> (several words are joined) is appended to the
 task's ai_notes as 'Blocked: <reason>'.`,
   todo: `Sets the task to todo: the orchestrator picks it up again on its next run, once its dependencies are done.`,
@@ -22,20 +23,24 @@ task's ai_notes as 'Blocked: <reason>'.`,
 export function statusCommand(verb: StatusVerb): Command {
   const to = VERB_STATUS[verb]
   const meta = {
-    usage: verb === "block" ? "flow block <task_id> [<reason>]" : `flow ${verb} <task_id>`,
+    usage: `flow ${verb} <task_id>${verb === "block" ? " [<reason>]" : ""}${verb === "done" ? " [--force]" : ""} [--json]`,
     description: `${DESCRIPTIONS[verb]}\nA task already ${to} is left as it is (exit 0). Each change is printed as '<id>: <from> → <to>'.`,
-    options: {},
-  }
+    options: {
+      json: { type: "boolean", help: "print what changed as JSON: {changes, tasks, notes} (lib/model/json-shapes.ts WriteReport)" },
+      ...(verb === "done" ? { force: { type: "boolean" as const, help: "mark it done even with subtasks or steps not done" } } : {}),
+    },
+  } as const
   async function run(ctx: Ctx, args: string[]): Promise<void> {
-    const { positionals } = parse(meta, args)
+    const { values, positionals } = parse(meta, args)
     const [id, ...words] = verb === "block" ? positionals : positionalsExactly(positionals, ["task_id"], meta.usage)
     if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
     const reason = words.join(" ").trim()
-    const result = await changeStatus(findProject(ctx), verb, id, { reason, agent: ctx.env.FLOW_AGENT })
+    const result = await changeStatus(findProject(ctx), verb, id, { reason, agent: ctx.env.FLOW_AGENT, force: values.force === true })
+    if (values.json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
     for (const w of result.warnings) ctx.stderr(`warning: ${w}\n`)
-    if (result.changes.length === 0) ctx.stdout(`${id} is already ${to}${result.added ? `; added the note '${result.added}'` : ""}\n`)
+    if (result.changes.length === 0) ctx.stdout(`${id} is already ${to}${reason ? `; added the note 'Blocked: ${reason}'` : ""}\n`)
     for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
-    if (result.added && result.changes.length > 0) ctx.stdout(`${id}: added the note '${result.added}'\n`)
+    if (reason && result.changes.length > 0) ctx.stdout(`${id}: added the note 'Blocked: ${reason}'\n`)
     for (const n of result.notes) ctx.stderr(`note: ${n}\n`)
   }
   return { meta, run }

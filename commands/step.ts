@@ -5,21 +5,25 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import type { StepListReport, StepShowReport } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
-import { changeStep, lastStepDone } from "../lib/ops/change"
+import { stepTitle } from "../lib/graph/step-title"
+import { changeStep } from "../lib/ops/change"
 import { stepList, stepShow } from "../lib/ops/steps"
 import { formatChange } from "../lib/store/transitions"
 
 export const meta = {
-  usage: "flow step <start|done> <step_id> | flow step <show|list> <task_id> [--json]",
+  usage: "flow step <start|done> <step_id> [--json] | flow step <show|list> <task_id> [--json]",
   description: `Subcommands:
   start <step_id>  pending → in_progress with started_at, once every earlier step is done; a task not yet
                    started (todo, ready_for_agent, assigned) becomes in_progress in the same write
   done <step_id>   → done with completed_at, from in_progress, or from pending once every earlier step is
                    done; after the last step the orchestrator merges and marks the task done
   show <task_id>   the current step: the first in progress, else the first pending
-  list <task_id>   every step: [<status>] <step_id> <first line of the instruction>`,
+  list <task_id>   every step: [<status>] <step_id> <first line of the instruction (outside code)>`,
   options: {
-    json: { type: "boolean", help: "show and list: print JSON (lib/model/json-shapes.ts StepShowReport, StepListReport)" },
+    json: {
+      type: "boolean",
+      help: "print JSON (lib/model/json-shapes.ts): start and done what changed (WriteReport), show and list StepShowReport and StepListReport",
+    },
   },
 } as const
 
@@ -32,22 +36,20 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!(SUBCOMMANDS as readonly string[]).includes(sub))
     throw usage(`unknown step subcommand '${sub}'`, `use one of ${SUBCOMMANDS.join(", ")}; usage: ${meta.usage}`)
   const operand = sub === "start" || sub === "done" ? "step_id" : "task_id"
-  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}>${operand === "task_id" ? " [--json]" : ""}`)
-  if (sub === "start" || sub === "done") {
-    if (values.json) throw usage(`--json works with 'flow step show' and 'flow step list', not 'flow step ${sub}'`)
-    return printStepChange(ctx, sub, id)
-  }
+  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}> [--json]`)
+  if (sub === "start" || sub === "done") return printStepChange(ctx, sub, id, values.json === true)
   const project = findProject(ctx)
   if (sub === "show") show(ctx, await stepShow(project, id), values.json === true)
   else list(ctx, await stepList(project, id), values.json === true)
 }
 
-async function printStepChange(ctx: Ctx, sub: "start" | "done", stepId: string): Promise<void> {
+async function printStepChange(ctx: Ctx, sub: "start" | "done", stepId: string, json: boolean): Promise<void> {
   const result = await changeStep(findProject(ctx), sub, stepId)
+  if (json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)
   for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
-  if (result.lastDone) ctx.stdout(`${lastStepDone(result.taskId)}\n`)
+  if (result.lastDone) ctx.stdout(`All steps of ${result.taskId} are done; the orchestrator merges and marks the task done.\n`)
 }
 
 function show(ctx: Ctx, report: StepShowReport, json: boolean): void {
@@ -82,6 +84,6 @@ function list(ctx: Ctx, report: StepListReport, json: boolean): void {
     const status = s.status
     const when =
       status === "done" && s.completed_at ? `  completed ${s.completed_at}` : status === "in_progress" && s.started_at ? `  started ${s.started_at}` : ""
-    ctx.stdout(`[${status}] ${s.id} ${s.instruction.trim().split("\n")[0]}${when}\n`)
+    ctx.stdout(`[${status}] ${s.id} ${stepTitle(s.instruction)}${when}\n`)
   }
 }

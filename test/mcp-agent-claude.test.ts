@@ -52,25 +52,26 @@ test("claude with mcp: true finishes a task by calling flow's done tool, and the
   expect(requests[0]!.prompt).not.toContain("`flow done ship`")
   const named = new Set(requests.flatMap((q) => JSON.stringify(q.body).match(/mcp__flow__[a-z_]+/g) ?? []))
   expect([...named].sort()).toEqual(TOOLS.map((t) => `mcp__flow__${t.name}`).sort())
-  // What the model read back: the note tool's and the done tool's ChangeReport (Claude Code passes on the
-  // structured result, as compact JSON).
+  // What the model read back: the note tool's and the done tool's WriteReport, as `flow note|done --json`
+  // print it (Claude Code passes on the structured result, as compact JSON).
   const results = requests
     .at(-1)!
     .toolResults!.slice(1)
-    .map((r) => JSON.parse(r))
-  expect(results).toEqual([
-    { id: "ship", changes: [], note: "Wrote ship.txt through the shell, told flow through MCP.", messages: [] },
+    .map((r) => JSON.parse(r) as { changes: unknown[]; tasks: { id: string; status: string }[]; notes: string[] })
+  expect(results.map((r) => ({ changes: r.changes, tasks: r.tasks.map((t) => [t.id, t.status]), notes: r.notes }))).toEqual([
+    { changes: [], tasks: [["ship", "in_progress"]], notes: [] },
     {
-      id: "ship",
       changes: [
-        { id: "ship", from: "in_progress", to: "done" },
+        { id: "ship", from: "in_progress", to: "done", reason: null },
         { id: "after", from: "todo", to: "ready_for_agent", reason: "dependencies done" },
       ],
-      note: null,
-      messages: [],
+      tasks: [
+        ["ship", "done"],
+        ["after", "ready_for_agent"],
+      ],
+      notes: [],
     },
   ])
-
   // The server was this flow, for this task, through the launcher on the agent's PATH.
   const config = JSON.parse(readFileSync(join(p.dir.path, ".flow", "mcp", "ship", "claude-mcp.json"), "utf8"))
   expect(config.mcpServers.flow).toMatchObject({

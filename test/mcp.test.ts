@@ -87,68 +87,42 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     }
   })
 
-  test.concurrent("the write tools change tasks.yaml as the commands do and report every change", async () => {
+  test.concurrent("the write tools make the commands' writes and return what they print with --json", async () => {
+    // The same writes through the tools on one project and through `flow ... --json` on its twin: the same
+    // reports and, but for the times, the same tasks.yaml.
     await using dir = await project()
+    await using twin = await project()
     await using server = await connect(transport, dir.path)
     const { client } = server
-    expect(await call(client, "flow_start", { task_id: "ui" })).toEqual({
-      id: "ui",
-      changes: [{ id: "ui", from: "todo", to: "in_progress" }],
-      note: null,
-      messages: ["ui depends on api (todo), not done yet; started anyway"],
-    })
-    expect(await call(client, "flow_note", { task_id: "api", text: "  Chose REST.  " })).toEqual({ id: "api", changes: [], note: "Chose REST.", messages: [] })
-    expect(await call(client, "flow_done", { task_id: "api" })).toEqual({
-      id: "api",
-      changes: [{ id: "api", from: "todo", to: "done" }],
-      note: null,
-      messages: [],
-    })
-    expect(await call(client, "flow_done", { task_id: "api" })).toEqual({ id: "api", changes: [], note: null, messages: [] })
-    expect(await call(client, "flow_block", { task_id: "ui", reason: "needs a design" })).toEqual({
-      id: "ui",
-      changes: [{ id: "ui", from: "in_progress", to: "blocked" }],
-      note: "Blocked: needs a design",
-      messages: [],
-    })
-    await call(client, "flow_done", { task_id: "half-a" })
-    expect(await call(client, "flow_done", { task_id: "half-b" })).toEqual({
-      id: "half-b",
-      changes: [
-        { id: "half-b", from: "todo", to: "done" },
-        { id: "parent", from: "todo", to: "done", reason: "all subtasks done" },
-      ],
-      note: null,
-      messages: [],
-    })
-    expect(await call(client, "flow_step_start", { step_id: "stepped.1" })).toEqual({
-      id: "stepped.1",
-      changes: [
-        { id: "stepped.1", from: "pending", to: "in_progress" },
-        { id: "stepped", from: "todo", to: "in_progress", reason: "step stepped.1 started" },
-      ],
-      note: null,
-      messages: [],
-    })
-    await call(client, "flow_step_done", { step_id: "stepped.1" })
-    expect(await call(client, "flow_step_done", { step_id: "stepped.2" })).toEqual({
-      id: "stepped.2",
-      changes: [{ id: "stepped.2", from: "pending", to: "done" }],
-      note: null,
-      messages: ["All steps of stepped are done; the orchestrator merges and marks the task done."],
-    })
-    const shown = (await cliJson(dir, ["list"])) as { phases: { tasks: { id: string; status: string }[] }[] }
-    expect(Object.fromEntries(shown.phases.flatMap((p) => p.tasks.map((t) => [t.id, t.status])))).toEqual({
-      setup: "done",
-      api: "done",
-      ui: "blocked",
-      parent: "done",
-      "half-a": "done",
-      "half-b": "done",
-      stepped: "in_progress",
-    })
-    expect(((await cliJson(dir, ["show", "api"])) as { task: { ai_notes: string[] } }).task.ai_notes).toEqual(["Chose REST."])
-    expect(((await cliJson(dir, ["show", "ui"])) as { task: { ai_notes: string[] } }).task.ai_notes).toEqual(["Blocked: needs a design"])
+    const writes: [string, Record<string, unknown>, string[]][] = [
+      ["flow_start", { task_id: "ui" }, ["start", "ui"]],
+      ["flow_note", { task_id: "api", text: "Chose REST." }, ["note", "api", "Chose REST."]],
+      ["flow_done", { task_id: "api" }, ["done", "api"]],
+      ["flow_done", { task_id: "api" }, ["done", "api"]],
+      ["flow_block", { task_id: "ui", reason: "needs a design" }, ["block", "ui", "needs a design"]],
+      ["flow_done", { task_id: "half-a" }, ["done", "half-a"]],
+      ["flow_done", { task_id: "half-b" }, ["done", "half-b"]],
+      ["flow_step_start", { step_id: "stepped.1" }, ["step", "start", "stepped.1"]],
+      ["flow_step_done", { step_id: "stepped.1" }, ["step", "done", "stepped.1"]],
+      ["flow_done", { task_id: "stepped", force: true }, ["done", "stepped", "--force"]],
+    ]
+    const timeless = (v: unknown) => JSON.parse(JSON.stringify(v).replace(/"\d{4}-\d\d-\d\dT[\d:]+Z"/g, '"T"'))
+    const reports: Record<string, unknown>[] = []
+    for (const [name, args, cli] of writes) {
+      const report = await call(client, name, args)
+      expect({ name, report: timeless(report) }).toEqual({ name, report: timeless(await cliJson(twin, cli)) })
+      reports.push(report)
+    }
+    expect(dir.read("tasks.yaml").replace(/\d{4}-\d\d-\d\dT[\d:]+Z/g, "T")).toBe(twin.read("tasks.yaml").replace(/\d{4}-\d\d-\d\dT[\d:]+Z/g, "T"))
+    // What the reports say, for the reader: a warning, a note, a cascade up to the parent.
+    expect(reports[0]!.notes).toEqual(["ui depends on api (todo), not done yet; started anyway"])
+    expect((reports[1]!.tasks as { ai_notes: string[] }[])[0]!.ai_notes).toEqual(["Chose REST."])
+    expect(reports[3]!.changes).toEqual([])
+    expect(reports[6]!.changes).toEqual([
+      { id: "half-b", from: "todo", to: "done", reason: null },
+      { id: "parent", from: "todo", to: "done", reason: "all subtasks done" },
+    ])
+    expect((reports[6]!.tasks as { id: string }[]).map((t) => t.id)).toEqual(["half-b", "parent"])
   })
 
   test.concurrent("questions: ask, list and answer; ask with wait returns the answer a person gives with flow answer", async () => {
@@ -186,6 +160,7 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
       ["flow_show", { task_id: "apx" }, ["show", "apx"]],
       ["flow_done", { task_id: "nope" }, ["done", "nope"]],
       ["flow_done", { task_id: "parent" }, ["done", "parent"]],
+      ["flow_done", { task_id: "stepped" }, ["done", "stepped"]],
       ["flow_step_done", { step_id: "stepped.2" }, ["step", "done", "stepped.2"]],
       ["flow_step_start", { step_id: "api.1" }, ["step", "start", "api.1"]],
       ["flow_step_show", { task_id: "api" }, ["step", "show", "api"]],

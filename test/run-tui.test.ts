@@ -61,9 +61,19 @@ test.concurrent("in a terminal: agent panes with live output, the question queue
   writeFileSync(dir.file("alpha.go"), "")
 
   const end = await t.waitFor("EXIT=", SCREEN_MS)
-  // Back on the normal screen: the summary line of the headless log, then the exit code.
+  // Back on the normal screen: the summary line of the headless log, where the whole log is, the exit code.
   expect(end).not.toContain("── Log")
-  expect(end.trim().split("\n")).toEqual([expect.stringMatching(/^\d\d:\d\d:\d\d run: finished after [\d.]+ s: 3 done, 0 not done$/), "EXIT=0"])
+  expect(end.trim().split("\n")).toEqual([
+    expect.stringMatching(/^\d\d:\d\d:\d\d run: finished after [\d.]+ s: 3 done, 0 not done$/),
+    expect.stringMatching(/^the run's log: 'flow log' \(\.flow\/runs\/\d{8}-\d{6}-\d+\.log\)$/),
+    "EXIT=0",
+  ])
+  // The screen is gone, its lines are not: every pane's output and the summary, as the headless log words them.
+  const log = await flow(dir.path, ["log"])
+  expect(log.code).toBe(0)
+  expect(log.stdout).toContain(" alpha | alpha 漢字 line 2\n")
+  expect(log.stdout).toContain(" beta | beta got: deep blue\n")
+  expect(log.stdout.trimEnd().split("\n").at(-1)).toMatch(/^\d\d:\d\d:\d\d run: finished after [\d.]+ s: 3 done, 0 not done$/)
   const answered = JSON.parse((await flow(dir.path, ["questions", "--all", "--json"])).stdout).questions
   expect(answered.map((q: Record<string, unknown>) => [q.id, q.answer, q.answered_by])).toEqual([["q-1", "deep blue", "tester"]])
   expect(await git(dir.path, ["show", "main:beta.txt"])).toBe("deep blue\n")
@@ -80,7 +90,11 @@ test.concurrent("q stops a run in progress: exit 130, the task stays in_progress
     await t.waitFor("  slow started", SCREEN_MS)
     t.keys("q")
     const end = await t.waitFor("EXIT=", SCREEN_MS)
-    expect(end.trim().split("\n")).toEqual([expect.stringMatching(/^\d\d:\d\d:\d\d run: stopped after [\d.]+ s: 0 done, 1 not done$/), "EXIT=130"])
+    expect(end.trim().split("\n")).toEqual([
+      expect.stringMatching(/^\d\d:\d\d:\d\d run: stopped after [\d.]+ s: 0 done, 1 not done$/),
+      expect.stringMatching(/^the run's log: 'flow log' \(\.flow\/runs\/\S+\.log\)$/),
+      "EXIT=130",
+    ])
   }
   expect(dir.read("tasks.yaml")).toContain("status: in_progress")
   writeFileSync(dir.file("slow.go"), "")

@@ -72,6 +72,7 @@ test.concurrent("GET /api/tasks is flow list --json with every task, plus what t
     depends_on: [],
     agent_name: null,
     checkpoint: false,
+    worked_by: null,
     validation_task_id: null,
     steps: { done: 0, total: 0 },
     review: false,
@@ -167,6 +168,22 @@ test.concurrent("usage: null before any report; then the task's sum in its detai
   })
   expect((await json(get("/api/tasks/api"))).usage).toEqual({ input_tokens: 300, output_tokens: 30, cost_usd: 0.03 })
   expect((await json(get("/api/tasks/setup"))).usage).toEqual({ input_tokens: 50, output_tokens: 5 })
+})
+
+test.concurrent("worked_by: null before any run; then the agent holding a task in GET /api/tasks and its details", async () => {
+  await using dir = await project()
+  const { model, get } = await serve(dir)
+  const workers = async () =>
+    Object.fromEntries(((await json(get("/api/tasks"))) as ViewTasksReport).phases.flatMap((g) => g.tasks).map((t) => [t.id, t.worked_by]))
+  expect(Object.values(await workers()).every((w) => w === null)).toBe(true)
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.agents.upsert("claude-1", { cli: "claude", current_task: "api" })
+  }
+  await model.refresh() // the file watch does this when state.db changes
+  const stopped = { agent: "claude-1", state: "stopped" as const, ended_at: null, ended_status: null }
+  expect((await workers()).api).toEqual(stopped)
+  expect((await json(get("/api/tasks/api"))).worked_by).toEqual(stopped)
 })
 
 test.concurrent("GET /api/queue: [] before any run; then each target's candidates from the last run's queue events", async () => {

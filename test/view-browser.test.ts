@@ -234,6 +234,22 @@ test("usage an agent reports shows in the header and the open task's fields with
   ).toEqual(["Usagetokens 1,200 in, 80 out, $0.0123"])
 })
 
+test("the agent a run has on the open task shows in its fields, apart from its agent_name, without a reload", async () => {
+  await page.click('#nodes .node[data-id="api"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "api")
+  const rows = () =>
+    page.$$eval("#details table.fields tr", (trs) =>
+      trs.map((r) => (r as unknown as El).textContent).filter((t) => t?.startsWith("Agent") || t?.startsWith("Worked by")),
+    )
+  expect(await rows()).toEqual(["Agentnone (any agent may take it)"])
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.agents.upsert("claude-1", { cli: "claude", current_task: "api" }) // no run alive: stopped
+  }
+  await page.waitForSelector("#details table.fields th:text-is('Worked by')")
+  expect(await rows()).toEqual(["Agentnone (any agent may take it)", "Worked byclaude-1 (stopped with its run; the next 'flow run' resumes it)"])
+})
+
 test("a run's merge queue shows in the side panel and as a badge on the task's box, without a reload", async () => {
   expect(await page.textContent("#queue")).toBe("")
   {

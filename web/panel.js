@@ -2,7 +2,7 @@
 // exact prompt) and the questions and checkpoints waiting for a person, answered from here.
 import { applyHighlights, centerOn } from "./graph.js"
 import { $, actions, api, state, taskLink, TOKEN } from "./state.js"
-import { esc, inline, markdown, queueDetail, usageText } from "./text.js"
+import { esc, inline, markdown, queueDetail, usageText, workedByText } from "./text.js"
 
 export function select(id, center = false) {
   state.selected = id
@@ -26,8 +26,10 @@ export function fieldRows(report) {
           (t.phase === undefined && report.phase !== null ? " (inherited)" : ""),
     ],
     ["Parent", report.parent ? taskLink(report.parent) : "none"],
-    ["Agent", esc(t.agent_name ?? "none")],
+    // agent_name restricts who may take the task; who works on it is the next row.
+    ["Agent", esc(t.agent_name ?? "none (any agent may take it)")],
   ]
+  if (report.worked_by) rows.push(["Worked by", esc(workedByText(report.worked_by))])
   if (t.checkpoint !== undefined) rows.push(["Checkpoint", t.checkpoint ? "yes: waits for a person to accept it" : "no"])
   if (t.validation_task_id) rows.push(["Validated by", taskLink(t.validation_task_id)])
   if (report.validates.length) rows.push(["Validates", report.validates.map(taskLink).join(", ")])

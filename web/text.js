@@ -97,3 +97,10 @@ export function usageText(u) {
   )
   return [tokens.length ? `tokens ${tokens.join(", ")}` : "", u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}` : ""].filter(Boolean).join(", ")
 }
+
+/** Who works or worked on a task, as `flow show` words it (lib/run/worked-by.ts workedByText). */
+export function workedByText(w) {
+  if (w.state === "working") return `${w.agent} (working on it now)`
+  if (w.state === "stopped") return `${w.agent} (stopped with its run; the next 'flow run' resumes it)`
+  return `${w.agent} (until ${w.ended_at}, leaving it ${w.ended_status})`
+}

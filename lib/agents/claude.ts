@@ -1,7 +1,18 @@
-// Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330).
+// Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330, and
+// for its stream and cost totals 2.1.197, what npm installs on Node 20, 2.1.276 and 2.1.277).
 import { join } from "node:path"
 import { arr, isObject, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
 import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
+import { compareVersions } from "./versions"
+
+/**
+ * From this version on a process started with --resume restores the session's cost total, so total_cost_usd
+ * is the session's; before it, the process's own. Checked with real binaries against the scripted model
+ * server, a session of three processes: 2.1.197 and 2.1.276 report each process's cost alone, 2.1.277 and
+ * 2.1.330 the session's sum (Claude Code's changelog does not name the change). 2.1.277 writes no
+ * model_usage_since_last_result; 2.1.330 does.
+ */
+export const SESSION_TOTALS_SINCE = "2.1.277"
 
 export const claude: Adapter = {
   cli: "claude",
@@ -19,6 +30,8 @@ export const claude: Adapter = {
     const config = { mcpServers: { [server.name]: entry } }
     return { files: { [file]: `${JSON.stringify(config, null, 2)}\n` }, args: ["--mcp-config", file, "--allowedTools", `mcp__${server.name}`] }
   },
+  // Without a version in the stream (it has named one since 2.1.197 at least): as the tested version counts.
+  totalsPer: (version) => (version !== undefined && compareVersions(version, SESSION_TOTALS_SINCE) < 0 ? "process" : "session"),
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "claude",
@@ -49,7 +62,8 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
     case "system": {
       const id = str(event.session_id)
       if (event.subtype === "api_retry") return [{ type: "notice", message: apiRetry(event) }]
-      return event.subtype === "init" && id ? [{ type: "session", id }] : []
+      const version = str(event.claude_code_version)
+      return event.subtype === "init" && id ? [{ type: "session", id, ...(version ? { version } : {}) }] : []
     }
     case "assistant":
       // An API failure comes as a made-up assistant message too: the result says it once, as an error.
@@ -69,9 +83,10 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
         out.push({ type: "error", message })
       }
       // Every prompt token counts as input, cached or not: cost is reported separately. `usage` is this
-      // turn's. total_cost_usd is the session's running total (a resumed session starts from the total its
-      // transcript saved), so the turn's cost is the sum over model_usage_since_last_result (this process's
-      // calls since its previous result) when the CLI writes it, else the total, for the runner to subtract.
+      // turn's. total_cost_usd is a running total (the session's since 2.1.277: a resumed session starts from
+      // the total its transcript saved; before, the process's: totalsPer), so the turn's cost is the sum over
+      // model_usage_since_last_result (this process's calls since its previous result) when the CLI writes it,
+      // else the total, for the runner to subtract what it last saw of the same session or process.
       const input = sum(u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
       const sinceLast = event.model_usage_since_last_result
       if (isObject(sinceLast)) {

@@ -3,19 +3,22 @@
 export type AgentEvent =
   | { type: "text"; text: string } // assistant text
   | { type: "tool"; name: string; detail?: string } // a tool call, with a short one-line detail (command, file)
-  | { type: "session"; id: string } // the session id to resume later
+  | { type: "session"; id: string; version?: string } // the session id to resume later, and the CLI's version when its stream says
   | UsageEvent
   | { type: "error"; message: string } // an error the CLI reported in its stream
   | { type: "notice"; message: string } // what the CLI says it does meanwhile (retrying a failed request)
 
 /**
- * Tokens and cost as the CLI reported them. `totals` names the fields the CLI reports as the session's running
- * total (across resumed turns) rather than as this report's own: the runner turns those into deltas
- * (lib/run/usage-meter.ts), so every usage event flow emits and records is what that report added.
+ * Tokens and cost as the CLI reported them. `totals` names the fields the CLI reports as a running total
+ * (of the session across resumed turns, or of one process: the adapter's `totalsPer`) rather than as this
+ * report's own: the runner turns those into deltas (lib/run/usage-meter.ts), so every usage event flow
+ * emits and records is what that report added.
  */
 export type UsageEvent = { type: "usage"; inputTokens?: number; outputTokens?: number; costUsd?: number; totals?: readonly UsageField[] }
 /** "tokens" covers inputTokens and outputTokens, "cost" costUsd. */
 export type UsageField = "tokens" | "cost"
+/** What a CLI's running totals add up: the reports of one process, or of the whole session. */
+export type TotalsScope = "process" | "session"
 
 /** `newSessionId`: the id for a new session, chosen by flow (only for adapters with `choosesSessionId`). */
 export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; newSessionId?: string; model?: string; extraArgs?: readonly string[] }
@@ -48,6 +51,12 @@ export type Adapter = {
   env?: Readonly<Record<string, string>>
   /** Stderr lines that are the CLI's chatter (a colour warning, a mode banner), never a reason it failed. */
   stderrNoise?: readonly RegExp[]
+  /**
+   * What the CLI's running totals (UsageEvent.totals) add up in its `version` (from the stream's session
+   * event; undefined when the stream did not say): one process's reports, or the session's, resumed turns
+   * included. Absent: the session's.
+   */
+  totalsPer?: (version: string | undefined) => TotalsScope
   /** The error of a resume whose session the CLI does not have (it never saved it, or it was deleted). */
   lostSession?: RegExp
   /** The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): for CLIs that rewrite argv text. */

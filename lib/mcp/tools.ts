@@ -1,14 +1,14 @@
 // flow's MCP tools: each a thin call into lib/ops, the functions the commands call, so a tool follows the
 // command's rules and says its messages. Inputs are arktype types built from the schema of tasks.yaml (the
 // task id's pattern, the status enum), published as JSON Schema and checked on every call; outputs are the
-// commands' --json shapes (lib/model/json-shapes.ts), published as each tool's outputSchema.
+// commands' --json shapes (lib/model/json-shapes.ts; WriteReport for the writes), published as each tool's
+// outputSchema.
 import { type } from "arktype"
 import { AGENT_NAME } from "../cli/agent-name"
 import type { Ctx } from "../cli/context"
 import { parseDuration } from "../cli/duration"
 import type { Project } from "../cli/project"
 import {
-  ChangeReport,
   ListReport,
   NextReport,
   PromptReport,
@@ -18,9 +18,10 @@ import {
   StepListReport,
   StepShowReport,
   ValidateReport,
+  WriteReport,
 } from "../model/json-shapes"
 import { Step, Task } from "../model/schema"
-import { addNote, changeStatus, changeStep, statusChangeReport, stepChangeReport } from "../ops/change"
+import { addNote, changeStatus, changeStep } from "../ops/change"
 import { promptReport } from "../ops/prompt"
 import { answerQuestion, askQuestion, listQuestions, waitForAnswer } from "../ops/questions"
 import { listGroups, listReport, nextTasks, showTask } from "../ops/read"
@@ -95,40 +96,39 @@ export const TOOLS: readonly Tool[] = [
     title: "Start a task",
     description: "Marks the task in_progress with started_at (flow start). Dependencies not done yet do not stop it; they are named in messages.",
     input: type({ task_id: taskId }),
-    output: ChangeReport,
+    output: WriteReport,
     ...write,
-    run: async ({ project, env }, { task_id }) => statusChangeReport(task_id, await changeStatus(project, "start", task_id, { agent: env.FLOW_AGENT })),
+    run: async ({ project, env }, { task_id }) => (await changeStatus(project, "start", task_id, { agent: env.FLOW_AGENT })).report,
   }),
   tool({
     name: "flow_done",
     title: "Finish a task",
     description:
-      "Marks the task done (flow done): in the same write, todo tasks whose dependencies are now all done become ready_for_agent, and a parent whose subtasks are all done becomes done. A parent with open subtasks is refused.",
-    input: type({ task_id: taskId }),
-    output: ChangeReport,
+      "Marks the task done (flow done): in the same write, todo tasks whose dependencies are now all done become ready_for_agent, and a parent whose subtasks are all done becomes done. A task with subtasks or steps not done is refused unless force.",
+    input: type({ task_id: taskId, "force?": "boolean" }),
+    output: WriteReport,
     ...write,
-    run: async ({ project, env }, { task_id }) => statusChangeReport(task_id, await changeStatus(project, "done", task_id, { agent: env.FLOW_AGENT })),
+    run: async ({ project, env }, { task_id, force }) => (await changeStatus(project, "done", task_id, { agent: env.FLOW_AGENT, force })).report,
   }),
   tool({
     name: "flow_block",
     title: "Block a task",
     description: "Marks the task blocked: it needs a person (flow block). A reason is appended to its notes as 'Blocked: <reason>'.",
     input: type({ task_id: taskId, "reason?": "string" }),
-    output: ChangeReport,
+    output: WriteReport,
     readOnly: false,
     idempotent: false,
-    run: async ({ project, env }, { task_id, reason }) =>
-      statusChangeReport(task_id, await changeStatus(project, "block", task_id, { reason, agent: env.FLOW_AGENT })),
+    run: async ({ project, env }, { task_id, reason }) => (await changeStatus(project, "block", task_id, { reason, agent: env.FLOW_AGENT })).report,
   }),
   tool({
     name: "flow_note",
     title: "Add a note",
     description: "Appends the text to the task's ai_notes (flow note): a decision or finding for the people and agents after you.",
     input: type({ task_id: taskId, text }),
-    output: ChangeReport,
+    output: WriteReport,
     readOnly: false,
     idempotent: false,
-    run: async ({ project }, { task_id, text }) => statusChangeReport(task_id, await addNote(project, task_id, text.trim())),
+    run: async ({ project }, { task_id, text }) => addNote(project, task_id, text.trim()),
   }),
   tool({
     name: "flow_ask",
@@ -171,18 +171,18 @@ export const TOOLS: readonly Tool[] = [
     description:
       "Marks the step in_progress with started_at, once every earlier step is done (flow step start); a task not yet started becomes in_progress too.",
     input: type({ step_id: stepId }),
-    output: ChangeReport,
+    output: WriteReport,
     ...write,
-    run: async ({ project }, { step_id }) => stepChangeReport(step_id, await changeStep(project, "start", step_id)),
+    run: async ({ project }, { step_id }) => (await changeStep(project, "start", step_id)).report,
   }),
   tool({
     name: "flow_step_done",
     title: "Finish a step",
     description: "Marks the step done with completed_at (flow step done); after the last step the orchestrator merges the task and marks it done.",
     input: type({ step_id: stepId }),
-    output: ChangeReport,
+    output: WriteReport,
     ...write,
-    run: async ({ project }, { step_id }) => stepChangeReport(step_id, await changeStep(project, "done", step_id)),
+    run: async ({ project }, { step_id }) => (await changeStep(project, "done", step_id)).report,
   }),
   tool({
     name: "flow_step_show",

@@ -90,20 +90,43 @@ export const TaskSummary = type({
 })
 export type TaskSummary = typeof TaskSummary.infer
 
+/**
+ * The agent of a `flow run` that holds a task or held it last (lib/run/worked-by.ts, docs/CLI.md "Who works
+ * on a task"), apart from `agent_name`, which only restricts who may take it. `working`: an agent of the live
+ * run holds it; `stopped`: its run is gone and the next `flow run` resumes it; `ended`: the agent left it, at
+ * `ended_at`, in `ended_status` (both null while an agent holds it).
+ */
+export const WorkedBy = type({
+  agent: "string",
+  state: "'working' | 'stopped' | 'ended'",
+  ended_at: "string | null",
+  ended_status: "string | null",
+})
+export type WorkedBy = typeof WorkedBy.infer
+
+/** One task of `flow list --json`: its summary and who works or worked on it (null when no run had it). */
+export const ListedTask = TaskSummary.and({ worked_by: WorkedBy.or("null") })
+export type ListedTask = typeof ListedTask.infer
+
 /** `flow list --json`: one entry per group shown; `title` is the group's header line as printed. */
 export const ListReport = type({
-  phases: type({ phase: "number | null", title: "string", tasks: TaskSummary.array() }).array(),
+  phases: type({ phase: "number | null", title: "string", tasks: ListedTask.array() }).array(),
 })
 export type ListReport = typeof ListReport.infer
+
+/** A task as stored in tasks.yaml (keys flow does not know included), without its `subtasks`. */
+export const StoredTask = Task.omit("subtasks")
+export type StoredTask = typeof StoredTask.infer
 
 /**
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
  * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
- * ancestor's), that phase's title in plan.md and the tokens and cost its agents reported.
+ * ancestor's), that phase's title in plan.md, the tokens and cost its agents reported, and the agent that
+ * works or worked on it.
  */
 export const ShowReport = type({
-  task: Task.omit("subtasks"),
+  task: StoredTask,
   subtasks: TaskSummary.array(),
   dependencies: type({ id: "string", status: TaskStatusValue }).array(),
   dependents: "string[]",
@@ -113,6 +136,7 @@ export const ShowReport = type({
   phase_title: "string | null",
   /** tokens and cost its agents reported (this task's turns only, not its subtasks'); null when none */
   usage: Usage.or("null"),
+  worked_by: WorkedBy.or("null"),
 })
 export type ShowReport = typeof ShowReport.infer
 
@@ -131,6 +155,21 @@ export const AgentsReport = type({
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
+
+// --- the commands that change tasks ---
+
+/**
+ * `flow ready|start|done|block|todo|note|assign|step start|step done --json`: what the one write did.
+ * `changes` are the status lines of the text output, in order ([] when nothing moved: the task was already
+ * there, or the command changes no status); `tasks` are the command's task and each task a change names (a
+ * step's task for a step), as stored after the write; `notes` are what the text output says on stderr.
+ */
+export const WriteReport = type({
+  changes: type({ id: "string", from: "string", to: "string", reason: "string | null" }).array(),
+  tasks: StoredTask.array(),
+  notes: "string[]",
+})
+export type WriteReport = typeof WriteReport.infer
 
 // --- generate, plan, refine ---
 
@@ -197,7 +236,7 @@ export type RefineReport = typeof RefineReport.infer
 // --- flow view's JSON API (lib/view/app.ts, docs/VIEW.md) ---
 
 /** One task of the inspector's graph: its `flow list --json` form and what the page draws besides. */
-export const GraphTask = TaskSummary.and({
+export const GraphTask = ListedTask.and({
   validation_task_id: "string | null",
   steps: { done: "number", total: "number" },
   /** a checkpoint whose dependencies and subtasks are done: it waits for a person (SPEC 3.2 rule 5) */
@@ -251,7 +290,8 @@ const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"]))
  * `running` are the assigned and in-progress tasks in file order: `agent` is the one a run has working on it
  * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
  * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
- * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
+ * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person, `blocked`
+ * the blocked tasks in file order with the first line of their last note (why it was blocked); `run` is
  * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
  * task's `usage` is its own so far (null where nothing was reported). `queue`: the merge queues (MergeQueueReport).
  */
@@ -276,6 +316,7 @@ export const DashboardReport = type({
   recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",
   review: "string[]",
+  blocked: type({ id: "string", title: "string", note: "string | null" }).array(),
   run: type({ pid: "number", since: "string" }).or("null"),
   usage: RunUsage,
   queue: MergeQueueReport,
@@ -292,19 +333,3 @@ export const PromptReport = type({
   prompt: "string",
 })
 export type PromptReport = typeof PromptReport.infer
-
-// --- writes (flow mcp's tools) ---
-
-/** A task or step that moved from one status to another; `reason` says why when it followed from another change. */
-export const Change = type({ id: "string", from: "string", to: "string", "reason?": "string" })
-export type Change = typeof Change.infer
-
-/**
- * What one write did (`flow mcp`'s done, start, block, note and step tools): `id` is the task or step named;
- * `changes` every status change in order, the named one first, then what followed (dependents promoted,
- * parents completed), empty when it already had that status; `note` the text appended to the task's ai_notes
- * (a note, or `Blocked: <reason>`), else null; `messages` what the command says besides (a dependency not done
- * yet, a checkpoint waiting for review, a merge still pending, the last step done).
- */
-export const ChangeReport = type({ id: "string", changes: Change.array(), note: "string | null", messages: "string[]" })
-export type ChangeReport = typeof ChangeReport.infer

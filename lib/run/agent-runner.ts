@@ -8,7 +8,7 @@ import { Exit, FlowError } from "../cli/errors"
 import type { AgentConfig } from "../store/config"
 import { spawnGroup } from "../cli/proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
-import { UsageMeter } from "./usage-meter"
+import { TurnStream } from "./usage-meter"
 
 /** `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line). */
 /** `lostSession`: the CLI could not resume the session it was given (it does not have it). */
@@ -71,9 +71,8 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     model: turn.agent.model,
     extraArgs: [...(handOver?.args ?? []), ...(turn.agent.args ?? [])],
   })
-  let sessionId = newSessionId ?? turn.sessionId
   if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
-  const meter = new UsageMeter(adapter.cli, turn.usageFile)
+  const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId)
   // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
   // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
   // line; else the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's,
@@ -103,14 +102,12 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   turn.onGroup?.(proc.pid, proc.exited)
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
-      for (const parsed of adapter.parseLine(line)) {
+      for (const event of stream.parse(line)) {
         streamed = true
-        const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
         if (event.type === "error") {
           if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
           error = event.message
         }
-        if (event.type === "session") sessionId = event.id
         if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
@@ -137,7 +134,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   return {
     code,
     tail: said.join("\n").trim(),
-    sessionId,
+    sessionId: stream.sessionId,
     seconds: seconds(),
     ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}),
     ...(lostSession ? { lostSession } : {}),

@@ -26,6 +26,7 @@ import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
+import { requireRoom } from "../store/disk-full"
 import { untilValid } from "./tasks-wait"
 import type { Workspace } from "./workspace"
 
@@ -105,7 +106,9 @@ export class Landing {
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
     if (!result.alreadyMerged) killPoint("before-done")
-    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
+    // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
+    // meanwhile must not leave merged work not done.
+    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
     background.add(this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())).catch(() => {}))
@@ -177,8 +180,13 @@ export async function writeStatus(s: RunSettings, command: string, edit: Paramet
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
-/** Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. */
-export function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+/**
+ * Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. Never on
+ * a full disk: what failed may have failed for want of room, so a DiskFull is thrown and the run waits for
+ * space and tries again (docs/RUN.md, "A full disk").
+ */
+export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+  requireRoom([s.project.dir, s.project.stateDir], `${taskId} was not blocked`)
   return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
     editor.append({ taskId }, "ai_notes", note)
     const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes

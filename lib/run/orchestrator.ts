@@ -14,6 +14,8 @@ import { isInvalidTasks } from "./tasks-wait"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
 import { Workspaces } from "./workspace"
+import { SpaceWait } from "./space-wait"
+import { isDiskFull } from "../store/disk-full"
 
 /** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
 class Wake {
@@ -38,13 +40,16 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const running = new Map<string, Promise<void>>() // task id → its worker
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
+  const leftAlone = new Set<string>() // failed, and their failure could not be written: never taken again in this run
   const workspaces = new Workspaces(s.project, s.defaults)
   const groups = new AgentGroups(s.db)
+  const space = new SpaceWait(s.bus, s.signal, [s.project.dir, s.project.stateDir], () => wake.notify())
   const shared: WorkerShared = {
     settings: s,
     workspaces,
     landing: new Landing(s),
     groups,
+    space,
     background: new Set(),
     publishQueues: new Map(),
     sessions: new Map(),
@@ -93,6 +98,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
 
   try {
     while (!s.signal.aborted) {
+      // A full disk met with nothing running: wait for room before trying anything again.
+      if (space.full && running.size === 0) {
+        await space.wait()
+        if (s.signal.aborted) break
+      }
       try {
         last = await readTasks(s.project)
         if (invalidSaid) s.bus.emit({ type: "notice", text: "tasks.yaml is valid again: going on" })
@@ -113,20 +123,31 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       for (const id of resumable) if (index.get(id)?.task.status !== "in_progress" && index.get(id)?.task.status !== "assigned") resumable.delete(id)
 
       const checkpoints = waitingCheckpoints(index, running)
+      let noRoom = false
       for (const cp of checkpoints) {
-        if (s.yes) await TaskWorker.approveCheckpoint(shared, cp.id)
-        else if (!announced.has(cp.id)) {
+        if (s.yes) {
+          noRoom = await TaskWorker.approveCheckpoint(shared, cp.id).then(
+            () => false,
+            (e) => {
+              if (s.signal.aborted || !space.claims(e)) throw e
+              return true
+            },
+          )
+          if (noRoom) break
+        } else if (!announced.has(cp.id)) {
           announced.add(cp.id)
           s.bus.emit({ type: "checkpoint", taskId: cp.id })
         }
       }
+      if (noRoom) await space.wait()
       if (s.yes && checkpoints.length > 0) continue
 
       const candidates = [...[...resumable].map((id) => index.get(id)!).filter(Boolean), ...availableTasks(index)].filter(
-        (e) => !running.has(e.task.id) && !waitsOnRunning(index, e, running),
+        (e) => !running.has(e.task.id) && !leftAlone.has(e.task.id) && !waitsOnRunning(index, e, running),
       )
       for (const agent of s.agents) {
         if (running.size >= s.parallelism) break
+        if (space.full && running.size > 0) break // what waits for room tries again first; nothing new meanwhile
         if (busy.has(agent.name)) continue
         const pick = candidates.find((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
         if (!pick) continue
@@ -136,11 +157,18 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         const worker = new TaskWorker(shared, id, agent)
         running.set(
           id,
-          worker.run().finally(() => {
-            running.delete(id)
-            busy.delete(agent.name)
-            wake.notify()
-          }),
+          worker
+            .run()
+            .then((unrecorded) => {
+              if (unrecorded === undefined) return
+              leftAlone.add(id)
+              s.bus.emit({ type: "notice", taskId: id, text: `${unrecorded}; left alone until the next run` })
+            })
+            .finally(() => {
+              running.delete(id)
+              busy.delete(agent.name)
+              wake.notify()
+            }),
         )
       }
 
@@ -159,7 +187,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
     await watcher.close()
-    await groups.reap(s.project.dir) // what agents left behind in their groups (a server started in the background) goes too
+    // What agents left behind in their groups (a server started in the background) goes too. On a full disk
+    // the groups are killed but their records stay: the next run's reap finds them gone.
+    await groups.reap(s.project.dir).catch((e) => {
+      if (!isDiskFull(e)) throw e
+    })
   }
 
   const { data } = await readTasks(s.project).catch(() => last)

@@ -10,6 +10,8 @@ export type RunSettings = {
   agents: AgentConfig[]
   parallelism: number
   retries: number
+  /** flow.yaml's task_timeout in ms: how long one agent turn may run (a task's own task_timeout wins); undefined: no limit */
+  taskTimeoutMs?: number
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }

@@ -8,8 +8,9 @@
 // lock timeout (FLOW_LOCK_TIMEOUT), then a FlowError says which file stayed busy.
 import { Database, SQLiteError } from "bun:sqlite"
 import { existsSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Exit, FlowError } from "../cli/errors"
+import { diskFullError, isDiskFull } from "../store/disk-full"
 import type { Question, Usage } from "../model/json-shapes"
 import type { Project } from "../cli/project"
 import { ensureStateDir } from "../store/valid-cache"
@@ -83,6 +84,9 @@ const MIGRATIONS: readonly string[] = [
      outcome TEXT
    );
    CREATE INDEX moves_open ON moves (id) WHERE ended_at IS NULL;`,
+  // Each task's last end (lastTaskEnds), which `flow list` reads for every task (lib/run/worked-by.ts):
+  // without it the query scans every event of every run.
+  `CREATE INDEX events_task_end ON events (task_id, id) WHERE kind = 'task.end';`,
 ]
 export const SCHEMA_VERSION = MIGRATIONS.length
 
@@ -133,6 +137,7 @@ export class StateDb {
     try {
       db = new Database(file, { readwrite: true, create, strict: true })
     } catch (e) {
+      if (isDiskFull(e)) throw diskFullError(project.stateDir, e, `cannot open ${file}`)
       throw new FlowError(`cannot open ${file}: ${(e as Error).message}`, Exit.failure, "check the permissions of the project's .flow folder", { cause: e })
     }
     const state = new StateDb(db, file, project.lockTimeoutMs)
@@ -141,6 +146,8 @@ export class StateDb {
       await state.setUp()
     } catch (e) {
       db.close()
+      // A WAL database needs room for its index (-shm) even to be read: on a full disk opening fails.
+      if (isDiskFull(e)) throw diskFullError(project.stateDir, e, `cannot open ${file}`)
       throw e
     }
     return state
@@ -373,7 +380,10 @@ export class StateDb {
     return this.retry(() => this.db.transaction(fn).immediate())
   }
 
-  /** Runs `fn`, retrying while the database is busy, with jittered back-off, until the timeout. */
+  /**
+   * Runs `fn`, retrying while the database is busy, with jittered back-off, until the timeout. A full disk
+   * is not retried here: it becomes a DiskFull naming the folder (`flow run` waits it out, commands fail cleanly).
+   */
   private async retry<T>(fn: () => T): Promise<T> {
     const deadline = performance.now() + this.timeoutMs
     let wait = 2
@@ -381,6 +391,7 @@ export class StateDb {
       try {
         return fn()
       } catch (e) {
+        if (isDiskFull(e)) throw diskFullError(dirname(this.file), e, `cannot use ${this.file}`)
         if (!isBusy(e)) throw e
         if (performance.now() > deadline) {
           throw new FlowError(

@@ -16,6 +16,10 @@ import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./settings"
+import type { SpaceWait } from "./space-wait"
+import { isDiskFull } from "../store/disk-full"
+import { formatDuration, parseDuration } from "../cli/duration"
+import { turnLimit, waitingMs } from "./turn-limit"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -28,6 +32,8 @@ export type WorkerShared = {
   landing: Landing
   /** the agents' process groups, recorded for the reaper */
   groups: AgentGroups
+  /** a full disk: said once, waited out on a timer by whoever met it */
+  space: SpaceWait
   /** clean-ups that need not hold up the next task (worktree removal); awaited before the run ends */
   background: Set<Promise<unknown>>
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
@@ -44,13 +50,33 @@ type Outcome = "finished" | "blocked" | "stopped"
  * The block note of an agent that exited without saying how the task went: its exit code, the CLI's error
  * on one line, and its last output unless that is only the same error again.
  */
-function exitNote(turn: TurnResult, missing: string): string {
+function exitNote(turn: Turn, missing: string): string {
   const tail = turn.tail.trim() && turn.tail.trim() !== turn.error?.trim() ? `; its last output:\n${turn.tail}` : ""
+  if (turn.stoppedAfter !== undefined) return `${ended(turn)} ${missing}${tail}`
   return `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) ${missing}${tail}`
+}
+
+/** A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms). */
+type Turn = TurnResult & { stoppedAfter?: number }
+
+/** Why the script agent's turn failed: its exit code, or the time limit that stopped it. */
+function scriptEnd(turn: Turn, what: string): string {
+  return turn.stoppedAfter === undefined
+    ? `${what} failed (exit ${turn.code})`
+    : `${what} was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
+}
+
+/** How a turn ended, for notes and retry reasons: its exit code, or the time limit that stopped it. */
+function ended(turn: Turn): string {
+  return turn.stoppedAfter === undefined
+    ? `the agent exited (code ${turn.code})`
+    : `the agent was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
 }
 
 export class TaskWorker {
   private ws?: Workspace
+  /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
+  private limitMs?: number
 
   constructor(
     private shared: WorkerShared,
@@ -62,43 +88,25 @@ export class TaskWorker {
     return this.shared.settings
   }
 
-  async run(): Promise<void> {
+  /**
+   * Works the task to its end. Returns why, when it failed and even blocking it failed (a tasks.yaml that
+   * may not be written): the run must not take it again at once, or it would fail again in a loop.
+   */
+  async run(): Promise<string | undefined> {
     try {
-      const task = await this.read()
-      if (task.status !== "in_progress" && task.status !== "assigned") {
-        // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
-        await this.shared.landing.journal.close(this.taskId)
-        for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
-      }
-      this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
-      // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
-      if (task.status !== "in_progress") await this.setStatus("assigned")
-      this.ws = await this.shared.workspaces.forTask(task)
-      const ws = this.ws
-      const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
-      await this.setStatus("in_progress")
-      this.s.bus.emit({
-        type: "task-start",
-        taskId: this.taskId,
-        agent: this.agent.name,
-        branch: this.ws.branch,
-        worktree: this.ws.path,
-        resumed: how === "reused",
-      })
-      // A run stopped while the agent waited for answers: wait again before launching anything, then
-      // resume its session with the answers (a fresh session gets them in the full prompt).
-      const started = await this.read()
-      const answers = await this.awaitAnswers(currentStep(started))
-      if (this.s.signal.aborted) return
-      const resumeWith = answers && this.resumable() ? answers : undefined
-      const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
-      if (outcome === "finished") await this.finish(await this.read())
-      else if (outcome === "blocked") await this.afterBlocked()
+      await this.untilRoom((retry) => this.attempt(retry))
     } catch (e) {
       if (!this.s.signal.aborted) {
         // The hint says how to get the task going again: the note is where the person reads it.
         const message = e instanceof FlowError ? `${e.message}${e.hint ? `: ${e.hint}` : ""}` : String((e as Error)?.stack ?? e)
-        await this.block(`flow run: ${message}`).catch(() => {})
+        const unblocked = await this.untilRoom(() => this.block(`flow run: ${message}`)).then(
+          () => undefined,
+          (e2) => {
+            const why = (e2 as Error).message.split("\n")[0]
+            return message.startsWith(why) ? `its status cannot be written: ${why}` : `it failed (${message.split("\n")[0]}) and could not be blocked: ${why}`
+          },
+        )
+        if (unblocked && !this.s.signal.aborted) return unblocked
       }
     } finally {
       const status = await this.read().then(
@@ -107,6 +115,68 @@ export class TaskWorker {
       )
       this.s.bus.emit({ type: "task-end", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli, status })
     }
+  }
+
+  /**
+   * `fn`, tried again (with `retry` true) after the disk had no room for it: the task keeps its place,
+   * nothing is blocked for it, and the run's stop ends the wait (lib/run/space-wait.ts).
+   */
+  private async untilRoom(fn: (retry: boolean) => Promise<void>): Promise<void> {
+    const space = this.shared.space
+    for (let retry = false; ; retry = true) {
+      try {
+        await fn(retry)
+        if (retry) space.ok()
+        return
+      } catch (e) {
+        if (this.s.signal.aborted || !space.claims(e, this.ws ? [this.ws.path] : [], this.taskId)) throw e
+        await space.wait()
+        if (this.s.signal.aborted) return
+      }
+    }
+  }
+
+  /**
+   * The task from where it is: started (assigned, its worktree, in progress), its agent run, its work landed.
+   * A retry after a full disk goes on from the task's status: a done task is landed, a blocked one's
+   * validated tasks are blocked, anything else starts or resumes.
+   */
+  private async attempt(retry: boolean): Promise<void> {
+    const task = await this.read()
+    this.limitMs = task.task_timeout === undefined ? this.s.taskTimeoutMs : parseDuration(task.task_timeout, `task '${this.taskId}': task_timeout`)
+    if (retry && (task.status === "done" || task.status === "blocked")) {
+      if (!this.ws) return // decided by a person before this worker got its worktree: nothing of ours to land
+      return task.status === "done" ? this.finish(task) : this.afterBlocked()
+    }
+    if (task.status !== "in_progress" && task.status !== "assigned") {
+      // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
+      await this.shared.landing.journal.close(this.taskId)
+      for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
+    }
+    if (!retry) this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
+    // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
+    if (task.status !== "in_progress") await this.setStatus("assigned")
+    this.ws = await this.shared.workspaces.forTask(task)
+    const ws = this.ws
+    const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
+    await this.setStatus("in_progress")
+    this.s.bus.emit({
+      type: "task-start",
+      taskId: this.taskId,
+      agent: this.agent.name,
+      branch: this.ws.branch,
+      worktree: this.ws.path,
+      resumed: how === "reused",
+    })
+    // A run stopped while the agent waited for answers: wait again before launching anything, then
+    // resume its session with the answers (a fresh session gets them in the full prompt).
+    const started = await this.read()
+    const answers = await this.awaitAnswers(currentStep(started))
+    if (this.s.signal.aborted) return
+    const resumeWith = answers && this.resumable() ? answers : undefined
+    const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
+    if (outcome === "finished") await this.finish(await this.read())
+    else if (outcome === "blocked") await this.afterBlocked()
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
@@ -123,7 +193,7 @@ export class TaskWorker {
       if (after.status === "done") return "finished"
       if (this.agent.cli === "script") {
         if (turn.code === 0) return "finished"
-        await this.block(`script failed (exit ${turn.code}):\n${turn.tail}`)
+        await this.block(`${scriptEnd(turn, "script")}:\n${turn.tail}`)
         return "blocked"
       }
       const answers = await this.awaitAnswers(undefined)
@@ -138,7 +208,7 @@ export class TaskWorker {
         await this.block(exitNote(turn, "without 'flow done' or 'flow block'"))
         return "blocked"
       }
-      const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
+      const reason = `${ended(turn)} without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
       prompt = await this.continuation(
         `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`,
@@ -164,7 +234,7 @@ export class TaskWorker {
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
-      const turn: TurnResult = finished
+      const turn: Turn = finished
         ? { code: 0, tail: "", seconds: 0 }
         : await this.turn(
             n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt,
@@ -175,7 +245,7 @@ export class TaskWorker {
       if (this.s.signal.aborted) return "stopped"
       if (this.agent.cli === "script") {
         if (turn.code !== 0) {
-          await this.block(`script of step ${step.id} failed (exit ${turn.code}):\n${turn.tail}`)
+          await this.block(`${scriptEnd(turn, `script of step ${step.id}`)}:\n${turn.tail}`)
           return "blocked"
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
@@ -196,7 +266,12 @@ export class TaskWorker {
         await this.block(exitNote(turn, `before 'flow step done ${step.id}'`))
         return "blocked"
       }
-      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
+      this.s.bus.emit({
+        type: "retry",
+        taskId: this.taskId,
+        attempt: n + 1,
+        reason: `step ${step.id} not done (${turn.stoppedAfter === undefined ? `exit ${turn.code}` : `stopped after ${formatDuration(turn.stoppedAfter)}: task_timeout`})`,
+      })
     }
   }
 
@@ -210,8 +285,15 @@ export class TaskWorker {
     return this.launch(await this.taskPrompt(), script, stepId, env)
   }
 
-  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
+  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
     const ws = this.ws!
+    const limitMs = this.limitMs
+    const limit = turnLimit(
+      limitMs,
+      this.s.signal,
+      async (since) => waitingMs(await this.s.db.questions.forTask(this.taskId), since, Date.now()),
+      () => this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
+    )
     const result = await runTurn({
       doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
       onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
@@ -223,14 +305,14 @@ export class TaskWorker {
       mcp: this.mcpServer(),
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
-      signal: this.s.signal,
+      signal: limit.signal,
       onEvent: (event) => {
         if (event.type === "session") this.saveSession(event.id)
         this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
       },
-    })
+    }).finally(() => limit.clear())
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
-    return result
+    return limit.expired() && !this.s.signal.aborted ? { ...result, stoppedAfter: limitMs } : result
   }
 
   /**
@@ -481,7 +563,13 @@ export class TaskWorker {
 
   private saveSession(id: string): void {
     this.shared.sessions.set(this.taskId, id)
-    mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
-    writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+    try {
+      mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
+      writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+    } catch (e) {
+      // Called from the agent's output stream, which must go on: on a full disk the session is kept in
+      // memory for this run; only a later run could not resume it.
+      if (!isDiskFull(e)) throw e
+    }
   }
 }

@@ -3,10 +3,12 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
 import { Exit, FlowError } from "../cli/errors"
-import { formatFinding } from "./findings"
-import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
+import { closest } from "../cli/suggest"
+import { formatFinding, type Finding } from "./findings"
+import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
+import { Duration } from "../model/schema"
 
 export { AGENT_NAME }
 
@@ -29,10 +31,12 @@ export const VerifyConfig = type({
   "repo?": "string > 0",
   /** a shell command line (run by `sh -c` in the merge's scratch worktree) or an argv array */
   command: type("string > 0").or(type("string > 0").array().atLeastLength(1)),
-  /** how long it may run before it counts as failed: 90s, 20m, 1h (default 20m) */
-  "timeout?": /^(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/,
+  /** how long it may run before it counts as failed: 90s, 20m, 1h (default 20m); lib/cli/duration.ts reads it */
+  "timeout?": type(/^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/).describe("a duration such as 90s, 20m, 1h or 1h30m"),
 })
 export type VerifyConfig = typeof VerifyConfig.infer
+
+const PullRequestConfig = type({ "base?": "string > 0", "draft?": "boolean" })
 
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
@@ -44,6 +48,8 @@ export const FlowConfig = type({
   "merge_target?": "string",
   /** how many times a task whose agent failed is tried again before it is blocked (default 1) */
   "retries?": "number.integer >= 0",
+  /** how long one turn of an agent may run before it is stopped and counted as failed (default: no limit) */
+  "task_timeout?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */
   "verify?": VerifyConfig.or(VerifyConfig.array()),
   /** how many times a task is sent back to its agent after a failed check or a merge conflict (default 2) */
@@ -51,11 +57,11 @@ export const FlowConfig = type({
   /** how many candidates of a target's merge queue are checked at once, each on top of those ahead (default 8; 1: strictly serial) */
   "queue_depth?": "number.integer >= 1",
   /** the git remote that push and pull_request use (default origin) */
-  "remote?": /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+  "remote?": type(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).describe("a git remote's name (letters, digits, '.', '_', '-')"),
   /** push the merge target to the remote after each merge */
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
-  "pull_request?": type("boolean").or({ "base?": "string > 0", "draft?": "boolean" }),
+  "pull_request?": type("boolean").or(PullRequestConfig),
 })
 export type FlowConfig = typeof FlowConfig.infer
 
@@ -74,18 +80,23 @@ export function loadConfig(projectDir: string): FlowConfig {
     )
   }
   const data = parsed.doc.toJS() ?? {}
-  const out = FlowConfig.onUndeclaredKey("reject")(data)
-  if (out instanceof type.errors) {
-    const e = out[0]
-    const position = positionOf(
-      parsed,
-      [...e.path].map((k) => (typeof k === "number" ? k : String(k))),
-      e.code === "predicate",
-    )
+  // arktype reads a list as an object whose keys are its methods ("push must be boolean (was Function)").
+  if (!isRecord(data))
     throw new FlowError(
-      `flow.yaml is invalid:\n${formatFinding({ severity: "error", message: e.message, ...position }, file, text).trimEnd()}`,
+      `flow.yaml must be a mapping of settings (field: value), not ${Array.isArray(data) ? "a list" : `the value ${JSON.stringify(data)}`}`,
       Exit.invalid,
-      "see docs/RUN.md for the fields of flow.yaml",
+      "'flow help config' prints every field of flow.yaml with its default",
+    )
+  const out = FlowConfig.onDeepUndeclaredKey("reject")(data)
+  if (out instanceof type.errors) {
+    const findings = configFindings(out, data, parsed)
+    throw new FlowError(
+      `flow.yaml is invalid:\n${findings
+        .map((f) => formatFinding(f, file, text))
+        .join("")
+        .trimEnd()}`,
+      Exit.invalid,
+      "'flow help config' prints every field of flow.yaml with its default",
     )
   }
   const names = new Set<string>()
@@ -103,12 +114,6 @@ export function loadConfig(projectDir: string): FlowConfig {
         "keep one check per repository",
       )
     repos.add(v.repo)
-    if (v.timeout !== undefined && !/\d/.test(v.timeout))
-      throw new FlowError(
-        `flow.yaml: verify timeout '${v.timeout}' is not a duration`,
-        Exit.invalid,
-        "write 90s, 20m, 1h or combined largest first, like 1h30m",
-      )
   }
   const pr = out.pull_request
   if (out.push && pr && (pr === true || pr.base === undefined || pr.base === out.merge_target)) {
@@ -119,6 +124,74 @@ export function loadConfig(projectDir: string): FlowConfig {
     )
   }
   return out
+}
+
+type KeyPath = (string | number)[]
+type Problem = { path: KeyPath; message: string; unknown: boolean }
+
+/** The fields that may be written at a path of flow.yaml, for the "did you mean" of an unknown one. */
+function fieldsAt(path: KeyPath): string[] {
+  const [first, second] = path
+  const of = (t: { props: readonly { key: string | symbol }[] }) => t.props.map((p) => String(p.key))
+  if (path.length === 0) return of(FlowConfig)
+  if (first === "agents" && typeof second === "number" && path.length === 2) return of(AgentConfig)
+  if (first === "verify" && (path.length === 1 || (typeof second === "number" && path.length === 2))) return of(VerifyConfig)
+  if (first === "pull_request" && path.length === 1) return of(PullRequestConfig)
+  return []
+}
+
+/** A check of one shape: every problem of `value`, unknown keys at any depth included, or nothing. */
+type ShapeCheck = (value: unknown) => unknown
+
+/** For a field of two shapes, the check of the shape written: its problems are the ones to tell. */
+const SHAPES: Record<string, (value: unknown) => ShapeCheck | undefined> = {
+  verify: (v) => (Array.isArray(v) ? VerifyConfig.array().onDeepUndeclaredKey("reject") : isRecord(v) ? VerifyConfig.onDeepUndeclaredKey("reject") : undefined),
+  pull_request: (v) => (isRecord(v) ? PullRequestConfig.onDeepUndeclaredKey("reject") : undefined),
+}
+
+function isRecord(v: unknown): boolean {
+  return v !== null && typeof v === "object" && !Array.isArray(v)
+}
+
+/** arktype's problems, each with its path from the top of flow.yaml. */
+function problems(errors: InstanceType<typeof type.errors>, data: unknown, base: KeyPath = []): Problem[] {
+  return [...errors].flatMap((e) => {
+    const path: KeyPath = [...base, ...e.path.map((k) => (typeof k === "number" ? k : String(k)))]
+    const shape = e.code === "union" && path.length === 1 ? SHAPES[String(path[0])] : undefined
+    const value = shape ? (data as Record<string, unknown>)[String(path[0])] : undefined
+    // A union stops at the first problem of each shape: the shape written is checked again for all of them.
+    const out = shape?.(value)?.(value)
+    if (out instanceof type.errors) return problems(out, value, path)
+    // A union's problem already names its field; the others are said of the field's whole path.
+    const message = e.code === "union" ? e.message : `${path.length ? fieldName(path) : "flow.yaml"} ${e.problem}`
+    return [{ path, message, unknown: e.code === "predicate" && e.expected === "removed" }]
+  })
+}
+
+/** `verify[0].timeout` */
+function fieldName(path: KeyPath): string {
+  return path.map((k, i) => (typeof k === "number" ? `[${k}]` : i === 0 ? k : `.${k}`)).join("")
+}
+
+/**
+ * Every problem of flow.yaml in file order, each at its position: an unknown field with the closest known
+ * one, a bad value in words. Where a field takes one of two shapes (verify: an entry or a list; pull_request:
+ * true or a mapping), the problems of the shape written are told, not "or it must be an array".
+ */
+function configFindings(errors: InstanceType<typeof type.errors>, data: unknown, parsed: ParsedForPositions): Finding[] {
+  const findings = problems(errors, data).map(({ path, message, unknown }): Finding => {
+    const position = positionOf(parsed, path, unknown)
+    if (!unknown) return { severity: "error", message, ...position }
+    const fields = fieldsAt(path.slice(0, -1))
+    const near = closest(String(path.at(-1)), fields)
+    return {
+      severity: "error",
+      message: `unknown field '${fieldName(path)}'`,
+      ...position,
+      hint: near ? `did you mean '${near}'?` : `the fields here: ${fields.join(", ")}`,
+    }
+  })
+  return findings.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0))
 }
 
 export type PublishSettings = {

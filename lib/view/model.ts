@@ -13,6 +13,7 @@ import { currentStep, stepPrompt } from "../run/prompt"
 import { waitsForReview } from "../graph/checkpoint"
 import { descendantsOf, showReport } from "../graph/show-report"
 import { readUsage } from "../run/usage"
+import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
 import { readTasks } from "../store/tasks"
@@ -21,7 +22,7 @@ import { computeLayout, layoutKey, phaseGroups, type Layout } from "./layout"
 
 export type ViewEvent = { type: "version"; version: number } | { type: "layout"; key: string; done: number; total: number }
 
-type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string }
+type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string; work: WorkLedger }
 
 /** The last layout, in the project's .flow/: a new `flow view` on an unchanged graph starts without ELK. */
 export const LAYOUT_FILE = "view-layout.json"
@@ -50,9 +51,9 @@ export class ViewModel {
 
   private async read(): Promise<void> {
     try {
-      const { data } = await readTasks(this.project)
+      const [{ data }, work] = await Promise.all([readTasks(this.project), readWork(this.project)])
       const index = indexTasks(data)
-      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index) }
+      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index), work }
       this.error = null
       // Started now, before a page asks; a failure reaches the page that asks for it.
       this.layout(this.loaded.key)?.catch(() => undefined)
@@ -79,13 +80,13 @@ export class ViewModel {
   }
 
   tasks(): ViewTasksReport {
-    const { index, titles, key } = this.current()
+    const { index, titles, key, work } = this.current()
     const phases: ViewTasksReport["phases"] = []
     for (const [phase, tops] of phaseGroups(index)) {
       const tasks: GraphTask[] = []
       for (const top of tops) {
-        tasks.push(graphTask(index, top))
-        for (const d of descendantsOf(top.task, 0)) tasks.push(graphTask(index, index.get(d.task.id) as Indexed))
+        tasks.push(graphTask(index, top, work))
+        for (const d of descendantsOf(top.task, 0)) tasks.push(graphTask(index, index.get(d.task.id) as Indexed, work))
       }
       phases.push({ phase, title: phase === null ? "No phase" : phaseHeader(phase, titles), tasks })
     }
@@ -95,12 +96,12 @@ export class ViewModel {
 
   /** `flow show --json` of one task with its prompts, or undefined for an unknown id. */
   async task(id: string): Promise<ViewTaskReport | undefined> {
-    const { index, titles } = this.current()
+    const { index, titles, work } = this.current()
     const entry = index.get(id)
     if (!entry) return undefined
     const step = currentStep(entry.task)
     return {
-      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null),
+      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null, workedBy(entry.task, work)),
       prompt: await projectTaskPrompt(this.project, index, id),
       resume_prompt: step ? stepPrompt(entry.task, step) : null,
     }
@@ -152,11 +153,12 @@ export class ViewModel {
   }
 }
 
-function graphTask(index: Map<string, Indexed>, entry: Indexed): GraphTask {
+function graphTask(index: Map<string, Indexed>, entry: Indexed, work: WorkLedger): GraphTask {
   const { task, parent, depth } = entry
   const steps = task.steps ?? []
   return {
     ...taskSummary(task, parent, depth),
+    worked_by: workedBy(task, work),
     validation_task_id: task.validation_task_id ?? null,
     steps: { done: steps.filter((s) => s.status === "done").length, total: steps.length },
     review: waitsForReview(index, task),

@@ -194,10 +194,13 @@ const checks = {
         if (!this.check38(data)) {
             return false
         }
+        if (!this.check39(data)) {
+            return false
+        }
         return true
   },
   check22(data, ctx) {     if ("id" in data) {
-            if (!this.check60(data.id)) {
+            if (!this.check64(data.id)) {
                 return false
             }
         }
@@ -207,7 +210,7 @@ const checks = {
         return true
   },
   check23(data, ctx) {     if ("status" in data) {
-            if (!this.check59(data.status)) {
+            if (!this.check63(data.status)) {
                 return false
             }
         }
@@ -217,7 +220,7 @@ const checks = {
         return true
   },
   check24(data, ctx) {     if ("title" in data) {
-            if (!this.check57(data.title)) {
+            if (!this.check61(data.title)) {
                 return false
             }
         }
@@ -227,7 +230,7 @@ const checks = {
         return true
   },
   check25(data, ctx) {     if ("acceptance_criteria" in data) {
-            if (!this.check48(data.acceptance_criteria)) {
+            if (!this.check52(data.acceptance_criteria)) {
                 return false
             }
         }
@@ -241,14 +244,14 @@ const checks = {
         return true
   },
   check27(data, ctx) {     if ("ai_notes" in data) {
-            if (!this.check48(data.ai_notes)) {
+            if (!this.check52(data.ai_notes)) {
                 return false
             }
         }
         return true
   },
   check28(data, ctx) {     if ("checkpoint" in data) {
-            if (!this.check54(data.checkpoint)) {
+            if (!this.check58(data.checkpoint)) {
                 return false
             }
         }
@@ -262,7 +265,7 @@ const checks = {
         return true
   },
   check30(data, ctx) {     if ("depends_on" in data) {
-            if (!this.check48(data.depends_on)) {
+            if (!this.check52(data.depends_on)) {
                 return false
             }
         }
@@ -297,7 +300,7 @@ const checks = {
         return true
   },
   check35(data, ctx) {     if ("steps" in data) {
-            if (!this.check39(data.steps)) {
+            if (!this.check43(data.steps)) {
                 return false
             }
         }
@@ -312,52 +315,71 @@ const checks = {
         }
         return true
   },
-  check37(data, ctx) {     if ("validation_task_id" in data) {
+  check37(data, ctx) {     if ("task_timeout" in data) {
+            if (!this.check40(data.task_timeout)) {
+                return false
+            }
+        }
+        return true
+  },
+  check38(data, ctx) {     if ("validation_task_id" in data) {
             if (!this.check14(data.validation_task_id)) {
                 return false
             }
         }
         return true
   },
-  check38(data, ctx) {     if ("worktree" in data) {
+  check39(data, ctx) {     if ("worktree" in data) {
             if (!this.check14(data.worktree)) {
                 return false
             }
         }
         return true
   },
-  check39(data, ctx) {     if (!this.check6(data)) {
-            return false
-        }
-        if (!this.check40(data)) {
-            return false
-        }
-        return true
-  },
   check40(data, ctx) {     if (!this.check41(data)) {
             return false
         }
+        if (!this.check42(data)) {
+            return false
+        }
         return true
   },
-  check41(data, ctx) {     for (let i = 0; i < data.length; i++) {
-            if (!this.check42(data[i])) {
+  check41(data, ctx) {     return typeof data === "string"
+  },
+  check42(data, ctx) {     return /^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/.test(data)
+  },
+  check43(data, ctx) {     if (!this.check6(data)) {
+            return false
+        }
+        if (!this.check44(data)) {
+            return false
+        }
+        return true
+  },
+  check44(data, ctx) {     if (!this.check45(data)) {
+            return false
+        }
+        return true
+  },
+  check45(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            if (!this.check46(data[i])) {
                 return false
             }
         }
         return true
   },
-  check42(data, ctx) {     if (!this.check1(data)) {
+  check46(data, ctx) {     if (!this.check1(data)) {
             return false
         }
-        if (!this.check43(data)) {
+        if (!this.check47(data)) {
             return false
         }
         return true
   },
-  check43(data, ctx) {     if (!this.check44(data)) {
+  check47(data, ctx) {     if (!this.check48(data)) {
             return false
         }
-        if (!this.check45(data)) {
+        if (!this.check49(data)) {
             return false
         }
         if (!this.check25(data)) {
@@ -369,13 +391,13 @@ const checks = {
         if (!this.check34(data)) {
             return false
         }
-        if (!this.check46(data)) {
+        if (!this.check50(data)) {
             return false
         }
         return true
   },
-  check44(data, ctx) {     if ("id" in data) {
-            if (!this.check51(data.id)) {
+  check48(data, ctx) {     if ("id" in data) {
+            if (!this.check55(data.id)) {
                 return false
             }
         }
@@ -384,7 +406,7 @@ const checks = {
         }
         return true
   },
-  check45(data, ctx) {     if ("instruction" in data) {
+  check49(data, ctx) {     if ("instruction" in data) {
             if (!this.check14(data.instruction)) {
                 return false
             }
@@ -394,41 +416,21 @@ const checks = {
         }
         return true
   },
-  check46(data, ctx) {     if ("status" in data) {
-            if (!this.check47(data.status)) {
+  check50(data, ctx) {     if ("status" in data) {
+            if (!this.check51(data.status)) {
                 return false
             }
         }
         return true
   },
-  check47(data, ctx) {     switch(data) {
+  check51(data, ctx) {     switch(data) {
             case "done": return true
             case "in_progress": return true
             case "pending": return true
         }
         return false
   },
-  check48(data, ctx) {     if (!this.check6(data)) {
-            return false
-        }
-        if (!this.check49(data)) {
-            return false
-        }
-        return true
-  },
-  check49(data, ctx) {     if (!this.check50(data)) {
-            return false
-        }
-        return true
-  },
-  check50(data, ctx) {     for (let i = 0; i < data.length; i++) {
-            if (!this.check14(data[i])) {
-                return false
-            }
-        }
-        return true
-  },
-  check51(data, ctx) {     if (!this.check52(data)) {
+  check52(data, ctx) {     if (!this.check6(data)) {
             return false
         }
         if (!this.check53(data)) {
@@ -436,33 +438,53 @@ const checks = {
         }
         return true
   },
-  check52(data, ctx) {     return typeof data === "string"
-  },
-  check53(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/.test(data)
-  },
-  check54(data, ctx) {     if (this.check55(data)) {
-            return true
-        }
-        if (this.check56(data)) {
-            return true
-        }
-        return false
-  },
-  check55(data, ctx) {     return data === false
-  },
-  check56(data, ctx) {     return data === true
-  },
-  check57(data, ctx) {     if (!this.check14(data)) {
-            return false
-        }
-        if (!this.check58(data)) {
+  check53(data, ctx) {     if (!this.check54(data)) {
             return false
         }
         return true
   },
-  check58(data, ctx) {     return data.length >= 1
+  check54(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            if (!this.check14(data[i])) {
+                return false
+            }
+        }
+        return true
   },
-  check59(data, ctx) {     switch(data) {
+  check55(data, ctx) {     if (!this.check56(data)) {
+            return false
+        }
+        if (!this.check57(data)) {
+            return false
+        }
+        return true
+  },
+  check56(data, ctx) {     return typeof data === "string"
+  },
+  check57(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/.test(data)
+  },
+  check58(data, ctx) {     if (this.check59(data)) {
+            return true
+        }
+        if (this.check60(data)) {
+            return true
+        }
+        return false
+  },
+  check59(data, ctx) {     return data === false
+  },
+  check60(data, ctx) {     return data === true
+  },
+  check61(data, ctx) {     if (!this.check14(data)) {
+            return false
+        }
+        if (!this.check62(data)) {
+            return false
+        }
+        return true
+  },
+  check62(data, ctx) {     return data.length >= 1
+  },
+  check63(data, ctx) {     switch(data) {
             case "assigned": return true
             case "blocked": return true
             case "done": return true
@@ -472,15 +494,15 @@ const checks = {
         }
         return false
   },
-  check60(data, ctx) {     if (!this.check52(data)) {
+  check64(data, ctx) {     if (!this.check56(data)) {
             return false
         }
-        if (!this.check61(data)) {
+        if (!this.check65(data)) {
             return false
         }
         return true
   },
-  check61(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*$/.test(data)
+  check65(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*$/.test(data)
   },
 }
 
@@ -506,5 +528,5 @@ function seenSets() {
   })
 }
 
-export const TASK_KEYS: ReadonlySet<string> = new Set(["id","status","title","acceptance_criteria","agent_name","ai_notes","checkpoint","completed_at","depends_on","instructions","phase","repo","started_at","steps","subtasks","validation_task_id","worktree"])
+export const TASK_KEYS: ReadonlySet<string> = new Set(["id","status","title","acceptance_criteria","agent_name","ai_notes","checkpoint","completed_at","depends_on","instructions","phase","repo","started_at","steps","subtasks","task_timeout","validation_task_id","worktree"])
 export const STEP_KEYS: ReadonlySet<string> = new Set(["id","instruction","acceptance_criteria","completed_at","started_at","status"])

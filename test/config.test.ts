@@ -1,0 +1,118 @@
+// flow.yaml: the reference (`flow help config`, the file `flow create` writes, docs/RUN.md's copy) and the
+// errors a bad file gets: every problem at its line, in words, an unknown field with the closest known one.
+import { expect, test } from "bun:test"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { AgentConfig, FlowConfig, loadConfig, VerifyConfig } from "../lib/store/config"
+import { flow, ROOT, tasksYaml, tempRepo } from "./helpers"
+
+const REFERENCE = readFileSync(join(ROOT, "lib/templates/flow.yaml"), "utf8")
+
+/** loadConfig on `text` as a project's flow.yaml: the config, or the error's message and hint. */
+function load(text: string) {
+  const dir = mkdtempSync(join(tmpdir(), "flow-config-"))
+  try {
+    writeFileSync(join(dir, "flow.yaml"), text)
+    return loadConfig(dir)
+  } catch (e) {
+    const { message, hint, exit } = e as { message: string; hint?: string; exit?: number }
+    return { error: message.replaceAll(dir, "<dir>"), hint, exit }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+test.concurrent("flow help config prints the reference, anywhere; flow create writes the same text", async () => {
+  await using dir = await tempRepo()
+  expect(await flow(dir.path, ["help", "config"])).toEqual({ code: 0, stdout: REFERENCE, stderr: "" })
+  expect((await flow(dir.path, ["--help"])).stdout).toContain("Help topics (flow help <topic>):\n  config ")
+  expect(await flow(dir.path, ["help", "confg"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "error: no command or help topic 'confg'\nhint: did you mean 'flow help config'? run 'flow --help' for the list\n",
+  })
+  expect((await flow(dir.path, ["create", "shop"])).code).toBe(0)
+  expect(dir.read("shop/flow.yaml")).toBe(REFERENCE)
+})
+
+test("docs/RUN.md holds the reference word for word", () => {
+  expect(readFileSync(join(ROOT, "docs/RUN.md"), "utf8")).toContain(`\n\`\`\`yaml\n${REFERENCE}\`\`\`\n`)
+})
+
+test("the reference names every field of the schema, loads as an empty configuration, and each example is valid", () => {
+  const fields = [FlowConfig, AgentConfig, VerifyConfig].flatMap((t) => t.props.map((p) => String(p.key))).concat(["base", "draft"])
+  expect(fields.filter((f) => !new RegExp(`^#.*\\b${f}:`, "m").test(REFERENCE))).toEqual([])
+  expect(load(REFERENCE)).toEqual({})
+  // Each commented setting, uncommented on its own (a `# key:` line and the indented lines under it).
+  const lines = REFERENCE.split("\n")
+  const examples = lines.flatMap((line, i) => {
+    if (!/^# [a-z_]+:/.test(line)) return []
+    const block = [line]
+    for (let j = i + 1; j < lines.length && /^# {2}/.test(lines[j]); j++) block.push(lines[j])
+    return [block.map((l) => l.slice(2)).join("\n")]
+  })
+  expect(examples.length).toBe(13)
+  for (const example of examples) expect({ example, loaded: "error" in load(example) }).toEqual({ example, loaded: false })
+})
+
+test("every problem is reported in file order at its line, in words; an unknown field, at any depth, gets the closest known one", () => {
+  const text = `paralelism: 2
+verify: { command: "npm test", timeout: forever }
+agents:
+  - name: a
+    cli: claude
+    modle: x
+pull_request: { bsae: main }
+`
+  expect(load(text)).toEqual({
+    error: `flow.yaml is invalid:
+ERROR: unknown field 'paralelism'
+  at <dir>/flow.yaml:1:1
+  1 | paralelism: 2
+    | ^
+  hint: did you mean 'parallelism'?
+ERROR: verify.timeout must be a duration such as 90s, 20m, 1h or 1h30m (was "forever")
+  at <dir>/flow.yaml:2:41
+  2 | verify: { command: "npm test", timeout: forever }
+    |                                         ^
+ERROR: unknown field 'agents[0].modle'
+  at <dir>/flow.yaml:6:5
+  6 |     modle: x
+    |     ^
+  hint: did you mean 'model'?
+ERROR: unknown field 'pull_request.bsae'
+  at <dir>/flow.yaml:7:17
+  7 | pull_request: { bsae: main }
+    |                 ^
+  hint: did you mean 'base'?`,
+    hint: "'flow help config' prints every field of flow.yaml with its default",
+    exit: 3,
+  })
+})
+
+test("a list of verify entries has each entry checked; a field of two shapes says what it takes; a list is no flow.yaml", () => {
+  const list = load("verify:\n  - { command: make, timeout: 0m }\n  - { repo: x, comand: y }\nremote: -x\n") as { error: string }
+  expect(list.error.split("\n").filter((l) => l.startsWith("ERROR"))).toEqual([
+    `ERROR: verify[0].timeout must be a duration such as 90s, 20m, 1h or 1h30m (was "0m")`,
+    "ERROR: verify[1].command must be a string or an array (was missing)",
+    "ERROR: unknown field 'verify[1].comand'",
+    `ERROR: remote must be a git remote's name (letters, digits, '.', '_', '-') (was "-x")`,
+  ])
+  expect((load("verify: 3\n") as { error: string }).error).toContain("ERROR: verify must be an object or an array (was 3)\n")
+  expect((load("zzz: 1\n") as { error: string }).error).toContain(
+    "  hint: the fields here: agents, fix_attempts, merge_target, parallelism, pull_request, push, queue_depth, remote, repo, retries, task_timeout, verify",
+  )
+  expect(load("- a\n")).toEqual({
+    error: "flow.yaml must be a mapping of settings (field: value), not a list",
+    hint: "'flow help config' prints every field of flow.yaml with its default",
+    exit: 3,
+  })
+})
+
+test.concurrent("flow run stops at a bad flow.yaml with exit 3 and the reference's command as the hint", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: "x" }]), "flow.yaml": "paralelism: 2\n" })
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
+  expect(r.code).toBe(3)
+  expect(r.stderr).toEndWith("  hint: did you mean 'parallelism'?\nhint: 'flow help config' prints every field of flow.yaml with its default\n")
+})
