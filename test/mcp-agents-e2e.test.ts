@@ -14,7 +14,7 @@ const TASK = { id: "ship", title: "Ship", status: "todo", instructions: "Nothing
 async function finishes(dir: TempDir, env: Record<string, string>, server: ReturnType<typeof startModelServer>) {
   const r = await flow(dir.path, ["run", "--headless"], { env })
   expect({ code: r.code, stderr: r.stderr, statuses: statuses(dir) }).toEqual({ code: 0, stderr: "", statuses: { ship: "done" } })
-  // Each CLI wraps the result its own way (Gemini in a JSON string): the ChangeReport's change is in it.
+  // Each CLI wraps the result its own way (Gemini in a JSON string): the WriteReport's change is in it.
   const results = server.model
     .requests("ship")
     .flatMap((q) => q.toolResults ?? [])
