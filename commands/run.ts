@@ -1,4 +1,4 @@
-import { adapterFor, type Adapter } from "../lib/agents"
+import { adapterFor, MCP_CLIS, type Adapter } from "../lib/agents"
 import { versionCheck } from "../lib/agents/versions"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
@@ -56,6 +56,13 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   // An unknown CLI, or a command agent without its template, fails before any work starts.
   const clis = new Map<string, Adapter>()
   for (const agent of agents) {
+    if (agent.mcp && !MCP_CLIS.includes(agent.cli)) {
+      throw new FlowError(
+        `agent ${agent.name} has 'mcp: true', but flow cannot hand its MCP server to ${agent.cli}`,
+        Exit.invalid,
+        `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
+      )
+    }
     if (agent.cli === "script") continue
     const adapter = adapterFor(agent.cli, { command: agent.command })
     requireInstalled(agent, adapter)

@@ -14,6 +14,8 @@ export type ProjectPromptOptions = {
   workspace?: PromptInput["workspace"]
   /** an open state database; without one the project's is opened for the call, if it has one */
   db?: StateDb
+  /** the agent has flow's MCP server: the prompt names tools instead of commands */
+  tools?: boolean
 }
 
 export async function projectTaskPrompt(project: Project, index: Map<string, Indexed>, taskId: string, options: ProjectPromptOptions = {}): Promise<string> {
@@ -26,7 +28,7 @@ export async function projectTaskPrompt(project: Project, index: Map<string, Ind
   // The branch line is part of what the run sends, so the preview names the branch the run would use.
   const task = index.get(taskId)?.task
   const workspace = options.workspace ?? (task ? { branch: branchOf(task) } : undefined)
-  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace, questions })
+  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace, questions, tools: options.tools })
 }
 
 function readGuidelines(dir: string): string | undefined {
