@@ -3,13 +3,13 @@
 // with no room for the lock's record. docs/RELIABILITY.md.
 import { expect, test } from "bun:test"
 import { spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, watch, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { genTasks } from "../bench/soak"
+import { genTasks, stoppedHolder } from "../bench/soak-common"
 import { FlowError } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
-import { flow, flowArgv, ROOT, tempRepo } from "./helpers"
+import { flow, ROOT, tempRepo } from "./helpers"
 
 const TASKS = "tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n"
 const leftovers = (dir: string) => readdirSync(dir).filter((f) => f.startsWith("tasks.yaml."))
@@ -66,39 +66,14 @@ test.concurrent("a dangling symlink as the lock is removed like a dead owner's l
 })
 
 test.concurrent("a lock deleted while its holder is stopped: the other writer's change stays, the holder writes nothing and fails loudly", async () => {
-  const text = genTasks(3_000)
-  await using dir = await tempRepo({ "tasks.yaml": text })
-  let holder: ReturnType<typeof Bun.spawn> | undefined
-  // The holder is stopped the moment its lock appears (inotify); on a rare run where it finished its write
-  // before the signal landed, the attempt is made again.
-  for (let attempt = 0; attempt < 5 && !holder; attempt++) {
-    const locked = Promise.withResolvers<void>()
-    const watcher = watch(dir.path, (_, name) => name === "tasks.yaml.lock" && locked.resolve())
-    const p = Bun.spawn([...flowArgv(), "note", "task-00001", "from the stopped holder"], {
-      cwd: dir.path,
-      env: { ...process.env, NO_COLOR: "1", FLOW_PROJECT: "" },
-      stdout: "pipe",
-      stderr: "pipe",
-    })
-    await Promise.race([locked.promise, p.exited])
-    p.kill("SIGSTOP")
-    watcher.close()
-    let owner: number | undefined
-    try {
-      owner = JSON.parse(dir.read("tasks.yaml.lock")).pid
-    } catch {}
-    if (owner === p.pid && dir.read("tasks.yaml") === text) holder = p
-    else {
-      p.kill("SIGCONT")
-      await p.exited
-      dir.write("tasks.yaml", text)
-    }
-  }
+  await using dir = await tempRepo({ "tasks.yaml": genTasks(3_000) })
+  // Stopped the moment its lock appears; tried again on a rare run where it wrote before the signal landed.
+  const holder = await stoppedHolder(dir.path, ["note", "task-00001", "from the stopped holder"])
   if (!holder) throw new Error("the holder was never stopped while it held the lock")
   unlinkSync(dir.file("tasks.yaml.lock"))
   expect(await flow(dir.path, ["note", "task-00002", "from the other writer"])).toEqual({ code: 0, stdout: "Added a note to task-00002\n", stderr: "" })
   holder.kill("SIGCONT")
-  const [code, stderr] = await Promise.all([holder.exited, new Response(holder.stderr as ReadableStream).text()])
+  const [code, stderr] = await Promise.all([holder.exited, new Response(holder.stderr).text()])
   expect({ code, stderr }).toEqual({
     code: 1,
     stderr: expect.stringMatching(
