@@ -8,8 +8,8 @@ import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { compile, median, ROOT } from "./lib"
 
-/** A hostile tasks file of `n` repeated parts. */
-export type Shape = { name: string; make: (n: number) => string }
+/** A hostile tasks file of `n` repeated parts; the benchmark times n = full/4, full/2 and full. */
+export type Shape = { name: string; full: number; make: (n: number) => string }
 
 const id = (i: number) => `t-${i}`
 const filler = (from: number, count: number) => {
@@ -23,12 +23,14 @@ export const SHAPES: Shape[] = [
   {
     // The issue's first file at n = 100,000: 0.5 MB, one depends_on line of 0.3 MB repeating one id.
     name: "depends_on repeats one id",
+    full: 100_000,
     make: (n) =>
       `tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n${filler(0, Math.round(n / 400))}  - id: b\n    title: B\n    status: todo\n    instructions: y\n    depends_on: [${Array(n).fill("a").join(", ")}]\n${filler(n, Math.round(n / 400))}`,
   },
   {
     // The issue's second file at n = 100,000: 2 MB, a tasks list of strings, no ':' after the first line.
     name: "tasks list of strings",
+    full: 100_000,
     make: (n) => {
       const parts = ["tasks:\n"]
       for (let i = 0; i < n; i++) parts.push(`  - list item ${String(i).padStart(5, "0")}\n`)
@@ -37,6 +39,7 @@ export const SHAPES: Shape[] = [
   },
   {
     name: "missing dependencies",
+    full: 40_000,
     make: (n) => {
       const parts = ["tasks:\n"]
       for (let i = 0; i < n; i++) parts.push(`  - {id: ${id(i)}, title: T, status: todo, instructions: x, depends_on: [gone-${i}]}\n`)
@@ -45,6 +48,7 @@ export const SHAPES: Shape[] = [
   },
   {
     name: "cycles back to the first task",
+    full: 40_000,
     make: (n) => {
       // t-i depends on t-(i+1) and on t-0: n cycles, up to n long.
       const parts = ["tasks:\n"]
@@ -54,6 +58,7 @@ export const SHAPES: Shape[] = [
   },
   {
     name: "unknown fields in one task",
+    full: 40_000,
     make: (n) => {
       const parts = ["tasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n"]
       for (let i = 0; i < n; i++) parts.push(`    field_${i}: ${i}\n`)
@@ -62,6 +67,7 @@ export const SHAPES: Shape[] = [
   },
   {
     name: "YAML aliases",
+    full: 40_000,
     make: (n) => {
       const parts = ["tasks:\n  - {id: a, title: A, status: &s todo, instructions: x}\n"]
       for (let i = 0; i < n; i++) parts.push(`  - {id: ${id(i)}, title: T, status: *s, instructions: x}\n`)
@@ -69,7 +75,9 @@ export const SHAPES: Shape[] = [
     },
   },
   {
+    // Larger: each line is cheap for both, and with 40,000 the fixed start-up of a process was most of the time.
     name: "unclosed sh fences in a parent",
+    full: 400_000,
     make: (n) =>
       `tasks:\n  - id: p\n    title: P\n    status: todo\n    instructions: |\n${"      ````sh\n".repeat(n)}      \`\`\`\n    subtasks:\n      - {id: c, title: C, status: todo, instructions: x}\n`,
   },
@@ -86,7 +94,6 @@ if (import.meta.main) {
       only: { type: "string" },
     },
   })
-  const SIZES = opts.small ? [5_000, 10_000, 20_000] : [25_000, 50_000, 100_000]
   const RUNS = Number(opts.runs)
   const FLOW = join(ROOT, "dist", "flow")
   const work = mkdtempSync(join(tmpdir(), "flow-floods-"))
@@ -106,9 +113,25 @@ if (import.meta.main) {
   console.log(head.join("\t"))
   let worst = 0
   let bad = 0
+  // The fixed cost of each process (start-up, loading the code), which the smallest files mostly are.
+  {
+    const dir = mkdtempSync(join(work, "p-"))
+    writeFileSync(join(dir, "tasks.yaml"), "tasks: []\n")
+    const flow: Timed[] = []
+    const floor: Timed[] = []
+    for (let r = 0; r < RUNS; r++) {
+      flow.push(await once([FLOW, "validate"], dir))
+      floor.push(await once([FLOOR, "tasks.yaml"], dir))
+    }
+    const [f, g] = [median(flow.map((t) => t.cpuMs)), median(floor.map((t) => t.cpuMs))]
+    console.log(`start-up (an empty tasks list): flow cpu ${f.toFixed(0)} ms, floor cpu ${g.toFixed(0)} ms`)
+  }
   for (const shape of SHAPES.filter((s) => !opts.only || s.name.includes(opts.only))) {
     const perItem: number[] = []
-    for (const n of SIZES) {
+    const floorPerItem: number[] = []
+    const full = opts.small ? shape.full / 10 : shape.full
+    const sizes = [full / 4, full / 2, full]
+    for (const n of sizes) {
       const dir = mkdtempSync(join(work, "p-"))
       const text = shape.make(n)
       writeFileSync(join(dir, "tasks.yaml"), text)
@@ -122,8 +145,10 @@ if (import.meta.main) {
       const g = { ms: median(floor.map((t) => t.ms)), cpu: median(floor.map((t) => t.cpuMs)) }
       const codes = [...new Set(flow.map((t) => t.code))]
       if (codes.some((c) => c !== 0 && c !== 1)) bad++
-      worst = Math.max(worst, f.cpu / g.cpu)
+      // The goal is judged at each shape's largest size, where the start-up is a small part of either time.
+      if (n === full) worst = Math.max(worst, f.cpu / g.cpu)
       perItem.push(f.cpu / n)
+      floorPerItem.push(g.cpu / n)
       console.log(
         [
           shape.name,
@@ -140,10 +165,14 @@ if (import.meta.main) {
         ].join("\t"),
       )
     }
-    // Linear: the CPU per item at the largest size over that at the smallest (1.0 is linear; 4 would be quadratic here).
-    console.log(`  growth ${SIZES[0]} → ${SIZES.at(-1)}: cpu per item x${(perItem.at(-1)! / perItem[0]).toFixed(2)}`)
+    // CPU per item at the largest size over that at the smallest: at most 1 when linear (start-up is spread
+    // over more items), 4 when quadratic; the floor's, for the same files, beside it.
+    const growth = (xs: number[]) => (xs.at(-1)! / xs[0]).toFixed(2)
+    console.log(`  growth ${sizes[0]} → ${full}: cpu per item x${growth(perItem)} (floor x${growth(floorPerItem)})`)
   }
-  console.log(`\nworst cpu ratio to the yaml floor: ${worst.toFixed(2)} (goal ≤ 3: ${worst <= 3 ? "met" : "MISSED"}); crashes (exit other than 0 or 1): ${bad}`)
+  console.log(
+    `\nworst cpu ratio to the yaml floor at a shape's largest size: ${worst.toFixed(2)} (goal ≤ 3: ${worst <= 3 ? "met" : "MISSED"}); crashes (exit other than 0 or 1): ${bad}`,
+  )
   rmSync(work, { recursive: true, force: true })
   process.exit(bad > 0 ? 1 : 0)
 }

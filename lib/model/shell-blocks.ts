@@ -25,7 +25,9 @@ export function fencedShellBlocks(markdown: string): ShellBlock[] {
   }
   // The lines that can close a block, by their indentation and fence, in order.
   const closers = new Map<string, { lines: number[]; next: number }>()
+  const fenced: boolean[] = starts.map((start, l) => isFenceLine(markdown, start, ends[l]))
   for (let l = 0; l < starts.length; l++) {
+    if (!fenced[l]) continue
     const line = markdown.slice(starts[l], ends[l])
     if (!CLOSER.test(line)) continue
     const key = line.replace(/[ \t]+$/, "")
@@ -35,7 +37,7 @@ export function fencedShellBlocks(markdown: string): ShellBlock[] {
   }
   const blocks: ShellBlock[] = []
   for (let l = 0; l < starts.length; l++) {
-    const m = OPENER.exec(markdown.slice(starts[l], ends[l]))
+    const m = fenced[l] ? OPENER.exec(markdown.slice(starts[l], ends[l])) : null
     if (!m) continue
     // The opening line must end with \n or \r\n; the body starts on the next line.
     const end = ends[l]
@@ -57,6 +59,14 @@ export function shellBlocks(markdown: string, label?: string): string[] {
   return fencedShellBlocks(markdown)
     .filter((b) => b.label === label)
     .map((b) => b.body)
+}
+
+/** Whether the line's first character after spaces and tabs is a backtick or tilde: only such a line can open or close a block. */
+function isFenceLine(text: string, start: number, end: number): boolean {
+  let i = start
+  while (i < end && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i++
+  const c = text.charCodeAt(i)
+  return i < end && (c === 96 || c === 126)
 }
 
 function nextTerminator(text: string, from: number): number {
