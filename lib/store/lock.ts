@@ -103,11 +103,13 @@ function held(file: string, lockFile: string, me: Owner): Held {
       const by =
         now.kind === "owner"
           ? `taken by process ${now.owner.pid}${now.owner.host === hostname() ? "" : ` on ${now.owner.host}`} (${now.owner.command})`
-          : "deleted"
+          : now.kind === "free"
+            ? "deleted"
+            : "replaced by something else"
       throw new FlowError(
         `${lockFile} was ${by} while this process (${me.command}) held it: another writer may have changed ${basename(file)} meanwhile, so nothing was written`,
         undefined,
-        "run the command again (it reads the file afresh); delete a lock by hand only when the process named in it no longer runs (flow removes a dead process's lock by itself)",
+        "run the command again (it reads the file afresh); never delete the lock of a process that still runs, a stopped one included (flow removes a dead process's lock by itself)",
       )
     },
   })
