@@ -75,21 +75,14 @@ function anchorFindings(parsed: ParsedForPositions): (Finding & { group: Group }
     if (!node) return
     const offset = (node as { range?: number[] }).range?.[0]
     const at = offset === undefined ? {} : (({ line, col }) => ({ line, column: col }))(parsed.lines.linePos(offset))
-    if (isAlias(node))
+    const [kind, name] = isAlias(node) ? (["alias", `*${node.source}`] as const) : (["anchor", `&${(node as { anchor?: string }).anchor}`] as const)
+    if (kind === "alias" || (node as { anchor?: string }).anchor)
       out.push({
         severity: "error",
-        message: `YAML alias '*${node.source}' (flow does not support anchors and aliases)`,
+        message: `YAML ${kind} '${name}' (flow does not support anchors and aliases)`,
         hint,
         ...at,
-        group: { kind: "alias", scope: "the file" },
-      })
-    else if ((node as { anchor?: string }).anchor)
-      out.push({
-        severity: "error",
-        message: `YAML anchor '&${(node as { anchor?: string }).anchor}' (flow does not support anchors and aliases)`,
-        hint,
-        ...at,
-        group: { kind: "anchor", scope: "the file" },
+        group: { kind, scope: "the file" },
       })
   })
   return out
