@@ -24,9 +24,10 @@ import { isPidDead } from "../cli/pid"
 /**
  * Writes `text` to `file` atomically and durably. A symlink is written through (its target is replaced, the
  * link stays); the file's permission bits (and, where allowed, owner) are kept; a file its user may not
- * write, or one with no write bit at all, is refused rather than replaced.
+ * write, or one with no write bit at all, is refused rather than replaced. `beforeRename` may throw to cancel
+ * the write just before the file is replaced (the temp file is removed).
  */
-export function writeFileAtomic(file: string, text: string): void {
+export function writeFileAtomic(file: string, text: string, { beforeRename }: { beforeRename?: () => void } = {}): void {
   const target = resolveLinks(file)
   const existing = statOrUndefined(target)
   if (existing) refuseReadOnly(file, target, existing.mode)
@@ -39,6 +40,8 @@ export function writeFileAtomic(file: string, text: string): void {
     fsyncSync(fd)
     closeSync(fd)
     fd = undefined
+    // The last moment to refuse (a lock no longer held): everything slow is done, and nothing is replaced yet.
+    beforeRename?.()
     renameSync(tmp, target)
   } catch (e) {
     if (fd !== undefined) {
