@@ -7,6 +7,7 @@
 // line's CR, never between its CR and LF.
 import { isMap, isScalar, isSeq, parseDocument, stringify, type Node, type Pair, type YAMLMap, type YAMLSeq } from "yaml"
 import { FlowError } from "../cli/errors"
+import { lineEnding } from "./line-ending"
 import { indexTasks, type Indexed, type Task, type TaskFile } from "../model/task-index"
 
 export type Scalar = string | number | boolean
@@ -34,8 +35,7 @@ export class TasksEditor {
   ) {
     this.data = data
     this.index = indexTasks(this.data)
-    const nl = text.indexOf("\n")
-    this.eol = nl > 0 && text[nl - 1] === "\r" ? "\r\n" : "\n"
+    this.eol = lineEnding(text)
   }
 
   task(id: string): Task | undefined {
