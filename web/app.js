@@ -104,6 +104,12 @@ function connect() {
   source.addEventListener("error", () => {
     $("live").textContent = "reconnecting"
     $("live").classList.add("off")
+    // The browser gives up on a stream the server refused (401: a restarted flow view, with a new token).
+    // Try again now and then: opening the new address in another tab renews the cookie, and this page with it.
+    if (source.readyState === EventSource.CLOSED) {
+      showBanner("flow view refused this page: it was restarted with a new token. Open the address it printed.", true)
+      setTimeout(connect, 3000)
+    }
   })
   source.addEventListener("version", (e) => {
     const { version, instance } = JSON.parse(e.data)
@@ -125,7 +131,19 @@ function connect() {
 
 // ---------- start ----------
 
+/**
+ * The token came in the address (flow view prints it so): the server has put it in a cookie for this port,
+ * so it leaves the address bar, the history and anything the address is copied into.
+ */
+function forgetTokenInAddress() {
+  const url = new URL(location.href)
+  if (!url.searchParams.has("token")) return
+  url.searchParams.delete("token")
+  history.replaceState(history.state, "", `${url.pathname}${url.search}${url.hash}`)
+}
+
 function start() {
+  forgetTokenInAddress()
   buildFilters()
   setUpPanZoom()
   applyView()
