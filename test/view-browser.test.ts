@@ -5,15 +5,14 @@
 // opens it, kept in a cookie, gone from the address bar, refused without), and a foreign Host refused.
 // Screenshots go to test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium, type BrowserContext, type Page } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { projectAt } from "../lib/cli/project"
 import { openState } from "../lib/run/state-db"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
-import { CHROMIUM, CHROMIUM_FLAGS } from "./fixtures/chromium"
+import { launchChromium } from "./fixtures/chromium"
 
 const ARTIFACTS = join(ROOT, "test-artifacts")
 
@@ -72,16 +71,13 @@ type Win = { document: { querySelector: (s: string) => El | null; querySelectorA
 let dir: TempDir
 let server: ReturnType<typeof Bun.spawn>
 let url: string
+let browser: Awaited<ReturnType<typeof launchChromium>>
 let context: BrowserContext
 let page: Page
-let profile: string
 /** Script errors and console errors of the page: the test before the last expects none. */
 const errors: string[] = []
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is missing at ${CHROMIUM}: install it (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`)
-  }
   mkdirSync(ARTIFACTS, { recursive: true })
   dir = await tempRepo({ "tasks.yaml": TASKS, "plan.md": "# Implementation Plan\n\n## Phase 1: Core\n\n## Phase 2: Front\n" })
   // The page is opened as `flow view` opens it: its "browser" (xdg-open, a script here) gets a file that
@@ -100,14 +96,8 @@ beforeAll(async () => {
   expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{48}$/)
   const opened = readFileSync(join(bin, "argv"), "utf8") // blocks until xdg-open was called
   expect(opened).toStartWith("file://")
-  profile = mkdtempSync(join(tmpdir(), "flow-view-profile-"))
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    viewport: { width: 1400, height: 900 },
-  })
-  page = context.pages()[0] ?? (await context.newPage())
+  browser = await launchChromium()
+  ;({ context, page } = browser)
   page.on("pageerror", (e) => errors.push(e.message))
   page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())))
   // A loaded machine (the whole suite runs at once) can make the first layout slow: generous limits.
@@ -118,10 +108,9 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await context?.close()
+  await browser?.close()
   server?.kill("SIGTERM")
   await server?.exited
-  if (profile) rmSync(profile, { recursive: true, force: true })
   await dir?.[Symbol.asyncDispose]()
 })
 

@@ -57,6 +57,8 @@ async function load() {
       state.fitted = true
     }
     drawGraph()
+    // For the tests: the structure on screen.
+    document.body.dataset.layout = state.layoutKey
   } else {
     updateNodes()
   }

@@ -106,7 +106,7 @@ export function drawGraph() {
   $("nodes").innerHTML = nodes.join("")
 }
 
-/** Dependency arrows (routed by ELK) and validation links (not part of the layout: drawn straight). */
+/** Dependency arrows (routed around the boxes by the server) and validation links (not part of the layout: drawn as curves). */
 function drawEdges() {
   const { layout } = state
   const routed = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e.points]))
@@ -182,9 +182,17 @@ export function applyHighlights() {
     g.classList.toggle("selected", id === state.selected)
     g.classList.toggle("filtered", state.hidden.has(t.status))
   }
+  // The selected task's own dependencies, in and out, apart from the rest of its chain and on top of every
+  // other arrow: where arrows run side by side, these are the ones that end at it.
+  const near = []
   for (const e of $("edges").children) {
     e.classList.toggle("hot", chain ? chain.has(e.dataset.from) && chain.has(e.dataset.to) : false)
+    const own = chain !== null && !e.classList.contains("validates")
+    e.classList.toggle("in", own && e.dataset.to === state.selected)
+    e.classList.toggle("out", own && e.dataset.from === state.selected)
+    if (own && (e.dataset.to === state.selected || e.dataset.from === state.selected)) near.push(e)
   }
+  for (const e of near) $("edges").appendChild(e)
   VIEWPORT.classList.toggle("dim", chain !== null)
   $("matches").textContent = q ? `${state.matches.length} match${state.matches.length === 1 ? "" : "es"}` : ""
 }
