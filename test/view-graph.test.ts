@@ -168,3 +168,50 @@ for (const [first, last] of [
     expect(found).toEqual([])
   })
 }
+
+test("a 2,000-task chain opens at a readable zoom on its first ready task, with the minimap for the rest", async () => {
+  const chain = Array.from({ length: 2000 }, (_, i) => ({
+    id: `c${i}`,
+    title: `Step ${i} of the chain`,
+    status: i < 120 ? "done" : i === 120 ? "ready_for_agent" : "todo",
+    instructions: "x",
+    ...(i > 0 ? { depends_on: [`c${i - 1}`] } : {}),
+  }))
+  await show(chain)
+  await page.reload()
+  await page.waitForSelector("body[data-layout] #nodes .node")
+  const rect = (selector: string) =>
+    page.$eval(selector, (el) => {
+      const { left, top, right, bottom, height } = (el as unknown as El).getBoundingClientRect()
+      return { left, top, right, bottom, height }
+    })
+  const canvas = await rect("#graph")
+  const ready = await rect('#nodes .node[data-id="c120"] > rect')
+  // Readable: a box 48 units tall is drawn at least 28 px tall (zoom 0.6), texts on; and c120 on screen.
+  expect(ready.height).toBeGreaterThanOrEqual(28)
+  expect(await page.$eval("#graph", (g) => (g as unknown as El).classList.contains("far"))).toBe(false)
+  expect(ready.left >= canvas.left && ready.right <= canvas.right && ready.top >= canvas.top && ready.bottom <= canvas.bottom).toBe(true)
+  // The rest is in the minimap, the part on screen outlined near its start.
+  const map = await rect("#minimap-canvas")
+  const lens = await rect("#minimap-lens")
+  expect(map.height).toBeGreaterThan(0)
+  expect(lens.left >= map.left - 1 && lens.right <= map.left + (map.right - map.left) * 0.2).toBe(true)
+  await page.screenshot({ path: join(ARTIFACTS, "view-long-chain.png") })
+  // A click in the middle of the minimap moves the view to the middle of the chain, at the same zoom.
+  const zoom = (await page.getAttribute("#viewport", "transform"))?.split("scale")[1]
+  await page.mouse.click((map.left + map.right) / 2, (map.top + map.bottom) / 2)
+  const moved = await rect("#minimap-lens")
+  expect(Math.abs((moved.left + moved.right) / 2 - (map.left + map.right) / 2)).toBeLessThan(3)
+  const inView = await page.$$eval(
+    "#nodes .node",
+    (nodes, [left, right]) =>
+      nodes.flatMap((n) => {
+        const r = (n as unknown as El).getBoundingClientRect()
+        return r.right > left && r.left < right ? [Number((n as unknown as El).dataset.id.slice(1))] : []
+      }),
+    [canvas.left, canvas.right],
+  )
+  expect(inView.length).toBeGreaterThan(0)
+  expect(inView.every((i) => i > 900 && i < 1100)).toBe(true)
+  expect((await page.getAttribute("#viewport", "transform"))?.split("scale")[1]).toBe(zoom)
+})

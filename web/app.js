@@ -1,7 +1,8 @@
 // flow view's page: the task graph (positions come from the server's elkjs layout), a details panel, and the
 // questions and checkpoints waiting for a person. Plain JS, no framework, nothing from the internet.
 // Every text from the project goes through esc() (or textContent) before it reaches the DOM.
-import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
+import { applyHighlights, buildFilters, centreAt, drawGraph, fit, openingView, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
+import { setUpMinimap } from "./minimap.js"
 import { onCardClick, renderDetails, renderInbox, renderQueue, select } from "./panel.js"
 import { $, actions, api, INSTANCE, state } from "./state.js"
 import { esc, usageText } from "./text.js"
@@ -51,9 +52,9 @@ async function load() {
     state.layout = await api(`/api/layout/${encodeURIComponent(report.layout_key)}`)
     state.layoutKey = report.layout_key
     hideProgress()
-    // Fit before drawing: measuring the canvas after 2,000 new nodes would force a full layout of them.
+    // Placed before drawing: measuring the canvas after 2,000 new nodes would force a full layout of them.
     if (!state.fitted) {
-      fit()
+      openingView()
       state.fitted = true
     }
     drawGraph()
@@ -148,6 +149,7 @@ function start() {
   forgetTokenInAddress()
   buildFilters()
   setUpPanZoom()
+  setUpMinimap(centreAt)
   applyView()
   $("search").addEventListener("input", (e) => {
     state.search = e.target.value
