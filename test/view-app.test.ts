@@ -2,7 +2,7 @@
 // of list and show, the prompt against `flow prompt`, the security checks, answers and checkpoint reviews,
 // the SSE frames, the layout cache and the file watch.
 import { expect, test } from "bun:test"
-import { existsSync } from "node:fs"
+import { existsSync, renameSync } from "node:fs"
 import { join } from "node:path"
 import { ListReport, QuestionsReport, RunUsage, ShowReport, ViewQueueReport, ViewTaskReport, ViewTasksReport } from "../lib/model/json-shapes"
 import { projectAt } from "../lib/cli/project"
@@ -437,4 +437,24 @@ test.concurrent("the watch reports a flow done (an atomic rename), a plan.md edi
   await stop()
   expect(lags.filter((ms) => ms > 1000)).toEqual([])
   expect(changes).toBeGreaterThanOrEqual(3)
+})
+
+// chokidar drops a file's change within 50 ms of its last one: a second flow write right after the first
+// (two commands in a row) left the page behind until the next change.
+test.concurrent("the watch reports each of atomic writes that follow each other at once, not only the first", async () => {
+  await using dir = await project()
+  let wake: (() => void) | undefined
+  const stop = watchProject(projectAt(dir.path), () => wake?.())
+  await Bun.sleep(200) // chokidar's first scan of the folders
+  const seen: boolean[] = []
+  for (let i = 0; i < 6; i++) {
+    const reported = new Promise<boolean>((resolve) => (wake = () => resolve(true)))
+    // As flow writes it: a temp file renamed over tasks.yaml.
+    dir.write("tasks.yaml.tmp", `${TASKS}# write ${i}\n`)
+    renameSync(join(dir.path, "tasks.yaml.tmp"), join(dir.path, "tasks.yaml"))
+    // A bound on the wait, not a pause: a missed write is never reported.
+    seen.push(await Promise.race([reported, Bun.sleep(3000).then(() => false)]))
+  }
+  await stop()
+  expect(seen).toEqual([true, true, true, true, true, true])
 })

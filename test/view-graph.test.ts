@@ -109,11 +109,21 @@ async function show(tasks: Task[] | Record<string, unknown>[]): Promise<void> {
   // Atomically, as flow writes it: a reader never sees half a file.
   dir.write("tasks.yaml.new", tasksYaml(tasks as Record<string, unknown>[]))
   renameSync(join(dir.path, "tasks.yaml.new"), join(dir.path, "tasks.yaml"))
-  await page.waitForFunction((old) => {
+  const drawnOrError = page.waitForFunction((old) => {
     const d = (globalThis as unknown as Win).document
     const now = d.body.dataset.layout
     return (now !== undefined && now !== old) || (d.querySelector("#banner.error:not([hidden])") as unknown as { hidden: boolean } | null) !== null
   }, before)
+  await drawnOrError.catch(async (e) => {
+    // What the page and the server were at, for a failure on a loaded machine.
+    const at = await page.evaluate(() => {
+      const d = (globalThis as unknown as Win).document
+      const text = (s: string) => (d.querySelector(s) as unknown as { textContent: string } | null)?.textContent
+      return { layout: d.body.dataset.layout, version: d.body.dataset.version, live: text("#live"), progress: text("#progress") }
+    })
+    const server = (await (await view.get("/api/tasks")).json()) as { version: number; layout_key: string }
+    throw new Error(`${e.message}\npage: ${JSON.stringify(at)}; server: version ${server.version}, layout ${server.layout_key}`)
+  })
   const banner = await page.$eval("#banner", (b) =>
     (b as unknown as { hidden: boolean }).hidden ? "" : (b as unknown as El & { textContent: string }).textContent,
   )

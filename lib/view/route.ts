@@ -4,7 +4,8 @@
 // or inside a parent box, the boxes stand in columns (ELK's layers), with free channels between the
 // columns from top to bottom, and free rows between the boxes of a column. A route leaves its box sideways,
 // runs through the channels and crosses each column in a free row, so it never enters a box other than its
-// two ends (and their parents). Orthogonal, like ELK's routes inside a band. Linear in the columns crossed.
+// two ends (and their parents). Orthogonal, like ELK's routes inside a band; a route costs a binary search
+// of the free rows for each column it crosses.
 
 export type Box = { x: number; y: number; width: number; height: number }
 export type LaidEdge = { from: string; to: string; points: [number, number][] }
