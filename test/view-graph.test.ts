@@ -201,6 +201,9 @@ test("a 2,000-task chain opens at a readable zoom on its first ready task, with 
   expect(ready.height).toBeGreaterThanOrEqual(28)
   expect(await page.$eval("#graph", (g) => (g as unknown as El).classList.contains("far"))).toBe(false)
   expect(ready.left >= canvas.left && ready.right <= canvas.right && ready.top >= canvas.top && ready.bottom <= canvas.bottom).toBe(true)
+  // Boxes far off screen are drawn without their texts (so 2,000 of them paint quickly), near ones with.
+  const away = (id: string) => page.$eval(`#nodes .node[data-id="${id}"]`, (g) => (g as unknown as El).classList.contains("away"))
+  expect([await away("c120"), await away("c121"), await away("c1999")]).toEqual([false, false, true])
   // The rest is in the minimap, the part on screen outlined near its start.
   const map = await rect("#minimap-canvas")
   const lens = await rect("#minimap-lens")
@@ -223,5 +226,6 @@ test("a 2,000-task chain opens at a readable zoom on its first ready task, with 
   )
   expect(inView.length).toBeGreaterThan(0)
   expect(inView.every((i) => i > 900 && i < 1100)).toBe(true)
+  expect([await away(`c${inView[0]}`), await away("c120")]).toEqual([false, true])
   expect((await page.getAttribute("#viewport", "transform"))?.split("scale")[1]).toBe(zoom)
 })

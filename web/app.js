@@ -150,6 +150,7 @@ function start() {
   buildFilters()
   setUpPanZoom()
   setUpMinimap(centreAt)
+  window.addEventListener("resize", applyView)
   applyView()
   $("search").addEventListener("input", (e) => {
     state.search = e.target.value

@@ -105,6 +105,7 @@ export function drawGraph() {
     nodes.push(markup)
   }
   $("nodes").innerHTML = nodes.join("")
+  cullTexts()
   drawMinimap()
 }
 
@@ -152,7 +153,10 @@ export function updateNodes() {
     g.outerHTML = fresh
     changed = true
   }
-  if (changed) drawMinimap()
+  if (changed) {
+    cullTexts()
+    drawMinimap()
+  }
 }
 
 export function chainOf(id) {
@@ -231,7 +235,31 @@ export function applyView() {
   VIEWPORT.setAttribute("transform", `translate(${x},${y}) scale(${k})`)
   // Far out, the texts are unreadable anyway; not drawing them keeps 2,000 tasks quick to paint.
   SVG.classList.toggle("far", k < 0.35)
+  // Measured here, where nothing new waits to be laid out: measuring after 2,000 new nodes would force
+  // their layout at once. Whatever needs the canvas's size afterwards reads it from the state.
+  const r = SVG.getBoundingClientRect()
+  state.canvas = { width: r.width, height: r.height }
+  cullTexts()
   drawLens()
+}
+
+/**
+ * Boxes well off screen are drawn without their texts (class `away`): at a readable zoom their layout was
+ * most of a large graph's first paint. A margin of half a screen around the view keeps panning seamless.
+ */
+function cullTexts() {
+  const { layout, view, canvas } = state
+  if (!layout) return
+  const { k } = view
+  const [mx, my] = [canvas.width / 2 / k, canvas.height / 2 / k]
+  const x0 = -view.x / k - mx
+  const y0 = -view.y / k - my
+  const x1 = x0 + canvas.width / k + 2 * mx
+  const y1 = y0 + canvas.height / k + 2 * my
+  for (const g of $("nodes").children) {
+    const b = layout.nodes[g.dataset.id]
+    if (b) g.classList.toggle("away", b.x > x1 || b.x + b.width < x0 || b.y > y1 || b.y + b.height < y0)
+  }
 }
 
 /** Below this zoom a box's title cannot be read (and below 0.35 texts are not drawn at all). */

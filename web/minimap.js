@@ -1,7 +1,7 @@
 // The minimap: the whole graph small in a corner (bands, and every box coloured by its status) with the
 // part on screen outlined; a click or a drag there moves the view. It is what lets the page open at a
 // readable zoom on a graph far larger than the screen (issue 26: a 2,000-task chain fitted to a thin strip).
-import { $, state, SVG } from "./state.js"
+import { $, STATUSES, state } from "./state.js"
 
 const MAX_WIDTH = 240
 const MAX_HEIGHT = 150
@@ -9,6 +9,8 @@ const MAX_HEIGHT = 150
 const MIN_SIDE = 36
 
 let scale = { x: 1, y: 1 }
+/** The statuses' colours (style.css), read once at start: reading styles after 2,000 new nodes would style them all at once. */
+const colours = new Map()
 
 /** Draws the graph into the minimap (after a new layout, or when statuses change). */
 export function drawMinimap() {
@@ -31,14 +33,11 @@ export function drawMinimap() {
   g.clearRect(0, 0, width, height)
   g.fillStyle = "#e3e7ee"
   for (const b of layout.phases) g.fillRect(b.x * scale.x, b.y * scale.y, Math.max(1, b.width * scale.x), height)
-  const css = getComputedStyle(document.documentElement)
-  const colours = new Map()
   // Parents first: their children are drawn over them.
   for (const t of [...state.tasks.values()].sort((a, b) => a.depth - b.depth)) {
     const box = layout.nodes[t.id]
     if (!box) continue
-    if (!colours.has(t.status)) colours.set(t.status, css.getPropertyValue(`--${t.status}`).trim() || "#8a94a6")
-    g.fillStyle = state.parents.has(t.id) ? "#f6f7f9" : colours.get(t.status)
+    g.fillStyle = state.parents.has(t.id) ? "#f6f7f9" : (colours.get(t.status) ?? "#8a94a6")
     g.fillRect(box.x * scale.x, box.y * scale.y, Math.max(1, box.width * scale.x), Math.max(1, box.height * scale.y))
   }
   drawLens()
@@ -46,10 +45,9 @@ export function drawMinimap() {
 
 /** Outlines the part of the graph on screen; the minimap shows only while some of the graph is off it. */
 export function drawLens() {
-  const { layout, view } = state
+  const { layout, view, canvas: r } = state
   const map = $("minimap")
   if (!layout || !map) return
-  const r = SVG.getBoundingClientRect()
   const [x0, y0] = [-view.x / view.k, -view.y / view.k]
   const [x1, y1] = [x0 + r.width / view.k, y0 + r.height / view.k]
   map.hidden = x0 <= 0 && y0 <= 0 && x1 >= layout.width && y1 >= layout.height
@@ -64,6 +62,8 @@ export function drawLens() {
 
 /** Clicks and drags on the minimap call `moveTo` with the graph's point to centre on. */
 export function setUpMinimap(moveTo) {
+  const css = getComputedStyle(document.documentElement)
+  for (const status of STATUSES) colours.set(status, css.getPropertyValue(`--${status}`).trim())
   const map = $("minimap")
   let dragging = false
   const go = (e) => {
