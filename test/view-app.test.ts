@@ -329,6 +329,8 @@ test.concurrent("a checkpoint is accepted or blocked from the page; other tasks 
 test.concurrent("events: the current version at once, then one frame per change", async () => {
   await using dir = await project()
   const { model, get } = await serve(dir)
+  // The first layout's progress frames would come in between on a slow machine.
+  await model.layout()
   const res = await get("/api/events")
   expect(res.headers.get("content-type")).toBe("text/event-stream")
   const reader = (res.body as ReadableStream<Uint8Array>).getReader()
@@ -421,7 +423,7 @@ test.concurrent("the watch reports a flow done (an atomic rename), a plan.md edi
     changes++
     waiting?.resolve(performance.now())
   })
-  await Bun.sleep(200) // chokidar's first scan of the folders
+  await stop.ready // chokidar's first scan of the folders
   // From the end of the write (the CLI's exit) to the change reported; a report during the write counts 0.
   const lag = async (write: () => Promise<unknown>) => {
     waiting = Promise.withResolvers<number>()
@@ -445,7 +447,7 @@ test.concurrent("the watch reports each of atomic writes that follow each other 
   await using dir = await project()
   let wake: (() => void) | undefined
   const stop = watchProject(projectAt(dir.path), () => wake?.())
-  await Bun.sleep(200) // chokidar's first scan of the folders
+  await stop.ready // chokidar's first scan of the folders
   const seen: boolean[] = []
   for (let i = 0; i < 6; i++) {
     const reported = new Promise<boolean>((resolve) => (wake = () => resolve(true)))

@@ -7,8 +7,11 @@ import type { Project } from "../cli/project"
 
 const MAX_WAIT_MS = 100
 
-/** Calls `onChange` once per burst of changes (an atomic write is several events); returns the stopper. */
-export function watchProject(project: Project, onChange: () => void, settleMs = 15): () => Promise<void> {
+/**
+ * Calls `onChange` once per burst of changes (an atomic write is several events); returns the stopper, whose
+ * `ready` settles once the folders are watched (a change before that may go unseen).
+ */
+export function watchProject(project: Project, onChange: () => void, settleMs = 15): (() => Promise<void>) & { ready: Promise<void> } {
   const dir = resolve(project.dir)
   const stateDir = resolve(project.stateDir)
   const wanted = new Set([resolve(project.tasksFile), join(dir, "plan.md"), join(dir, "GUIDELINES.md")])
@@ -43,8 +46,10 @@ export function watchProject(project: Project, onChange: () => void, settleMs = 
     const path = at === dir || at === stateDir ? (name ? join(at, name) : undefined) : at
     if (path && path !== dir && path !== stateDir && relevant(path)) changed()
   })
-  return async () => {
+  const ready = new Promise<void>((resolve) => watcher.once("ready", () => resolve()))
+  const stop = async () => {
     clearTimeout(timer)
     await watcher.close()
   }
+  return Object.assign(stop, { ready })
 }
