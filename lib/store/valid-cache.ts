@@ -28,9 +28,9 @@ export function rememberValid(stateDir: string, text: string): void {
   }
 }
 
-/** Creates the project's .flow folder, which ignores itself in git. */
-export function ensureStateDir(stateDir: string): void {
-  mkdirSync(stateDir, { recursive: true })
+/** Creates the project's .flow folder, which ignores itself in git; `mode` is for a folder created now. */
+export function ensureStateDir(stateDir: string, mode?: number): void {
+  mkdirSync(stateDir, { recursive: true, ...(mode === undefined ? {} : { mode }) })
   const ignore = join(stateDir, ".gitignore")
   try {
     writeFileSync(ignore, "# flow's local state: not for version control\n*\n", { flag: "wx" })

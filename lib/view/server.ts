@@ -1,22 +1,38 @@
 // `flow view`'s server: the app on Bun.serve, bound to the loopback interface only, and the browser.
 import { randomBytes } from "node:crypto"
-import { existsSync } from "node:fs"
+import { chmodSync, existsSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { pathToFileURL } from "node:url"
 import { Exit, FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
+import { ensureStateDir } from "../store/valid-cache"
 import { createApp } from "./app"
+import { withToken } from "./auth"
 import { startLayoutEngine, stopLayoutEngine } from "./layout-engine"
-import { LAYOUT_FILE, ViewModel } from "./model"
+import { LAYOUT_FILE, PRIVATE_DIR, PRIVATE_FILE, ViewModel } from "./model"
 import { watchProject } from "./watch"
 
-export type ViewServer = { url: string; model: ViewModel; stop: () => Promise<void> }
+export type ViewServer = {
+  /** the page's address with the token: what the person opens */
+  url: string
+  /** the address alone, for messages that may end up in a log */
+  address: string
+  model: ViewModel
+  /** opens the page in the default browser; the reason it could not, or undefined */
+  open: (platform: string) => Promise<string | undefined>
+  stop: () => Promise<void>
+}
 
 /** Reads the project (a FlowError when tasks.yaml is missing or invalid), then serves it on `port` (0: any free one). */
 export async function startViewServer(project: Project, opts: { port: number; user: string }): Promise<ViewServer> {
   // Without a saved layout the graph will need ELK: its worker loads and warms up while tasks.yaml is read.
   if (!existsSync(join(project.stateDir, LAYOUT_FILE))) startLayoutEngine()
+  const hadStateDir = existsSync(project.stateDir)
   const model = new ViewModel(project)
   await model.refresh()
+  // .flow/ holds what the view saves: the person's only when this start made it (the first read's cache
+  // does, open to all); an existing one is left as its owner set it.
+  if (!hadStateDir && existsSync(project.stateDir)) chmodSync(project.stateDir, PRIVATE_DIR)
   const token = randomBytes(24).toString("hex")
   let app: ReturnType<typeof createApp> | undefined
   let server: ReturnType<typeof Bun.serve>
@@ -40,20 +56,44 @@ export async function startViewServer(project: Project, opts: { port: number; us
   const port = server.port as number
   app = createApp({ model, port, token, user: opts.user })
   const unwatch = watchProject(project, () => void model.refresh())
+  const address = `http://127.0.0.1:${port}/`
+  const url = withToken(address, token)
+  const redirect = join(project.stateDir, `view-open-${port}.html`)
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url,
+    address,
     model,
+    open: (platform) => openBrowser(redirectFile(redirect, url) ?? url, platform),
     stop: async () => {
       await unwatch()
       stopLayoutEngine()
+      rmSync(redirect, { force: true })
       await server.stop(true)
     },
   }
 }
 
-/** Opens `url` in the default browser; the reason it could not, or undefined. */
-export async function openBrowser(url: string, platform: string): Promise<string | undefined> {
-  const argv = platform === "darwin" ? ["open", url] : platform === "win32" ? ["explorer.exe", url] : ["xdg-open", url]
+/**
+ * A page only the person can read that sends the browser on to `url`, as notebook servers do: the browser
+ * is started with this file's address, since an argv holding the token is in every local user's `ps` for
+ * as long as the browser runs. In .flow/ rather than /tmp: a snap browser cannot read /tmp. Undefined when
+ * it cannot be written (a read-only project): the address itself is opened then.
+ */
+function redirectFile(file: string, url: string): string | undefined {
+  const html = `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer"><meta http-equiv="refresh" content="0;url=${url}"><title>flow view</title><p><a href="${url}">Open flow view</a></p>\n`
+  try {
+    ensureStateDir(join(file, ".."), PRIVATE_DIR)
+    rmSync(file, { force: true }) // a leftover keeps its mode: write a new file
+    writeFileSync(file, html, { mode: PRIVATE_FILE, flag: "wx" })
+    return pathToFileURL(file).href
+  } catch {
+    return undefined
+  }
+}
+
+/** Opens `target` (an address or a file:// URL) in the default browser; the reason it could not, or undefined. */
+export async function openBrowser(target: string, platform: string): Promise<string | undefined> {
+  const argv = platform === "darwin" ? ["open", target] : platform === "win32" ? ["explorer.exe", target] : ["xdg-open", target]
   try {
     const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "ignore" })
     const code = await proc.exited
