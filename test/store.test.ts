@@ -1,7 +1,7 @@
 // The tasks.yaml store through the real CLI: byte-exact edits, the cross-process lock, and refusing to
 // write a file that does not parse or validate.
 import { expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 import { flow, ROOT, tempRepo } from "./helpers"
 
 const COMMENTED = `# Project tasks: edited by hand too
@@ -192,4 +192,10 @@ test.concurrent("a CRLF file stays CRLF through note, done, todo and assign: the
   const [fromLf, fromCrlf] = await Promise.all([run(lf), run(lf.replaceAll("\n", "\r\n"))])
   expect(fromLf).not.toBe(lf)
   expect(fromCrlf).toBe(fromLf.replaceAll("\n", "\r\n"))
+})
+
+test.concurrent("the .flow folder a command creates is its owner's alone (it holds prompts, questions and answers)", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - {id: a, title: A, status: todo, instructions: x}\n" })
+  expect((await flow(dir.path, ["done", "a"])).code).toBe(0)
+  expect(statSync(dir.file(".flow")).mode & 0o777).toBe(0o700)
 })

@@ -16,7 +16,7 @@ import { openExistingState } from "../run/state-db"
 import { formatChange } from "../store/transitions"
 import { readUsage } from "../run/usage"
 import { FILES, INDEX_HTML } from "./assets"
-import { checkToken, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "./auth"
+import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
 
 export type AppOptions = {
@@ -43,7 +43,7 @@ type ApiError = { error: string; hint?: string }
 
 export function createApp(opts: AppOptions): Hono {
   const { model } = opts
-  const hosts = new Set([`127.0.0.1:${opts.port}`, `localhost:${opts.port}`])
+  const hosts = new Set(loopbackHosts(opts.port))
   const cookie = tokenCookieName(COOKIE_PREFIX, opts.port)
   const app = new Hono()
   // Names this server to its pages: a page from an earlier `flow view` on the same port holds a dead token,

@@ -26,9 +26,8 @@ type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: s
 
 /** The last layout, in the project's .flow/: a new `flow view` on an unchanged graph starts without ELK. */
 export const LAYOUT_FILE = "view-layout.json"
-/** What flow view writes is for the person only (a shared machine: issue 21); .flow/ too when it creates it. */
+/** What flow view writes is for the person only (a shared machine: issue 21), in a .flow/ that is too. */
 export const PRIVATE_FILE = 0o600
-export const PRIVATE_DIR = 0o700
 
 export class ViewModel {
   version = 0
@@ -136,7 +135,7 @@ export class ViewModel {
   private async computeAndSave(index: Map<string, Indexed>, key: string): Promise<Layout> {
     const layout = await computeLayout(index, (done, total) => this.emit({ type: "layout", key, done, total }))
     try {
-      ensureStateDir(this.project.stateDir, PRIVATE_DIR)
+      ensureStateDir(this.project.stateDir)
       writeFileAtomic(join(this.project.stateDir, LAYOUT_FILE), JSON.stringify(layout), { mode: PRIVATE_FILE })
     } catch {
       // The saved copy only spares the next `flow view` a layout; a read-only .flow costs nothing else.

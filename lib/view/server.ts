@@ -1,15 +1,14 @@
 // `flow view`'s server: the app on Bun.serve, bound to the loopback interface only, and the browser.
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { Exit, FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
 import { ensureStateDir } from "../store/valid-cache"
 import { createApp } from "./app"
-import { withToken } from "./auth"
+import { serveLoopback, withToken } from "../cli/loopback"
 import { startLayoutEngine, stopLayoutEngine } from "./layout-engine"
-import { LAYOUT_FILE, PRIVATE_DIR, PRIVATE_FILE, ViewModel } from "./model"
+import { LAYOUT_FILE, PRIVATE_FILE, ViewModel } from "./model"
 import { watchProject } from "./watch"
 
 export type ViewServer = {
@@ -27,32 +26,12 @@ export type ViewServer = {
 export async function startViewServer(project: Project, opts: { port: number; user: string }): Promise<ViewServer> {
   // Without a saved layout the graph will need ELK: its worker loads and warms up while tasks.yaml is read.
   if (!existsSync(join(project.stateDir, LAYOUT_FILE))) startLayoutEngine()
-  const hadStateDir = existsSync(project.stateDir)
   const model = new ViewModel(project)
   await model.refresh()
-  // .flow/ holds what the view saves: the person's only when this start made it (the first read's cache
-  // does, open to all); an existing one is left as its owner set it.
-  if (!hadStateDir && existsSync(project.stateDir)) chmodSync(project.stateDir, PRIVATE_DIR)
   const token = randomBytes(24).toString("hex")
   let app: ReturnType<typeof createApp> | undefined
-  let server: ReturnType<typeof Bun.serve>
-  try {
-    server = Bun.serve({
-      hostname: "127.0.0.1",
-      port: opts.port,
-      // Bun closes a connection idle for 10 s by default, which would cut a quiet event stream.
-      idleTimeout: 0,
-      fetch: (req) => (app as NonNullable<typeof app>).fetch(req),
-    })
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code
-    throw new FlowError(
-      code === "EADDRINUSE" ? `port ${opts.port} on 127.0.0.1 is in use` : `cannot listen on 127.0.0.1:${opts.port}: ${(e as Error).message}`,
-      Exit.failure,
-      "pass another --port, or leave it out to take a free one",
-      { cause: e },
-    )
-  }
+  // Bun closes a connection idle for 10 s by default, which would cut a quiet event stream: serveLoopback has none.
+  const server = serveLoopback(opts.port, (req) => (app as NonNullable<typeof app>).fetch(req), "pass another --port, or leave it out to take a free one")
   const port = server.port as number
   app = createApp({ model, port, token, user: opts.user })
   const unwatch = watchProject(project, () => void model.refresh())
@@ -82,7 +61,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
 function redirectFile(file: string, url: string): string | undefined {
   const html = `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer"><meta http-equiv="refresh" content="0;url=${url}"><title>flow view</title><p><a href="${url}">Open flow view</a></p>\n`
   try {
-    ensureStateDir(join(file, ".."), PRIVATE_DIR)
+    ensureStateDir(join(file, ".."))
     rmSync(file, { force: true }) // a leftover keeps its mode: write a new file
     writeFileSync(file, html, { mode: PRIVATE_FILE, flag: "wx" })
     return pathToFileURL(file).href
