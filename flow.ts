@@ -83,6 +83,11 @@ export const COMMANDS: Record<string, Entry> = {
     load: () => import("./commands/doctor"),
   },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
+  mcp: {
+    group: "Run",
+    summary: "serve the task graph to MCP clients (Claude Code, Codex, Cursor, VS Code) as tools, on stdio or loopback HTTP",
+    load: () => import("./commands/mcp"),
+  },
   completion: {
     group: "Setup",
     summary: "print the bash, zsh or fish completion script",

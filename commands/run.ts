@@ -1,4 +1,4 @@
-import { adapterFor } from "../lib/agents"
+import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
@@ -55,8 +55,18 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
-  // An unknown CLI, or a command agent without its template, is a usage error before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
+  // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
+  // before any work starts.
+  for (const agent of agents) {
+    if (agent.mcp && !MCP_CLIS.includes(agent.cli)) {
+      throw new FlowError(
+        `agent ${agent.name} has 'mcp: true', but flow cannot hand its MCP server to ${agent.cli}`,
+        Exit.invalid,
+        `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
+      )
+    }
+    if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
+  }
   // flow doctor's checks (a CLI not installed, git too old, ...) stop the run before any task is touched, not
   // as every task blocked; warnings (a CLI older than flow was checked against) are said once.
   const lines = await doctor({ project, config, agents, env: ctx.env, flowArgv: selfArgv() })

@@ -1,28 +1,9 @@
 // Claude Code (the real CLI) end to end under `flow run`, against the scripted model server.
 import { expect, test } from "bun:test"
-import { join } from "node:path"
 import { startModelServer } from "./fixtures/model-server/server"
-import { agentE2E, type CliSetup, e2eProject, writeJson } from "./agent-e2e"
+import { agentE2E, e2eProject } from "./agent-e2e"
+import { claude } from "./agent-e2e-claude-setup"
 import { flow, git } from "./helpers"
-
-const claude: CliSetup = {
-  cli: "claude",
-  // ~/.claude/settings.json: Claude Code reads its `env` as its user's environment.
-  configure(home, url) {
-    writeJson(join(home, ".claude", "settings.json"), {
-      env: {
-        ANTHROPIC_BASE_URL: url,
-        ANTHROPIC_API_KEY: "sk-ant-test",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", // no telemetry, no auto-update, no other calls home
-        // A rejected key is retried 10 times over about 3 minutes before Claude Code gives up: one retry is
-        // enough to show it gives up and why, and keeps the test short.
-        CLAUDE_CODE_MAX_RETRIES: "1",
-      },
-    })
-    return {}
-  },
-  authError: "Invalid API key · Fix external API key",
-}
 
 agentE2E(claude)
 

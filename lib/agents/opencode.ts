@@ -1,6 +1,6 @@
 // OpenCode `run --format json` (checked against opencode-ai 1.18.33): one JSON object per finished part.
 import { num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
 
 export const opencode: Adapter = {
   cli: "opencode",
@@ -11,6 +11,14 @@ export const opencode: Adapter = {
   // `run` joins its message arguments after wrapping each one holding a space in quotes (and escaping its
   // quotes), so an argv prompt reaches the model altered; with no message argument it reads stdin as is.
   promptOnStdin: true,
+  // OPENCODE_CONFIG_CONTENT is a config of its own, merged over the user's and the project's: the server is
+  // added without a file in the worktree (where opencode.json would be) or a change to the user's config.
+  // `timeout` is per request, 5 s by default (1.18.33's schema): flow_ask waits for a person.
+  mcp(server) {
+    const entry = { type: "local", command: [server.command, ...server.args], environment: server.env, enabled: true, timeout: MCP_CALL_TIMEOUT_MS }
+    const config = { mcp: { [server.name]: entry } }
+    return { env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) } }
+  },
   argv({ sessionId, model, extraArgs = [] }) {
     return [
       "opencode",

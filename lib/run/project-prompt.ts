@@ -17,6 +17,8 @@ export type ProjectPromptOptions = {
   db?: StateDb
   /** what the run prepared in the worktree; without it, what flow.yaml would prepare (lib/run/prepare.ts) */
   prepared?: Prepared
+  /** the agent has flow's MCP server: the prompt names tools instead of commands */
+  tools?: boolean
 }
 
 export async function projectTaskPrompt(project: Project, index: Map<string, Indexed>, taskId: string, options: ProjectPromptOptions = {}): Promise<string> {
@@ -30,7 +32,16 @@ export async function projectTaskPrompt(project: Project, index: Map<string, Ind
   const task = index.get(taskId)?.task
   const workspace = options.workspace ?? (task ? { branch: branchOf(task) } : undefined)
   const prepared = options.prepared ?? (task ? await previewPrepared(project, task) : undefined)
-  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace, questions, prepared })
+  return taskPrompt({
+    index,
+    taskId,
+    guidelines: readGuidelines(project.dir),
+    projectName: basename(project.dir),
+    workspace,
+    questions,
+    prepared,
+    tools: options.tools,
+  })
 }
 
 function readGuidelines(dir: string): string | undefined {

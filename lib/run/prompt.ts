@@ -18,6 +18,8 @@ export type PromptInput = {
   questions?: readonly Pick<Question, "id" | "text" | "answer">[]
   /** what was made ready in the worktree before the agent starts (lib/run/prepare.ts) */
   prepared?: Prepared
+  /** the agent has flow's MCP server (flow.yaml `mcp: true`): name its tools instead of commands */
+  tools?: boolean
 }
 
 /**
@@ -60,7 +62,9 @@ export function taskPrompt(input: PromptInput): string {
       `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
       ...bullets(target.acceptance_criteria?.length ? target.acceptance_criteria : ["(none written: check its instructions)"]),
       "",
-      `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`,
+      input.tools
+        ? `If it falls short, call the \`flow_block\` tool with task_id "${task.id}" and reason "<what is wrong>" instead of fixing it yourself.`
+        : `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`,
     )
   }
   if (task.validation_task_id) out.push("", `Your work will be checked afterwards by the task '${task.validation_task_id}'.`)
@@ -71,12 +75,12 @@ export function taskPrompt(input: PromptInput): string {
     out.push("", "## Steps", "", `This task has ${task.steps.length} steps, done one at a time in this session. Do only step ${n} now.`)
     out.push(...stepSection(step))
   }
-  out.push("", "## Talking to flow", "", ...flowCommands(task, step))
+  out.push("", "## Talking to flow", "", ...flowCommands(task, step, input.tools))
   return `${out.join("\n")}\n`
 }
 
-/** The prompt that resumes a task's session for its next step. */
-export function stepPrompt(task: Task, step: Step): string {
+/** The prompt that resumes a task's session for its next step; `tools` as in PromptInput. */
+export function stepPrompt(task: Task, step: Step, tools = false): string {
   const steps = task.steps ?? []
   const n = steps.indexOf(step) + 1
   const continueWith = `Continue with step ${n} of ${steps.length || n} of task '${task.id}'.`
@@ -88,12 +92,12 @@ export function stepPrompt(task: Task, step: Step): string {
         ? ""
         : `No step of task '${task.id}' is done yet. `
   const out = [`${before}${continueWith}`]
-  out.push(...stepSection(step), "", ...flowCommands(task, step))
+  out.push(...stepSection(step), "", ...flowCommands(task, step, tools))
   return `${out.join("\n")}\n`
 }
 
 /** The prompt that resumes a session whose agent exited after asking: the answers, then carry on. */
-export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined): string {
+export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined, tools = false): string {
   const out = [
     `People answered the question${answered.length > 1 ? "s" : ""} you asked about task '${task.id}':`,
     "",
@@ -103,7 +107,7 @@ export function answersPrompt(task: Task, answered: readonly Pick<Question, "id"
       ? `Continue with step ${step.id} using ${answered.length > 1 ? "these answers" : "this answer"}.`
       : `Continue the task using ${answered.length > 1 ? "these answers" : "this answer"}.`,
   ]
-  out.push("", ...flowCommands(task, step))
+  out.push("", ...flowCommands(task, step, tools))
   return `${out.join("\n")}\n`
 }
 
@@ -143,9 +147,23 @@ function stepSection(step: Step): string[] {
   return out
 }
 
-/** The commands the agent is told to run, with the real ids filled in. */
-function flowCommands(task: Task, step: Step | undefined): string[] {
+/** The commands the agent is told to run (or with `tools`, the MCP tools to call), with the real ids filled in. */
+function flowCommands(task: Task, step: Step | undefined, tools = false): string[] {
   const id = task.id
+  if (tools) {
+    // Tool names as the server gives them; CLIs prefix them with the server's name (Claude Code: mcp__flow__flow_done).
+    const lines = [
+      "Call these tools of the flow MCP server (your CLI may show their names with a prefix, such as mcp__flow__flow_done):",
+      `- \`flow_note\` with task_id "${id}" and the text, to record a decision or finding for the people and agents after you.`,
+      `- \`flow_ask\` with task_id "${id}", the question as text and wait: true when something is unclear: it waits for a person's answer and returns it.`,
+      `  If you cannot wait that long, call it without wait and exit: you will be resumed in this session with the answer.`,
+      `- \`flow_block\` with task_id "${id}" and the reason when you cannot go on; then exit.`,
+    ]
+    if (step)
+      lines.push(`- \`flow_step_done\` with step_id "${step.id}" when this step is finished and committed; then exit. You will be resumed with the next step.`)
+    else lines.push(`- \`flow_done\` with task_id "${id}" when every acceptance criterion is met, the tests pass and your work is committed; then exit.`)
+    return lines
+  }
   const lines = [
     "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
     `- \`flow note ${id} "<text>"\` to record a decision or finding for the people and agents after you.`,

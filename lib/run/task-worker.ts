@@ -2,7 +2,7 @@
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { adapterFor } from "../agents"
+import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
 import { FlowError } from "../cli/errors"
 import { commitAll, ensureWorktree } from "./git"
@@ -251,7 +251,7 @@ export class TaskWorker {
       tries.set(step.id, n)
       const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
       // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
-      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
+      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step, this.agent.mcp) : await this.taskPrompt()
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
@@ -323,6 +323,7 @@ export class TaskWorker {
       script,
       cwd: ws.path,
       env: { ...this.agentEnv(), ...env },
+      mcp: this.mcpServer(),
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
       signal: limit.signal,
@@ -358,7 +359,7 @@ export class TaskWorker {
     if (answers.length === 0) return undefined // nothing asked, or the database was reset meanwhile
     this.s.bus.emit({ type: "question-answered", taskId: this.taskId, questions: answers.map((q) => q.id) })
     await this.handedOver(answers)
-    return answersPrompt(await this.read(), answers, step)
+    return answersPrompt(await this.read(), answers, step, this.agent.mcp)
   }
 
   /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
@@ -527,6 +528,7 @@ export class TaskWorker {
       workspace: { branch: this.ws!.branch },
       db: this.s.db,
       prepared: this.prep?.prepared,
+      tools: this.agent.mcp,
     })
     await this.handedOver(ready)
     return prompt
@@ -551,6 +553,22 @@ export class TaskWorker {
       // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
       ...this.prep?.env,
     }
+  }
+
+  /**
+   * flow's MCP server for an agent with `mcp: true`: this flow (the launcher on the agent's PATH) as `flow mcp`,
+   * knowing the project, the task and the agent as the agent's own `flow` commands do.
+   */
+  private mcpServer(): { server: McpServerSpec; dir: string } | undefined {
+    if (!this.agent.mcp) return undefined
+    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID } = this.agentEnv() as Record<string, string>
+    const server = {
+      name: "flow",
+      command: join(this.s.project.stateDir, "bin", "flow"),
+      args: ["mcp"],
+      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID },
+    }
+    return { server, dir: join(this.s.project.stateDir, "mcp", this.taskId) }
   }
 
   // Sessions survive a stopped run, so an interrupted task resumes in the same agent session (rule 7).

@@ -20,6 +20,8 @@ export const AgentConfig = type({
   "args?": "string[]",
   /** for cli: command, the argv template with {prompt}, {session}, {model}, {cwd} */
   "command?": "string[]",
+  /** hand the agent flow's MCP server (`flow mcp`), so it calls flow_done etc. as tools (claude, codex, gemini, opencode) */
+  "mcp?": "boolean",
 })
 export type AgentConfig = typeof AgentConfig.infer
 
