@@ -16,9 +16,17 @@ export type PromptInput = {
   workspace?: { branch: string }
   /** the task's questions from .flow/state.db: the answered ones are part of its context */
   questions?: readonly Pick<Question, "id" | "text" | "answer">[]
+  /** what was made ready in the worktree before the agent starts (lib/run/prepare.ts) */
+  prepared?: Prepared
   /** the agent has flow's MCP server (flow.yaml `mcp: true`): name its tools instead of commands */
   tools?: boolean
 }
+
+/**
+ * What the agent finds prepared: the setup command that ran, the files copied from the person's checkout,
+ * its ports (a count when they are not handed out yet: `flow prompt` before a run).
+ */
+export type Prepared = { setup?: string; copied: readonly string[]; ports: readonly number[] | number }
 
 /** The first prompt of a task: its whole context, and for a task with steps, its current step. */
 export function taskPrompt(input: PromptInput): string {
@@ -30,6 +38,7 @@ export function taskPrompt(input: PromptInput): string {
   if (input.workspace) {
     out.push(`Your working directory is a git worktree on branch '${input.workspace.branch}': work and commit only there.`)
   }
+  if (input.prepared) out.push(...preparedSection(input.prepared))
   const guidelines = input.guidelines?.trim()
   if (guidelines) out.push("", ...(guidelines.startsWith("# ") ? [] : ["# Guidelines", ""]), guidelines)
 
@@ -100,6 +109,26 @@ export function answersPrompt(task: Task, answered: readonly Pick<Question, "id"
   ]
   out.push("", ...flowCommands(task, step, tools))
   return `${out.join("\n")}\n`
+}
+
+/** What was made ready in the worktree, so the agent does not do it again; nothing when nothing was. */
+function preparedSection(p: Prepared): string[] {
+  const count = typeof p.ports === "number" ? p.ports : p.ports.length
+  const lines: string[] = []
+  if (p.setup) lines.push(`- The setup command \`${oneLine(p.setup)}\` ran in it before you started: do not run it again.`)
+  if (p.copied.length)
+    lines.push(`- Copied from the main checkout, and kept out of every commit (do not add them): ${p.copied.map((f) => `\`${f}\``).join(", ")}.`)
+  if (count > 0) {
+    const names = Array.from({ length: count }, (_, i) => (i === 0 ? "FLOW_PORT" : `FLOW_PORT_${i}`))
+    const given =
+      typeof p.ports === "number"
+        ? `${names.join(", ")} (handed out when the run starts the task; in your environment)`
+        : `${names.map((n, i) => `${n}=${(p.ports as readonly number[])[i]}`).join(", ")} (in your environment too)`
+    lines.push(
+      `- Your TCP port${count === 1 ? "" : "s"}: ${given}. Other agents work beside you: start servers on ${count === 1 ? "this port" : "these ports"}, not on a default one.`,
+    )
+  }
+  return lines.length ? ["", "## Your worktree is prepared", "", ...lines] : []
 }
 
 function questionLines(questions: readonly Pick<Question, "id" | "text" | "answer">[]): string[] {

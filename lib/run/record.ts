@@ -53,6 +53,8 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
     }
     case "status":
       return [() => db.events.append({ kind: "task.status", task_id: e.taskId, data: { from: e.from, to: e.to, reason: e.reason } })]
+    case "hook-output":
+      return [] // many; the log keeps them
     case "run-start":
     case "run-end":
     case "task-start":
@@ -69,6 +71,9 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
     case "checkpoint":
     case "retry":
     case "waiting":
+    case "hook-start":
+    case "hook-end":
+    case "prepared":
     case "notice": {
       const { type, ...data } = e
       const taskId = "taskId" in e ? e.taskId : null

@@ -20,6 +20,7 @@ import type { SpaceWait } from "./space-wait"
 import { isDiskFull } from "../store/disk-full"
 import { formatDuration, parseDuration } from "../cli/duration"
 import { turnLimit, waitingMs } from "./turn-limit"
+import { prepareWorktree, type Preparation } from "./prepare"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -75,6 +76,8 @@ function ended(turn: Turn): string {
 
 export class TaskWorker {
   private ws?: Workspace
+  /** what the worktree was given before the agent (lib/run/prepare.ts); its ports are held until the worker ends */
+  private prep?: Extract<Preparation, { ok: true }>
   /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
   private limitMs?: number
 
@@ -109,6 +112,7 @@ export class TaskWorker {
         if (unblocked && !this.s.signal.aborted) return unblocked
       }
     } finally {
+      this.prep?.release()
       const status = await this.read().then(
         (t) => t.status,
         () => "unknown",
@@ -168,6 +172,23 @@ export class TaskWorker {
       worktree: this.ws.path,
       resumed: how === "reused",
     })
+    // The worktree made ready (flow.yaml copy, ports, setup) before any agent works in it; an earlier
+    // attempt's ports (a retry after a full disk) go back first.
+    this.prep?.release()
+    this.prep = undefined
+    const prep = await prepareWorktree(this.s, {
+      taskId: this.taskId,
+      agent: this.agent.name,
+      ws,
+      env: this.agentEnv(),
+      onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
+    })
+    this.prep = prep.ok ? prep : undefined
+    if (!prep.ok) {
+      if (prep.note === undefined) return // the run stops
+      await this.block(prep.note)
+      return this.afterBlocked()
+    }
     // A run stopped while the agent waited for answers: wait again before launching anything, then
     // resume its session with the answers (a fresh session gets them in the full prompt).
     const started = await this.read()
@@ -506,6 +527,7 @@ export class TaskWorker {
     const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, {
       workspace: { branch: this.ws!.branch },
       db: this.s.db,
+      prepared: this.prep?.prepared,
       tools: this.agent.mcp,
     })
     await this.handedOver(ready)
@@ -528,6 +550,8 @@ export class TaskWorker {
       // Marks every process the agent starts, whatever session it puts them in, for the reaper (reaper.ts).
       FLOW_RUN_ID: RUN_ID,
       PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+      // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
+      ...this.prep?.env,
     }
   }
 
