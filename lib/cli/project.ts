@@ -4,6 +4,7 @@ import { existsSync, statSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import type { Ctx } from "./context"
 import { Exit, FlowError, usage } from "./errors"
+import { Secret } from "./secret"
 
 export type Project = {
   dir: string
@@ -11,14 +12,28 @@ export type Project = {
   stateDir: string
   /** how long a write waits for another process's lock on tasks.yaml (FLOW_LOCK_TIMEOUT, in seconds; default 30) */
   lockTimeoutMs: number
+  /** what the environment says about a shared store (docs/FLEET.md); absent: nothing */
+  storeEnv?: StoreEnv
 }
+
+/**
+ * FLOW_DATABASE_URL (a shared store's URL, with its password if any), PGPASSWORD, and FLOW_MACHINE (this
+ * machine's name in the shared run state; default the host name). The secrets never print (lib/cli/secret.ts).
+ */
+export type StoreEnv = { url?: Secret; password?: Secret; machine?: string }
 
 const MARKERS = ["tasks.yaml", "PRD.md"]
 
 export function projectAt(dir: string, env: Ctx["env"] = {}): Project {
   const seconds = Number(env.FLOW_LOCK_TIMEOUT ?? 30)
   if (!(seconds > 0)) throw new FlowError(`FLOW_LOCK_TIMEOUT must be a positive number of seconds (was '${env.FLOW_LOCK_TIMEOUT}')`, Exit.usage)
-  return { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow"), lockTimeoutMs: seconds * 1000 }
+  const project: Project = { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow"), lockTimeoutMs: seconds * 1000 }
+  const storeEnv: StoreEnv = {}
+  if (env.FLOW_DATABASE_URL) storeEnv.url = new Secret(env.FLOW_DATABASE_URL)
+  if (env.PGPASSWORD) storeEnv.password = new Secret(env.PGPASSWORD)
+  if (env.FLOW_MACHINE) storeEnv.machine = env.FLOW_MACHINE
+  if (Object.keys(storeEnv).length > 0) project.storeEnv = storeEnv
+  return project
 }
 
 /** What `flow run` locks (`.flow/run.lock`): one run per project, and how others tell a run is live. */

@@ -1,0 +1,149 @@
+// The run state: everything about a project's runs that is not the task graph (questions, agents and their
+// sessions, the event log with tokens and cost, the merge journal, the moves of checkouts, the process groups
+// of agents, what landings wait for), behind one interface with two backends (docs/ARCHITECTURE.md, "The
+// store seam"): .flow/state.db (lib/state/sqlite/, the default) and the shared PostgreSQL database
+// (lib/state/postgres/, docs/FLEET.md). No module outside a backend writes SQL; callers get a RunState from
+// `openState` / `openExistingState` and never ask which one they hold.
+//
+// Rows that only make sense on one machine (process groups, checkout moves, landing waits) belong to the
+// machine that wrote them in the shared backend, and each machine reads and clears only its own.
+import type { Question, Usage } from "../model/json-shapes"
+
+export type { Question, Usage }
+
+export type FlowEvent = { id: number; at: string; kind: string; task_id: string | null; agent: string | null; data: unknown }
+export type NewEvent = { kind: string; task_id?: string | null; agent?: string | null; data?: unknown }
+
+export type AgentRecord = { name: string; cli: string | null; current_task: string | null; completed: number; session_id: string | null; updated_at: string }
+/** Fields to set on an agent; a key left out keeps its value, `null` clears it. */
+export type AgentUpdate = Partial<Pick<AgentRecord, "cli" | "current_task" | "completed" | "session_id">>
+
+export type MergeIntent = { taskId: string; repo: string; branch: string; branchHead: string; target: string; targetBefore: string }
+export type MergeOutcome = "merged" | "failed"
+export type MergeEntry = MergeIntent & {
+  id: number
+  startedAt: string
+  outcome: MergeOutcome | null
+  mergeCommit: string | null
+  detail: string | null
+  closedAt: string | null
+}
+
+/** A journaled move of a checked-out target (lib/landing/checkout-move.ts): `ref` from `old` to `new` in `checkout`. */
+export type CheckoutMove = { id: number; repo: string; checkout: string; ref: string; old: string; new: string; started_at?: string }
+export type MoveOutcome = "moved" | "given-up" | "recovered"
+
+/** A recorded process group of an agent or a check (lib/run/reaper.ts): its leader's pid and start time. */
+export type AgentGroup = { pgid: number; started: string; task_id: string | null }
+
+/** What a task's landing waits for (lib/landing/landing-waits.ts), as the run that said it recorded it. */
+export type LandingWaitRow = { task_id: string; target: string; reason: string; since: string }
+
+/** Everything a run state holds, for moving a project between backends (`flow share`, `flow unshare`). */
+export type StateDump = {
+  questions: (Question & { seq: number })[]
+  events: Omit<FlowEvent, "id">[]
+  agents: AgentRecord[]
+  merges: MergeEntry[]
+  moves: (CheckoutMove & { ended_at: string | null; outcome: string | null })[]
+}
+
+export interface RunState extends Disposable {
+  /** Where the state lives, for messages: the file, or the database's URL without its password and the project. */
+  readonly where: string
+
+  /** True when another process may have written since the last call (the first call is true): a waiting process re-reads only then. */
+  changed(): Promise<boolean>
+
+  readonly questions: {
+    /** Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... */
+    ask(q: { task_id: string; agent?: string | null; text: string }): Promise<Question>
+    get(id: string): Promise<Question | undefined>
+    /** Oldest first. */
+    pending(): Promise<Question[]>
+    all(): Promise<Question[]>
+    /** One task's questions, answered or not, oldest first. */
+    forTask(taskId: string): Promise<Question[]>
+    /** The task's answered questions not yet given to its agent (no `question.delivered` since the answer), oldest first. */
+    undelivered(taskId: string): Promise<Question[]>
+    /** Records that the task's agent was given these answers (`via`: by `flow ask --wait`, or in a prompt). */
+    delivered(taskId: string, ids: readonly string[], via: string): Promise<void>
+    /** Records the answer unless the question has one (then `replace` decides); returns the question before and after. */
+    answer(id: string, answer: string, by: string, replace?: boolean): Promise<{ before: Question | undefined; after: Question | undefined }>
+  }
+
+  readonly events: {
+    append(e: NewEvent): Promise<number>
+    /** Events with an id above `afterId`, oldest first: a subscriber keeps the last id it saw. */
+    since(afterId?: number, limit?: number): Promise<FlowEvent[]>
+    /** The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first. */
+    ofLastRun(kinds: readonly string[]): Promise<FlowEvent[]>
+    /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
+    lastTaskEnds(): Promise<Map<string, { agent: string | null; at: string; status: string }>>
+  }
+
+  /** Tokens and cost summed from the `agent.usage` events, by task, by agent, or over the last run. */
+  readonly usage: {
+    byTask(): Promise<Map<string, Usage>>
+    byAgent(): Promise<Map<string, Usage>>
+    lastRun(): Promise<Usage | null>
+  }
+
+  readonly agents: {
+    /** Creates the agent or updates the given fields. */
+    upsert(name: string, update?: AgentUpdate): Promise<AgentRecord>
+    /** Adds one to the agent's completed count, atomically. */
+    countCompleted(name: string): Promise<number>
+    get(name: string): Promise<AgentRecord | undefined>
+    list(): Promise<AgentRecord[]>
+  }
+
+  /** The merge journal (lib/landing/merge-journal.ts): intent before a merge, outcome after, closed once the graph says so. */
+  readonly merges: {
+    begin(i: MergeIntent): Promise<number>
+    outcome(id: number, outcome: MergeOutcome, detail?: { commit?: string; reason?: string }): Promise<void>
+    close(taskId: string): Promise<void>
+    /** The latest open entry of each task that has one. */
+    open(): Promise<Map<string, MergeEntry>>
+    /** The task's latest entry, open or closed. */
+    latest(taskId: string): Promise<MergeEntry | undefined>
+  }
+
+  /** The journal of checkout moves (this machine's). */
+  readonly moves: {
+    begin(m: Omit<CheckoutMove, "id">): Promise<number>
+    end(id: number, outcome: MoveOutcome): Promise<void>
+    /** Moves a killed run left unfinished, oldest first. */
+    open(): Promise<CheckoutMove[]>
+  }
+
+  /** The process groups of agents and checks (this machine's). */
+  readonly groups: {
+    /** Records a group (its leader `pgid` started at `started`) of run `runPid`. */
+    track(g: AgentGroup & { run_pid: number }): Promise<void>
+    list(): Promise<AgentGroup[]>
+    clear(): Promise<void>
+  }
+
+  /** What landings wait for (this machine's runs'). */
+  readonly landingWaits: {
+    /** Records (or rewords) what the task's landing waits for; `since` stays the wait's first. */
+    set(taskId: string, target: string, reason: string, runPid: number): Promise<void>
+    clear(taskId: string): Promise<void>
+    clearAll(): Promise<void>
+    /** The waits run `runPid` recorded, oldest first. */
+    ofRun(runPid: number): Promise<LandingWaitRow[]>
+  }
+
+  /** Everything held, for `flow share` and `flow unshare`. */
+  dump(): Promise<StateDump>
+  /** Adds a dump's rows (an empty state takes another backend's whole state). */
+  load(dump: StateDump): Promise<void>
+
+  close(): void
+}
+
+/** Who answers a question: $USER, or `person` when it is unset (never FLOW_AGENT: agents answer nothing). */
+export function answerer(env: Record<string, string | undefined>): string {
+  return env.USER || "person"
+}
