@@ -9,7 +9,7 @@ import { requireTask } from "../graph/task-lookup"
 import type { Question, QuestionsReport } from "../model/json-shapes"
 import { indexTasks } from "../model/task-index"
 import { openExistingState, openState } from "../run/state-db"
-import { readTasks } from "../store/tasks"
+import { openStore } from "../store/store"
 import { ago } from "../terminal/question-format"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */
@@ -17,7 +17,7 @@ const POLL_MS = 100
 
 /** Checks that `taskId` names a task, then records the question; `agent` is the asker's FLOW_AGENT. */
 export async function askQuestion(project: Project, taskId: string, text: string, agent: string | undefined): Promise<Question> {
-  requireTask(indexTasks((await readTasks(project)).data), taskId)
+  requireTask(indexTasks((await (await openStore(project)).read()).data), taskId)
   using db = await openState(project)
   return await db.questions.ask({ task_id: taskId, agent: agent || null, text })
 }

@@ -10,7 +10,7 @@ import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import { readUsage } from "../run/usage"
 import { readWork, workedBy } from "../run/worked-by"
-import { readTasks } from "../store/tasks"
+import { openStore } from "../store/store"
 
 /**
  * One group of `flow list`: a phase (null: none) with its header line and its shown tasks, each with its
@@ -23,7 +23,7 @@ export type ListGroup = { phase: number | null; title: string; rows: { entry: In
  * `filter`, only tasks of that status, each indented below its nearest shown ancestor. Empty groups are left out.
  */
 export async function listGroups(project: Project, filter?: Task["status"]): Promise<{ groups: ListGroup[]; index: Map<string, Indexed> }> {
-  const { data } = await readTasks(project)
+  const { data } = await (await openStore(project)).read()
   const index = indexTasks(data)
   // One read of the run state for every task (a few queries, never one per task).
   const work = await readWork(project)
@@ -72,7 +72,7 @@ export type ShowData = { report: ShowReport; index: Map<string, Indexed>; entry:
 
 /** One task (a subtask id works too) and what `flow show` derives from it; a FlowError naming the closest id when there is none. */
 export async function showTask(project: Project, id: string): Promise<ShowData> {
-  const { data } = await readTasks(project)
+  const { data } = await (await openStore(project)).read()
   const index = indexTasks(data)
   const entry = requireTask(index, id)
   const { phase } = effectivePhase(entry, index)
@@ -85,7 +85,7 @@ export async function showTask(project: Project, id: string): Promise<ShowData> 
 
 /** The tasks that may be taken now, for any agent or for `agent` (lib/graph/availability.ts), and `flow next --json`. */
 export async function nextTasks(project: Project, agent?: string): Promise<{ report: NextReport; available: Indexed[] }> {
-  const { data } = await readTasks(project)
+  const { data } = await (await openStore(project)).read()
   const available = availableTasks(indexTasks(data), agent)
   return { report: { tasks: available.map((e) => taskSummary(e.task, e.parent, e.depth)) }, available }
 }

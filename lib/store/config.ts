@@ -8,6 +8,7 @@ import { formatFinding, type Finding } from "./findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
+import { PROJECT_KEY } from "./setting"
 import { Duration } from "../model/schema"
 
 export { AGENT_NAME }
@@ -101,6 +102,10 @@ export const FlowConfig = type({
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
   "pull_request?": type("boolean").or(PullRequestConfig),
+  /** where the tasks and run state live when shared: a PostgreSQL URL without its password (flow share; docs/FLEET.md) */
+  "state?": type(/^postgres(?:ql)?:\/\//).describe("a postgres:// URL (flow share writes it)"),
+  /** the project's key in the shared database (default: the project folder's name) */
+  "project?": type(PROJECT_KEY).describe("a project key: lowercase letters, digits, '.', '_' and '-'"),
 })
 export type FlowConfig = typeof FlowConfig.infer
 

@@ -66,6 +66,11 @@ export async function storeSetting(project: Project): Promise<StoreSetting> {
       "use lowercase letters, digits, '.', '_' and '-', starting with a letter or digit (at most 63)",
     )
   }
+  return sharedSetting(project, url, key, password)
+}
+
+/** The setting of a shared store at `url` for `key`, on this machine. */
+export function sharedSetting(project: Project, url: DatabaseUrl, key: string, password: Secret | string | undefined): SharedSetting {
   return { kind: "postgres", url, shown: shownUrl(url), password, key, machine: project.storeEnv?.machine || hostname() }
 }
 

@@ -39,6 +39,8 @@ export type Current = Loaded & { text: string }
 export interface TaskStore {
   /** Where the graph lives, for messages: tasks.yaml's path, or the database's URL without its password and the project. */
   readonly where: string
+  /** Whether there is a graph yet (tasks.yaml exists; a shared project always has one). */
+  exists(): Promise<boolean>
   /** The whole graph, checked; a missing or invalid one is a FlowError (exit 3). */
   read(): Promise<Loaded>
   /**
@@ -53,6 +55,10 @@ export interface TaskStore {
   replace<T>(command: string, build: (current: Current | undefined) => Promise<{ text?: string; result: T }>): Promise<T>
   /** The graph in the file format, unchecked (what `flow validate` checks and `flow export` writes). */
   text(): Promise<string>
+  /** Records that `text` passed `flow validate` (the file store's validation cache; the shared store needs none). */
+  validated(text: string): void
+  /** `where` as a command prints it: a path relative to `cwd`. */
+  shown(cwd: string): string
 }
 
 /**

@@ -25,6 +25,9 @@ import type {
   Usage,
 } from "../run-state"
 
+/** Events inserted per statement when a whole log is loaded. */
+const EVENT_BATCH = 5000
+
 const QUESTION = "id, task_id, agent, text, asked_at, answer, answered_at, answered_by"
 const AGENT = "name, cli, current_task, completed, session_id, updated_at"
 const MERGE = `id::float8 AS id, task_id, repo, branch, branch_head, target, target_before, started_at, outcome, merge_commit, detail, closed_at`
@@ -399,7 +402,18 @@ export class PgRunState implements RunState {
     await tx`
       UPDATE projects SET question_seq = greatest(question_seq, (SELECT coalesce(max(seq), 0) FROM questions WHERE project = ${this.key}))
       WHERE key = ${this.key}`
-    for (const e of dump.events) await this.insertEvent(tx, { kind: e.kind, task_id: e.task_id, agent: e.agent, data: e.data ?? undefined }, e.at)
+    // In batches: a long-lived project's log holds hundreds of thousands of events.
+    for (let i = 0; i < dump.events.length; i += EVENT_BATCH) {
+      const batch = dump.events.slice(i, i + EVENT_BATCH)
+      const col = (f: (e: (typeof batch)[number]) => string | null) => tx.array(batch.map(f))
+      await tx`
+        INSERT INTO events (project, at, kind, task_id, agent, machine, data)
+        SELECT ${this.key}, v.at, v.kind, v.task_id, v.agent, ${this.machine}, v.data::json
+        FROM unnest(${col((e) => e.at)}::text[], ${col((e) => e.kind)}::text[], ${col((e) => e.task_id)}::text[], ${col((e) => e.agent)}::text[],
+                    ${col((e) => (e.data === null || e.data === undefined ? null : JSON.stringify(e.data)))}::text[])
+             WITH ORDINALITY AS v(at, kind, task_id, agent, data, n)
+        ORDER BY v.n`
+    }
     for (const a of dump.agents) {
       await tx`
         INSERT INTO agents (project, name, cli, current_task, completed, session_id, machine, updated_at)

@@ -4,18 +4,23 @@
 //
 // A fence is accepted and always holds: one run per project holds .flow/run.lock, so no other run can take a
 // task over (docs/FLEET.md, "Claims and fencing").
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { relative } from "node:path"
 import { Exit, FlowError } from "../../cli/errors"
 import type { Project } from "../../cli/project"
 import type { Current, Fence, Loaded, TaskEdits, TaskStore } from "../store"
 import { mutateTasks, readTasks, replaceTasks } from "../tasks"
-import { contentKey } from "../valid-cache"
+import { contentKey, rememberValid } from "../valid-cache"
 
 export class FileStore implements TaskStore {
   constructor(private readonly project: Project) {}
 
   get where(): string {
     return this.project.tasksFile
+  }
+
+  async exists(): Promise<boolean> {
+    return existsSync(this.project.tasksFile)
   }
 
   async read(): Promise<Loaded & { text: string }> {
@@ -37,5 +42,13 @@ export class FileStore implements TaskStore {
     } catch {
       throw new FlowError(`${this.project.tasksFile} does not exist`, Exit.invalid, "run 'flow generate' to make it from plan.md")
     }
+  }
+
+  validated(text: string): void {
+    rememberValid(this.project.stateDir, text)
+  }
+
+  shown(cwd: string): string {
+    return relative(cwd, this.project.tasksFile) || this.project.tasksFile
   }
 }

@@ -73,6 +73,10 @@ export class PgTaskStore implements TaskStore {
     return `${this.setting.shown} (project ${this.setting.key})`
   }
 
+  async exists(): Promise<boolean> {
+    return true
+  }
+
   async read(): Promise<Loaded> {
     return this.db.run(async (sql) => {
       await this.load(sql, false)
@@ -131,6 +135,12 @@ export class PgTaskStore implements TaskStore {
       const [{ source }] = await sql`SELECT source FROM projects WHERE key = ${this.setting.key}`
       return textOnto(source ?? undefined, this.graph())
     })
+  }
+
+  validated(_text: string): void {}
+
+  shown(_cwd: string): string {
+    return this.where
   }
 
   /**
