@@ -218,18 +218,15 @@ export class PgTaskStore implements TaskStore {
    * A load older than the cache (a read that raced a write of this process) leaves the cache as it is.
    */
   private async load(sql: SQL, lock: boolean): Promise<Snapshot> {
+    // The lock is its own statement: a locking statement that waited sees the locked row's newest version, but
+    // the rows it joins from the snapshot it started with; the next statement's snapshot has every write.
+    if (lock) await sql`SELECT 1 AS one FROM projects WHERE key = ${this.setting.key} FOR UPDATE`
     const [since, generation] = [this.version, this.generation]
-    const rows = lock
-      ? await sql`
-          SELECT p.version::float8 AS version, p.generation::float8 AS generation, p.top::text AS top,
-                 t.id, t.parent, t.ord, t.status, t.doc::text AS doc
-          FROM projects p LEFT JOIN tasks t ON t.project = p.key AND (p.generation <> ${generation} OR t.rev > ${since})
-          WHERE p.key = ${this.setting.key} FOR UPDATE OF p`
-      : await sql`
-          SELECT p.version::float8 AS version, p.generation::float8 AS generation, p.top::text AS top,
-                 t.id, t.parent, t.ord, t.status, t.doc::text AS doc
-          FROM projects p LEFT JOIN tasks t ON t.project = p.key AND (p.generation <> ${generation} OR t.rev > ${since})
-          WHERE p.key = ${this.setting.key}`
+    const rows = await sql`
+      SELECT p.version::float8 AS version, p.generation::float8 AS generation, p.top::text AS top,
+             t.id, t.parent, t.ord, t.status, t.doc::text AS doc
+      FROM projects p LEFT JOIN tasks t ON t.project = p.key AND (p.generation <> ${generation} OR t.rev > ${since})
+      WHERE p.key = ${this.setting.key}`
     if (rows.length === 0) throw await missingProject(sql, this.setting)
     const snap: Snapshot = { version: rows[0].version, generation: rows[0].generation }
     if (snap.version < this.version) return snap
