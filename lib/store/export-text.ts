@@ -90,7 +90,7 @@ function layOnto(base: string, data: TaskFile): string | undefined {
   const doc = parseDocument(base)
   if (doc.errors.length > 0 || !isMap(doc.contents)) return undefined
   doc.contents = lay(doc, doc.contents, data) as typeof doc.contents
-  const text = withLineEnding(doc.toString({ lineWidth: 0 }), lineEnding(base))
+  const text = withLineEnding(doc.toString({ lineWidth: 0, flowCollectionPadding: false }), lineEnding(base))
   return Bun.deepEquals(parseOrUndefined(text), data, true) ? text : undefined
 }
 

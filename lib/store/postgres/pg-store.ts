@@ -69,6 +69,11 @@ export class PgTaskStore implements TaskStore {
     return store
   }
 
+  /** A store with a cache of its own: another view of the project, as another process has (tests). */
+  static fresh(setting: SharedSetting, lockTimeoutMs = 30_000): PgTaskStore {
+    return new PgTaskStore(database(setting), setting, lockTimeoutMs)
+  }
+
   get where(): string {
     return `${this.setting.shown} (project ${this.setting.key})`
   }
