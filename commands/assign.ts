@@ -4,7 +4,7 @@ import { parse, positionalsExactly } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { openStore } from "../lib/store/store"
+import { openStore } from "../lib/store/open"
 import { requireTask } from "../lib/graph/task-lookup"
 import { writeReport } from "../lib/store/write-report"
 

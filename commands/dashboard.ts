@@ -8,7 +8,7 @@ import { FlowError, usage } from "../lib/cli/errors"
 import type { DashboardReport } from "../lib/model/json-shapes"
 import { findProject, type Project } from "../lib/cli/project"
 import { Screen } from "../lib/terminal/screen"
-import { openStore } from "../lib/store/store"
+import { openStore } from "../lib/store/open"
 
 export const meta = {
   usage: "flow dashboard [--interval <seconds>] [--once] [--json]",

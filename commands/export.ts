@@ -22,7 +22,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
   if (positionals[0] === "-") {
-    const { openStore } = await import("../lib/store/store")
+    const { openStore } = await import("../lib/store/open")
     ctx.stdout(await (await openStore(project)).text())
     return
   }

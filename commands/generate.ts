@@ -16,7 +16,7 @@ import { ensureStateDir } from "../lib/store/valid-cache"
 import type { GenerateReport } from "../lib/model/json-shapes"
 import { formatNote } from "../lib/plan/plan-notes"
 import { findProject, projectAt, type Project } from "../lib/cli/project"
-import { openStore } from "../lib/store/store"
+import { openStore } from "../lib/store/open"
 import { lineEnding, withLineEnding } from "../lib/store/line-ending"
 
 export const meta = {

@@ -6,7 +6,7 @@ import { findProject, type Project } from "../lib/cli/project"
 import { requireTask } from "../lib/graph/task-lookup"
 import { indexTasks } from "../lib/model/task-index"
 import { isTaskLine, KEEP_RUNS, readLines, runIsLive, runLogs, type RunLogFile } from "../lib/run/run-log"
-import { openStore } from "../lib/store/store"
+import { openStore } from "../lib/store/open"
 
 export const meta = {
   usage: "flow log [--follow] [<task_id>]",

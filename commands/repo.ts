@@ -10,7 +10,7 @@ import { findProject, folderArgument, type Project } from "../lib/cli/project"
 import { closest } from "../lib/cli/suggest"
 import { indexTasks } from "../lib/model/task-index"
 import { loadConfig, repoEntries } from "../lib/store/config"
-import { openStore } from "../lib/store/store"
+import { openStore } from "../lib/store/open"
 import { insideProject } from "../lib/run/workspace"
 
 export const meta = {

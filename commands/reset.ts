@@ -5,7 +5,7 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { formatDuration, parseDuration } from "../lib/cli/duration"
 import { findProject } from "../lib/cli/project"
-import { openStore } from "../lib/store/store"
+import { openStore } from "../lib/store/open"
 import { findStuck, formatChange, resetTask, type Change } from "../lib/store/transitions"
 
 /** Agent sessions that make progress finish or fail well within this; see docs/STATUS-RULES.md. */

@@ -24,6 +24,9 @@ export type StoreEnv = { url?: Secret; password?: Secret; machine?: string }
 
 const MARKERS = ["tasks.yaml", "PRD.md"]
 
+/** A project's key in a shared store: what `flow share --project` and flow.yaml's `project:` take. */
+export const PROJECT_KEY = /^[a-z0-9][a-z0-9._-]{0,62}$/
+
 export function projectAt(dir: string, env: Ctx["env"] = {}): Project {
   const seconds = Number(env.FLOW_LOCK_TIMEOUT ?? 30)
   if (!(seconds > 0)) throw new FlowError(`FLOW_LOCK_TIMEOUT must be a positive number of seconds (was '${env.FLOW_LOCK_TIMEOUT}')`, Exit.usage)

@@ -8,7 +8,8 @@ import { requireTask } from "../graph/task-lookup"
 import type { Task } from "../model/task-index"
 import type { WriteReport } from "../model/json-shapes"
 import { mergePending, pendingNote } from "../run/merge-pending"
-import { type Fence, openStore } from "../store/store"
+import { openStore } from "../store/open"
+import type { Fence } from "../store/store"
 import {
   applyStatus,
   type Change,

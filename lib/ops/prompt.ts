@@ -7,7 +7,7 @@ import type { PromptReport } from "../model/json-shapes"
 import { indexTasks } from "../model/task-index"
 import { projectTaskPrompt } from "../run/project-prompt"
 import { currentStep, stepPrompt } from "../run/prompt"
-import { openStore } from "../store/store"
+import { openStore } from "../store/open"
 
 /**
  * The prompt of task `id`: the whole one a session starts with, or with `resume` the shorter one that resumes

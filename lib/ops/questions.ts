@@ -9,7 +9,7 @@ import { requireTask } from "../graph/task-lookup"
 import type { Question, QuestionsReport } from "../model/json-shapes"
 import { indexTasks } from "../model/task-index"
 import { openExistingState, openState } from "../run/state-db"
-import { openStore } from "../store/store"
+import { openStore } from "../store/open"
 import { ago } from "../terminal/question-format"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */

@@ -10,7 +10,7 @@ import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import { readUsage } from "../run/usage"
 import { readWork, workedBy } from "../run/worked-by"
-import { openStore } from "../store/store"
+import { openStore } from "../store/open"
 
 /**
  * One group of `flow list`: a phase (null: none) with its header line and its shown tasks, each with its

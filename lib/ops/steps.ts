@@ -6,7 +6,7 @@ import { requireTask } from "../graph/task-lookup"
 import type { StepListReport, StepReport, StepShowReport } from "../model/json-shapes"
 import { indexTasks, type Step, type Task } from "../model/task-index"
 import { stepStatus } from "../store/transitions"
-import { openStore } from "../store/store"
+import { openStore } from "../store/open"
 
 /** The task's steps; a FlowError when it has none (its work is its instructions). */
 async function stepsOf(project: Project, id: string): Promise<{ task: Task; steps: Step[] }> {

@@ -4,7 +4,7 @@ import type { Project } from "../cli/project"
 import type { ValidateReport } from "../model/json-shapes"
 import { currentBranch, repoRoot } from "../run/git"
 import { loadConfig } from "../store/config"
-import { openStore } from "../store/store"
+import { openStore } from "../store/open"
 import { validateText } from "../store/validate"
 
 /**

@@ -8,7 +8,7 @@ import { formatFinding, type Finding } from "./findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
-import { PROJECT_KEY } from "./setting"
+import { PROJECT_KEY } from "../cli/project"
 import { Duration } from "../model/schema"
 
 export { AGENT_NAME }

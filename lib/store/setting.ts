@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { basename, join } from "node:path"
 import { Exit, FlowError } from "../cli/errors"
-import type { Project } from "../cli/project"
+import { PROJECT_KEY, type Project } from "../cli/project"
 import type { Secret } from "../cli/secret"
 import { type DatabaseUrl, isPostgresUrl, parseUrl, sameDatabase, shownUrl } from "./postgres/url"
 
@@ -24,9 +24,6 @@ export type SharedSetting = {
 }
 
 export type StoreSetting = { kind: "file" } | SharedSetting
-
-/** A project key: what `flow share --project` and flow.yaml's `project:` take. */
-export const PROJECT_KEY = /^[a-z0-9][a-z0-9._-]{0,62}$/
 
 /** The store the project uses; a FlowError (exit 3) for a setting that cannot be used. */
 export async function storeSetting(project: Project): Promise<StoreSetting> {

@@ -1,10 +1,9 @@
 // The task store: the one seam every command that reads or changes the task graph goes through, whichever
 // backend holds it (docs/ARCHITECTURE.md, "The store seam"): tasks.yaml (lib/store/file/, the default) or a
 // PostgreSQL database shared by many machines (lib/store/postgres/, docs/FLEET.md). Callers get a store from
-// `openStore` and never ask which one they hold. A change is one `mutate` call, atomic in every backend (a
+// `openStore` (lib/store/open.ts) and never ask which one they hold. A change is one `mutate` call, atomic in every backend (a
 // file write under the lock; one SQL transaction), so "mark done and promote the dependents" is never half
 // applied anywhere. The status rules (transitions.ts) are written once, against `TaskEdits`.
-import type { Project } from "../cli/project"
 import type { Indexed, Task, TaskFile } from "../model/task-index"
 
 export type Scalar = string | number | boolean
@@ -59,19 +58,4 @@ export interface TaskStore {
   validated(text: string): void
   /** `where` as a command prints it: a path relative to `cwd`. */
   shown(cwd: string): string
-}
-
-/**
- * The project's task store (flow.yaml `state:` or FLOW_DATABASE_URL choose it: lib/store/setting.ts). Cheap
- * for the file store: one small read of flow.yaml; the database's client loads only for a shared project.
- */
-export async function openStore(project: Project): Promise<TaskStore> {
-  const { storeSetting } = await import("./setting")
-  const setting = await storeSetting(project)
-  if (setting.kind === "file") {
-    const { FileStore } = await import("./file/file-store")
-    return new FileStore(project)
-  }
-  const { PgTaskStore } = await import("./postgres/pg-store")
-  return PgTaskStore.open(setting)
 }
