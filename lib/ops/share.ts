@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:
 import { basename, join, resolve } from "node:path"
 import { Exit, FlowError, usage } from "../cli/errors"
 import { PROJECT_KEY, type Project, projectAt, runLockTarget } from "../cli/project"
+import type { ExportReport, ShareReport, UnshareReport } from "../model/json-shapes"
 import { indexTasks, type TaskFile } from "../model/task-index"
 import { dumpState, loadState } from "../run/state-dump"
 import { openExistingState, openState, stateFile } from "../run/state-db"
@@ -23,9 +24,6 @@ import { writeSharedKeys } from "../store/setting-edit"
 import { openStore } from "../store/open"
 import { ensureStateDir } from "../store/valid-cache"
 
-export type ShareReport = { database: string; project: string; tasks: number; questions: number; events: number }
-export type ExportReport = { file: string; tasks: number; written: boolean }
-export type UnshareReport = ExportReport & { database: string; project: string; dropped: boolean; questions: number; events: number }
 
 /** `flow share <url> [--project <key>]`: the project's graph and run state into the database, then flow.yaml. */
 export async function shareProject(project: Project, given: string, key?: string): Promise<ShareReport> {
