@@ -51,6 +51,8 @@ export const Question = type({
   task_id: "string",
   agent: "string | null",
   text: "string",
+  /** null: an agent asked it; `budget:usd`, `budget:tokens`, `budget:minutes`: flow asks for more budget (docs/BUDGETS.md) */
+  kind: "string | null",
   asked_at: "string",
   answer: "string | null",
   answered_at: "string | null",

@@ -24,6 +24,9 @@ import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "./workspace"
+import { TaskBudget } from "./budget-gate"
+import type { SpendMeter } from "./budget-meter"
+import type { Parking } from "./parking"
 
 export type WorkerShared = {
   settings: RunSettings
@@ -39,12 +42,17 @@ export type WorkerShared = {
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
   publishQueues: Map<string, Promise<unknown>>
   sessions: Map<string, string>
+  /** what tasks, agents and the run spent so far (docs/BUDGETS.md) */
+  meter: SpendMeter
+  /** agents parked by their CLI's usage limit, and their tasks */
+  parking: Parking
 }
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
 
-type Outcome = "finished" | "blocked" | "stopped"
+/** paused: the run's or the agent's budget is spent; parked: the agent's CLI reported a usage limit (both: left in progress) */
+type Outcome = "finished" | "blocked" | "stopped" | "paused" | "parked"
 
 /**
  * The block note of an agent that exited without saying how the task went: its exit code, the CLI's error
@@ -56,14 +64,27 @@ function exitNote(turn: Turn, missing: string): string {
   return `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) ${missing}${tail}`
 }
 
-/** A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms). */
-type Turn = TurnResult & { stoppedAfter?: number }
+/**
+ * A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms),
+ * `budgetStop` (why) when a budget's ceiling did.
+ */
+type Turn = TurnResult & { stoppedAfter?: number; budgetStop?: string }
 
 /** Why the script agent's turn failed: its exit code, or the time limit that stopped it. */
 function scriptEnd(turn: Turn, what: string): string {
   return turn.stoppedAfter === undefined
     ? `${what} failed (exit ${turn.code})`
     : `${what} was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
+}
+
+/** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more. */
+function budgetNote(taskId: string, why: string): string {
+  return `Your last turn was stopped (${why}). Go on with task '${taskId}' where you left off; when it is finished, run 'flow done ${taskId}', or 'flow block ${taskId} "<reason>"' if you cannot finish it.\n`
+}
+
+/** What a session is told when it goes on after its provider's usage limit reset. */
+function limitNote(taskId: string, turn: Turn): string {
+  return `Your last turn was stopped by a usage limit of your provider (${turn.limit!.message}); it has reset. Go on with task '${taskId}' where you left off.\n`
 }
 
 /** How a turn ended, for notes and retry reasons: its exit code, or the time limit that stopped it. */
@@ -77,12 +98,23 @@ export class TaskWorker {
   private ws?: Workspace
   /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
   private limitMs?: number
+  private readonly budget: TaskBudget
 
+  /** `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts) */
   constructor(
     private shared: WorkerShared,
     private taskId: string,
     private agent: AgentConfig,
-  ) {}
+    private handover?: string,
+  ) {
+    this.budget = new TaskBudget(shared.settings, shared.meter, {
+      taskId,
+      agent: agent.name,
+      budget: () => this.read(),
+      commit: (why) => this.commitWork(why),
+      block: (note) => this.block(note),
+    })
+  }
 
   private get s(): RunSettings {
     return this.shared.settings
@@ -173,7 +205,9 @@ export class TaskWorker {
     const started = await this.read()
     const answers = await this.awaitAnswers(currentStep(started))
     if (this.s.signal.aborted) return
-    const resumeWith = answers && this.resumable() ? answers : undefined
+    const handover = this.handover
+    this.handover = undefined // told once: a retry after a full disk is no new handover
+    const resumeWith = this.resumable() ? [answers, handover].filter(Boolean).join("\n") || undefined : handover ? await this.continuation(handover) : undefined
     const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
     if (outcome === "finished") await this.finish(await this.read())
     else if (outcome === "blocked") await this.afterBlocked()
@@ -186,11 +220,27 @@ export class TaskWorker {
       const task = await this.read()
       // The script finished before the run died (its mark): land it, never run it again.
       if (this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId))) return "finished"
+      const gate = await this.budget.gate()
+      if (gate !== "go") return gate
       const turn = await this.turn(prompt, task.instructions ?? "", undefined, env)
       if (this.s.signal.aborted) return "stopped"
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
       if (after.status === "done") return "finished"
+      if (turn.budgetStop) {
+        // Stopped by a budget, not failed: the gate asks (or pauses) before the session goes on.
+        prompt = await this.continuation(budgetNote(this.taskId, turn.budgetStop))
+        attempt--
+        continue
+      }
+      if (turn.limit) {
+        if (env === undefined) return this.park(turn)
+        // A fix for the merge queue waits in place: its landing is under way.
+        if (!(await this.waitOutLimit(turn))) return "stopped"
+        prompt = await this.continuation(limitNote(this.taskId, turn))
+        attempt--
+        continue
+      }
       if (this.agent.cli === "script") {
         if (turn.code === 0) return "finished"
         await this.block(`${scriptEnd(turn, "script")}:\n${turn.tail}`)
@@ -228,6 +278,8 @@ export class TaskWorker {
       if ((step.status ?? "pending") === "pending") await this.stepStatus(step.id, "in_progress")
       const n = (tries.get(step.id) ?? 0) + 1
       tries.set(step.id, n)
+      const gate = await this.budget.gate()
+      if (gate !== "go") return gate
       const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
       // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
       const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
@@ -243,6 +295,16 @@ export class TaskWorker {
           )
       resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
+      if (turn.budgetStop || turn.limit) {
+        const after = await this.read()
+        if (after.status === "blocked") return "blocked"
+        if (!(after.steps?.find((x) => x.id === step.id)?.status === "done")) {
+          if (turn.limit) return this.park(turn)
+          tries.set(step.id, n - 1)
+          resumeWith = await this.continuation(budgetNote(this.taskId, turn.budgetStop!))
+          continue
+        }
+      }
       if (this.agent.cli === "script") {
         if (turn.code !== 0) {
           await this.block(`${scriptEnd(turn, `script of step ${step.id}`)}:\n${turn.tail}`)
@@ -288,9 +350,10 @@ export class TaskWorker {
   private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
     const ws = this.ws!
     const limitMs = this.limitMs
+    const watch = await this.budget.watch(this.s.signal)
     const limit = turnLimit(
       limitMs,
-      this.s.signal,
+      watch.signal,
       async (since) => waitingMs(await this.s.db.questions.forTask(this.taskId), since, Date.now()),
       () => this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
     )
@@ -304,14 +367,53 @@ export class TaskWorker {
       env: { ...this.agentEnv(), ...env },
       sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
+      pricing: { table: this.s.prices, model: this.agent.model },
       signal: limit.signal,
       onEvent: (event) => {
         if (event.type === "session") this.saveSession(event.id)
         this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
       },
-    }).finally(() => limit.clear())
+    }).finally(() => {
+      limit.clear()
+      watch.clear()
+    })
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
+    if (!result.limit) this.shared.parking.ok(this.agent.name)
+    const budgetStop = watch.stopped()
+    if (budgetStop && !this.s.signal.aborted) return { ...result, budgetStop }
     return limit.expired() && !this.s.signal.aborted ? { ...result, stoppedAfter: limitMs } : result
+  }
+
+  /**
+   * The agent's CLI reported a usage limit: its work is committed, the agent parked until the reset (or a
+   * back-off), and the task handed back to the run, in progress with its session, for this agent once the
+   * reset comes or for a fallback agent now (lib/run/parking.ts).
+   */
+  private async park(turn: Turn): Promise<Outcome> {
+    const limit = turn.limit!
+    await this.commitWork("its agent's usage limit is reached")
+    const task = await this.read()
+    const { until, to } = this.shared.parking.park(this.taskId, this.agent, limit, task.agent_name !== undefined)
+    this.s.bus.emit({ type: "parked", taskId: this.taskId, agent: this.agent.name, until: until.toISOString(), reason: limit.message, ...(to ? { to } : {}) })
+    return "parked"
+  }
+
+  /** A limited turn of a fix waits for the reset where it is (or the run's stop: false). */
+  private async waitOutLimit(turn: Turn): Promise<boolean> {
+    const { until } = this.shared.parking.park(this.taskId, this.agent, turn.limit!, true)
+    this.shared.parking.forget(this.taskId) // the task stays this worker's, not the queue's
+    this.s.bus.emit({ type: "parked", taskId: this.taskId, agent: this.agent.name, until: until.toISOString(), reason: turn.limit!.message })
+    const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
+    await Promise.race([Bun.sleep(Math.max(0, until.getTime() - Date.now())), stopped])
+    return !this.s.signal.aborted
+  }
+
+  /** Commits what the agent left in its worktree on its branch, so that no work is lost where it stops. */
+  private async commitWork(why: string): Promise<void> {
+    const ws = this.ws
+    if (!ws || this.agent.cli === "script" || !existsSync(ws.path)) return
+    const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
+    if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
   }
 
   /**

@@ -8,7 +8,7 @@ import { formatFinding, type Finding } from "./findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
-import { Duration } from "../model/schema"
+import { Budget, Duration } from "../model/schema"
 
 export { AGENT_NAME }
 
@@ -20,6 +20,8 @@ export const AgentConfig = type({
   "args?": "string[]",
   /** for cli: command, the argv template with {prompt}, {session}, {model}, {cwd} */
   "command?": "string[]",
+  /** the agents (of other CLIs) a task moves to when this agent's CLI reports its usage limit (docs/BUDGETS.md) */
+  "fallback?": type(AGENT_NAME).or(type(AGENT_NAME).array().atLeastLength(1)),
 })
 export type AgentConfig = typeof AgentConfig.infer
 
@@ -35,6 +37,20 @@ export const VerifyConfig = type({
 export type VerifyConfig = typeof VerifyConfig.infer
 
 const PullRequestConfig = type({ "base?": "string > 0", "draft?": "boolean" })
+
+/** What each task, each agent (in one run) and the whole run may spend (docs/BUDGETS.md). */
+export const BudgetConfig = type({
+  "task?": Budget,
+  "agent?": Budget,
+  "run?": Budget,
+  /** past this multiple of a cap the agent is stopped at once, not at the end of its turn (default 1.5) */
+  "ceiling?": "number >= 1",
+})
+export type BudgetConfig = typeof BudgetConfig.infer
+
+/** A model's price in dollars per million tokens: input, output, and cached input read and written when they differ. */
+export const PriceConfig = type({ input: "number >= 0", output: "number >= 0", "cached_input?": "number >= 0", "cache_write?": "number >= 0" })
+export type PriceConfig = typeof PriceConfig.infer
 
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
@@ -60,6 +76,10 @@ export const FlowConfig = type({
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
   "pull_request?": type("boolean").or(PullRequestConfig),
+  /** caps on spending: per task, per agent, per run */
+  "budget?": BudgetConfig,
+  /** prices per model, for CLIs that report tokens but no dollars; added to (and winning over) flow's own */
+  "prices?": type({ "[string]": PriceConfig }),
 })
 export type FlowConfig = typeof FlowConfig.infer
 
@@ -102,6 +122,7 @@ export function loadConfig(projectDir: string): FlowConfig {
     if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
     names.add(agent.name)
   }
+  checkFallbacks(out.agents ?? [])
   const verifies = out.verify === undefined ? [] : Array.isArray(out.verify) ? out.verify : [out.verify]
   const repos = new Set<string | undefined>()
   for (const v of verifies) {
@@ -124,6 +145,41 @@ export function loadConfig(projectDir: string): FlowConfig {
   return out
 }
 
+/**
+ * A fallback names another agent of flow.yaml, on another CLI: the same CLI shares the limit that was reached
+ * (the same account), and a task cannot fall back to the agent it is moving away from.
+ */
+function checkFallbacks(agents: readonly AgentConfig[]): void {
+  const hint = "fallback: names other agents of flow.yaml, each on a different cli (docs/BUDGETS.md)"
+  for (const agent of agents) {
+    for (const name of fallbacksOf(agent)) {
+      const to = agents.find((a) => a.name === name)
+      if (!to) {
+        const near = closest(
+          name,
+          agents.map((a) => a.name),
+        )
+        throw new FlowError(
+          `flow.yaml: agent '${agent.name}' falls back to '${name}', which is not an agent of flow.yaml`,
+          Exit.invalid,
+          near ? `did you mean '${near}'?` : hint,
+        )
+      }
+      if (to.cli === agent.cli)
+        throw new FlowError(
+          `flow.yaml: agent '${agent.name}' falls back to '${name}', which uses the same cli (${agent.cli}): its usage limit is likely the same`,
+          Exit.invalid,
+          hint,
+        )
+    }
+  }
+}
+
+/** The agents a task of `agent` moves to when its CLI is limited, in order. */
+export function fallbacksOf(agent: AgentConfig): string[] {
+  return agent.fallback === undefined ? [] : [agent.fallback].flat()
+}
+
 type KeyPath = (string | number)[]
 type Problem = { path: KeyPath; message: string; unknown: boolean }
 
@@ -135,6 +191,9 @@ function fieldsAt(path: KeyPath): string[] {
   if (first === "agents" && typeof second === "number" && path.length === 2) return of(AgentConfig)
   if (first === "verify" && (path.length === 1 || (typeof second === "number" && path.length === 2))) return of(VerifyConfig)
   if (first === "pull_request" && path.length === 1) return of(PullRequestConfig)
+  if (first === "budget" && path.length === 1) return of(BudgetConfig)
+  if (first === "budget" && path.length === 2) return of(Budget)
+  if (first === "prices" && path.length === 2) return of(PriceConfig)
   return []
 }
 
