@@ -11,6 +11,8 @@ import { stepTitle } from "../lib/graph/step-title"
 import { readTasks } from "../lib/store/tasks"
 import { readUsage, usageText } from "../lib/run/usage"
 import { readWork, workedBy, workedByText } from "../lib/run/worked-by"
+import { budgetText, readTaskBudget } from "../lib/run/budget-report"
+import { loadConfig } from "../lib/store/config"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
@@ -18,7 +20,8 @@ export const meta = {
 restricted to) and, once a 'flow run' agent had it, the agent that works or worked on it, each dependency with
 its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
 checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times,
-the tokens and cost its agents reported; then its steps and its subtasks, one line each.`,
+the tokens and cost its agents reported and its budget (spent of its cap, docs/BUDGETS.md); then its steps
+and its subtasks, one line each.`,
   options: {
     json: { type: "boolean", help: "print the task and what is derived from it as JSON" },
   },
@@ -36,11 +39,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
   const { phase, from } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const [totals, work] = await Promise.all([readUsage(project), readWork(project)])
+  const [totals, work, budget] = await Promise.all([readUsage(project), readWork(project), readTaskBudget(project, loadConfig(project.dir).budget, task)])
   const usage = totals.byTask.get(task.id) ?? null
   const worker = workedBy(task, work)
   if (values.json) {
-    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage, worker), null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage, worker, budget), null, 2)}\n`)
     return
   }
   const descendants = descendantsOf(task, entry.depth)
@@ -82,6 +85,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (task.completed_at) out.push(`Completed: ${task.completed_at}`)
   const spent = usageText(usage)
   if (spent) out.push(`Usage: ${spent}`)
+  const capped = budgetText(budget)
+  if (capped) out.push(`Budget: ${capped}`)
   if (task.steps && task.steps.length > 0) {
     out.push("Steps:")
     for (const step of task.steps) out.push(`  [${step.status ?? "pending"}] ${step.id}${firstLine(step.instruction)}`)

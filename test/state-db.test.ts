@@ -70,12 +70,24 @@ test.concurrent("agents: upsert sets only the given fields, null clears, countCo
     current_task: "api",
     completed: 0,
     session_id: null,
+    parked_until: null,
+    parked_reason: null,
+    parked_task: null,
   })
   await db.agents.upsert("claude", { session_id: "s-1" })
   expect(await db.agents.countCompleted("claude")).toBe(1)
   expect(await db.agents.countCompleted("codex")).toBe(1)
   await db.agents.upsert("claude", { current_task: null })
-  expect(strip((await db.agents.get("claude"))!)).toEqual({ name: "claude", cli: "claude", current_task: null, completed: 1, session_id: "s-1" })
+  expect(strip((await db.agents.get("claude"))!)).toEqual({
+    name: "claude",
+    cli: "claude",
+    current_task: null,
+    completed: 1,
+    session_id: "s-1",
+    parked_until: null,
+    parked_reason: null,
+    parked_task: null,
+  })
   expect(await db.agents.get("gemini")).toBeUndefined()
   expect((await db.agents.list()).map((a) => a.name)).toEqual(["claude", "codex"])
 })

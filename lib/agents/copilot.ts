@@ -69,6 +69,7 @@ function copilotEvent(event: Record<string, unknown>): AgentEvent[] {
         output: num(data.outputTokens),
         cacheRead: num(data.cacheReadTokens),
         cacheWrite: num(data.cacheWriteTokens),
+        model: str(data.model),
       })
     case "session.error":
       return [{ type: "error", message: str(data.message) ?? "error" }]

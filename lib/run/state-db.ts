@@ -342,12 +342,13 @@ export class StateDb {
   }
 
   private sumUsage(group: "task_id" | "agent" | "'run'", where = "1"): Promise<Map<string, Usage>> {
-    type Row = { key: string | null; input: number | null; output: number | null; cost: number | null }
+    type Row = { key: string | null; input: number | null; output: number | null; cost: number | null; estimated: number | null }
     return this.retry(() => {
       const rows = this.db
         .query<Row, []>(
           `SELECT ${group} AS key, sum(json_extract(data, '$.inputTokens')) AS input, sum(json_extract(data, '$.outputTokens')) AS output,
-           sum(json_extract(data, '$.costUsd')) AS cost FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`,
+           sum(json_extract(data, '$.costUsd')) AS cost, max(json_extract(data, '$.costEstimated')) AS estimated
+           FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`,
         )
         .all()
       const out = new Map<string, Usage>()
@@ -357,6 +358,7 @@ export class StateDb {
         if (r.input !== null) u.input_tokens = r.input
         if (r.output !== null) u.output_tokens = r.output
         if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
+        if (r.cost !== null && r.estimated) u.cost_estimated = true
         if (Object.keys(u).length > 0) out.set(r.key, u)
       }
       return out

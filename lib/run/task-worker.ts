@@ -41,7 +41,8 @@ export type WorkerShared = {
   background: Set<Promise<unknown>>
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
   publishQueues: Map<string, Promise<unknown>>
-  sessions: Map<string, string>
+  /** each task's agent session in this run, with the CLI it belongs to (a task may move to another CLI) */
+  sessions: Map<string, { cli: string; id: string }>
   /** what tasks, agents and the run spent so far (docs/BUDGETS.md) */
   meter: SpendMeter
   /** agents parked by their CLI's usage limit, and their tasks */
@@ -280,7 +281,7 @@ export class TaskWorker {
       tries.set(step.id, n)
       const gate = await this.budget.gate()
       if (gate !== "go") return gate
-      const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+      const session = this.session()
       // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
       const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
       const prompt = resumeWith ?? base
@@ -365,7 +366,7 @@ export class TaskWorker {
       script,
       cwd: ws.path,
       env: { ...this.agentEnv(), ...env },
-      sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
+      sessionId: this.session(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
       pricing: { table: this.s.prices, model: this.agent.model },
       signal: limit.signal,
@@ -584,7 +585,7 @@ export class TaskWorker {
   /** Whether the agent's next turn continues its session: a CLI that can resume, and a session to resume. */
   private resumable(): boolean {
     if (this.agent.cli === "script") return false
-    const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+    const session = this.session()
     return session !== undefined && adapterFor(this.agent.cli, { command: this.agent.command }).canResume
   }
 
@@ -633,6 +634,12 @@ export class TaskWorker {
     return join(this.s.project.stateDir, "sessions", `${this.taskId}.json`)
   }
 
+  /** The task's session to resume on this agent's CLI: this run's, else the one saved by an earlier run. */
+  private session(): string | undefined {
+    const current = this.shared.sessions.get(this.taskId)
+    return current ? (current.cli === this.agent.cli ? current.id : undefined) : this.savedSession()
+  }
+
   private savedSession(): string | undefined {
     try {
       const saved = JSON.parse(readFileSync(this.sessionFile(), "utf8")) as { cli: string; session: string }
@@ -643,7 +650,7 @@ export class TaskWorker {
   }
 
   private saveSession(id: string): void {
-    this.shared.sessions.set(this.taskId, id)
+    this.shared.sessions.set(this.taskId, { cli: this.agent.cli, id })
     try {
       mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
       writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
