@@ -30,7 +30,7 @@ async function project(tasks: Record<string, unknown>[], flowYaml: string) {
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks), "flow.yaml": flowYaml })
   return {
     dir,
-    env: { ...home.env, TMPDIR: join(home.path) },
+    env: { ...home.env, TMPDIR: home.path } as Record<string, string>,
     [Symbol.asyncDispose]: async () => {
       await dir[Symbol.asyncDispose]()
       await home[Symbol.asyncDispose]()
@@ -134,16 +134,26 @@ test(
   async () => {
     // Both tries of the first request (Claude Code retries once) are refused with the reset 8 s ahead.
     server.model.script("limited", [
-      { fail: { status: 429, message: "usage limit reached · resets at {reset}", times: 2, resetInSeconds: 8 }, commands: [COMMIT("limited.txt", "limited"), "flow done limited"] },
+      {
+        fail: { status: 429, message: "usage limit reached · resets at {reset}", times: 2, resetInSeconds: 8 },
+        commands: [COMMIT("limited.txt", "limited"), "flow done limited"],
+      },
     ])
-    await using p = await project([{ id: "limited", title: "Limited", status: "todo", instructions: "Write limited.txt." }], "agents:\n  - name: claude-1\n    cli: claude\n")
+    await using p = await project(
+      [{ id: "limited", title: "Limited", status: "todo", instructions: "Write limited.txt." }],
+      "agents:\n  - name: claude-1\n    cli: claude\n",
+    )
     const run = background(p.dir.path, ["run", "--headless"], p.env)
     await run.waitFor("limited: claude-1's usage limit is reached (", TIMEOUT)
     const agents = await flow(p.dir.path, ["agents"], { env: p.env })
-    expect(agents.stdout).toMatch(/\n {4}Parked until \d\d:\d\d: API Error: Request rejected \(429\) · usage limit reached · resets at \S+ \(its task limited waits\)\n/)
+    expect(agents.stdout).toMatch(
+      /\n {4}Parked until \d\d:\d\d: API Error: Request rejected \(429\) · usage limit reached · resets at \S+ \(its task limited waits\)\n/,
+    )
     const end = await run.done()
     expect({ code: end.code, stderr: end.stderr }).toEqual({ code: 0, stderr: "" })
-    expect(end.stdout).toMatch(/limited: claude-1's usage limit is reached \(API Error: Request rejected \(429\) · usage limit reached · resets at \S+\): parked until \d\d:\d\d, then resumed in the same session\n/)
+    expect(end.stdout).toMatch(
+      /limited: claude-1's usage limit is reached \(API Error: Request rejected \(429\) · usage limit reached · resets at \S+\): parked until \d\d:\d\d, then resumed in the same session\n/,
+    )
     expect(end.stdout).not.toContain("limited: retry")
     expect(end.stdout).not.toMatch(/limited: .*→ blocked/)
     expect(statuses(p.dir.read("tasks.yaml"))).toEqual({ limited: "done" })

@@ -116,3 +116,25 @@ test.concurrent("flow run stops at a bad flow.yaml with exit 3 and the reference
   expect(r.code).toBe(3)
   expect(r.stderr).toEndWith("  hint: did you mean 'parallelism'?\nhint: 'flow help config' prints every field of flow.yaml with its default\n")
 })
+
+test("a fallback names another agent of flow.yaml, on another CLI", () => {
+  const agents = "agents:\n  - { name: claude-1, cli: claude, fallback: [codex-1] }\n  - { name: claude-2, cli: claude }\n  - { name: codex-1, cli: codex }\n"
+  expect(load(agents)).toMatchObject({ agents: [{ name: "claude-1", fallback: ["codex-1"] }, { name: "claude-2" }, { name: "codex-1" }] })
+  expect(load(agents.replace("[codex-1]", "codex-2"))).toEqual({
+    error: "flow.yaml: agent 'claude-1' falls back to 'codex-2', which is not an agent of flow.yaml",
+    hint: "did you mean 'codex-1'?",
+    exit: 3,
+  })
+  expect(load(agents.replace("[codex-1]", "claude-2"))).toEqual({
+    error: "flow.yaml: agent 'claude-1' falls back to 'claude-2', which uses the same cli (claude): its usage limit is likely the same",
+    hint: "fallback: names other agents of flow.yaml, each on a different cli (docs/BUDGETS.md)",
+    exit: 3,
+  })
+  expect(
+    (load("budget:\n  task: { usd: 0, dollars: 5 }\n  ceiling: 0.5\n") as { error: string }).error.split("\n").filter((l) => l.startsWith("ERROR")),
+  ).toEqual([
+    "ERROR: budget.task.usd must be positive (was 0)",
+    "ERROR: unknown field 'budget.task.dollars'",
+    "ERROR: budget.ceiling must be at least 1 (was 0.5)",
+  ])
+})

@@ -139,10 +139,14 @@ test("claude: model_usage_since_last_result, when the CLI writes it, is the turn
       "claude-haiku-4-5": { inputTokens: 1, outputTokens: 1, costUSD: 0.001 },
     },
   })
-  expect(adapterFor("claude").parseLine(line)).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0.021 }])
+  expect(adapterFor("claude").parseLine(line)).toEqual([
+    { type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0.021 },
+  ])
   const none = JSON.parse(line)
   none.model_usage_since_last_result = {}
-  expect(adapterFor("claude").parseLine(JSON.stringify(none))).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0 }])
+  expect(adapterFor("claude").parseLine(JSON.stringify(none))).toEqual([
+    { type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0 },
+  ])
 })
 
 test("usage as text: only what was reported, thousands separated; sums keep absent fields absent", () => {
@@ -247,7 +251,11 @@ test.concurrent("codex: steps resume one thread whose token counts are cumulativ
   expect(r.stdout.match(/api \| tokens .*/g)).toEqual(["api | tokens 1000 in, 60 out", "api | tokens 1000 in, 60 out"])
   expect((await json<ShowReport>(dir, ["show", "api"])).usage).toEqual({ input_tokens: 2000, output_tokens: 120 })
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
-  expect(RunUsage(dashboard.usage)).toEqual({ run: { input_tokens: 2000, output_tokens: 120 }, total: { input_tokens: 2000, output_tokens: 120 }, budget: null })
+  expect(RunUsage(dashboard.usage)).toEqual({
+    run: { input_tokens: 2000, output_tokens: 120 },
+    total: { input_tokens: 2000, output_tokens: 120 },
+    budget: null,
+  })
 })
 
 test.concurrent("no usage recorded: null in every --json, and no Usage line in show, agents or the dashboard", async () => {

@@ -106,10 +106,19 @@ export function budgetText(b) {
   const minutes = (m) => {
     const s = Math.floor(m * 60)
     const [d, h, mi, se] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60]
-    const parts = [[d, "d"], [h, "h"], [mi, "m"], [se, "s"]]
+    const parts = [
+      [d, "d"],
+      [h, "h"],
+      [mi, "m"],
+      [se, "s"],
+    ]
     const first = parts.findIndex(([x]) => x > 0)
     if (first < 0) return "0s"
-    return parts.slice(first, first + 2).filter(([x], i) => i === 0 || x > 0).map(([x, u]) => `${x}${u}`).join(" ")
+    return parts
+      .slice(first, first + 2)
+      .filter(([x], i) => i === 0 || x > 0)
+      .map(([x, u]) => `${x}${u}`)
+      .join(" ")
   }
   const parts = []
   if (b.usd) parts.push(`$${b.usd.spent.toFixed(2)} of $${b.usd.cap.toFixed(2)}`)

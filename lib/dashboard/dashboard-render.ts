@@ -105,7 +105,13 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
       t.agent ?? "-",
       t.seconds === null ? "-" : formatDuration(t.seconds * 1000),
       t.step ? `step ${t.step.current}/${t.step.total}` : "",
-      t.parked_until ? [`parked until ${clockTime(new Date(t.parked_until))}`, c.yellow] : t.live === null ? "" : t.live ? ["live", c.green] : ["stopped", c.yellow],
+      t.parked_until
+        ? [`parked until ${clockTime(new Date(t.parked_until))}`, c.yellow]
+        : t.live === null
+          ? ""
+          : t.live
+            ? ["live", c.green]
+            : ["stopped", c.yellow],
       // Spend beside the cap where the task has one (docs/BUDGETS.md), else the cost or tokens alone.
       budgetText(t.budget) ?? usageCell(t.usage),
     ])

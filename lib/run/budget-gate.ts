@@ -51,11 +51,12 @@ export class TaskBudget {
     return this.s.budget?.ceiling ?? DEFAULT_CEILING
   }
 
-  /** The run's or the agent's cap, when spent (`factor` times it): the scope and how. */
-  private shared(factor = 1): string | undefined {
+  /** The run's or the agent's cap, when spent (`factor` times it, `running` minutes of a turn under way counted): how. */
+  private shared(factor = 1, running = 0): string | undefined {
     const run = reached(this.meter.total(), this.s.budget?.run ?? {}, factor)
     if (run) return `the run's budget is reached (${reachedText(run)})`
-    const agent = reached(this.meter.agent(this.t.agent), this.s.budget?.agent ?? {}, factor)
+    const spent = this.meter.agent(this.t.agent)
+    const agent = reached({ ...spent, minutes: spent.minutes + running }, this.s.budget?.agent ?? {}, factor)
     if (agent) return `agent ${this.t.agent}'s budget for this run is reached (${reachedText(agent)})`
     return undefined
   }
@@ -159,22 +160,44 @@ export class TaskBudget {
       const minutes = (Date.now() - started) / 60_000
       const spend = await this.meter.task(this.t.taskId)
       const over = reached({ ...spend, minutes: spend.minutes + minutes }, caps, this.ceiling)
-      const reason = over ? `task '${this.t.taskId}' ${reachedText(over)}, past ${this.ceiling} times its budget` : this.shared(this.ceiling)
+      const shared = this.shared(this.ceiling, minutes)
+      const reason = over
+        ? `task '${this.t.taskId}' ${reachedText(over)}, past ${this.ceiling} times its budget`
+        : shared && `${shared}, past ${this.ceiling} times`
       if (!reason || controller.signal.aborted) return
       why = reason
       this.s.bus.emit({ type: "notice", taskId: this.t.taskId, text: `${reason}: stopping its agent now` })
       controller.abort()
     }
     const unsubscribe = this.meter.onChange(() => void check().catch(() => {}))
-    // Minutes pass without reports: looked at every few seconds when a cap is in minutes.
-    const timed = caps.minutes !== undefined || this.s.budget?.agent?.minutes !== undefined || this.s.budget?.run?.minutes !== undefined
-    const timer = timed ? setInterval(() => void check().catch(() => {}), 5_000) : undefined
+    // Minutes pass without reports: a timer for the moment the first cap in minutes passes its ceiling.
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const schedule = async () => {
+      const spend = await this.meter.task(this.t.taskId)
+      const elapsed = (Date.now() - started) / 60_000
+      const left = [
+        caps.minutes === undefined ? Infinity : caps.minutes * this.ceiling - spend.minutes - elapsed,
+        this.s.budget?.agent?.minutes === undefined ? Infinity : this.s.budget.agent.minutes * this.ceiling - this.meter.agent(this.t.agent).minutes - elapsed,
+        this.s.budget?.run?.minutes === undefined ? Infinity : this.s.budget.run.minutes * this.ceiling - this.meter.total().minutes,
+      ]
+      const ms = Math.min(...left) * 60_000
+      if (!Number.isFinite(ms) || controller.signal.aborted) return
+      timer = setTimeout(
+        () =>
+          void check().then(
+            () => (why ? undefined : schedule()),
+            () => {},
+          ),
+        Math.max(0, ms) + 20,
+      )
+    }
+    await schedule()
     return {
       signal: controller.signal,
       stopped: () => why,
       clear: () => {
         unsubscribe()
-        if (timer) clearInterval(timer)
+        if (timer) clearTimeout(timer)
         parent.removeEventListener("abort", abort)
       },
     }

@@ -22,7 +22,9 @@ export function budgetText(r: BudgetReport | null | undefined): string | undefin
   if (!r) return undefined
   const parts = UNITS.filter((u) => r[u]).map((u) => {
     const line = r[u]!
-    return u === "tokens" ? `${amount("tokens", line.spent).replace(" tokens", "")} of ${amount("tokens", line.cap)}` : `${amount(u, line.spent)} of ${amount(u, line.cap)}`
+    return u === "tokens"
+      ? `${amount("tokens", line.spent).replace(" tokens", "")} of ${amount("tokens", line.cap)}`
+      : `${amount(u, line.spent)} of ${amount(u, line.cap)}`
   })
   return parts.join(", ")
 }

@@ -412,7 +412,7 @@ export class TaskWorker {
   /** Commits what the agent left in its worktree on its branch, so that no work is lost where it stops. */
   private async commitWork(why: string): Promise<void> {
     const ws = this.ws
-    if (!ws || this.agent.cli === "script" || !existsSync(ws.path)) return
+    if (!ws || !existsSync(ws.path)) return
     const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
     if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
   }
