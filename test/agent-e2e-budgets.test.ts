@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { QuestionsReport, ShowReport } from "../lib/model/json-shapes"
 import { ensureAgentClis } from "./agent-clis/installed"
+import { until } from "./agent-e2e"
 import { userHome } from "./agent-e2e-openai-home"
 import { startModelServer } from "./fixtures/model-server/server"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
@@ -41,17 +42,6 @@ async function project(tasks: Record<string, unknown>[], flowYaml: string) {
 const statuses = (yaml: string) => Object.fromEntries((Bun.YAML.parse(yaml) as { tasks: { id: string; status: string }[] }).tasks.map((t) => [t.id, t.status]))
 const COMMIT = (file: string, text: string) => `printf '${text}\\n' > ${file} && git add ${file} && git commit -qm ${file}`
 
-/** Polls `check` until it gives a value (each poll runs flow: its own pace). */
-async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const end = Date.now() + TIMEOUT
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await Bun.sleep(250)
-  }
-}
-
 test(
   "claude: a task past its dollar budget raises the question, goes on in the same session after 'flow answer' with more, and lands",
   async () => {
@@ -65,10 +55,14 @@ test(
       "agents:\n  - name: claude-1\n    cli: claude\nbudget:\n  task: { usd: 0.01 }\n",
     )
     const run = background(p.dir.path, ["run", "--headless"], p.env)
-    const question = await until("the budget question", async () => {
-      const r = await flow(p.dir.path, ["questions", "--json"], { env: p.env })
-      return (JSON.parse(r.stdout || '{"questions":[]}') as QuestionsReport).questions.find((q) => q.task_id === "paid")
-    })
+    const question = await until(
+      "the budget question",
+      async () => {
+        const r = await flow(p.dir.path, ["questions", "--json"], { env: p.env })
+        return (JSON.parse(r.stdout || '{"questions":[]}') as QuestionsReport).questions.find((q) => q.task_id === "paid")
+      },
+      TIMEOUT,
+    )
     expect(question.kind).toBe("budget:usd")
     expect(question.text).toMatch(/^task 'paid' spent \$\d+\.\d\d of \$0\.01: answer with the dollars to add \(5 or \$5\)/)
     // The work so far is on the branch before anyone answers; the target has none of it.
