@@ -12,7 +12,7 @@ import { readTasks } from "../lib/store/tasks"
 import { readUsage, usageText } from "../lib/run/usage"
 import { readWork, workedBy, workedByText } from "../lib/run/worked-by"
 import { budgetText, readTaskBudget } from "../lib/run/budget-report"
-import { loadConfig } from "../lib/store/config"
+import { readBudgetConfig } from "../lib/store/budget-config"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
@@ -39,7 +39,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
   const { phase, from } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const [totals, work, budget] = await Promise.all([readUsage(project), readWork(project), readTaskBudget(project, loadConfig(project.dir).budget, task)])
+  const [totals, work, budget] = await Promise.all([
+    readUsage(project),
+    readWork(project),
+    readBudgetConfig(project.dir).then((config) => readTaskBudget(project, config, task)),
+  ])
   const usage = totals.byTask.get(task.id) ?? null
   const worker = workedBy(task, work)
   if (values.json) {

@@ -14,7 +14,7 @@ import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../run/usage"
 import { type BudgetState, NO_BUDGET_STATE, readBudgetState, runBudgetFrom, taskBudgetFrom } from "../run/budget-report"
-import { loadConfig } from "../store/config"
+import { readBudgetConfig } from "../store/budget-config"
 
 /** How many done tasks "Recently completed" lists. */
 export const RECENT_LIMIT = 10
@@ -40,7 +40,7 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   let work: WorkLedger = { ...NO_WORK, run }
   let usage = NO_USAGE
   let queue: MergeQueueReport = []
-  const config = loadConfig(project.dir).budget
+  const config = await readBudgetConfig(project.dir)
   let budget: BudgetState = { ...NO_BUDGET_STATE, config }
   if (db) {
     using open = db

@@ -10,6 +10,7 @@ import {
   budgetQuestion,
   DEFAULT_CEILING,
   grantsOf,
+  NO_SPEND,
   parseBudgetAnswer,
   reached,
   reachedText,
@@ -65,7 +66,8 @@ export class TaskBudget {
   private async state(running = 0): Promise<{ spend: Spend; caps: ReturnType<typeof taskLimits>; asked: Question[] }> {
     const asked = await this.s.db.questions.aboutBudget(this.t.taskId)
     const caps = withGrants(taskLimits(this.s.budget, await this.t.budget()), grantsOf(asked))
-    const spend = await this.meter.task(this.t.taskId)
+    // Without a cap nothing needs the spend: the events are not read.
+    const spend = Object.keys(caps).length > 0 ? await this.meter.task(this.t.taskId) : NO_SPEND
     return { spend: { ...spend, minutes: spend.minutes + running }, caps, asked }
   }
 
@@ -155,6 +157,9 @@ export class TaskBudget {
     let why: string | undefined
     const started = Date.now()
     const { caps } = await this.state()
+    if (Object.keys(caps).length === 0 && !this.s.budget?.agent && !this.s.budget?.run) {
+      return { signal: controller.signal, stopped: () => undefined, clear: () => parent.removeEventListener("abort", abort) }
+    }
     const check = async () => {
       if (why || controller.signal.aborted) return
       const minutes = (Date.now() - started) / 60_000

@@ -16,7 +16,7 @@ import { openExistingState } from "../run/state-db"
 import { formatChange } from "../store/transitions"
 import { readUsage } from "../run/usage"
 import { readRunBudget } from "../run/budget-report"
-import { loadConfig } from "../store/config"
+import { readBudgetConfig } from "../store/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
 import type { ViewModel } from "./model"
 
@@ -103,7 +103,7 @@ export function createApp(opts: AppOptions): Hono {
   app.get("/api/usage", (c) =>
     guarded(c, async () => {
       const { run, total } = await readUsage(model.project)
-      return c.json<RunUsage>({ run, total, budget: await readRunBudget(model.project, loadConfig(model.project.dir).budget) })
+      return c.json<RunUsage>({ run, total, budget: await readRunBudget(model.project, await readBudgetConfig(model.project.dir)) })
     }),
   )
 

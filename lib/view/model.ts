@@ -14,7 +14,7 @@ import { waitsForReview } from "../graph/checkpoint"
 import { descendantsOf, showReport } from "../graph/show-report"
 import { readUsage } from "../run/usage"
 import { parkedUntil, readTaskBudget } from "../run/budget-report"
-import { loadConfig } from "../store/config"
+import { readBudgetConfig } from "../store/budget-config"
 import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
@@ -109,7 +109,7 @@ export class ViewModel {
         titles,
         (await readUsage(this.project)).byTask.get(id) ?? null,
         workedBy(entry.task, work),
-        await readTaskBudget(this.project, loadConfig(this.project.dir).budget, entry.task),
+        await readTaskBudget(this.project, await readBudgetConfig(this.project.dir), entry.task),
       ),
       parked_until: await parkedUntil(this.project, id),
       prompt: await projectTaskPrompt(this.project, index, id),
