@@ -21,6 +21,12 @@ import {
   withGrants,
 } from "./budget"
 import type { Question } from "../model/json-shapes"
+import { sleepUnlessStopped } from "./stop-sleep"
+
+/** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more. */
+export function budgetNote(taskId: string, why: string): string {
+  return `Your last turn was stopped (${why}). Go on with task '${taskId}' where you left off; when it is finished, run 'flow done ${taskId}', or 'flow block ${taskId} "<reason>"' if you cannot finish it.\n`
+}
 
 /** How often a task waiting for a budget answer looks for it (one indexed read of the state database). */
 const ANSWER_POLL_MS = 200
@@ -122,7 +128,6 @@ export class TaskBudget {
       question = await this.s.db.questions.ask({ task_id: this.t.taskId, agent: null, text: budgetQuestion(this.t.taskId, over), kind })
     }
     this.s.bus.emit({ type: "budget", taskId: this.t.taskId, agent: this.t.agent, question: question.id, unit: over.unit, text: reachedText(over) })
-    const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
     for (;;) {
       if (this.s.signal.aborted) return undefined
       const now = await this.s.db.questions.get(question.id)
@@ -132,7 +137,7 @@ export class TaskBudget {
         await this.s.db.questions.delivered(this.t.taskId, [now.id], "flow run")
         return { question: now, reply: reply ?? { block: `the answer ${JSON.stringify(now.answer)} is not an amount` } }
       }
-      await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
+      await sleepUnlessStopped(ANSWER_POLL_MS, this.s.signal)
     }
   }
 

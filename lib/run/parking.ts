@@ -6,6 +6,7 @@
 import type { UsageLimit } from "../agents/limits"
 import { type AgentConfig, fallbacksOf } from "../store/config"
 import type { AgentRecord } from "./state-db"
+import type { EventBus } from "./events"
 
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
 export type ParkedTask = { taskId: string; agent: string; cli: string; until: number; reason: string; fallbacks: string[] }
@@ -135,6 +136,30 @@ export class Parking {
     t.unref?.()
     this.wakes.set(until, t)
   }
+}
+
+/**
+ * Parks `agent` after `limit` and says so on the bus (`parked`, with the fallback the task moves to); returns
+ * until when. `inPlace`: the task stays with its worker, which waits (a fix for the merge queue under way).
+ */
+export function parkAndSay(o: {
+  parking: Parking
+  bus: EventBus
+  taskId: string
+  agent: AgentConfig
+  limit: UsageLimit
+  pinned?: boolean
+  inPlace?: boolean
+}): Date {
+  const { until, to } = o.parking.park(o.taskId, o.agent, o.limit, Boolean(o.pinned || o.inPlace))
+  if (o.inPlace) o.parking.forget(o.taskId)
+  o.bus.emit({ type: "parked", taskId: o.taskId, agent: o.agent.name, until: until.toISOString(), reason: o.limit.message, ...(to ? { to } : {}) })
+  return until
+}
+
+/** What a session is told when it goes on, in place, after its provider's usage limit reset. */
+export function limitNote(taskId: string, reason: string): string {
+  return `Your last turn was stopped by a usage limit of your provider (${reason}); it has reset. Go on with task '${taskId}' where you left off.\n`
 }
 
 /** What the agent whose limit has reset is told in its own session. */

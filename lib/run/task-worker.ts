@@ -24,9 +24,10 @@ import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "./workspace"
-import { TaskBudget } from "./budget-gate"
+import { budgetNote, TaskBudget } from "./budget-gate"
+import { sleepUnlessStopped } from "./stop-sleep"
 import type { SpendMeter } from "./budget-meter"
-import type { Parking } from "./parking"
+import { limitNote, type Parking, parkAndSay } from "./parking"
 
 export type WorkerShared = {
   settings: RunSettings
@@ -76,16 +77,6 @@ function scriptEnd(turn: Turn, what: string): string {
   return turn.stoppedAfter === undefined
     ? `${what} failed (exit ${turn.code})`
     : `${what} was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
-}
-
-/** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more. */
-function budgetNote(taskId: string, why: string): string {
-  return `Your last turn was stopped (${why}). Go on with task '${taskId}' where you left off; when it is finished, run 'flow done ${taskId}', or 'flow block ${taskId} "<reason>"' if you cannot finish it.\n`
-}
-
-/** What a session is told when it goes on after its provider's usage limit reset. */
-function limitNote(taskId: string, turn: Turn): string {
-  return `Your last turn was stopped by a usage limit of your provider (${turn.limit!.message}); it has reset. Go on with task '${taskId}' where you left off.\n`
 }
 
 /** How a turn ended, for notes and retry reasons: its exit code, or the time limit that stopped it. */
@@ -238,7 +229,7 @@ export class TaskWorker {
         if (env === undefined) return this.park(turn)
         // A fix for the merge queue waits in place: its landing is under way.
         if (!(await this.waitOutLimit(turn))) return "stopped"
-        prompt = await this.continuation(limitNote(this.taskId, turn))
+        prompt = await this.continuation(limitNote(this.taskId, turn.limit!.message))
         attempt--
         continue
       }
@@ -391,21 +382,16 @@ export class TaskWorker {
    * reset comes or for a fallback agent now (lib/run/parking.ts).
    */
   private async park(turn: Turn): Promise<Outcome> {
-    const limit = turn.limit!
     await this.commitWork("its agent's usage limit is reached")
-    const task = await this.read()
-    const { until, to } = this.shared.parking.park(this.taskId, this.agent, limit, task.agent_name !== undefined)
-    this.s.bus.emit({ type: "parked", taskId: this.taskId, agent: this.agent.name, until: until.toISOString(), reason: limit.message, ...(to ? { to } : {}) })
+    const pinned = (await this.read()).agent_name !== undefined
+    parkAndSay({ parking: this.shared.parking, bus: this.s.bus, taskId: this.taskId, agent: this.agent, limit: turn.limit!, pinned })
     return "parked"
   }
 
   /** A limited turn of a fix waits for the reset where it is (or the run's stop: false). */
   private async waitOutLimit(turn: Turn): Promise<boolean> {
-    const { until } = this.shared.parking.park(this.taskId, this.agent, turn.limit!, true)
-    this.shared.parking.forget(this.taskId) // the task stays this worker's, not the queue's
-    this.s.bus.emit({ type: "parked", taskId: this.taskId, agent: this.agent.name, until: until.toISOString(), reason: turn.limit!.message })
-    const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
-    await Promise.race([Bun.sleep(Math.max(0, until.getTime() - Date.now())), stopped])
+    const until = parkAndSay({ parking: this.shared.parking, bus: this.s.bus, taskId: this.taskId, agent: this.agent, limit: turn.limit!, inPlace: true })
+    await sleepUnlessStopped(until.getTime() - Date.now(), this.s.signal)
     return !this.s.signal.aborted
   }
 
@@ -428,12 +414,11 @@ export class TaskWorker {
     const asked = (await db.questions.forTask(this.taskId)).filter((q) => q.answer === null).map((q) => q.id)
     if (asked.length > 0) {
       this.s.bus.emit({ type: "question-wait", taskId: this.taskId, questions: asked })
-      const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
       for (;;) {
         if (this.s.signal.aborted) return undefined
         const now = (await Promise.all(asked.map((id) => db.questions.get(id)))).filter((q): q is Question => q !== undefined)
         if (now.every((q) => q.answer !== null)) break
-        await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
+        await sleepUnlessStopped(ANSWER_POLL_MS, this.s.signal)
       }
     }
     const answers = await db.questions.undelivered(this.taskId)
