@@ -1,7 +1,9 @@
 // Usage limits: how a CLI says that its provider refused a request for a rate limit, a plan's quota or an
 // overloaded API, and when it says the limit resets. Each adapter keeps its CLI's wordings in one table
-// (`limits`); the runner matches the turn's error against it, and a limited turn parks its task instead of
-// failing it (docs/BUDGETS.md "Usage limits").
+// (`limits`), checked in the CLI's source or binary at the version its adapter names (and, for Claude Code
+// 2.1.330, Codex 0.169.0, Gemini CLI 0.61.0 and Copilot 1.0.102, against a server answering 429); the runner
+// matches the turn's error against it, and a limited turn parks its task instead of failing it
+// (docs/BUDGETS.md "Usage limits").
 
 /** rate: requests or tokens per minute; quota: a plan's or account's usage (hours to weeks); overloaded: the provider's capacity. */
 export type LimitKind = "rate" | "quota" | "overloaded"

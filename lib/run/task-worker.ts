@@ -464,7 +464,8 @@ export class TaskWorker {
         }
         await this.setStatus("in_progress")
         const outcome = await this.runWhole(await this.continuation(prompt), env)
-        return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
+        // A budget that stops new work leaves the fix for the next run, as a stop does: not the agent giving up.
+        return outcome === "finished" ? "fixed" : outcome === "stopped" || outcome === "paused" ? "stopped" : "gave-up"
       },
     }
   }
