@@ -77,7 +77,17 @@ export const COMMANDS: Record<string, Entry> = {
   log: { group: "Run", summary: "print the latest run's log, or one task's lines across runs; --follow a live run", load: () => import("./commands/log") },
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   repo: { group: "Run", summary: "list or remove the git worktrees of a repository", load: () => import("./commands/repo") },
+  doctor: {
+    group: "Run",
+    summary: "check what a run needs (git, the agent CLIs, setup programs, flow on the agents' PATH) and say what to fix",
+    load: () => import("./commands/doctor"),
+  },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
+  mcp: {
+    group: "Run",
+    summary: "serve the task graph to MCP clients (Claude Code, Codex, Cursor, VS Code) as tools, on stdio or loopback HTTP",
+    load: () => import("./commands/mcp"),
+  },
   completion: {
     group: "Setup",
     summary: "print the bash, zsh or fish completion script",

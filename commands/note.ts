@@ -2,9 +2,7 @@ import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { mutateTasks } from "../lib/store/tasks"
-import { requireTask } from "../lib/graph/task-lookup"
-import { writeReport } from "../lib/store/write-report"
+import { addNote } from "../lib/ops/change"
 
 export const meta = {
   usage: "flow note <task_id> <text> [--json]",
@@ -20,10 +18,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
   const text = words.join(" ").trim()
   if (!text) throw usage("missing <text>: the note is empty", `usage: ${meta.usage}`)
-  const report = await mutateTasks(findProject(ctx), `flow note ${id}`, (editor) => {
-    requireTask(editor.tasks, id)
-    editor.append({ taskId: id }, "ai_notes", text)
-    return writeReport(editor, id, [])
-  })
+  const report = await addNote(findProject(ctx), id, text)
   ctx.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Added a note to ${id}\n`)
 }

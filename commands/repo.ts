@@ -3,11 +3,13 @@ import { basename, relative, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
-import { listWorktrees, removeWorktree, repoRoot } from "../lib/run/git"
+import { dirtyFiles, listWorktrees, removeWorktree, repoRoot } from "../lib/run/git"
+import { teardownEnv, teardownOf } from "../lib/run/prepare"
+import { runCheck } from "../lib/run/verify"
 import { findProject, folderArgument, type Project } from "../lib/cli/project"
 import { closest } from "../lib/cli/suggest"
 import { indexTasks } from "../lib/model/task-index"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig, repoEntries } from "../lib/store/config"
 import { readTasks } from "../lib/store/tasks"
 import { insideProject } from "../lib/run/workspace"
 
@@ -16,8 +18,8 @@ export const meta = {
   description: `The git worktrees of a repository. <repo> names a repository flow knows, as flow.yaml's 'repo' or
 'verify' or a task's 'repo' writes it (repos/app) or by its folder's name (app); else it is a folder relative
 to the project; '.' (the default of list) is the repository holding the project. 'remove' removes the
-worktree that has <branch> checked out (the branch itself is kept); one with uncommitted changes is refused
-unless --force, which discards them.`,
+worktree that has <branch> checked out (the branch itself is kept), after flow.yaml's teardown; one with
+uncommitted changes is refused unless --force, which discards them.`,
   options: {
     force: { type: "boolean", help: "remove even with uncommitted changes (they are lost)" },
   },
@@ -50,6 +52,14 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       known.length ? `worktrees: ${known.join(", ")}` : "this repository has no worktrees besides its own checkout",
     )
   }
+  // flow.yaml's teardown first, as a run does; not for a worktree whose removal git would refuse anyway.
+  const teardown = await teardownOf(project.dir, loadConfig(project.dir), repo)
+  if (teardown && (values.force || (await dirtyFiles(target.path)).length === 0)) {
+    const env = teardownEnv(project.dir, project.stateDir, basename(target.path), target.path)
+    ctx.stdout(`teardown '${teardown.label}'\n`)
+    const r = await runCheck(teardown, target.path, env, new AbortController().signal, undefined, (line) => ctx.stdout(`  ${line}\n`))
+    if (!r.ok) ctx.stderr(`warning: ${r.output.split("\n")[0]}; the worktree is removed anyway\n`)
+  }
   await removeWorktree(repo, target.path, Boolean(values.force))
   ctx.stdout(`Removed the worktree of ${branch} (${relative(ctx.cwd, target.path) || target.path}); the branch is kept.\n`)
 }
@@ -76,7 +86,7 @@ async function repoFolder(project: Project, arg: string): Promise<string> {
 /** The repositories flow.yaml and the tasks name, as paths relative to the project, each once, sorted. */
 async function knownRepos(project: Project): Promise<string[]> {
   const config = loadConfig(project.dir)
-  const named = [config.repo, ...[config.verify ?? []].flat().map((v) => v.repo)]
+  const named = [config.repo, ...(["verify", "setup", "teardown", "copy", "ports"] as const).flatMap((f) => repoEntries(config, f).map((v) => v.repo))]
   if (existsSync(project.tasksFile)) for (const { task } of indexTasks((await readTasks(project)).data).values()) named.push(task.repo)
   const paths = named.filter((r): r is string => r !== undefined).map((r) => relative(project.dir, resolve(project.dir, r)))
   return [...new Set(paths)].filter((r) => r !== "" && !r.startsWith("..")).sort()

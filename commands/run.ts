@@ -1,11 +1,11 @@
-import { adapterFor, type Adapter } from "../lib/agents"
-import { versionCheck } from "../lib/agents/versions"
+import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
+import { doctor } from "../lib/run/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
@@ -23,7 +23,9 @@ import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
-import { basename, relative } from "node:path"
+import { tmpdir } from "node:os"
+import { basename, join, relative } from "node:path"
+import { prepareSettings } from "../lib/run/prepare"
 import { diskFullError, isDiskFull } from "../lib/store/disk-full"
 import { parseDuration } from "../lib/cli/duration"
 import { priceOf, priceTable } from "../lib/run/prices"
@@ -60,17 +62,30 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
-  // An unknown CLI, or a command agent without its template, fails before any work starts.
-  const clis = new Map<string, Adapter>()
+  // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
+  // before any work starts.
   for (const agent of agents) {
-    if (agent.cli === "script") continue
-    const adapter = adapterFor(agent.cli, { command: agent.command })
-    requireInstalled(agent, adapter)
-    clis.set(adapter.cli, adapter)
+    if (agent.mcp && !MCP_CLIS.includes(agent.cli)) {
+      throw new FlowError(
+        `agent ${agent.name} has 'mcp: true', but flow cannot hand its MCP server to ${agent.cli}`,
+        Exit.invalid,
+        `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
+      )
+    }
+    if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
   }
-  // Once per CLI, however many agents use it: one older than flow was checked against may misbehave.
-  const versions = await Promise.all([...clis.values()].map((a) => versionCheck(a, ctx.env, project.dir)))
-  for (const warning of versions) if (warning) ctx.stderr(`warning: ${warning}\n`)
+  // flow doctor's checks (a CLI not installed, git too old, ...) stop the run before any task is touched, not
+  // as every task blocked; warnings (a CLI older than flow was checked against) are said once.
+  const lines = await doctor({ project, config, agents, env: ctx.env, flowArgv: selfArgv() })
+  for (const line of lines) if (line.state === "warn") ctx.stderr(`warning: ${line.what}\n`)
+  const failed = lines.filter((l) => l.state === "fail")
+  if (failed.length === 1) throw new FlowError(failed[0].what, Exit.failure, failed[0].hint)
+  if (failed.length > 1)
+    throw new FlowError(
+      `flow run cannot start:\n${failed.map((f) => `  ${f.what}`).join("\n")}`,
+      Exit.failure,
+      "'flow doctor' lists each check with what to fix",
+    )
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
   if (values["dry-run"]) return dryRun(ctx, project, agents, parallelism, config)
 
@@ -79,17 +94,22 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     parallelism,
     yes: Boolean(values.yes),
     headless: Boolean(values.headless),
-    ...fromConfig(config),
+    ...fromConfig(config, ctx.env),
   })
 }
 
-/** The run settings that come from flow.yaml alone. */
-export function fromConfig(
-  config: FlowConfig,
-): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "budget" | "prices"> {
+/** The run settings that come from flow.yaml. */
+type ConfigSettings = Pick<
+  RunSettings,
+  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare" | "budget" | "prices"
+>
+
+/** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
+export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings {
   return {
     budget: config.budget,
     prices: priceTable(config.prices),
+    prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     defaults: { repo: config.repo, target: config.merge_target },
@@ -103,13 +123,11 @@ export function fromConfig(
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2
 
-export type StartOptions = Pick<
-  RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "budget" | "prices"
-> & {
-  /** the log lines even in a terminal */
-  headless?: boolean
-}
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes"> &
+  ConfigSettings & {
+    /** the log lines even in a terminal */
+    headless?: boolean
+  }
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
@@ -253,14 +271,6 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
     )
   }
   return configured
-}
-
-/** A CLI that is not installed fails here, before any task is touched, not as a task blocked with exit 127. */
-function requireInstalled(agent: AgentConfig, adapter: Adapter): void {
-  const binary = adapter.binary
-  // A path in a command template is resolved in the worktree when the agent starts; only bare names are looked up.
-  if (binary.includes("/") || Bun.which(binary)) return
-  throw new FlowError(`agent ${agent.name} needs '${binary}', which is not on PATH`, Exit.failure, adapter.install)
 }
 
 function positiveInt(text: string, flag: string): number {

@@ -1,18 +1,15 @@
 import { parse, positionalsExactly } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
-import { readPhaseTitles } from "../lib/plan/plan-phases"
 import { mergePending, pendingNote } from "../lib/run/merge-pending"
 import { findProject } from "../lib/cli/project"
-import { descendantsOf, effectivePhase, pointingAt, showReport } from "../lib/graph/show-report"
-import { indexTasks, type Indexed } from "../lib/model/task-index"
+import { descendantsOf, effectivePhase } from "../lib/graph/show-report"
+import type { Indexed } from "../lib/model/task-index"
 import { taskLine } from "../lib/graph/task-lines"
-import { requireTask } from "../lib/graph/task-lookup"
 import { stepTitle } from "../lib/graph/step-title"
-import { readTasks } from "../lib/store/tasks"
-import { readUsage, usageText } from "../lib/run/usage"
-import { readWork, workedBy, workedByText } from "../lib/run/worked-by"
-import { budgetText, readTaskBudget } from "../lib/run/budget-report"
-import { readBudgetConfig } from "../lib/store/budget-config"
+import { showTask } from "../lib/ops/read"
+import { usageText } from "../lib/run/usage"
+import { workedByText } from "../lib/run/worked-by"
+import { budgetText } from "../lib/run/budget-report"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
@@ -31,25 +28,15 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
   const project = findProject(ctx)
-  const { data } = await readTasks(project)
-  const index = indexTasks(data)
-  const entry = requireTask(index, id)
-  const { task } = entry
-  const { validates } = pointingAt(index, id)
-  const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
-  const { phase, from } = effectivePhase(entry, index)
-  const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const [totals, work, budget] = await Promise.all([
-    readUsage(project),
-    readWork(project),
-    readBudgetConfig(project.dir).then((config) => readTaskBudget(project, config, task)),
-  ])
-  const usage = totals.byTask.get(task.id) ?? null
-  const worker = workedBy(task, work)
+  const { report, index, entry, usage, worker, budget } = await showTask(project, id)
   if (values.json) {
-    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage, worker, budget), null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
+  const { task } = entry
+  const { validates } = report
+  const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
+  const { phase, from } = effectivePhase(entry, index)
   const descendants = descendantsOf(task, entry.depth)
   const pending = (await mergePending(project, [task])).get(task.id)
 

@@ -30,13 +30,14 @@ export async function e2eProject(
   setup: CliSetup,
   server: ModelServer,
   tasks: Record<string, unknown>[],
-  agent: { count?: number; args?: string[] } = {},
+  agent: { count?: number; args?: string[]; mcp?: boolean } = {},
 ): Promise<E2EProject> {
   ensureAgentClis()
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
   const agents = Array.from(
     { length: agent.count ?? 1 },
-    (_, i) => `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}`,
+    (_, i) =>
+      `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}${agent.mcp ? "    mcp: true\n" : ""}`,
   )
   dir.write("flow.yaml", `agents:\n${agents.join("")}`)
   await git(dir.path, ["add", "-A"])

@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { AgentConfig, FlowConfig, loadConfig, VerifyConfig } from "../lib/store/config"
+import { AgentConfig, CopyConfig, FlowConfig, loadConfig, PortsConfig, repoEntries, VerifyConfig } from "../lib/store/config"
 import { flow, ROOT, tasksYaml, tempRepo } from "./helpers"
 
 const REFERENCE = readFileSync(join(ROOT, "lib/templates/flow.yaml"), "utf8")
@@ -41,7 +41,7 @@ test("docs/RUN.md holds the reference word for word", () => {
 })
 
 test("the reference names every field of the schema, loads as an empty configuration, and each example is valid", () => {
-  const fields = [FlowConfig, AgentConfig, VerifyConfig].flatMap((t) => t.props.map((p) => String(p.key))).concat(["base", "draft"])
+  const fields = [FlowConfig, AgentConfig, VerifyConfig, CopyConfig, PortsConfig].flatMap((t) => t.props.map((p) => String(p.key))).concat(["base", "draft"])
   expect(fields.filter((f) => !new RegExp(`^#.*\\b${f}:`, "m").test(REFERENCE))).toEqual([])
   expect(load(REFERENCE)).toEqual({})
   // Each commented setting, uncommented on its own (a `# key:` line and the indented lines under it).
@@ -52,7 +52,7 @@ test("the reference names every field of the schema, loads as an empty configura
     for (let j = i + 1; j < lines.length && /^# {2}/.test(lines[j]); j++) block.push(lines[j])
     return [block.map((l) => l.slice(2)).join("\n")]
   })
-  expect(examples.length).toBe(15)
+  expect(examples.length).toBe(21)
   for (const example of examples) expect({ example, loaded: "error" in load(example) }).toEqual({ example, loaded: false })
 })
 
@@ -101,7 +101,7 @@ test("a list of verify entries has each entry checked; a field of two shapes say
   ])
   expect((load("verify: 3\n") as { error: string }).error).toContain("ERROR: verify must be an object or an array (was 3)\n")
   expect((load("zzz: 1\n") as { error: string }).error).toContain(
-    "  hint: the fields here: agents, budget, fix_attempts, merge_target, parallelism, prices, pull_request, push, queue_depth, remote, repo, retries, task_timeout, verify",
+    "  hint: the fields here: agents, budget, copy, fix_attempts, merge_target, parallelism, ports, prices, pull_request, push, queue_depth, remote, repo, retries, setup, task_timeout, teardown, verify",
   )
   expect(load("- a\n")).toEqual({
     error: "flow.yaml must be a mapping of settings (field: value), not a list",
@@ -137,4 +137,55 @@ test("a fallback names another agent of flow.yaml, on another CLI", () => {
     "ERROR: unknown field 'budget.task.dollars'",
     "ERROR: budget.ceiling must be at least 1 (was 0.5)",
   ])
+})
+
+test("setup, teardown, copy and ports take one entry for every repository or a list with repo; a path out of the repository is refused at its line", () => {
+  const one = load(
+    `setup: { command: "npm ci --prefer-offline", timeout: 10m }\nteardown: { command: [make, clean] }\ncopy: [".env", "config/*.local.json"]\nports: 2\n`,
+  )
+  expect(one).toEqual({
+    setup: { command: "npm ci --prefer-offline", timeout: "10m" },
+    teardown: { command: ["make", "clean"] },
+    copy: [".env", "config/*.local.json"],
+    ports: 2,
+  })
+  const config = one as Parameters<typeof repoEntries>[0]
+  expect([repoEntries(config, "setup"), repoEntries(config, "copy"), repoEntries(config, "ports"), repoEntries(config, "verify")]).toEqual([
+    [{ command: "npm ci --prefer-offline", timeout: "10m" }],
+    [{ files: [".env", "config/*.local.json"] }],
+    [{ count: 2 }],
+    [],
+  ])
+  const lists = load("copy:\n  - { repo: api, files: [.env] }\nports:\n  - { repo: web, count: 3 }\n  - { count: 1 }\n") as Parameters<typeof repoEntries>[0]
+  expect([repoEntries(lists, "copy"), repoEntries(lists, "ports")]).toEqual([[{ repo: "api", files: [".env"] }], [{ repo: "web", count: 3 }, { count: 1 }]])
+
+  const bad = load(`copy: ["../secrets", /etc/passwd, .git/config, a/../../b, ok/*.json]\nports: 65\nsetup: { comand: x }\n`) as { error: string }
+  expect(bad.error.split("\n").filter((l) => l.startsWith("ERROR") || l.startsWith("  at "))).toEqual([
+    `ERROR: copy[0] must be a path or glob inside the repository (relative, without '..' or '.git') (was "../secrets")`,
+    "  at <dir>/flow.yaml:1:8",
+    `ERROR: copy[1] must be a path or glob inside the repository (relative, without '..' or '.git') (was "/etc/passwd")`,
+    "  at <dir>/flow.yaml:1:22",
+    `ERROR: copy[2] must be a path or glob inside the repository (relative, without '..' or '.git') (was ".git/config")`,
+    "  at <dir>/flow.yaml:1:35",
+    `ERROR: copy[3] must be a path or glob inside the repository (relative, without '..' or '.git') (was "a/../../b")`,
+    "  at <dir>/flow.yaml:1:48",
+    "ERROR: ports must be at most 64 (was 65)",
+    "  at <dir>/flow.yaml:2:8",
+    "ERROR: setup.command must be a string or an array (was missing)",
+    "  at <dir>/flow.yaml:3:8",
+    "ERROR: unknown field 'setup.comand'",
+    "  at <dir>/flow.yaml:3:10",
+  ])
+  const words = (text: string) => (load(text) as { error: string }).error.split("\n").filter((l) => l.startsWith("ERROR"))
+  expect(words(`ports: "2"\n`)).toEqual([`ERROR: ports must be a number of ports from 1 to 64, or a list of { repo, count } entries (was a string)`])
+  expect(words("copy: .env\n")).toEqual([`ERROR: copy must be a list of paths or globs, or of { repo, files } entries (was string)`])
+  expect(words("ports:\n  - { repo: web, cont: 2 }\n")).toEqual([
+    "ERROR: ports[0].count must be a number (was missing)",
+    "ERROR: unknown field 'ports[0].cont'",
+  ])
+  expect(load("teardown:\n  - { command: a }\n  - { command: b }\n")).toEqual({
+    error: "flow.yaml has two 'teardown' entries for the default repository (no 'repo')",
+    hint: "keep one 'teardown' entry per repository",
+    exit: 3,
+  })
 })

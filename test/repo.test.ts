@@ -61,3 +61,19 @@ test.concurrent("an unknown <repo> is a usage error with the closest name and th
     stderr: `error: the folder web (${join(realpathSync(dir.path), "repos/web")}) does not exist\nhint: <repo> is a repository flow knows (flow.yaml's 'repo', a task's 'repo'), a folder relative to the project, or '.'\n`,
   })
 })
+
+test.concurrent("remove runs flow.yaml's teardown of that repository in the worktree first, and not when git would refuse the removal", async () => {
+  await using dir = await projectWithApp()
+  dir.write("flow.yaml", "teardown:\n  - { repo: repos/app, command: 'echo \"bye $FLOW_TASK_ID from $(basename $PWD)\"; echo down > ../down.txt' }\n")
+  dir.write(".flow/worktrees/api/draft.txt", "unsaved\n")
+  const refused = await flow(dir.path, ["repo", "worktree", "remove", "app", "flow/api"])
+  expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 1, stdout: "" })
+  expect(refused.stderr).toStartWith("error: the worktree ")
+  expect(dir.read(".flow/worktrees/api/draft.txt")).toBe("unsaved\n")
+  expect(await flow(dir.path, ["repo", "worktree", "remove", "app", "flow/api", "--force"])).toEqual({
+    code: 0,
+    stdout: `teardown 'echo "bye $FLOW_TASK_ID from $(basename $PWD)"; echo down > ../down.txt'\n  bye api from api\nRemoved the worktree of flow/api (.flow/worktrees/api); the branch is kept.\n`,
+    stderr: "",
+  })
+  expect(dir.read(".flow/worktrees/down.txt")).toBe("down\n")
+})

@@ -219,3 +219,21 @@ test("the screen rewrites only the rows that changed and gives the terminal back
   expect(written.at(-1)).toBe("\x1b[0m\x1b[?25h\x1b[?1049l")
   expect(written.filter((w) => w.includes("?1049l"))).toHaveLength(1)
 })
+
+test("a setup's lines go to its agent's pane, its end and what was prepared to the footer; a teardown's lines to neither pane", () => {
+  const view = new RunView("p", ["a-1"], 0)
+  const at = new Date(0)
+  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, at)
+  view.apply({ type: "prepared", taskId: "t", agent: "a-1", copied: [".env"], refused: [], ports: [20000] }, at)
+  view.apply({ type: "hook-start", taskId: "t", agent: "a-1", hook: "setup", command: "npm ci" }, at)
+  view.apply({ type: "hook-output", taskId: "t", agent: "a-1", hook: "setup", line: "added 3 packages \x1b[2J" }, at)
+  view.apply({ type: "hook-end", taskId: "t", agent: "a-1", hook: "setup", command: "npm ci", ok: true, code: 0, seconds: 1.25, timedOut: false }, at)
+  view.apply({ type: "hook-output", taskId: "u", hook: "teardown", line: "stopped" }, at)
+  view.apply({ type: "hook-end", taskId: "u", hook: "teardown", command: "down", ok: false, code: 2, seconds: 0.5, timedOut: false }, at)
+  expect(view.panes.get("a-1")!.lines).toEqual(["── t", "── setup: npm ci", "added 3 packages "])
+  expect(view.log).toEqual([
+    "00:00:00 t: copied .env; ports FLOW_PORT=20000",
+    "00:00:00 t: setup done after 1.3 s",
+    "00:00:00 u: teardown failed (exit 2) after 0.5 s",
+  ])
+})

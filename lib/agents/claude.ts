@@ -1,8 +1,9 @@
 // Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330, and
 // for its stream and cost totals 2.1.197, what npm installs on Node 20, 2.1.276 and 2.1.277).
+import { join } from "node:path"
 import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { arr, isObject, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
 import { compareVersions } from "./versions"
 
 /**
@@ -38,6 +39,15 @@ export const claude: Adapter = {
   canResume: true,
   lostSession: /^No conversation found with session ID/,
   limits: CLAUDE_LIMITS,
+  // `--mcp-config <file>` adds the server to the user's own; print mode denies a tool nobody allowed, and
+  // `mcp__<server>` allows every tool of that server (Claude Code names them mcp__<server>__<tool>).
+  // `timeout` (ms) is the server's limit per call: flow_ask waits for a person.
+  mcp(server, { dir }) {
+    const file = join(dir, "claude-mcp.json")
+    const entry = { type: "stdio", command: server.command, args: server.args, env: server.env, timeout: MCP_CALL_TIMEOUT_MS }
+    const config = { mcpServers: { [server.name]: entry } }
+    return { files: { [file]: `${JSON.stringify(config, null, 2)}\n` }, args: ["--mcp-config", file, "--allowedTools", `mcp__${server.name}`] }
+  },
   // Without a version in the stream (it has named one since 2.1.197 at least): as the tested version counts.
   totalsPer: (version) => (version !== undefined && compareVersions(version, SESSION_TOTALS_SINCE) < 0 ? "process" : "session"),
   argv({ prompt, sessionId, model, extraArgs = [] }) {

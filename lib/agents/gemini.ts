@@ -1,7 +1,8 @@
 // Gemini CLI headless mode with stream-json output (checked against @google/gemini-cli 0.61.0).
+import { join } from "node:path"
 import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { isObject, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
 
 /**
  * Gemini CLI's words for a refused request (0.61.0's bundle, packages/core/src/utils/googleQuotaErrors.ts,
@@ -26,6 +27,21 @@ export const gemini: Adapter = {
   // A session whose first turn failed (a rejected key) was announced but never saved: resuming it fails.
   lostSession: /^Error resuming session/,
   limits: GEMINI_LIMITS,
+  // Gemini CLI has no MCP flag; it reads `mcpServers` from settings files in layers (system defaults, user,
+  // workspace, system), merged key by key. The system layers are skipped unless every folder above the file is
+  // owned by root, and the user's is the user's own; the workspace's, <cwd>/.gemini/settings.json, is in the
+  // worktree, so flow's .gemini folder ignores itself (.gitignore `*`) and no commit of the agent takes it. `trust` skips the confirmation of each call, which nobody could give;
+  // `timeout` (ms; the default is 10 minutes) lets flow_ask wait for a person.
+  mcp(server, { cwd }) {
+    const settings = {
+      mcpServers: { [server.name]: { command: server.command, args: server.args, env: server.env, trust: true, timeout: MCP_CALL_TIMEOUT_MS } },
+    }
+    return {
+      files: { [join(cwd, ".gemini", ".gitignore")]: "*\n", [join(cwd, ".gemini", "settings.json")]: `${JSON.stringify(settings, null, 2)}\n` },
+      // What --skip-trust sets, but only after the settings were read (0.61.0): too late for the workspace's.
+      env: { GEMINI_CLI_TRUST_WORKSPACE: "true" },
+    }
+  },
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "gemini",

@@ -45,6 +45,18 @@ export type TotalsScope = "process" | "session"
 /** `newSessionId`: the id for a new session, chosen by flow (only for adapters with `choosesSessionId`). */
 export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; newSessionId?: string; model?: string; extraArgs?: readonly string[] }
 
+/** flow's MCP server as an agent CLI starts it (stdio): the server's name, the command, its arguments and environment. */
+export type McpServerSpec = { name: string; command: string; args: string[]; env: Record<string, string> }
+
+/** How long one call of flow's MCP server may take before the CLI gives up: flow_ask waits for a person, so a day. */
+export const MCP_CALL_TIMEOUT_MS = 86_400_000
+
+/** How long a CLI may wait for flow's MCP server to start and list its tools: seconds on a loaded machine. */
+export const MCP_STARTUP_TIMEOUT_MS = 60_000
+
+/** What a CLI needs to be handed an MCP server: arguments, environment, and config files (absolute path → content) to write first. */
+export type McpHandOver = { args?: string[]; env?: Record<string, string>; files?: Record<string, string> }
+
 export type Adapter = {
   cli: string // the adapter's name in flow.yaml: "claude", "codex", ...
   binary: string // executable name on PATH
@@ -73,6 +85,12 @@ export type Adapter = {
   promptOnStdin?: boolean
   /** The CLI's wordings of a rate limit, a used-up quota or an overloaded API (lib/agents/limits.ts), first match wins. */
   limits?: readonly LimitPattern[]
+  /**
+   * How the CLI is handed flow's MCP server (flow.yaml `mcp: true`), so its agent calls flow's tools; absent
+   * for CLIs that cannot be. `dir` is a folder of the task's own, outside the worktree, for config files;
+   * `cwd` the agent's worktree. A folder added to the worktree must ignore itself (a .gitignore of `*`).
+   */
+  mcp?(server: McpServerSpec, where: { dir: string; cwd: string }): McpHandOver
   argv(opts: LaunchOptions): string[] // full argv: [binary, ...flags]; with sessionId: resume that session with opts.prompt
   parseLine(line: string): AgentEvent[] // one stdout line → zero or more events; never throws on junk (non-JSON → text)
 }

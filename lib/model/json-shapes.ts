@@ -11,6 +11,8 @@ export const Finding = type({
   "column?": "number",
   "hint?": "string",
   "task_id?": "string",
+  /** how many equal findings (same kind, same task) this one stands for, when more than one */
+  "count?": "number",
 })
 export type Finding = typeof Finding.infer
 

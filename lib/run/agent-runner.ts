@@ -1,7 +1,10 @@
 // Runs one agent turn: a CLI through its adapter (streamed, parsed into events) or the built-in `script`
 // agent. Either way the result is the exit code, the last lines of output and the session to resume.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { dirname, join, relative } from "node:path"
 import { adapterFor } from "../agents"
-import type { AgentEvent } from "../agents/types"
+import type { AgentEvent, McpHandOver, McpServerSpec } from "../agents/types"
+import { Exit, FlowError } from "../cli/errors"
 import type { AgentConfig } from "../store/config"
 import { spawnGroup } from "../cli/proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
@@ -33,6 +36,8 @@ export type Turn = {
   doneMark?: string
   /** each process group started (recorded for the reaper) */
   onGroup?: (pid: number, exited: Promise<number>) => void
+  /** flow's MCP server for the agent (flow.yaml `mcp: true`), and the folder for the CLI's config files */
+  mcp?: { server: McpServerSpec; dir: string }
 }
 
 const TAIL_LINES = 20
@@ -63,13 +68,14 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
   const resume = adapter.canResume ? turn.sessionId : undefined
   const newSessionId = adapter.choosesSessionId && !resume ? crypto.randomUUID() : undefined
+  const handOver = turn.mcp ? mcpHandOver(adapter, turn.mcp, turn.cwd) : undefined
   const argv = adapter.argv({
     prompt: turn.prompt,
     cwd: turn.cwd,
     sessionId: resume,
     newSessionId,
     model: turn.agent.model,
-    extraArgs: turn.agent.args,
+    extraArgs: [...(handOver?.args ?? []), ...(turn.agent.args ?? [])],
   })
   if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
   const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId, turn.pricing)
@@ -93,7 +99,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   try {
     proc = spawnGroup(argv, {
       cwd: turn.cwd,
-      env: { ...adapter.env, ...turn.env },
+      env: { ...adapter.env, ...turn.env, ...handOver?.env },
       signal: turn.signal,
       stdin: adapter.promptOnStdin ? turn.prompt : undefined,
     })
@@ -154,4 +160,36 @@ function limitOf(table: Parameters<typeof matchLimit>[0], reason: string | undef
   const text = reason === undefined ? undefined : matchLimit(table, reason, now)
   if (!said) return text
   return { ...said, message: reason ?? said.message, ...(said.resetsAt || !text?.resetsAt ? {} : { resetsAt: text.resetsAt }) }
+}
+
+/**
+ * The CLI's arguments and environment for flow's MCP server, its config files written. A file in the worktree
+ * goes only into a folder flow made there, which ignores itself: a folder of the repository is never written into.
+ */
+export function mcpHandOver(adapter: ReturnType<typeof adapterFor>, mcp: NonNullable<Turn["mcp"]>, cwd: string): McpHandOver {
+  if (!adapter.mcp) {
+    throw new FlowError(`flow cannot hand its MCP server to ${adapter.cli}`, Exit.invalid, "remove 'mcp: true' from that agent in flow.yaml")
+  }
+  const handOver = adapter.mcp(mcp.server, { dir: mcp.dir, cwd })
+  for (const [file, text] of Object.entries(handOver.files ?? {})) {
+    const folder = dirname(file)
+    if (!relative(cwd, file).startsWith("..") && existsSync(folder) && readText(join(folder, ".gitignore")) !== "*\n") {
+      throw new FlowError(
+        `the worktree ${cwd} has its own ${relative(cwd, folder)} folder, where ${adapter.cli} would read flow's MCP server from`,
+        Exit.invalid,
+        `flow does not write into a folder of the repository: remove 'mcp: true' from the agent, or that folder from the repository`,
+      )
+    }
+    mkdirSync(folder, { recursive: true })
+    writeFileSync(file, text)
+  }
+  return handOver
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8")
+  } catch {
+    return undefined
+  }
 }

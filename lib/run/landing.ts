@@ -22,6 +22,7 @@ import { mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
+import { teardownWorktree } from "./prepare"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
 import type { RunSettings } from "./settings"
@@ -111,7 +112,12 @@ export class Landing {
     await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes)
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
-    background.add(this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())).catch(() => {}))
+    // flow.yaml's teardown first (outside the repository's git queue: it may take a while), then the removal.
+    background.add(
+      teardownWorktree(this.s, taskId, ws)
+        .then((go) => (go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())) : undefined))
+        .catch(() => {}),
+    )
     return true
   }
 

@@ -26,6 +26,21 @@ function describe(e: RunEvent): string | undefined {
     case "task-assigned":
     case "task-end":
       return undefined
+    case "hook-start":
+      return `${e.taskId}: ${e.hook} '${clip(e.command)}'`
+    case "hook-output":
+      return `${e.taskId} | ${e.hook}: ${clip(e.line)}`
+    case "hook-end":
+      if (e.ok) return `${e.taskId}: ${e.hook} done after ${e.seconds.toFixed(1)} s`
+      return `${e.taskId}: ${e.hook} ${e.timedOut ? "timed out and was stopped" : `failed (exit ${e.code})`} after ${e.seconds.toFixed(1)} s`
+    case "prepared": {
+      const parts = [
+        e.copied.length ? `copied ${e.copied.join(", ")}` : "",
+        e.refused.length ? `not copied: ${e.refused.join(", ")}` : "",
+        e.ports.length ? `ports ${e.ports.map((p, i) => `${i === 0 ? "FLOW_PORT" : `FLOW_PORT_${i}`}=${p}`).join(", ")}` : "",
+      ].filter(Boolean)
+      return parts.length ? `${e.taskId}: ${clip(parts.join("; "))}` : undefined
+    }
     case "agent-exit":
       return `${e.taskId}: ${e.agent} exited ${e.code} after ${e.seconds.toFixed(1)} s`
     case "status":

@@ -59,6 +59,8 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
         // A task moved to a fallback agent does not wait for this one; the agent itself still does.
         () => db.agents.upsert(e.agent, { parked_until: e.until, parked_reason: e.reason, parked_task: e.to ? null : e.taskId }),
       ]
+    case "hook-output":
+      return [] // many; the log keeps them
     case "run-start":
     case "run-end":
     case "task-start":
@@ -77,6 +79,9 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
     case "budget":
     case "budget-raised":
     case "waiting":
+    case "hook-start":
+    case "hook-end":
+    case "prepared":
     case "notice": {
       const { type, ...data } = e
       const taskId = "taskId" in e ? e.taskId : null

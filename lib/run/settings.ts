@@ -1,6 +1,6 @@
 // What one `flow run` is given and what it reports: shared by the orchestrator, the task workers, the landing
 // of finished work and the merge queues, so none of them imports another for its types.
-import type { AgentConfig, BudgetConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { AgentConfig, BudgetConfig, CopyConfig, HookConfig, PortsConfig, PublishSettings, VerifyConfig } from "../store/config"
 import type { PriceTable } from "./prices"
 import type { Project } from "../cli/project"
 import type { StateDb } from "./state-db"
@@ -22,6 +22,8 @@ export type RunSettings = {
   fixAttempts: number
   /** how many candidates of a merge queue are checked at once (1: strictly serial) */
   queueDepth?: number
+  /** how each task's worktree is made ready before its agent starts (flow.yaml setup, teardown, copy, ports) */
+  prepare: PrepareSettings
   /** push and pull requests after merges (flow.yaml) */
   publish: PublishSettings
   /** what tasks, agents and the run may spend (flow.yaml `budget`; docs/BUDGETS.md) */
@@ -43,4 +45,14 @@ export type RunSummary = {
   interrupted: boolean
   /** tasks left because their agent_name names no agent of this run, with that name */
   unassignable: { id: string; agent: string }[]
+}
+
+/** flow.yaml's preparation of worktrees (lib/run/prepare.ts), each field its entries per repository. */
+export type PrepareSettings = {
+  setup: HookConfig[]
+  teardown: HookConfig[]
+  copy: CopyConfig[]
+  ports: PortsConfig[]
+  /** the folder of port locks shared by every flow on the machine (lib/run/ports.ts) */
+  portsDir: string
 }

@@ -2,7 +2,7 @@
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { adapterFor } from "../agents"
+import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
 import { FlowError } from "../cli/errors"
 import { commitAll, ensureWorktree } from "./git"
@@ -20,6 +20,7 @@ import type { SpaceWait } from "./space-wait"
 import { isDiskFull } from "../store/disk-full"
 import { formatDuration, parseDuration } from "../cli/duration"
 import { turnLimit, waitingMs } from "./turn-limit"
+import { prepareWorktree, type Preparation } from "./prepare"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
@@ -88,6 +89,8 @@ function ended(turn: Turn): string {
 
 export class TaskWorker {
   private ws?: Workspace
+  /** what the worktree was given before the agent (lib/run/prepare.ts); its ports are held until the worker ends */
+  private prep?: Extract<Preparation, { ok: true }>
   /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
   private limitMs?: number
   private readonly budget: TaskBudget
@@ -133,6 +136,7 @@ export class TaskWorker {
         if (unblocked && !this.s.signal.aborted) return unblocked
       }
     } finally {
+      this.prep?.release()
       const status = await this.read().then(
         (t) => t.status,
         () => "unknown",
@@ -192,6 +196,23 @@ export class TaskWorker {
       worktree: this.ws.path,
       resumed: how === "reused",
     })
+    // The worktree made ready (flow.yaml copy, ports, setup) before any agent works in it; an earlier
+    // attempt's ports (a retry after a full disk) go back first.
+    this.prep?.release()
+    this.prep = undefined
+    const prep = await prepareWorktree(this.s, {
+      taskId: this.taskId,
+      agent: this.agent.name,
+      ws,
+      env: this.agentEnv(),
+      onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
+    })
+    this.prep = prep.ok ? prep : undefined
+    if (!prep.ok) {
+      if (prep.note === undefined) return // the run stops
+      await this.block(prep.note)
+      return this.afterBlocked()
+    }
     // A run stopped while the agent waited for answers: wait again before launching anything, then
     // resume its session with the answers (a fresh session gets them in the full prompt).
     const started = await this.read()
@@ -274,7 +295,7 @@ export class TaskWorker {
       if (gate !== "go") return gate
       const session = this.session()
       // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
-      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
+      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step, this.agent.mcp) : await this.taskPrompt()
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
@@ -357,6 +378,7 @@ export class TaskWorker {
       script,
       cwd: ws.path,
       env: { ...this.agentEnv(), ...env },
+      mcp: this.mcpServer(),
       sessionId: this.session(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
       pricing: { table: this.s.prices, model: this.agent.model },
@@ -425,7 +447,7 @@ export class TaskWorker {
     if (answers.length === 0) return undefined // nothing asked, or the database was reset meanwhile
     this.s.bus.emit({ type: "question-answered", taskId: this.taskId, questions: answers.map((q) => q.id) })
     await this.handedOver(answers)
-    return answersPrompt(await this.read(), answers, step)
+    return answersPrompt(await this.read(), answers, step, this.agent.mcp)
   }
 
   /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
@@ -591,7 +613,12 @@ export class TaskWorker {
   private async taskPrompt(): Promise<string> {
     const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
     const ready = await this.s.db.questions.undelivered(this.taskId)
-    const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { branch: this.ws!.branch }, db: this.s.db })
+    const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, {
+      workspace: { branch: this.ws!.branch },
+      db: this.s.db,
+      prepared: this.prep?.prepared,
+      tools: this.agent.mcp,
+    })
     await this.handedOver(ready)
     return prompt
   }
@@ -612,7 +639,25 @@ export class TaskWorker {
       // Marks every process the agent starts, whatever session it puts them in, for the reaper (reaper.ts).
       FLOW_RUN_ID: RUN_ID,
       PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+      // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
+      ...this.prep?.env,
     }
+  }
+
+  /**
+   * flow's MCP server for an agent with `mcp: true`: this flow (the launcher on the agent's PATH) as `flow mcp`,
+   * knowing the project, the task and the agent as the agent's own `flow` commands do.
+   */
+  private mcpServer(): { server: McpServerSpec; dir: string } | undefined {
+    if (!this.agent.mcp) return undefined
+    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID } = this.agentEnv() as Record<string, string>
+    const server = {
+      name: "flow",
+      command: join(this.s.project.stateDir, "bin", "flow"),
+      args: ["mcp"],
+      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID },
+    }
+    return { server, dir: join(this.s.project.stateDir, "mcp", this.taskId) }
   }
 
   // Sessions survive a stopped run, so an interrupted task resumes in the same agent session (rule 7).

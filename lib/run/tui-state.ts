@@ -40,6 +40,8 @@ const FOOTER = new Set<RunEvent["type"]>([
   "budget",
   "budget-raised",
   "parked",
+  "prepared",
+  "hook-end",
 ])
 
 export class RunView {
@@ -103,6 +105,13 @@ export class RunView {
       }
       case "agent-exit":
         push(this.pane(e.agent).lines, `── exited ${e.code} after ${e.seconds.toFixed(1)} s`)
+        return
+      // A setup runs in the agent's pane, before the agent; a teardown has no pane (the footer says how it ended).
+      case "hook-start":
+        if (e.agent) push(this.pane(e.agent).lines, `── ${e.hook}: ${sanitize(e.command)}`)
+        return
+      case "hook-output":
+        if (e.agent) push(this.pane(e.agent).lines, sanitize(e.line))
         return
       case "task-end": {
         const pane = this.pane(e.agent)

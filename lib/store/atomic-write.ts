@@ -4,6 +4,7 @@
 import {
   closeSync,
   constants,
+  fchmodSync,
   fchownSync,
   fstatSync,
   fsyncSync,
@@ -24,21 +25,26 @@ import { isPidDead } from "../cli/pid"
 /**
  * Writes `text` to `file` atomically and durably. A symlink is written through (its target is replaced, the
  * link stays); the file's permission bits (and, where allowed, owner) are kept; a file its user may not
- * write, or one with no write bit at all, is refused rather than replaced.
+ * write, or one with no write bit at all, is refused rather than replaced. `mode`, when given, is the new
+ * file's permission bits whatever the old one's were (a private file stays private). `beforeRename` may throw
+ * to cancel the write just before the file is replaced (the temp file is removed).
  */
-export function writeFileAtomic(file: string, text: string): void {
+export function writeFileAtomic(file: string, text: string, { mode, beforeRename }: { mode?: number; beforeRename?: () => void } = {}): void {
   const target = resolveLinks(file)
   const existing = statOrUndefined(target)
   if (existing) refuseReadOnly(file, target, existing.mode)
   const tmp = tempName(target)
   let fd: number | undefined
   try {
-    fd = openSync(tmp, "wx", existing ? existing.mode & 0o777 : 0o644)
+    fd = openSync(tmp, "wx", mode ?? (existing ? existing.mode & 0o777 : 0o644))
+    if (mode !== undefined) fchmodSync(fd, mode) // the umask takes bits off at creation
     writeAll(fd, Buffer.from(text))
     if (existing) keepOwner(fd, existing.uid, existing.gid)
     fsyncSync(fd)
     closeSync(fd)
     fd = undefined
+    // The last moment to refuse (a lock no longer held): everything slow is done, and nothing is replaced yet.
+    beforeRename?.()
     renameSync(tmp, target)
   } catch (e) {
     if (fd !== undefined) {

@@ -22,6 +22,8 @@ export const AgentConfig = type({
   "command?": "string[]",
   /** the agents (of other CLIs) a task moves to when this agent's CLI reports its usage limit (docs/BUDGETS.md) */
   "fallback?": type(AGENT_NAME).or(type(AGENT_NAME).array().atLeastLength(1)),
+  /** hand the agent flow's MCP server (`flow mcp`), so it calls flow_done etc. as tools (claude, codex, gemini, opencode) */
+  "mcp?": "boolean",
 })
 export type AgentConfig = typeof AgentConfig.infer
 
@@ -35,6 +37,37 @@ export const VerifyConfig = type({
   "timeout?": type(/^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/).describe("a duration such as 90s, 20m, 1h or 1h30m"),
 })
 export type VerifyConfig = typeof VerifyConfig.infer
+
+/**
+ * A command run in a task's worktree: `setup` before its agent starts, `teardown` before it is removed
+ * (docs/RUN.md, "Preparing worktrees"). The same shape as `verify`, with its own default timeouts.
+ */
+export const HookConfig = VerifyConfig
+export type HookConfig = VerifyConfig
+
+/** A file or glob of files inside the repository: relative, no `..`, nothing in `.git`. */
+const CopyGlob = type(/^(?!\/)(?!.*(?:^|\/)\.\.(?:\/|$))(?!(?:.*\/)?\.git(?:\/|$)).+$/).describe(
+  "a path or glob inside the repository (relative, without '..' or '.git')",
+)
+
+/** Files copied from the person's checkout into each worktree of a repository (docs/RUN.md, "Preparing worktrees"). */
+export const CopyConfig = type({
+  /** the repository it applies to, as in a task's `repo` (default: every repository not named by another entry) */
+  "repo?": "string > 0",
+  /** paths or globs (`*`, `**`, `{a,b}`) relative to the repository's top folder */
+  files: CopyGlob.array(),
+})
+export type CopyConfig = typeof CopyConfig.infer
+
+const PortCount = type("1 <= number.integer <= 64")
+
+/** How many free TCP ports each task of a repository is given (FLOW_PORT, FLOW_PORT_1, ...). */
+export const PortsConfig = type({
+  /** the repository it applies to, as in a task's `repo` (default: every repository not named by another entry) */
+  "repo?": "string > 0",
+  count: PortCount,
+})
+export type PortsConfig = typeof PortsConfig.infer
 
 const PullRequestConfig = type({ "base?": "string > 0", "draft?": "boolean" })
 
@@ -66,6 +99,14 @@ export const FlowConfig = type({
   "task_timeout?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */
   "verify?": VerifyConfig.or(VerifyConfig.array()),
+  /** run in each new worktree before its agent starts: one, or one per repository */
+  "setup?": HookConfig.or(HookConfig.array()),
+  /** run in a worktree before it is removed: one, or one per repository */
+  "teardown?": HookConfig.or(HookConfig.array()),
+  /** files copied from the person's checkout into each worktree: globs, or entries per repository */
+  "copy?": CopyGlob.array().or(CopyConfig.array()),
+  /** free TCP ports given to each task: a count, or entries per repository */
+  "ports?": PortCount.or(PortsConfig.array()),
   /** how many times a task is sent back to its agent after a failed check or a merge conflict (default 2) */
   "fix_attempts?": "number.integer >= 0",
   /** how many candidates of a target's merge queue are checked at once, each on top of those ahead (default 8; 1: strictly serial) */
@@ -123,16 +164,17 @@ export function loadConfig(projectDir: string): FlowConfig {
     names.add(agent.name)
   }
   checkFallbacks(out.agents ?? [])
-  const verifies = out.verify === undefined ? [] : Array.isArray(out.verify) ? out.verify : [out.verify]
-  const repos = new Set<string | undefined>()
-  for (const v of verifies) {
-    if (repos.has(v.repo))
-      throw new FlowError(
-        `flow.yaml has two 'verify' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`,
-        Exit.invalid,
-        "keep one check per repository",
-      )
-    repos.add(v.repo)
+  for (const field of PER_REPO) {
+    const repos = new Set<string | undefined>()
+    for (const v of repoEntries(out, field)) {
+      if (repos.has(v.repo))
+        throw new FlowError(
+          `flow.yaml has two '${field}' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`,
+          Exit.invalid,
+          field === "verify" ? "keep one check per repository" : `keep one '${field}' entry per repository`,
+        )
+      repos.add(v.repo)
+    }
   }
   const pr = out.pull_request
   if (out.push && pr && (pr === true || pr.base === undefined || pr.base === out.merge_target)) {
@@ -180,6 +222,29 @@ export function fallbacksOf(agent: AgentConfig): string[] {
   return agent.fallback === undefined ? [] : [agent.fallback].flat()
 }
 
+/** The fields of flow.yaml that take one entry for every repository, or a list of entries each with `repo`. */
+const PER_REPO = ["verify", "setup", "teardown", "copy", "ports"] as const
+
+export type RepoEntries = {
+  verify: VerifyConfig[]
+  setup: HookConfig[]
+  teardown: HookConfig[]
+  copy: CopyConfig[]
+  ports: PortsConfig[]
+}
+
+/** A per-repository field as its list of entries: a single entry (or copy's globs, ports' count) is the one without `repo`. */
+export function repoEntries<K extends keyof RepoEntries>(config: FlowConfig, field: K): RepoEntries[K] {
+  const value = config[field]
+  if (value === undefined) return []
+  if (field === "copy") {
+    const list = value as string[] | CopyConfig[]
+    return (list.length > 0 && typeof list[0] === "string" ? [{ files: list as string[] }] : list) as RepoEntries[K]
+  }
+  if (field === "ports" && typeof value === "number") return [{ count: value }] as RepoEntries[K]
+  return (Array.isArray(value) ? value : [value]) as RepoEntries[K]
+}
+
 type KeyPath = (string | number)[]
 type Problem = { path: KeyPath; message: string; unknown: boolean }
 
@@ -189,7 +254,10 @@ function fieldsAt(path: KeyPath): string[] {
   const of = (t: { props: readonly { key: string | symbol }[] }) => t.props.map((p) => String(p.key))
   if (path.length === 0) return of(FlowConfig)
   if (first === "agents" && typeof second === "number" && path.length === 2) return of(AgentConfig)
-  if (first === "verify" && (path.length === 1 || (typeof second === "number" && path.length === 2))) return of(VerifyConfig)
+  const entry = path.length === 1 || (typeof second === "number" && path.length === 2)
+  if ((first === "verify" || first === "setup" || first === "teardown") && entry) return of(VerifyConfig)
+  if (first === "copy" && entry) return of(CopyConfig)
+  if (first === "ports" && entry) return of(PortsConfig)
   if (first === "pull_request" && path.length === 1) return of(PullRequestConfig)
   if (first === "budget" && path.length === 1) return of(BudgetConfig)
   if (first === "budget" && path.length === 2) return of(Budget)
@@ -201,8 +269,18 @@ function fieldsAt(path: KeyPath): string[] {
 type ShapeCheck = (value: unknown) => unknown
 
 /** For a field of two shapes, the check of the shape written: its problems are the ones to tell. */
+// What copy and ports take, in words, for a value of neither shape (arktype would call a list "an object").
+const COPY_SHAPE = type("unknown[]").describe("a list of paths or globs, or of { repo, files } entries")
+const PORTS_SHAPE = type("number").describe("a number of ports from 1 to 64, or a list of { repo, count } entries")
+const commandShape = (v: unknown) =>
+  Array.isArray(v) ? VerifyConfig.array().onDeepUndeclaredKey("reject") : isRecord(v) ? VerifyConfig.onDeepUndeclaredKey("reject") : undefined
 const SHAPES: Record<string, (value: unknown) => ShapeCheck | undefined> = {
-  verify: (v) => (Array.isArray(v) ? VerifyConfig.array().onDeepUndeclaredKey("reject") : isRecord(v) ? VerifyConfig.onDeepUndeclaredKey("reject") : undefined),
+  verify: commandShape,
+  setup: commandShape,
+  teardown: commandShape,
+  // copy: globs, or entries with repo (a list that holds a mapping is told as entries)
+  copy: (v) => (Array.isArray(v) ? (v.some(isRecord) ? CopyConfig.array().onDeepUndeclaredKey("reject") : CopyGlob.array()) : COPY_SHAPE),
+  ports: (v) => (Array.isArray(v) ? PortsConfig.array().onDeepUndeclaredKey("reject") : typeof v === "number" ? PortCount : PORTS_SHAPE),
   pull_request: (v) => (isRecord(v) ? PullRequestConfig.onDeepUndeclaredKey("reject") : undefined),
 }
 
@@ -213,15 +291,19 @@ function isRecord(v: unknown): boolean {
 /** arktype's problems, each with its path from the top of flow.yaml. */
 function problems(errors: InstanceType<typeof type.errors>, data: unknown, base: KeyPath = []): Problem[] {
   return [...errors].flatMap((e) => {
-    const path: KeyPath = [...base, ...e.path.map((k) => (typeof k === "number" ? k : String(k)))]
-    const shape = e.code === "union" && path.length === 1 ? SHAPES[String(path[0])] : undefined
+    // Spread first: arktype's path is an Array subclass whose `map` of an empty path makes [0] (its constructor takes items).
+    const path: KeyPath = [...base, ...[...e.path].map((k) => (typeof k === "number" ? k : String(k)))]
+    // (A union of a number and a list fails as a predicate; a nested call's own problems are final.)
+    const unknownKey = e.code === "predicate" && e.expected === "removed"
+    const shape =
+      base.length === 0 && path.length === 1 && (e.code === "union" || (e.code === "predicate" && !unknownKey)) ? SHAPES[String(path[0])] : undefined
     const value = shape ? (data as Record<string, unknown>)[String(path[0])] : undefined
     // A union stops at the first problem of each shape: the shape written is checked again for all of them.
     const out = shape?.(value)?.(value)
     if (out instanceof type.errors) return problems(out, value, path)
     // A union's problem already names its field; the others are said of the field's whole path.
     const message = e.code === "union" ? e.message : `${path.length ? fieldName(path) : "flow.yaml"} ${e.problem}`
-    return [{ path, message, unknown: e.code === "predicate" && e.expected === "removed" }]
+    return [{ path, message, unknown: unknownKey }]
   })
 }
 

@@ -28,6 +28,8 @@ type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: s
 
 /** The last layout, in the project's .flow/: a new `flow view` on an unchanged graph starts without ELK. */
 export const LAYOUT_FILE = "view-layout.json"
+/** What flow view writes is for the person only (a shared machine: issue 21), in a .flow/ that is too. */
+export const PRIVATE_FILE = 0o600
 
 export class ViewModel {
   version = 0
@@ -144,7 +146,7 @@ export class ViewModel {
     const layout = await computeLayout(index, (done, total) => this.emit({ type: "layout", key, done, total }))
     try {
       ensureStateDir(this.project.stateDir)
-      writeFileAtomic(join(this.project.stateDir, LAYOUT_FILE), JSON.stringify(layout))
+      writeFileAtomic(join(this.project.stateDir, LAYOUT_FILE), JSON.stringify(layout), { mode: PRIVATE_FILE })
     } catch {
       // The saved copy only spares the next `flow view` a layout; a read-only .flow costs nothing else.
     }
