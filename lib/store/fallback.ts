@@ -2,13 +2,15 @@
 // its CLI reports a usage limit.
 import { Exit, FlowError } from "../cli/errors"
 import { closest } from "../cli/suggest"
-import type { AgentConfig } from "./config"
+
+/** What the check reads of an agent of flow.yaml (config.ts's AgentConfig, which imports this module). */
+type Agent = { name: string; cli: string; fallback?: string | string[] }
 
 /**
  * A fallback names another agent of flow.yaml, on another CLI: the same CLI shares the limit that was reached
  * (the same account), and a task cannot fall back to the agent it is moving away from.
  */
-export function checkFallbacks(agents: readonly AgentConfig[]): void {
+export function checkFallbacks(agents: readonly Agent[]): void {
   const hint = "fallback: names other agents of flow.yaml, each on a different cli (docs/BUDGETS.md)"
   for (const agent of agents) {
     for (const name of fallbacksOf(agent)) {
@@ -35,6 +37,6 @@ export function checkFallbacks(agents: readonly AgentConfig[]): void {
 }
 
 /** The agents a task of `agent` moves to when its CLI is limited, in order. */
-export function fallbacksOf(agent: AgentConfig): string[] {
+export function fallbacksOf(agent: Agent): string[] {
   return agent.fallback === undefined ? [] : [agent.fallback].flat()
 }
