@@ -9,7 +9,9 @@ export const meta = {
   usage: "flow answer <question_id> <text> [--force]",
   description: `Records the answer to a question an agent asked ('flow questions' lists them); an agent waiting with
 'flow ask --wait' prints it and carries on. Several words are joined with spaces. The answer is signed
-with $USER. A question is answered once: --force replaces an answer (an agent may already have read it).`,
+with $USER. A question is answered once: --force replaces an answer (an agent may already have read it).
+A question flow asks when a task reaches its budget takes an amount to add (flow answer q-7 10, or $10;
+tokens as 500k, minutes as 30m) or 'block' (docs/BUDGETS.md).`,
   options: {
     force: { type: "boolean", help: "replace the answer of a question that already has one" },
   },

@@ -28,9 +28,13 @@ import { basename, join, relative } from "node:path"
 import { prepareSettings } from "../lib/run/prepare"
 import { diskFullError, isDiskFull } from "../lib/store/disk-full"
 import { parseDuration } from "../lib/cli/duration"
+import { priceOf, priceTable } from "../lib/run/prices"
+import { budgetWarnings, forecast, forecastLines } from "../lib/run/forecast"
+import { spendByTask } from "../lib/run/budget-meter"
+import { openExistingState } from "../lib/run/state-db"
 
 export const meta = {
-  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
+  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless] [--dry-run]",
   description: `Runs agents on the task graph until every task is done: each task in its own git worktree
 and branch, merged into the target branch when done. Agents come from flow.yaml, or --agents N --cli <cli>
 (N agents named <cli>-1 ... <cli>-N; cli 'script' runs the \`\`\`sh blocks of the instructions, offline).
@@ -38,7 +42,9 @@ Checkpoints wait for a person ('flow done <id>' from another terminal) unless --
 In a terminal it shows a live screen: a pane per agent with its output, the questions waiting for an
 answer ('a' answers the oldest), and what happened to tasks; elsewhere (piped, CI, --headless) it prints
 a timestamped log line per event. Ctrl-C (or 'q' on the screen) stops the agents and leaves every task
-to be resumed by the next 'flow run'.
+to be resumed by the next 'flow run'. flow.yaml's budget caps what tasks, agents and the run spend
+(docs/BUDGETS.md); --dry-run prints the forecast (tasks to do, spend so far, an estimate of the rest) and
+starts nothing.
 Exit 0 when every task is done, 4 when the run ended with tasks blocked or not done, 130 when stopped.`,
   options: {
     agents: { type: "string", arg: "n", help: "how many agents to run (with --cli; overrides flow.yaml's agents)" },
@@ -46,6 +52,7 @@ Exit 0 when every task is done, 4 when the run ended with tasks blocked or not d
     parallel: { type: "string", arg: "n", help: "at most this many tasks at once (default: every agent)" },
     yes: { type: "boolean", help: "approve checkpoints automatically" },
     headless: { type: "boolean", help: "plain timestamped log lines instead of the terminal UI (what a pipe or CI gets anyway)" },
+    "dry-run": { type: "boolean", help: "print the agents and the forecast of the run (tasks to do, spend so far, an estimate of the rest), start nothing" },
   },
 } as const
 
@@ -80,6 +87,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       "'flow doctor' lists each check with what to fix",
     )
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
+  if (values["dry-run"]) return dryRun(ctx, project, agents, parallelism, config)
 
   return startRun(ctx, project, {
     agents,
@@ -90,12 +98,17 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   })
 }
 
+/** The run settings that come from flow.yaml. */
+type ConfigSettings = Pick<
+  RunSettings,
+  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare" | "budget" | "prices"
+>
+
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
-export function fromConfig(
-  config: FlowConfig,
-  env: Ctx["env"],
-): Pick<RunSettings, "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare"> {
+export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings {
   return {
+    budget: config.budget,
+    prices: priceTable(config.prices),
     prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
@@ -110,13 +123,11 @@ export function fromConfig(
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2
 
-export type StartOptions = Pick<
-  RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare"
-> & {
-  /** the log lines even in a terminal */
-  headless?: boolean
-}
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes"> &
+  ConfigSettings & {
+    /** the log lines even in a terminal */
+    headless?: boolean
+  }
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
@@ -219,6 +230,22 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     log?.close()
     release()
   }
+}
+
+/** `flow run --dry-run`: who would work and what the rest may cost; nothing is started, no file is written. */
+async function dryRun(ctx: Ctx, project: Project, agents: AgentConfig[], parallelism: number, config: FlowConfig): Promise<number> {
+  const index = indexTasks((await readTasks(project)).data)
+  const db = await openExistingState(project)
+  const spends = db ? await spendByTask(db).finally(() => db.close()) : new Map()
+  const prices = priceTable(config.prices)
+  const out = [
+    "flow run --dry-run: nothing is started",
+    `Agents: ${agents.map((a) => `${a.name} (${a.cli})`).join(", ")}; at most ${parallelism} at once`,
+    ...forecastLines(forecast(index, spends, config.budget), config.budget).map((line, i) => (i === 0 ? `Forecast: ${line}` : `  ${line}`)),
+  ]
+  for (const warning of budgetWarnings(agents, config.budget, (m) => priceOf(prices, m) !== undefined)) ctx.stderr(`warning: ${warning}\n`)
+  ctx.stdout(`${out.join("\n")}\n`)
+  return Exit.ok
 }
 
 /** What the terminal UI shows of tasks.yaml. */

@@ -61,7 +61,7 @@ const notes = (yaml: string, id: string) =>
   (Bun.YAML.parse(yaml) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks.find((t) => t.id === id)?.ai_notes ?? []
 
 /** Polls `check` (each poll runs flow or reads a file, so it is the wait's own pace) until it gives a value. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms: number): Promise<T> {
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms: number): Promise<T> {
   const end = Date.now() + ms
   for (;;) {
     const value = await check()

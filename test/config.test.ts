@@ -52,7 +52,7 @@ test("the reference names every field of the schema, loads as an empty configura
     for (let j = i + 1; j < lines.length && /^# {2}/.test(lines[j]); j++) block.push(lines[j])
     return [block.map((l) => l.slice(2)).join("\n")]
   })
-  expect(examples.length).toBe(21)
+  expect(examples.length).toBe(23)
   for (const example of examples) expect({ example, loaded: "error" in load(example) }).toEqual({ example, loaded: false })
 })
 
@@ -101,7 +101,7 @@ test("a list of verify entries has each entry checked; a field of two shapes say
   ])
   expect((load("verify: 3\n") as { error: string }).error).toContain("ERROR: verify must be an object or an array (was 3)\n")
   expect((load("zzz: 1\n") as { error: string }).error).toContain(
-    "  hint: the fields here: agents, copy, fix_attempts, merge_target, parallelism, ports, project, pull_request, push, queue_depth, remote, repo, retries, setup, state, task_timeout, teardown, verify",
+    "  hint: the fields here: agents, budget, copy, fix_attempts, merge_target, parallelism, ports, prices, project, pull_request, push, queue_depth, remote, repo, retries, setup, state, task_timeout, teardown, verify",
   )
   expect(load("- a\n")).toEqual({
     error: "flow.yaml must be a mapping of settings (field: value), not a list",
@@ -115,6 +115,28 @@ test.concurrent("flow run stops at a bad flow.yaml with exit 3 and the reference
   const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script"])
   expect(r.code).toBe(3)
   expect(r.stderr).toEndWith("  hint: did you mean 'parallelism'?\nhint: 'flow help config' prints every field of flow.yaml with its default\n")
+})
+
+test("a fallback names another agent of flow.yaml, on another CLI", () => {
+  const agents = "agents:\n  - { name: claude-1, cli: claude, fallback: [codex-1] }\n  - { name: claude-2, cli: claude }\n  - { name: codex-1, cli: codex }\n"
+  expect(load(agents)).toMatchObject({ agents: [{ name: "claude-1", fallback: ["codex-1"] }, { name: "claude-2" }, { name: "codex-1" }] })
+  expect(load(agents.replace("[codex-1]", "codex-2"))).toEqual({
+    error: "flow.yaml: agent 'claude-1' falls back to 'codex-2', which is not an agent of flow.yaml",
+    hint: "did you mean 'codex-1'?",
+    exit: 3,
+  })
+  expect(load(agents.replace("[codex-1]", "claude-2"))).toEqual({
+    error: "flow.yaml: agent 'claude-1' falls back to 'claude-2', which uses the same cli (claude): its usage limit is likely the same",
+    hint: "fallback: names other agents of flow.yaml, each on a different cli (docs/BUDGETS.md)",
+    exit: 3,
+  })
+  expect(
+    (load("budget:\n  task: { usd: 0, dollars: 5 }\n  ceiling: 0.5\n") as { error: string }).error.split("\n").filter((l) => l.startsWith("ERROR")),
+  ).toEqual([
+    "ERROR: budget.task.usd must be positive (was 0)",
+    "ERROR: unknown field 'budget.task.dollars'",
+    "ERROR: budget.ceiling must be at least 1 (was 0.5)",
+  ])
 })
 
 test("setup, teardown, copy and ports take one entry for every repository or a list with repo; a path out of the repository is refused at its line", () => {

@@ -162,6 +162,8 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         step: null,
         live: true,
         usage: null,
+        budget: null,
+        parked_until: null,
       },
       {
         id: "ui",
@@ -174,6 +176,8 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         step: { current: 2, total: 3 },
         live: null,
         usage: null,
+        budget: null,
+        parked_until: null,
       },
       {
         id: "docs-guide",
@@ -186,6 +190,8 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         step: null,
         live: null,
         usage: null,
+        budget: null,
+        parked_until: null,
       },
     ],
     recent: [
@@ -197,7 +203,7 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
     review: ["review"],
     blocked: [{ id: "bug", title: "Fix the bug", note: "the check failed (exit 1) after 2 fix attempts: npm test" }],
     run: { pid: process.pid, since: "2026-03-01T09:00:00.000Z" },
-    usage: { run: null, total: null },
+    usage: { run: null, total: null, budget: null },
     queue: [],
   })
 })
@@ -274,6 +280,7 @@ test.concurrent("usage reported by agents: a Usage line, a column per running ta
   expect(report.usage).toEqual({
     run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 },
     total: { input_tokens: 2100, output_tokens: 170, cost_usd: 0.0123 },
+    budget: null,
   })
   expect(report.running.map((t: { usage: unknown }) => t.usage)).toEqual([
     { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 },
@@ -290,7 +297,20 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
   }
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
   expect(JSON.parse(r.stdout).running).toEqual([
-    { id: "a", title: "A", phase: null, status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null },
+    {
+      id: "a",
+      title: "A",
+      phase: null,
+      status: "in_progress",
+      agent: "claude-1",
+      started_at: null,
+      seconds: null,
+      step: null,
+      live: false,
+      usage: null,
+      budget: null,
+      parked_until: null,
+    },
   ])
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
   expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")

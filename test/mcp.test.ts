@@ -6,6 +6,8 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js"
 import { TASK_STATUSES } from "../lib/model/statuses"
 import { ID_PATTERN, STEP_ID_PATTERN } from "../lib/model/schema"
 import { TOOLS } from "../lib/mcp/tools"
+import { projectAt } from "../lib/cli/project"
+import { openState } from "../lib/run/state-db"
 import { call, callFails, connect, type Transport } from "./mcp-helpers"
 import { flow, flowArgv, snapshot, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
@@ -235,6 +237,37 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     expect(missing).toBeInstanceOf(McpError)
     expect((missing as McpError).message).toContain("no task 'apx' in tasks.yaml")
   })
+})
+
+test.concurrent("a budget question answered with flow_answer is refused and taken as flow answer does; flow_show has the task's budget", async () => {
+  await using dir = await project()
+  dir.write("flow.yaml", "budget:\n  task: { usd: 5 }\n")
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.questions.ask({ task_id: "api", text: "task 'api' spent $5.20 of $5.00: ...", kind: "budget:usd" })
+    await db.questions.ask({ task_id: "ui", text: "task 'ui' spent 80 minutes of 60: ...", kind: "budget:minutes" })
+  }
+  await using server = await connect("stdio", dir.path, { USER: "alice" })
+  const { client } = server
+  const before = snapshot(dir.path)
+  // Neither an amount nor 'block': the command's words (exit 2), and nothing written, through either.
+  for (const [id, text] of [
+    ["q-1", "lots"],
+    ["q-1", "10 minutes"],
+    ["q-2", "$5"],
+  ] as const) {
+    const cli = (await cliError(dir, ["answer", id, text])).replace(/\n$/, "")
+    expect(cli).toStartWith(`error: ${id} asks for more budget: answer with `)
+    expect(await callFails(client, "flow_answer", { question_id: id, text })).toBe(cli)
+  }
+  expect(snapshot(dir.path)).toEqual(before)
+  expect(await call(client, "flow_answer", { question_id: "1", text: "$10" })).toMatchObject({ id: "q-1", kind: "budget:usd", answer: "$10" })
+  expect(await call(client, "flow_answer", { question_id: "q-2", text: "block too slow" })).toMatchObject({ id: "q-2", answer: "block too slow" })
+  expect(await call(client, "flow_questions", { all: true })).toEqual((await cliJson(dir, ["questions", "--all"])) as Record<string, unknown>)
+  // The answer is the grant: $5 from flow.yaml and $10 answered.
+  const shown = await call(client, "flow_show", { task_id: "api" })
+  expect(shown.budget).toEqual({ usd: { spent: 0, cap: 15 } })
+  expect(shown).toEqual((await cliJson(dir, ["show", "api"])) as Record<string, unknown>)
 })
 
 test.concurrent("the input schemas come from the schema of tasks.yaml: the id patterns and the status enum", async () => {

@@ -158,6 +158,7 @@ test("any size of screen draws: tiny windows, many agents, long titles keep stat
     id: `q-${n}`,
     task_id: "t",
     agent: "a-1",
+    kind: null,
     text: `question ${n}?`,
     asked_at: "",
     answer: null,

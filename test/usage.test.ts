@@ -139,10 +139,14 @@ test("claude: model_usage_since_last_result, when the CLI writes it, is the turn
       "claude-haiku-4-5": { inputTokens: 1, outputTokens: 1, costUSD: 0.001 },
     },
   })
-  expect(adapterFor("claude").parseLine(line)).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, costUsd: 0.021 }])
+  expect(adapterFor("claude").parseLine(line)).toEqual([
+    { type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0.021 },
+  ])
   const none = JSON.parse(line)
   none.model_usage_since_last_result = {}
-  expect(adapterFor("claude").parseLine(JSON.stringify(none))).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, costUsd: 0 }])
+  expect(adapterFor("claude").parseLine(JSON.stringify(none))).toEqual([
+    { type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0 },
+  ])
 })
 
 test("usage as text: only what was reported, thousands separated; sums keep absent fields absent", () => {
@@ -214,7 +218,7 @@ test.concurrent("claude: a session stopped and resumed in a new run counts each 
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
   expect(DashboardReport(dashboard)).toEqual(dashboard)
   // The last run is the second: it ran one turn.
-  expect(dashboard.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: turn2 })
+  expect(dashboard.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: turn2, budget: null })
   expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "100" } })).stdout).toContain(
     "\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 200 in, 100 out, $0.0246\n",
   )
@@ -247,7 +251,11 @@ test.concurrent("codex: steps resume one thread whose token counts are cumulativ
   expect(r.stdout.match(/api \| tokens .*/g)).toEqual(["api | tokens 1000 in, 60 out", "api | tokens 1000 in, 60 out"])
   expect((await json<ShowReport>(dir, ["show", "api"])).usage).toEqual({ input_tokens: 2000, output_tokens: 120 })
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
-  expect(RunUsage(dashboard.usage)).toEqual({ run: { input_tokens: 2000, output_tokens: 120 }, total: { input_tokens: 2000, output_tokens: 120 } })
+  expect(RunUsage(dashboard.usage)).toEqual({
+    run: { input_tokens: 2000, output_tokens: 120 },
+    total: { input_tokens: 2000, output_tokens: 120 },
+    budget: null,
+  })
 })
 
 test.concurrent("no usage recorded: null in every --json, and no Usage line in show, agents or the dashboard", async () => {
@@ -258,6 +266,6 @@ test.concurrent("no usage recorded: null in every --json, and no Usage line in s
   expect((await flow(dir.path, ["run"])).code).toBe(0)
   expect((await json<ShowReport>(dir, ["show", "a"])).usage).toBeNull()
   expect((await json<AgentsReport>(dir, ["agents"])).agents.map((a) => a.usage)).toEqual([null])
-  expect((await json<DashboardReport>(dir, ["dashboard"])).usage).toEqual({ run: null, total: null })
+  expect((await json<DashboardReport>(dir, ["dashboard"])).usage).toEqual({ run: null, total: null, budget: null })
   for (const args of [["show", "a"], ["agents"], ["dashboard"]]) expect((await flow(dir.path, args)).stdout).not.toContain("Usage")
 })

@@ -116,9 +116,10 @@ test.concurrent("GET /api/tasks/:id is flow show --json with the exact prompt of
   expect(res.status).toBe(200)
   const body = await json(res)
   expect(ViewTaskReport.onDeepUndeclaredKey("reject")(body)).toEqual(body)
-  const { prompt, resume_prompt, ...show } = body
+  const { prompt, resume_prompt, parked_until, ...show } = body
   const cli = await flow(dir.path, ["show", "api", "--json"])
   expect(show).toEqual(JSON.parse(cli.stdout))
+  expect(parked_until).toBeNull()
   expect(ShowReport.onDeepUndeclaredKey("reject")(show)).toEqual(show)
   expect(prompt).toBe((await flow(dir.path, ["prompt", "api"])).stdout)
   expect(prompt).toContain("Write tests.")
@@ -212,7 +213,7 @@ test.concurrent("every route needs the token: without it 401 and no data; the to
 test.concurrent("usage: null before any report; then the task's sum in its details and the runs' in GET /api/usage", async () => {
   await using dir = await project()
   const { get } = await serve(dir)
-  expect(await json(get("/api/usage"))).toEqual({ run: null, total: null })
+  expect(await json(get("/api/usage"))).toEqual({ run: null, total: null, budget: null })
   expect((await json(get("/api/tasks/api"))).usage).toBeNull()
   expect(existsSync(join(dir.path, ".flow", "state.db"))).toBe(false) // reading created nothing
   const db = await openState(projectAt(dir.path))
@@ -225,6 +226,7 @@ test.concurrent("usage: null before any report; then the task's sum in its detai
   expect(RunUsage.onDeepUndeclaredKey("reject")(usage)).toEqual({
     run: { input_tokens: 300, output_tokens: 30, cost_usd: 0.03 },
     total: { input_tokens: 350, output_tokens: 35, cost_usd: 0.03 },
+    budget: null,
   })
   expect((await json(get("/api/tasks/api"))).usage).toEqual({ input_tokens: 300, output_tokens: 30, cost_usd: 0.03 })
   expect((await json(get("/api/tasks/setup"))).usage).toEqual({ input_tokens: 50, output_tokens: 5 })

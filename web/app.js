@@ -5,7 +5,7 @@ import { applyHighlights, buildFilters, centreAt, drawGraph, fit, openingView, r
 import { setUpMinimap } from "./minimap.js"
 import { onCardClick, renderDetails, renderInbox, renderQueue, select } from "./panel.js"
 import { $, actions, api, INSTANCE, state } from "./state.js"
-import { esc, usageText } from "./text.js"
+import { budgetText, esc, usageText } from "./text.js"
 
 /** Fetches what changed and redraws; calls made while one runs are folded into one more run. */
 export async function refresh() {
@@ -34,7 +34,13 @@ async function load() {
   state.queue = queue.queue
   state.queued = new Map(queue.queue.flatMap((q) => q.candidates.map((c) => [c.task, c])))
   const spent = usageText(usage.total)
-  $("usage").textContent = spent ? `${usageText(usage.run) ? `last run ${usageText(usage.run)}; ` : ""}all runs ${spent}` : ""
+  const runBudget = budgetText(usage.budget)
+  $("usage").textContent = [
+    spent ? `${usageText(usage.run) ? `last run ${usageText(usage.run)}; ` : ""}all runs ${spent}` : "",
+    runBudget ? `run budget: ${runBudget} in the last run` : "",
+  ]
+    .filter(Boolean)
+    .join("; ")
   state.tasks = new Map()
   state.dependents = new Map()
   for (const phase of report.phases) for (const t of phase.tasks) state.tasks.set(t.id, t)

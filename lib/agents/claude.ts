@@ -1,6 +1,7 @@
 // Claude Code in print mode with stream-json output (checked against @anthropic-ai/claude-code 2.1.330, and
 // for its stream and cost totals 2.1.197, what npm installs on Node 20, 2.1.276 and 2.1.277).
 import { join } from "node:path"
+import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { arr, isObject, num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
 import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
 import { compareVersions } from "./versions"
@@ -14,6 +15,22 @@ import { compareVersions } from "./versions"
  */
 export const SESSION_TOTALS_SINCE = "2.1.277"
 
+/**
+ * Claude Code's words for a refused request (2.1.330's source, in its binary): with an API key, `API Error:
+ * Request rejected (429) · <the API's message>` and, for 529, `API Error: ... overloaded`; on a Claude plan,
+ * `You've hit your session limit · resets 2pm (Europe/Paris)` (also weekly, Opus, ... limits) and, before
+ * 2.1, `Claude AI usage limit reached|<epoch>`; the plan's refusal also comes as a rate_limit_event (below).
+ */
+export const CLAUDE_LIMITS: readonly LimitPattern[] = [
+  {
+    kind: "quota",
+    pattern: /You(?:'|’)ve hit your (?:[\w-]+ )*limit|usage limit reached|spend limit reached|out of (?:usage )?credits|credit balance (?:is )?too low/i,
+  },
+  { kind: "overloaded", pattern: /API Error: (?:Request rejected \()?529\b|overloaded_error/i },
+  { kind: "rate", pattern: /API Error: (?:Request rejected \()?429\b|rate_limit_error/i },
+  ...HTTP_LIMITS,
+]
+
 export const claude: Adapter = {
   cli: "claude",
   binary: "claude",
@@ -21,6 +38,7 @@ export const claude: Adapter = {
   testedVersion: "2.1.330",
   canResume: true,
   lostSession: /^No conversation found with session ID/,
+  limits: CLAUDE_LIMITS,
   // `--mcp-config <file>` adds the server to the user's own; print mode denies a tool nobody allowed, and
   // `mcp__<server>` allows every tool of that server (Claude Code names them mcp__<server>__<tool>).
   // `timeout` (ms) is the server's limit per call: flow_ask waits for a person.
@@ -63,7 +81,8 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
       const id = str(event.session_id)
       if (event.subtype === "api_retry") return [{ type: "notice", message: apiRetry(event) }]
       const version = str(event.claude_code_version)
-      return event.subtype === "init" && id ? [{ type: "session", id, ...(version ? { version } : {}) }] : []
+      const model = str(event.model)
+      return event.subtype === "init" && id ? [{ type: "session", id, ...(version ? { version } : {}), ...(model ? { model } : {}) }] : []
     }
     case "assistant":
       // An API failure comes as a made-up assistant message too: the result says it once, as an error.
@@ -87,14 +106,34 @@ function claudeEvent(event: Record<string, unknown>): AgentEvent[] {
       // the total its transcript saved; before, the process's: totalsPer), so the turn's cost is the sum over
       // model_usage_since_last_result (this process's calls since its previous result) when the CLI writes it,
       // else the total, for the runner to subtract what it last saw of the same session or process.
-      const input = sum(u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens)
+      const tokens = {
+        input: sum(u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens),
+        output: num(u.output_tokens),
+        cacheRead: num(u.cache_read_input_tokens),
+        cacheWrite: num(u.cache_creation_input_tokens),
+      }
       const sinceLast = event.model_usage_since_last_result
       if (isObject(sinceLast)) {
-        out.push(...usage(input, num(u.output_tokens), sum(...Object.values(sinceLast).map((m) => obj(m).costUSD)) ?? 0))
+        out.push(...usage({ ...tokens, cost: sum(...Object.values(sinceLast).map((m) => obj(m).costUSD)) ?? 0 }))
       } else {
-        out.push(...usage(input, num(u.output_tokens), num(event.total_cost_usd), ["cost"]))
+        out.push(...usage({ ...tokens, cost: num(event.total_cost_usd) }, ["cost"]))
       }
       return out
+    }
+    case "rate_limit_event": {
+      // A plan's refusal (a Claude subscription; API keys get only the error text): resetsAt in epoch seconds.
+      const info = obj(event.rate_limit_info)
+      if (info.status !== "rejected") return []
+      const resets = num(info.resetsAt)
+      const what = str(info.rateLimitType)
+      return [
+        {
+          type: "limit",
+          kind: "quota",
+          message: `usage limit reached${what ? ` (${what})` : ""}`,
+          ...(resets ? { resetsAt: new Date(resets * 1000).toISOString() } : {}),
+        },
+      ]
     }
     default:
       return [] // user (tool results), stream_event, hook and status events carry nothing flow shows

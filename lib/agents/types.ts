@@ -1,10 +1,12 @@
 // The contract between flow's orchestrator and one coding-agent CLI: how to start it, how to read it.
+import type { LimitKind, LimitPattern } from "./limits"
 
 export type AgentEvent =
   | { type: "text"; text: string } // assistant text
   | { type: "tool"; name: string; detail?: string } // a tool call, with a short one-line detail (command, file)
-  | { type: "session"; id: string; version?: string } // the session id to resume later, and the CLI's version when its stream says
+  | { type: "session"; id: string; version?: string; model?: string } // the session id to resume later, the CLI's version and model when its stream says
   | UsageEvent
+  | LimitEvent
   | { type: "error"; message: string } // an error the CLI reported in its stream
   | { type: "notice"; message: string } // what the CLI says it does meanwhile (retrying a failed request)
 
@@ -14,8 +16,28 @@ export type AgentEvent =
  * report's own: the runner turns those into deltas (lib/run/usage-meter.ts), so every usage event flow
  * emits and records is what that report added.
  */
-export type UsageEvent = { type: "usage"; inputTokens?: number; outputTokens?: number; costUsd?: number; totals?: readonly UsageField[] }
-/** "tokens" covers inputTokens and outputTokens, "cost" costUsd. */
+export type UsageEvent = {
+  type: "usage"
+  inputTokens?: number
+  outputTokens?: number
+  /** of inputTokens, those read from the provider's prompt cache and those written to it (billed differently) */
+  cacheReadTokens?: number
+  cacheWriteTokens?: number
+  costUsd?: number
+  /** the cost is flow's estimate from the model's price (lib/run/prices.ts), not the CLI's report */
+  costEstimated?: boolean
+  /** the model these tokens went to, when the CLI says (Gemini CLI reports each model's) */
+  model?: string
+  /** the tokens as the provider bills them: cached reads and writes weighted by their price (lib/run/prices.ts) */
+  billedTokens?: number
+  totals?: readonly UsageField[]
+}
+/**
+ * A refusal the CLI reported in its stream's own terms (Claude Code's rate_limit_event), beside the error text
+ * its adapter's `limits` table reads: `resetsAt` is an ISO time.
+ */
+export type LimitEvent = { type: "limit"; kind: LimitKind; message: string; resetsAt?: string }
+/** "tokens" covers the token counts, "cost" costUsd. */
 export type UsageField = "tokens" | "cost"
 /** What a CLI's running totals add up: the reports of one process, or of the whole session. */
 export type TotalsScope = "process" | "session"
@@ -61,6 +83,8 @@ export type Adapter = {
   lostSession?: RegExp
   /** The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): for CLIs that rewrite argv text. */
   promptOnStdin?: boolean
+  /** The CLI's wordings of a rate limit, a used-up quota or an overloaded API (lib/agents/limits.ts), first match wins. */
+  limits?: readonly LimitPattern[]
   /**
    * How the CLI is handed flow's MCP server (flow.yaml `mcp: true`), so its agent calls flow's tools; absent
    * for CLIs that cannot be. `dir` is a folder of the task's own, outside the worktree, for config files;

@@ -9,6 +9,8 @@ import { sanitize, textWidth, truncate } from "../terminal/screen"
 import { TASK_STATUSES } from "../model/statuses"
 import { oneLine } from "../graph/task-lines"
 import { usageCell, usageText } from "../run/usage"
+import { budgetText } from "../run/budget-report"
+import { clockTime } from "../run/log"
 
 export type RenderOptions = {
   /** Infinity: nothing is cut (piped output) */
@@ -65,9 +67,11 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   )
   // Only once an agent reported something: scripted and `command` agents report nothing.
   const spent = usageText(r.usage.total)
-  if (spent) {
+  const runBudget = budgetText(r.usage.budget)
+  if (spent || runBudget) {
     const run = usageText(r.usage.run)
-    out.push(fit([["Usage", c.bold], `: ${run ? `last run ${run}; ` : ""}all runs ${spent}`], w))
+    const budget = runBudget ? `${spent ? "; " : ""}run budget: ${runBudget} in the last run` : ""
+    out.push(fit([["Usage", c.bold], `: ${spent ? `${run ? `last run ${run}; ` : ""}all runs ${spent}` : ""}${budget}`], w))
   }
   out.push("")
 
@@ -101,8 +105,15 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
       t.agent ?? "-",
       t.seconds === null ? "-" : formatDuration(t.seconds * 1000),
       t.step ? `step ${t.step.current}/${t.step.total}` : "",
-      t.live === null ? "" : t.live ? ["live", c.green] : ["stopped", c.yellow],
-      usageCell(t.usage),
+      t.parked_until
+        ? [`parked until ${clockTime(new Date(t.parked_until))}`, c.yellow]
+        : t.live === null
+          ? ""
+          : t.live
+            ? ["live", c.green]
+            : ["stopped", c.yellow],
+      // Spend beside the cap where the task has one (docs/BUDGETS.md), else the cost or tokens alone.
+      budgetText(t.budget) ?? usageCell(t.usage),
     ])
     out.push(...table(rows, w, [false, false, false, true, false, false, true]))
   }

@@ -13,6 +13,8 @@ import { liveRun, NO_WORK, workedBy, workFrom, type WorkLedger } from "../run/wo
 import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../run/usage"
+import { type BudgetState, NO_BUDGET_STATE, readBudgetState, runBudgetFrom, taskBudgetFrom } from "../run/budget-report"
+import { readBudgetConfig } from "../store/budget-config"
 
 /** How many done tasks "Recently completed" lists. */
 export const RECENT_LIMIT = 10
@@ -26,6 +28,8 @@ export type RuntimeState = {
   usage: UsageTotals
   /** the merge queues of the live or last run */
   queue: MergeQueueReport
+  /** spend and caps (docs/BUDGETS.md), parked tasks */
+  budget: BudgetState
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
@@ -36,14 +40,17 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   let work: WorkLedger = { ...NO_WORK, run }
   let usage = NO_USAGE
   let queue: MergeQueueReport = []
+  const config = await readBudgetConfig(project.dir)
+  let budget: BudgetState = { ...NO_BUDGET_STATE, config }
   if (db) {
     using open = db
     questions = (await open.questions.pending()).length
     work = await workFrom(open, run)
     usage = await usageFrom(open)
     queue = await readQueues(open)
+    budget = await readBudgetState(open, config)
   }
-  return { questions, run, work, usage, queue }
+  return { questions, run, work, usage, queue, budget }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -80,6 +87,8 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
           step: stepPosition(t),
           live: held ? w.state === "working" : null,
           usage: runtime.usage.byTask.get(t.id) ?? null,
+          budget: taskBudgetFrom(runtime.budget, t),
+          parked_until: runtime.budget.parked.get(t.id) ?? null,
         }
       }),
     recent: tasks
@@ -100,7 +109,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     blocked: tasks.filter((t) => t.status === "blocked").map((t) => ({ id: t.id, title: t.title, note: blockNote(t) })),
     run: runtime.run,
-    usage: { run: runtime.usage.run, total: runtime.usage.total },
+    usage: { run: runtime.usage.run, total: runtime.usage.total, budget: runBudgetFrom(runtime.budget) },
     queue: runtime.queue,
   }
 }

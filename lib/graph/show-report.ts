@@ -1,5 +1,5 @@
 // What `flow show` derives from one task (its --json shape), shared with the inspector's task endpoint.
-import type { ShowReport, Usage, WorkedBy } from "../model/json-shapes"
+import type { BudgetReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
 import { topLevelOf, type Indexed, type Task } from "../model/task-index"
 import { taskSummary } from "./task-lines"
 
@@ -8,9 +8,16 @@ export type Descendant = { task: Task; parent: Task; depth: number }
 /**
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
  * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/run/usage.ts);
- * `worker` who works or worked on it (lib/run/worked-by.ts).
+ * `budget` its spend beside its caps (lib/run/budget-report.ts); `worker` who works or worked on it (lib/run/worked-by.ts).
  */
-export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: Map<number, string>, usage: Usage | null, worker: WorkedBy | null): ShowReport {
+export function showReport(
+  index: Map<string, Indexed>,
+  entry: Indexed,
+  titles: Map<number, string>,
+  usage: Usage | null,
+  worker: WorkedBy | null,
+  budget: BudgetReport | null = null,
+): ShowReport {
   const { task } = entry
   const { dependents, validates } = pointingAt(index, task.id)
   const { phase } = effectivePhase(entry, index)
@@ -25,6 +32,7 @@ export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: 
     phase,
     phase_title: phase === null ? null : (titles.get(phase) ?? null),
     usage,
+    budget,
     worked_by: worker,
   }
 }

@@ -75,7 +75,7 @@ export const TOOLS: readonly Tool[] = [
     name: "flow_show",
     title: "Show a task",
     description:
-      "One task as stored in tasks.yaml with what flow derives from it (flow show --json): its dependencies with their statuses, dependents, subtasks, parent, phase and title, tokens and cost.",
+      "One task as stored in tasks.yaml with what flow derives from it (flow show --json): its dependencies with their statuses, dependents, subtasks, parent, phase and title, tokens and cost, its budget.",
     input: type({ task_id: taskId }),
     output: ShowReport,
     ...readOnly,
@@ -149,7 +149,7 @@ export const TOOLS: readonly Tool[] = [
     name: "flow_answer",
     title: "Answer a question",
     description:
-      "Records the answer to a question an agent asked (flow answer); an agent waiting for it carries on. A question is answered once: force replaces an answer.",
+      "Records the answer to a question an agent asked (flow answer); an agent waiting for it carries on. A question is answered once: force replaces an answer. A question flow asks when a task reaches its budget takes an amount to add (10, $10; tokens as 500k; minutes as 30m) or 'block'.",
     input: type({ question_id: type(/^(q-)?\d+$/).describe("a question id such as q-3 (or 3)"), text, "force?": "boolean" }),
     output: Question,
     readOnly: false,

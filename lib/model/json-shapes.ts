@@ -53,6 +53,8 @@ export const Question = type({
   task_id: "string",
   agent: "string | null",
   text: "string",
+  /** null: an agent asked it; `budget:usd`, `budget:tokens`, `budget:minutes`: flow asks for more budget (docs/BUDGETS.md) */
+  kind: "string | null",
   asked_at: "string",
   answer: "string | null",
   answered_at: "string | null",
@@ -67,12 +69,34 @@ export type QuestionsReport = typeof QuestionsReport.infer
  * Tokens and cost summed from the agents' reports (docs/AGENTS.md "Tokens and cost"). A field is absent when
  * no report had it (Gemini and Codex report no cost); where nothing was reported at all, outputs say null.
  */
-export const Usage = type({ "input_tokens?": "number", "output_tokens?": "number", "cost_usd?": "number" })
+export const Usage = type({
+  "input_tokens?": "number",
+  "output_tokens?": "number",
+  "cost_usd?": "number",
+  /** true when some of cost_usd is flow's estimate from a model's price (the CLI reported tokens only: docs/BUDGETS.md) */
+  "cost_estimated?": "boolean",
+})
 export type Usage = typeof Usage.infer
 
-/** The latest `flow run`'s usage (since its start) and every run's; each null when nothing was reported. */
-export const RunUsage = type({ run: Usage.or("null"), total: Usage.or("null") })
+/** One unit of a budget: what was spent (dollars; tokens as billed; minutes of agent turns) and the cap. */
+const BudgetLine = type({ spent: "number", cap: "number" })
+/**
+ * Spend beside the caps of a budget (docs/BUDGETS.md), per unit that has a cap: a task's over every run (its
+ * cap with what people granted), an agent's and the run's in the latest run. null where nothing is capped.
+ */
+export const BudgetReport = type({ "usd?": BudgetLine, "tokens?": BudgetLine, "minutes?": BudgetLine })
+export type BudgetReport = typeof BudgetReport.infer
+
+/**
+ * The latest `flow run`'s usage (since its start) and every run's; each null when nothing was reported.
+ * `budget`: the latest run's spend beside flow.yaml's budget.run (null without one).
+ */
+export const RunUsage = type({ run: Usage.or("null"), total: Usage.or("null"), budget: BudgetReport.or("null") })
 export type RunUsage = typeof RunUsage.infer
+
+/** An agent parked by its CLI's usage limit: until when (ISO), the CLI's words, and the task that waits for it. */
+export const Parked = type({ until: "string", reason: "string", task: "string | null" })
+export type Parked = typeof Parked.infer
 
 // --- list, show, next ---
 
@@ -138,6 +162,8 @@ export const ShowReport = type({
   phase_title: "string | null",
   /** tokens and cost its agents reported (this task's turns only, not its subtasks'); null when none */
   usage: Usage.or("null"),
+  /** its spend beside its budget (flow.yaml's budget.task, its own `budget:`, what people granted); null when uncapped */
+  budget: BudgetReport.or("null"),
   worked_by: WorkedBy.or("null"),
 })
 export type ShowReport = typeof ShowReport.infer
@@ -154,6 +180,10 @@ export const AgentsReport = type({
     completed: "number",
     /** tokens and cost the agent reported over every run; null when none */
     usage: Usage.or("null"),
+    /** its spend in the latest run beside flow.yaml's budget.agent; null without one */
+    budget: BudgetReport.or("null"),
+    /** parked by its CLI's usage limit (until a time still to come); null when not */
+    parked: Parked.or("null"),
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
@@ -258,7 +288,12 @@ export const ViewTasksReport = type({
 export type ViewTasksReport = typeof ViewTasksReport.infer
 
 /** GET /api/tasks/:id: `flow show --json` and the prompts an agent receives for the task. */
-export const ViewTaskReport = ShowReport.and({ prompt: "string", resume_prompt: "string | null" })
+export const ViewTaskReport = ShowReport.and({
+  prompt: "string",
+  resume_prompt: "string | null",
+  /** when its agent's usage limit resets: the task waits for it (ISO); null when not parked */
+  parked_until: "string | null",
+})
 export type ViewTaskReport = typeof ViewTaskReport.infer
 
 // --- dashboard ---
@@ -314,6 +349,9 @@ export const DashboardReport = type({
     step: type({ current: "number", total: "number" }).or("null"),
     live: "boolean | null",
     usage: Usage.or("null"),
+    budget: BudgetReport.or("null"),
+    /** when its agent's usage limit resets: the task waits for it (ISO); null when not parked */
+    parked_until: "string | null",
   }).array(),
   recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",

@@ -5,11 +5,13 @@ import { availableTasks } from "../graph/availability"
 import { effectivePhase, showReport } from "../graph/show-report"
 import { taskSummary } from "../graph/task-lines"
 import { requireTask } from "../graph/task-lookup"
-import type { ListReport, NextReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
+import type { BudgetReport, ListReport, NextReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
+import { readTaskBudget } from "../run/budget-report"
 import { readUsage } from "../run/usage"
 import { readWork, workedBy } from "../run/worked-by"
+import { readBudgetConfig } from "../store/budget-config"
 import { openStore } from "../store/open"
 
 /**
@@ -68,7 +70,15 @@ export function listReport(groups: ListGroup[]): ListReport {
   }
 }
 
-export type ShowData = { report: ShowReport; index: Map<string, Indexed>; entry: Indexed; usage: Usage | null; worker: WorkedBy | null }
+export type ShowData = {
+  report: ShowReport
+  index: Map<string, Indexed>
+  entry: Indexed
+  usage: Usage | null
+  worker: WorkedBy | null
+  /** its spend beside its caps (docs/BUDGETS.md), null when it has none */
+  budget: BudgetReport | null
+}
 
 /** One task (a subtask id works too) and what `flow show` derives from it; a FlowError naming the closest id when there is none. */
 export async function showTask(project: Project, id: string): Promise<ShowData> {
@@ -77,10 +87,14 @@ export async function showTask(project: Project, id: string): Promise<ShowData> 
   const entry = requireTask(index, id)
   const { phase } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const [totals, work] = await Promise.all([readUsage(project), readWork(project)])
+  const [totals, work, budget] = await Promise.all([
+    readUsage(project),
+    readWork(project),
+    readBudgetConfig(project.dir).then((config) => readTaskBudget(project, config, entry.task)),
+  ])
   const usage = totals.byTask.get(entry.task.id) ?? null
   const worker = workedBy(entry.task, work)
-  return { report: showReport(index, entry, titles, usage, worker), index, entry, usage, worker }
+  return { report: showReport(index, entry, titles, usage, worker, budget), index, entry, usage, worker, budget }
 }
 
 /** The tasks that may be taken now, for any agent or for `agent` (lib/graph/availability.ts), and `flow next --json`. */

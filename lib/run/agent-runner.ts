@@ -8,11 +8,15 @@ import { Exit, FlowError } from "../cli/errors"
 import type { AgentConfig } from "../store/config"
 import { spawnGroup } from "../cli/proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
-import { TurnStream } from "./usage-meter"
+import { matchLimit, type UsageLimit } from "../agents/limits"
+import { type Pricing, TurnStream } from "./usage-meter"
 
-/** `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line). */
-/** `lostSession`: the CLI could not resume the session it was given (it does not have it). */
-export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean }
+/**
+ * `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line).
+ * `lostSession`: the CLI could not resume the session it was given (it does not have it).
+ * `limit`: the turn failed because the provider refused for a rate limit, a quota or its load (lib/agents/limits.ts).
+ */
+export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean; limit?: UsageLimit }
 
 export type Turn = {
   agent: AgentConfig
@@ -24,6 +28,8 @@ export type Turn = {
   sessionId?: string
   /** where the session's last reported usage totals are kept between turns and runs (see usage-meter.ts) */
   usageFile?: string
+  /** prices for CLIs that report tokens without dollars (lib/run/prices.ts) */
+  pricing?: Pricing
   signal: AbortSignal
   onEvent: (event: AgentEvent) => void
   /** the script agent's success mark (lib/run/script-agent.ts) */
@@ -72,7 +78,8 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     extraArgs: [...(handOver?.args ?? []), ...(turn.agent.args ?? [])],
   })
   if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
-  const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId)
+  const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId, turn.pricing)
+  let limitSaid: UsageLimit | undefined // a refusal the stream reported in its own terms
   // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
   // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
   // line; else the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's,
@@ -108,6 +115,10 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
           if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
           error = event.message
         }
+        if (event.type === "limit") {
+          limitSaid = { kind: event.kind, message: event.message, ...(event.resetsAt ? { resetsAt: new Date(event.resetsAt) } : {}) }
+          continue // said in words by the turn's error; the runner keeps it for the task worker
+        }
         if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
@@ -130,6 +141,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   const reason = error?.replace(/\s+/g, " ").trim()
   const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
+  const limit = code !== 0 && !turn.signal.aborted ? limitOf(adapter.limits ?? [], reason, limitSaid) : undefined
   const said = code !== 0 && reason ? [reason] : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
   return {
     code,
@@ -138,7 +150,16 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     seconds: seconds(),
     ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}),
     ...(lostSession ? { lostSession } : {}),
+    ...(limit ? { limit } : {}),
   }
+}
+
+/** The limit a failed turn ended with: the stream's own report, with the reset its error text names if it gave none. */
+function limitOf(table: Parameters<typeof matchLimit>[0], reason: string | undefined, said: UsageLimit | undefined): UsageLimit | undefined {
+  const now = new Date()
+  const text = reason === undefined ? undefined : matchLimit(table, reason, now)
+  if (!said) return text
+  return { ...said, message: reason ?? said.message, ...(said.resetsAt || !text?.resetsAt ? {} : { resetsAt: text.resetsAt }) }
 }
 
 /**

@@ -34,6 +34,15 @@ export type RunEvent =
   | { type: "question-answered"; taskId: string; questions: string[] }
   | { type: "checkpoint"; taskId: string }
   | { type: "retry"; taskId: string; attempt: number; reason: string }
+  /** the task reached its budget (`text`: what it spent of what): flow asked `question` and waits (docs/BUDGETS.md) */
+  | { type: "budget"; taskId: string; agent: string; question: string; unit: string; text: string }
+  /** the answer to a budget question raised the task's cap (`text`: by how much): its agent goes on */
+  | { type: "budget-raised"; taskId: string; question: string; text: string }
+  /**
+   * the agent's CLI reported a usage limit: the task waits (in progress, its session kept) until `until` (ISO)
+   * for `agent`, or moves at once to the agent `to` (flow.yaml `fallback`)
+   */
+  | { type: "parked"; taskId: string; agent: string; until: string; reason: string; to?: string }
   /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
   | { type: "waiting"; taskId?: string; reason: string }
   /** something the run did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */

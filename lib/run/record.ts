@@ -37,7 +37,7 @@ export function recordRun(bus: EventBus, db: StateDb): () => Promise<void> {
 function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
   switch (e.type) {
     case "task-assigned":
-      return [() => db.agents.upsert(e.agent, { cli: e.cli, current_task: e.taskId })]
+      return [() => db.agents.upsert(e.agent, { cli: e.cli, current_task: e.taskId, parked_until: null, parked_reason: null, parked_task: null })]
     case "task-end":
       return [
         () => db.agents.upsert(e.agent, { current_task: null }),
@@ -53,6 +53,12 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
     }
     case "status":
       return [() => db.events.append({ kind: "task.status", task_id: e.taskId, data: { from: e.from, to: e.to, reason: e.reason } })]
+    case "parked":
+      return [
+        () => db.events.append({ kind: "task.parked", task_id: e.taskId, agent: e.agent, data: { until: e.until, reason: e.reason, to: e.to ?? null } }),
+        // A task moved to a fallback agent does not wait for this one; the agent itself still does.
+        () => db.agents.upsert(e.agent, { parked_until: e.until, parked_reason: e.reason, parked_task: e.to ? null : e.taskId }),
+      ]
     case "hook-output":
       return [] // many; the log keeps them
     case "run-start":
@@ -70,6 +76,8 @@ function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
     case "publish-failed":
     case "checkpoint":
     case "retry":
+    case "budget":
+    case "budget-raised":
     case "waiting":
     case "hook-start":
     case "hook-end":

@@ -1,6 +1,7 @@
 // What one `flow run` is given and what it reports: shared by the orchestrator, the task workers, the landing
 // of finished work and the merge queues, so none of them imports another for its types.
-import type { AgentConfig, CopyConfig, HookConfig, PortsConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { AgentConfig, BudgetConfig, CopyConfig, HookConfig, PortsConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { PriceTable } from "./prices"
 import type { Project } from "../cli/project"
 import type { StateDb } from "./state-db"
 import type { EventBus } from "./events"
@@ -25,6 +26,10 @@ export type RunSettings = {
   prepare: PrepareSettings
   /** push and pull requests after merges (flow.yaml) */
   publish: PublishSettings
+  /** what tasks, agents and the run may spend (flow.yaml `budget`; docs/BUDGETS.md) */
+  budget?: BudgetConfig
+  /** prices per model for CLIs that report tokens without dollars: flow's, with flow.yaml's `prices` on top */
+  prices: PriceTable
   /** how an agent runs flow: the argv prefix of this very program */
   flowArgv: string[]
   bus: EventBus

@@ -25,6 +25,10 @@ import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "./workspace"
+import { budgetNote, TaskBudget } from "./budget-gate"
+import { sleepUnlessStopped } from "./stop-sleep"
+import type { SpendMeter } from "./budget-meter"
+import { limitNote, type Parking, parkAndSay } from "./parking"
 
 export type WorkerShared = {
   settings: RunSettings
@@ -39,13 +43,19 @@ export type WorkerShared = {
   background: Set<Promise<unknown>>
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
   publishQueues: Map<string, Promise<unknown>>
-  sessions: Map<string, string>
+  /** each task's agent session in this run, with the CLI it belongs to (a task may move to another CLI) */
+  sessions: Map<string, { cli: string; id: string }>
+  /** what tasks, agents and the run spent so far (docs/BUDGETS.md) */
+  meter: SpendMeter
+  /** agents parked by their CLI's usage limit, and their tasks */
+  parking: Parking
 }
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
 
-type Outcome = "finished" | "blocked" | "stopped"
+/** paused: the run's or the agent's budget is spent; parked: the agent's CLI reported a usage limit (both: left in progress) */
+type Outcome = "finished" | "blocked" | "stopped" | "paused" | "parked"
 
 /**
  * The block note of an agent that exited without saying how the task went: its exit code, the CLI's error
@@ -57,8 +67,11 @@ function exitNote(turn: Turn, missing: string): string {
   return `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) ${missing}${tail}`
 }
 
-/** A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms). */
-type Turn = TurnResult & { stoppedAfter?: number }
+/**
+ * A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms),
+ * `budgetStop` (why) when a budget's ceiling did.
+ */
+type Turn = TurnResult & { stoppedAfter?: number; budgetStop?: string }
 
 /** Why the script agent's turn failed: its exit code, or the time limit that stopped it. */
 function scriptEnd(turn: Turn, what: string): string {
@@ -80,12 +93,23 @@ export class TaskWorker {
   private prep?: Extract<Preparation, { ok: true }>
   /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
   private limitMs?: number
+  private readonly budget: TaskBudget
 
+  /** `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts) */
   constructor(
     private shared: WorkerShared,
     private taskId: string,
     private agent: AgentConfig,
-  ) {}
+    private handover?: string,
+  ) {
+    this.budget = new TaskBudget(shared.settings, shared.meter, {
+      taskId,
+      agent: agent.name,
+      budget: () => this.read(),
+      commit: (why) => this.commitWork(why),
+      block: (note) => this.block(note),
+    })
+  }
 
   private get s(): RunSettings {
     return this.shared.settings
@@ -194,7 +218,9 @@ export class TaskWorker {
     const started = await this.read()
     const answers = await this.awaitAnswers(currentStep(started))
     if (this.s.signal.aborted) return
-    const resumeWith = answers && this.resumable() ? answers : undefined
+    const handover = this.handover
+    this.handover = undefined // told once: a retry after a full disk is no new handover
+    const resumeWith = this.resumable() ? [answers, handover].filter(Boolean).join("\n") || undefined : handover ? await this.continuation(handover) : undefined
     const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
     if (outcome === "finished") await this.finish(await this.read())
     else if (outcome === "blocked") await this.afterBlocked()
@@ -207,11 +233,27 @@ export class TaskWorker {
       const task = await this.read()
       // The script finished before the run died (its mark): land it, never run it again.
       if (this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId))) return "finished"
+      const gate = await this.budget.gate()
+      if (gate !== "go") return gate
       const turn = await this.turn(prompt, task.instructions ?? "", undefined, env)
       if (this.s.signal.aborted) return "stopped"
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
       if (after.status === "done") return "finished"
+      if (turn.budgetStop) {
+        // Stopped by a budget, not failed: the gate asks (or pauses) before the session goes on.
+        prompt = await this.continuation(budgetNote(this.taskId, turn.budgetStop))
+        attempt--
+        continue
+      }
+      if (turn.limit) {
+        if (env === undefined) return this.park(turn)
+        // A fix for the merge queue waits in place: its landing is under way.
+        if (!(await this.waitOutLimit(turn))) return "stopped"
+        prompt = await this.continuation(limitNote(this.taskId, turn.limit!.message))
+        attempt--
+        continue
+      }
       if (this.agent.cli === "script") {
         if (turn.code === 0) return "finished"
         await this.block(`${scriptEnd(turn, "script")}:\n${turn.tail}`)
@@ -249,7 +291,9 @@ export class TaskWorker {
       if ((step.status ?? "pending") === "pending") await this.stepStatus(step.id, "in_progress")
       const n = (tries.get(step.id) ?? 0) + 1
       tries.set(step.id, n)
-      const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+      const gate = await this.budget.gate()
+      if (gate !== "go") return gate
+      const session = this.session()
       // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
       const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step, this.agent.mcp) : await this.taskPrompt()
       const prompt = resumeWith ?? base
@@ -264,6 +308,16 @@ export class TaskWorker {
           )
       resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
+      if (turn.budgetStop || turn.limit) {
+        const after = await this.read()
+        if (after.status === "blocked") return "blocked"
+        if (!(after.steps?.find((x) => x.id === step.id)?.status === "done")) {
+          if (turn.limit) return this.park(turn)
+          tries.set(step.id, n - 1)
+          resumeWith = await this.continuation(budgetNote(this.taskId, turn.budgetStop!))
+          continue
+        }
+      }
       if (this.agent.cli === "script") {
         if (turn.code !== 0) {
           await this.block(`${scriptEnd(turn, `script of step ${step.id}`)}:\n${turn.tail}`)
@@ -309,9 +363,10 @@ export class TaskWorker {
   private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
     const ws = this.ws!
     const limitMs = this.limitMs
+    const watch = await this.budget.watch(this.s.signal)
     const limit = turnLimit(
       limitMs,
-      this.s.signal,
+      watch.signal,
       async (since) => waitingMs(await this.s.db.questions.forTask(this.taskId), since, Date.now()),
       () => this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
     )
@@ -324,16 +379,50 @@ export class TaskWorker {
       cwd: ws.path,
       env: { ...this.agentEnv(), ...env },
       mcp: this.mcpServer(),
-      sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
+      sessionId: this.session(),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
+      pricing: { table: this.s.prices, model: this.agent.model },
       signal: limit.signal,
       onEvent: (event) => {
         if (event.type === "session") this.saveSession(event.id)
         this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
       },
-    }).finally(() => limit.clear())
+    }).finally(() => {
+      limit.clear()
+      watch.clear()
+    })
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
+    if (!result.limit) this.shared.parking.ok(this.agent.name)
+    const budgetStop = watch.stopped()
+    if (budgetStop && !this.s.signal.aborted) return { ...result, budgetStop }
     return limit.expired() && !this.s.signal.aborted ? { ...result, stoppedAfter: limitMs } : result
+  }
+
+  /**
+   * The agent's CLI reported a usage limit: its work is committed, the agent parked until the reset (or a
+   * back-off), and the task handed back to the run, in progress with its session, for this agent once the
+   * reset comes or for a fallback agent now (lib/run/parking.ts).
+   */
+  private async park(turn: Turn): Promise<Outcome> {
+    await this.commitWork("its agent's usage limit is reached")
+    const pinned = (await this.read()).agent_name !== undefined
+    parkAndSay({ parking: this.shared.parking, bus: this.s.bus, taskId: this.taskId, agent: this.agent, limit: turn.limit!, pinned })
+    return "parked"
+  }
+
+  /** A limited turn of a fix waits for the reset where it is (or the run's stop: false). */
+  private async waitOutLimit(turn: Turn): Promise<boolean> {
+    const until = parkAndSay({ parking: this.shared.parking, bus: this.s.bus, taskId: this.taskId, agent: this.agent, limit: turn.limit!, inPlace: true })
+    await sleepUnlessStopped(until.getTime() - Date.now(), this.s.signal)
+    return !this.s.signal.aborted
+  }
+
+  /** Commits what the agent left in its worktree on its branch, so that no work is lost where it stops. */
+  private async commitWork(why: string): Promise<void> {
+    const ws = this.ws
+    if (!ws || !existsSync(ws.path)) return
+    const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
+    if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
   }
 
   /**
@@ -347,12 +436,11 @@ export class TaskWorker {
     const asked = (await db.questions.forTask(this.taskId)).filter((q) => q.answer === null).map((q) => q.id)
     if (asked.length > 0) {
       this.s.bus.emit({ type: "question-wait", taskId: this.taskId, questions: asked })
-      const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
       for (;;) {
         if (this.s.signal.aborted) return undefined
         const now = (await Promise.all(asked.map((id) => db.questions.get(id)))).filter((q): q is Question => q !== undefined)
         if (now.every((q) => q.answer !== null)) break
-        await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
+        await sleepUnlessStopped(ANSWER_POLL_MS, this.s.signal)
       }
     }
     const answers = await db.questions.undelivered(this.taskId)
@@ -398,7 +486,8 @@ export class TaskWorker {
         }
         await this.setStatus("in_progress")
         const outcome = await this.runWhole(await this.continuation(prompt), env)
-        return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
+        // A budget that stops new work leaves the fix for the next run, as a stop does: not the agent giving up.
+        return outcome === "finished" ? "fixed" : outcome === "stopped" || outcome === "paused" ? "stopped" : "gave-up"
       },
     }
   }
@@ -504,7 +593,7 @@ export class TaskWorker {
   /** Whether the agent's next turn continues its session: a CLI that can resume, and a session to resume. */
   private resumable(): boolean {
     if (this.agent.cli === "script") return false
-    const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+    const session = this.session()
     return session !== undefined && adapterFor(this.agent.cli, { command: this.agent.command }).canResume
   }
 
@@ -576,6 +665,12 @@ export class TaskWorker {
     return join(this.s.project.stateDir, "sessions", `${this.taskId}.json`)
   }
 
+  /** The task's session to resume on this agent's CLI: this run's, else the one saved by an earlier run. */
+  private session(): string | undefined {
+    const current = this.shared.sessions.get(this.taskId)
+    return current ? (current.cli === this.agent.cli ? current.id : undefined) : this.savedSession()
+  }
+
   private savedSession(): string | undefined {
     try {
       const saved = JSON.parse(readFileSync(this.sessionFile(), "utf8")) as { cli: string; session: string }
@@ -586,7 +681,7 @@ export class TaskWorker {
   }
 
   private saveSession(id: string): void {
-    this.shared.sessions.set(this.taskId, id)
+    this.shared.sessions.set(this.taskId, { cli: this.agent.cli, id })
     try {
       mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
       writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))

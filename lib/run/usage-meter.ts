@@ -8,9 +8,10 @@ import { mkdirSync, readFileSync } from "node:fs"
 import { dirname } from "node:path"
 import type { Adapter, AgentEvent, TotalsScope, UsageEvent } from "../agents/types"
 import { writeFileAtomic } from "../store/atomic-write"
+import { type PriceTable, priced } from "./prices"
 
-const FIELDS = { tokens: ["inputTokens", "outputTokens"], cost: ["costUsd"] } as const
-type Field = "inputTokens" | "outputTokens" | "costUsd"
+const FIELDS = { tokens: ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"], cost: ["costUsd"] } as const
+type Field = "inputTokens" | "outputTokens" | "cacheReadTokens" | "cacheWriteTokens" | "costUsd"
 
 /** The running totals a session's CLI last reported, per field (only the fields it reports as totals). */
 export type SeenTotals = { cli: string; session: string } & Partial<Record<Field, number>>
@@ -97,13 +98,18 @@ export class UsageMeter {
   }
 }
 
+/** How a turn's tokens are priced: the table, and the model flow.yaml names for the agent (if any). */
+export type Pricing = { table: PriceTable; model?: string }
+
 /**
  * One CLI process's stdout, line by line: the adapter's events, each usage made the turn's own by what the
  * stream says of its session and of the CLI's version (the session event's), which decides whether its
- * running totals are the session's or the process's (the adapter's totalsPer).
+ * running totals are the session's or the process's (the adapter's totalsPer); then priced (lib/run/prices.ts)
+ * by the model the stream names, else flow.yaml's.
  */
 export class TurnStream {
   private version: string | undefined
+  private model: string | undefined
   private readonly meter: UsageMeter
 
   /** `resumed`: the session this process was asked to resume; `sessionId`: the one it runs, as far as known. */
@@ -112,16 +118,21 @@ export class TurnStream {
     usageFile: string | undefined,
     private readonly resumed: string | undefined,
     public sessionId: string | undefined = resumed,
+    private readonly pricing?: Pricing,
   ) {
     this.meter = new UsageMeter(adapter.cli, usageFile)
   }
 
   parse(line: string): AgentEvent[] {
     return this.adapter.parseLine(line).map((event) => {
-      if (event.type === "usage") return this.meter.turn(event, this.sessionId, this.resumed, this.adapter.totalsPer?.(this.version))
+      if (event.type === "usage") {
+        const own = this.meter.turn(event, this.sessionId, this.resumed, this.adapter.totalsPer?.(this.version))
+        return this.pricing ? priced(own, this.pricing.table, this.model ?? this.pricing.model) : own
+      }
       if (event.type === "session") {
         this.sessionId = event.id
         if (event.version) this.version = event.version
+        if (event.model) this.model = event.model
       }
       return event
     })

@@ -4,12 +4,13 @@ import { join } from "node:path"
 import { type } from "arktype"
 import { Exit, FlowError } from "../cli/errors"
 import { closest } from "../cli/suggest"
+import { checkFallbacks } from "./fallback"
 import { formatFinding, type Finding } from "./findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
 import { PROJECT_KEY } from "../cli/project"
-import { Duration } from "../model/schema"
+import { Budget, Duration } from "../model/schema"
 
 export { AGENT_NAME }
 
@@ -21,6 +22,8 @@ export const AgentConfig = type({
   "args?": "string[]",
   /** for cli: command, the argv template with {prompt}, {session}, {model}, {cwd} */
   "command?": "string[]",
+  /** the agents (of other CLIs) a task moves to when this agent's CLI reports its usage limit (docs/BUDGETS.md) */
+  "fallback?": type(AGENT_NAME).or(type(AGENT_NAME).array().atLeastLength(1)),
   /** hand the agent flow's MCP server (`flow mcp`), so it calls flow_done etc. as tools (claude, codex, gemini, opencode) */
   "mcp?": "boolean",
 })
@@ -70,6 +73,20 @@ export type PortsConfig = typeof PortsConfig.infer
 
 const PullRequestConfig = type({ "base?": "string > 0", "draft?": "boolean" })
 
+/** What each task, each agent (in one run) and the whole run may spend (docs/BUDGETS.md). */
+export const BudgetConfig = type({
+  "task?": Budget,
+  "agent?": Budget,
+  "run?": Budget,
+  /** past this multiple of a cap the agent is stopped at once, not at the end of its turn (default 1.5) */
+  "ceiling?": "number >= 1",
+})
+export type BudgetConfig = typeof BudgetConfig.infer
+
+/** A model's price in dollars per million tokens: input, output, and cached input read and written when they differ. */
+export const PriceConfig = type({ input: "number >= 0", output: "number >= 0", "cached_input?": "number >= 0", "cache_write?": "number >= 0" })
+export type PriceConfig = typeof PriceConfig.infer
+
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
   /** how many agents work at once (default: the number of agents) */
@@ -102,6 +119,10 @@ export const FlowConfig = type({
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
   "pull_request?": type("boolean").or(PullRequestConfig),
+  /** caps on spending: per task, per agent, per run */
+  "budget?": BudgetConfig,
+  /** prices per model, for CLIs that report tokens but no dollars; added to (and winning over) flow's own */
+  "prices?": type({ "[string]": PriceConfig }),
   /** where the tasks and run state live when shared: a PostgreSQL URL without its password (flow share; docs/FLEET.md) */
   "state?": type(/^postgres(?:ql)?:\/\//).describe("a postgres:// URL (flow share writes it)"),
   /** the project's key in the shared database (default: the project folder's name) */
@@ -148,6 +169,7 @@ export function loadConfig(projectDir: string): FlowConfig {
     if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
     names.add(agent.name)
   }
+  checkFallbacks(out.agents ?? [])
   for (const field of PER_REPO) {
     const repos = new Set<string | undefined>()
     for (const v of repoEntries(out, field)) {
@@ -208,6 +230,9 @@ function fieldsAt(path: KeyPath): string[] {
   if (first === "copy" && entry) return of(CopyConfig)
   if (first === "ports" && entry) return of(PortsConfig)
   if (first === "pull_request" && path.length === 1) return of(PullRequestConfig)
+  if (first === "budget" && path.length === 1) return of(BudgetConfig)
+  if (first === "budget" && path.length === 2) return of(Budget)
+  if (first === "prices" && path.length === 2) return of(PriceConfig)
   return []
 }
 

@@ -15,6 +15,8 @@ import { readProjectQueues } from "../run/queue-report"
 import { openExistingState } from "../run/state-db"
 import { formatChange } from "../store/transitions"
 import { readUsage } from "../run/usage"
+import { readRunBudget } from "../run/budget-report"
+import { readBudgetConfig } from "../store/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
 import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
@@ -112,7 +114,7 @@ export function createApp(opts: AppOptions): Hono {
   app.get("/api/usage", (c) =>
     guarded(c, async () => {
       const { run, total } = await readUsage(model.project)
-      return c.json<RunUsage>({ run, total })
+      return c.json<RunUsage>({ run, total, budget: await readRunBudget(model.project, await readBudgetConfig(model.project.dir)) })
     }),
   )
 

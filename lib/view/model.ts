@@ -13,6 +13,8 @@ import { currentStep, stepPrompt } from "../run/prompt"
 import { waitsForReview } from "../graph/checkpoint"
 import { descendantsOf, showReport } from "../graph/show-report"
 import { readUsage } from "../run/usage"
+import { parkedUntil, readTaskBudget } from "../run/budget-report"
+import { readBudgetConfig } from "../store/budget-config"
 import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
@@ -103,7 +105,15 @@ export class ViewModel {
     if (!entry) return undefined
     const step = currentStep(entry.task)
     return {
-      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null, workedBy(entry.task, work)),
+      ...showReport(
+        index,
+        entry,
+        titles,
+        (await readUsage(this.project)).byTask.get(id) ?? null,
+        workedBy(entry.task, work),
+        await readTaskBudget(this.project, await readBudgetConfig(this.project.dir), entry.task),
+      ),
+      parked_until: await parkedUntil(this.project, id),
       prompt: await projectTaskPrompt(this.project, index, id),
       resume_prompt: step ? stepPrompt(entry.task, step) : null,
     }
