@@ -2,8 +2,15 @@
 // processes' caches, a replace that keeps the claims of the tasks that stay, the graph's every byte of JSON
 // kept in its key order.
 import { describe, expect, test } from "bun:test"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { projectAt } from "../lib/cli/project"
 import type { TaskFile } from "../lib/model/task-index"
+import { checkBudgetAnswer } from "../lib/run/budget"
+import { openState } from "../lib/run/state-db"
+import { dumpState, loadState } from "../lib/run/state-dump"
+import { PgRunState } from "../lib/state/postgres/pg-state"
 import { database } from "../lib/store/postgres/connection"
 import { PgTaskStore } from "../lib/store/postgres/pg-store"
 import { createProject } from "../lib/store/postgres/share"
@@ -95,5 +102,62 @@ describe.skipIf(!HAVE_POSTGRES)("the PostgreSQL task store", () => {
     )
     await store.mutate("x", (e) => e.set({ taskId: "a" }, "status", "ready_for_agent"))
     expect(await db.sql`SELECT version::int AS version FROM projects`).toEqual([{ version }])
+  })
+
+  test.concurrent("the run state keeps what budgets need: a question's kind, parked agents, spend, the answer's check", async () => {
+    await using db = await freshDatabase()
+    const setting = await shared(db)
+    const state = await PgRunState.open(database(setting), setting)
+    await state.events.append({ kind: "run.start" })
+    const asked = await state.questions.ask({ task_id: "a", agent: "a1", text: "Which port?" })
+    const budget = await state.questions.ask({ task_id: "a", text: "more?", kind: "budget:usd" })
+    expect(budget).toMatchObject({ id: "q-2", kind: "budget:usd", answer: null })
+    expect((await state.questions.forTask("a")).map((q) => q.id)).toEqual([asked.id])
+    expect((await state.questions.aboutBudget("a")).map((q) => q.id)).toEqual([budget.id])
+    // The check runs inside the write: a refused answer leaves the question pending.
+    await expect(state.questions.answer(budget.id, "maybe", "me", { accept: checkBudgetAnswer })).rejects.toThrow("q-2 asks for more budget")
+    expect((await state.questions.get(budget.id))?.answer).toBeNull()
+    expect((await state.questions.answer(budget.id, "5", "me", { accept: checkBudgetAnswer })).after?.answer).toBe("5")
+    // An answered budget question is never handed to the task's agent.
+    expect(await state.questions.undelivered("a")).toEqual([])
+
+    await state.agents.upsert("a1", { cli: "script", parked_until: "2030-01-01T00:00:00Z", parked_reason: "usage limit", parked_task: "a" })
+    await state.agents.upsert("a1", { current_task: null })
+    expect(await state.agents.get("a1")).toMatchObject({ parked_until: "2030-01-01T00:00:00Z", parked_reason: "usage limit", parked_task: "a" })
+    await state.agents.upsert("a1", { parked_until: null })
+    expect(await state.agents.get("a1")).toMatchObject({ parked_until: null, parked_reason: "usage limit" })
+
+    await state.events.append({ kind: "agent.usage", task_id: "a", agent: "a1", data: { costUsd: 0.25, billedTokens: 1000, costEstimated: true } })
+    await state.events.append({ kind: "agent.usage", task_id: "a", agent: "a1", data: { inputTokens: 10, outputTokens: 5, costUsd: 0.5 } })
+    await state.events.append({ kind: "agent.exit", task_id: "a", agent: "a1", data: { seconds: 90 } })
+    await state.events.append({ kind: "agent.usage", task_id: "b", agent: "a2", data: { costUsd: 1 } })
+    const byTask = (await state.spend.byTask()).sort((x, y) => `${x.task_id}${x.kind}`.localeCompare(`${y.task_id}${y.kind}`))
+    expect(byTask).toEqual([
+      { task_id: "a", kind: "agent.exit", cost: null, tokens: 0, seconds: 90 },
+      { task_id: "a", kind: "agent.usage", cost: 0.75, tokens: 1015, seconds: null },
+      { task_id: "b", kind: "agent.usage", cost: 1, tokens: 0, seconds: null },
+    ])
+    expect((await state.spend.byTask("b")).map((r) => r.cost)).toEqual([1])
+    expect(await state.spend.byTask("a", "2000-01-01")).toEqual([])
+    const last = await state.spend.lastRun()
+    expect(last).toMatchObject({ endedAt: null })
+    expect(last!.rows.find((r) => r.agent === "a2" && r.kind === "agent.usage")?.cost).toBe(1)
+    expect((await state.usage.byTask()).get("a")).toEqual({ input_tokens: 10, output_tokens: 5, cost_usd: 0.75, cost_estimated: true })
+
+    // Unshared into .flow/state.db and back: the kind and the parked fields go along.
+    const dir = mkdtempSync(join(tmpdir(), "flow-state-"))
+    try {
+      const dump = await state.dump()
+      using file = await openState({ ...projectAt(dir), stateDir: dir })
+      await loadState(file, dump)
+      const back = await dumpState(file)
+      expect(back.questions.map((q) => [q.id, q.kind, q.answer])).toEqual([
+        ["q-1", null, null],
+        ["q-2", "budget:usd", "5"],
+      ])
+      expect(back.agents).toEqual(dump.agents)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

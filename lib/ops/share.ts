@@ -24,7 +24,6 @@ import { writeSharedKeys } from "../store/setting-edit"
 import { openStore } from "../store/open"
 import { ensureStateDir } from "../store/valid-cache"
 
-
 /** `flow share <url> [--project <key>]`: the project's graph and run state into the database, then flow.yaml. */
 export async function shareProject(project: Project, given: string, key?: string): Promise<ShareReport> {
   const current = await storeSetting(project)

@@ -23,7 +23,9 @@ type MergeRow = {
 export function dumpState(db: StateDb): Promise<StateDump> {
   return db.read((d) => ({
     questions: d
-      .query<StateDump["questions"][number], []>("SELECT id, seq, task_id, agent, text, asked_at, answer, answered_at, answered_by FROM questions ORDER BY seq")
+      .query<StateDump["questions"][number], []>(
+        "SELECT id, seq, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by FROM questions ORDER BY seq",
+      )
       .all(),
     events: d
       .query<{ at: string; kind: string; task_id: string | null; agent: string | null; data: string | null }, []>(
@@ -31,7 +33,11 @@ export function dumpState(db: StateDb): Promise<StateDump> {
       )
       .all()
       .map((e) => ({ ...e, data: e.data === null ? null : JSON.parse(e.data) })),
-    agents: d.query<StateDump["agents"][number], []>("SELECT name, cli, current_task, completed, session_id, updated_at FROM agents ORDER BY name").all(),
+    agents: d
+      .query<StateDump["agents"][number], []>(
+        "SELECT name, cli, current_task, completed, session_id, updated_at, parked_until, parked_reason, parked_task FROM agents ORDER BY name",
+      )
+      .all(),
     merges: d
       .query<MergeRow, []>("SELECT * FROM merges ORDER BY id")
       .all()
@@ -56,12 +62,16 @@ export function dumpState(db: StateDb): Promise<StateDump> {
 /** Adds a dump's rows to an empty state database, in one transaction. */
 export function loadState(db: StateDb, dump: StateDump): Promise<void> {
   return db.transact((d) => {
-    const q = d.query("INSERT INTO questions (id, seq, task_id, agent, text, asked_at, answer, answered_at, answered_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-    for (const r of dump.questions) q.run(r.id, r.seq, r.task_id, r.agent, r.text, r.asked_at, r.answer, r.answered_at, r.answered_by)
+    const q = d.query(
+      "INSERT INTO questions (id, seq, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    for (const r of dump.questions) q.run(r.id, r.seq, r.task_id, r.agent, r.text, r.kind ?? null, r.asked_at, r.answer, r.answered_at, r.answered_by)
     const e = d.query("INSERT INTO events (at, kind, task_id, agent, data) VALUES (?, ?, ?, ?, ?)")
     for (const r of dump.events) e.run(r.at, r.kind, r.task_id, r.agent, r.data === null || r.data === undefined ? null : JSON.stringify(r.data))
-    const a = d.query("INSERT INTO agents (name, cli, current_task, completed, session_id, updated_at) VALUES (?, ?, ?, ?, ?, ?)")
-    for (const r of dump.agents) a.run(r.name, r.cli, r.current_task, r.completed, r.session_id, r.updated_at)
+    const a = d.query(
+      "INSERT INTO agents (name, cli, current_task, completed, session_id, updated_at, parked_until, parked_reason, parked_task) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    for (const r of dump.agents) a.run(r.name, r.cli, r.current_task, r.completed, r.session_id, r.updated_at, r.parked_until, r.parked_reason, r.parked_task)
     const m = d.query(
       "INSERT INTO merges (task_id, repo, branch, branch_head, target, target_before, started_at, outcome, merge_commit, detail, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )

@@ -14,9 +14,28 @@ export type { Question, Usage }
 export type FlowEvent = { id: number; at: string; kind: string; task_id: string | null; agent: string | null; data: unknown }
 export type NewEvent = { kind: string; task_id?: string | null; agent?: string | null; data?: unknown }
 
-export type AgentRecord = { name: string; cli: string | null; current_task: string | null; completed: number; session_id: string | null; updated_at: string }
+/** `parked_until`: the agent's CLI reported a usage limit; it takes no work before then (its task: parked_task). */
+export type AgentRecord = {
+  name: string
+  cli: string | null
+  current_task: string | null
+  completed: number
+  session_id: string | null
+  updated_at: string
+  parked_until: string | null
+  parked_reason: string | null
+  parked_task: string | null
+}
+/** The fields of an agent a caller sets. */
+export const AGENT_FIELDS = ["cli", "current_task", "completed", "session_id", "parked_until", "parked_reason", "parked_task"] as const
 /** Fields to set on an agent; a key left out keeps its value, `null` clears it. */
-export type AgentUpdate = Partial<Pick<AgentRecord, "cli" | "current_task" | "completed" | "session_id">>
+export type AgentUpdate = Partial<Pick<AgentRecord, (typeof AGENT_FIELDS)[number]>>
+
+/** What a question may be answered with: a FlowError refuses the answer (a budget question's: lib/run/budget.ts). */
+export type AnswerCheck = (question: Question, answer: string) => void
+
+/** Spend summed from `agent.usage` (dollars, billed tokens) and `agent.exit` (seconds) events, by `kind`. */
+export type SpendRow = { kind: string; cost: number | null; tokens: number | null; seconds: number | null }
 
 export type MergeIntent = { taskId: string; repo: string; branch: string; branchHead: string; target: string; targetBefore: string }
 export type MergeOutcome = "merged" | "failed"
@@ -56,20 +75,33 @@ export interface RunState extends Disposable {
   changed(): Promise<boolean>
 
   readonly questions: {
-    /** Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... */
-    ask(q: { task_id: string; agent?: string | null; text: string }): Promise<Question>
+    /**
+     * Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... `kind`:
+     * null for an agent's question, `budget:<unit>` for flow's own about a task's budget (lib/run/budget.ts).
+     */
+    ask(q: { task_id: string; agent?: string | null; text: string; kind?: string | null }): Promise<Question>
     get(id: string): Promise<Question | undefined>
     /** Oldest first. */
     pending(): Promise<Question[]>
     all(): Promise<Question[]>
-    /** One task's questions, answered or not, oldest first. */
+    /** One task's questions from its agents (not flow's own about its budget), answered or not, oldest first. */
     forTask(taskId: string): Promise<Question[]>
-    /** The task's answered questions not yet given to its agent (no `question.delivered` since the answer), oldest first. */
+    /** The questions flow asked about one task's budget, answered or not, oldest first. */
+    aboutBudget(taskId: string): Promise<Question[]>
+    /** The task's answered agent questions not yet given to its agent (no `question.delivered` since the answer), oldest first. */
     undelivered(taskId: string): Promise<Question[]>
     /** Records that the task's agent was given these answers (`via`: by `flow ask --wait`, or in a prompt). */
     delivered(taskId: string, ids: readonly string[], via: string): Promise<void>
-    /** Records the answer unless the question has one (then `replace` decides); returns the question before and after. */
-    answer(id: string, answer: string, by: string, replace?: boolean): Promise<{ before: Question | undefined; after: Question | undefined }>
+    /**
+     * Records the answer unless the question has one (then `replace` decides); returns the question before and
+     * after. `accept` sees the question inside the write and refuses an answer it cannot take: nothing is written.
+     */
+    answer(
+      id: string,
+      answer: string,
+      by: string,
+      opts: { replace?: boolean; accept: AnswerCheck },
+    ): Promise<{ before: Question | undefined; after: Question | undefined }>
   }
 
   readonly events: {
@@ -87,6 +119,14 @@ export interface RunState extends Disposable {
     byTask(): Promise<Map<string, Usage>>
     byAgent(): Promise<Map<string, Usage>>
     lastRun(): Promise<Usage | null>
+  }
+
+  /** What budgets count (docs/BUDGETS.md; lib/run/budget-meter.ts folds the rows). */
+  readonly spend: {
+    /** Every task's spend over all runs, or one task's from the events before `before` (an ISO time). */
+    byTask(taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]>
+    /** The latest run: its start and end (none while it runs), and its spend by agent. */
+    lastRun(): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null })[] } | undefined>
   }
 
   readonly agents: {

@@ -11,6 +11,7 @@ import type {
   AgentGroup,
   AgentRecord,
   AgentUpdate,
+  AnswerCheck,
   CheckoutMove,
   FlowEvent,
   LandingWaitRow,
@@ -21,6 +22,7 @@ import type {
   NewEvent,
   Question,
   RunState,
+  SpendRow,
   StateDump,
   Usage,
 } from "../run-state"
@@ -28,8 +30,12 @@ import type {
 /** Events inserted per statement when a whole log is loaded. */
 const EVENT_BATCH = 5000
 
-const QUESTION = "id, task_id, agent, text, asked_at, answer, answered_at, answered_by"
-const AGENT = "name, cli, current_task, completed, session_id, updated_at"
+const QUESTION = "id, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by"
+const AGENT = "name, cli, current_task, completed, session_id, updated_at, parked_until, parked_reason, parked_task"
+// Tokens as billed where the report says (lib/run/prices.ts), else input and output as reported (an older flow's events).
+const SPEND = `sum((data ->> 'costUsd')::float8) AS cost,
+  sum(coalesce((data ->> 'billedTokens')::float8, coalesce((data ->> 'inputTokens')::float8, 0) + coalesce((data ->> 'outputTokens')::float8, 0))) AS tokens,
+  sum((data ->> 'seconds')::float8) AS seconds, kind`
 const MERGE = `id::float8 AS id, task_id, repo, branch, branch_head, target, target_before, started_at, outcome, merge_commit, detail, closed_at`
 
 type MergeRow = {
@@ -122,13 +128,13 @@ export class PgRunState implements RunState {
   }
 
   readonly questions = {
-    ask: (q: { task_id: string; agent?: string | null; text: string }): Promise<Question> =>
+    ask: (q: { task_id: string; agent?: string | null; text: string; kind?: string | null }): Promise<Question> =>
       this.tx(async (tx) => {
         const [{ seq }] = await tx`UPDATE projects SET question_seq = question_seq + 1 WHERE key = ${this.key} RETURNING question_seq AS seq`
         const id = `q-${seq}`
         const [row] = await tx`
-          INSERT INTO questions (project, id, seq, task_id, agent, text, asked_at, machine)
-          VALUES (${this.key}, ${id}, ${seq}, ${q.task_id}, ${q.agent ?? null}, ${q.text}, flow_now(), ${this.machine})
+          INSERT INTO questions (project, id, seq, task_id, agent, text, kind, asked_at, machine)
+          VALUES (${this.key}, ${id}, ${seq}, ${q.task_id}, ${q.agent ?? null}, ${q.text}, ${q.kind ?? null}, flow_now(), ${this.machine})
           RETURNING ${tx.unsafe(QUESTION)}`
         await this.insertEvent(tx, { kind: "question.asked", task_id: q.task_id, agent: q.agent, data: { question: id } }, row.asked_at)
         return { ...row } as Question
@@ -141,12 +147,16 @@ export class PgRunState implements RunState {
       this.rows((sql) => sql`SELECT ${sql.unsafe(QUESTION)} FROM questions WHERE project = ${this.key} AND answer IS NULL ORDER BY seq`),
     all: (): Promise<Question[]> => this.rows((sql) => sql`SELECT ${sql.unsafe(QUESTION)} FROM questions WHERE project = ${this.key} ORDER BY seq`),
     forTask: (taskId: string): Promise<Question[]> =>
-      this.rows((sql) => sql`SELECT ${sql.unsafe(QUESTION)} FROM questions WHERE project = ${this.key} AND task_id = ${taskId} ORDER BY seq`),
+      this.rows((sql) => sql`SELECT ${sql.unsafe(QUESTION)} FROM questions WHERE project = ${this.key} AND task_id = ${taskId} AND kind IS NULL ORDER BY seq`),
+    aboutBudget: (taskId: string): Promise<Question[]> =>
+      this.rows(
+        (sql) => sql`SELECT ${sql.unsafe(QUESTION)} FROM questions WHERE project = ${this.key} AND task_id = ${taskId} AND kind LIKE 'budget:%' ORDER BY seq`,
+      ),
     undelivered: (taskId: string): Promise<Question[]> =>
       this.rows(
         (sql) => sql`
           SELECT ${sql.unsafe(QUESTION)} FROM questions q
-          WHERE q.project = ${this.key} AND q.task_id = ${taskId} AND q.answer IS NOT NULL AND NOT EXISTS (
+          WHERE q.project = ${this.key} AND q.task_id = ${taskId} AND q.kind IS NULL AND q.answer IS NOT NULL AND NOT EXISTS (
             SELECT 1 FROM events e WHERE e.project = q.project AND e.kind = 'question.delivered' AND e.task_id = q.task_id
               AND e.data ->> 'question' = q.id AND e.at >= q.answered_at)
           ORDER BY q.seq`,
@@ -158,11 +168,17 @@ export class PgRunState implements RunState {
         for (const id of ids) await this.insertEvent(tx, { kind: "question.delivered", task_id: taskId, data: { question: id, via } }, at)
       })
     },
-    answer: (id: string, answer: string, by: string, replace = false): Promise<{ before: Question | undefined; after: Question | undefined }> =>
+    answer: (
+      id: string,
+      answer: string,
+      by: string,
+      opts: { replace?: boolean; accept: AnswerCheck },
+    ): Promise<{ before: Question | undefined; after: Question | undefined }> =>
       this.tx(async (tx) => {
         const [found] = await tx`SELECT ${tx.unsafe(QUESTION)} FROM questions WHERE project = ${this.key} AND id = ${id} FOR UPDATE`
         const before = found ? ({ ...found } as Question) : undefined
-        if (!before || (before.answer !== null && !replace)) return { before, after: undefined }
+        if (!before || (before.answer !== null && !opts.replace)) return { before, after: undefined }
+        opts.accept(before, answer)
         const [{ at }] = await tx`
           UPDATE questions SET answer = ${answer}, answered_at = flow_now(), answered_by = ${by}
           WHERE project = ${this.key} AND id = ${id} RETURNING answered_at AS at`
@@ -229,11 +245,13 @@ export class PgRunState implements RunState {
   private usageSums(sql: SQL, group: "task_id" | "agent" | "'run'") {
     return sql.unsafe(
       `SELECT ${group} AS key, sum((data ->> 'inputTokens')::float8) AS input, sum((data ->> 'outputTokens')::float8) AS output,
-       sum((data ->> 'costUsd')::float8) AS cost`,
+       sum((data ->> 'costUsd')::float8) AS cost, bool_or((data ->> 'costEstimated')::boolean) AS estimated`,
     )
   }
 
-  private async sumUsage(query: (sql: SQL) => Promise<{ key: string | null; input: number | null; output: number | null; cost: number | null }[]>) {
+  private async sumUsage(
+    query: (sql: SQL) => Promise<{ key: string | null; input: number | null; output: number | null; cost: number | null; estimated: boolean | null }[]>,
+  ) {
     const out = new Map<string, Usage>()
     for (const r of await this.run(query)) {
       if (r.key === null) continue
@@ -241,9 +259,33 @@ export class PgRunState implements RunState {
       if (r.input !== null) u.input_tokens = r.input
       if (r.output !== null) u.output_tokens = r.output
       if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
+      if (r.cost !== null && r.estimated) u.cost_estimated = true
       if (Object.keys(u).length > 0) out.set(r.key, u)
     }
     return out
+  }
+
+  readonly spend = {
+    byTask: (taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]> =>
+      this.rows(
+        (sql) => sql`
+          SELECT task_id, ${sql.unsafe(SPEND)} FROM events
+          WHERE project = ${this.key} AND kind IN ('agent.usage', 'agent.exit') AND task_id IS NOT NULL
+            AND (${taskId ?? null}::text IS NULL OR task_id = ${taskId ?? null}) AND at < ${before ?? "9999"}
+          GROUP BY task_id, kind`,
+      ),
+    lastRun: async (): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null })[] } | undefined> =>
+      this.tx(async (tx) => {
+        const [start] = await tx`
+          SELECT id::float8 AS id, at FROM events WHERE project = ${this.key} AND kind = 'run.start' ORDER BY id DESC LIMIT 1`
+        if (!start) return undefined
+        const [end] = await tx`
+          SELECT at FROM events WHERE project = ${this.key} AND kind = 'run.end' AND id > ${start.id} ORDER BY id LIMIT 1`
+        const rows = await tx`
+          SELECT agent, ${tx.unsafe(SPEND)} FROM events
+          WHERE project = ${this.key} AND id > ${start.id} AND kind IN ('agent.usage', 'agent.exit') GROUP BY agent, kind`
+        return { startedAt: start.at, endedAt: end?.at ?? null, rows: rows.map((r: SpendRow & { agent: string | null }) => ({ ...r })) }
+      }),
   }
 
   readonly agents = {
@@ -251,14 +293,18 @@ export class PgRunState implements RunState {
       const has = (k: keyof AgentUpdate) => update[k] !== undefined
       const [row] = await this.run(
         (sql) => sql`
-          INSERT INTO agents (project, name, cli, current_task, completed, session_id, machine, updated_at)
+          INSERT INTO agents (project, name, cli, current_task, completed, session_id, parked_until, parked_reason, parked_task, machine, updated_at)
           VALUES (${this.key}, ${name}, ${update.cli ?? null}, ${update.current_task ?? null}, ${update.completed ?? 0},
-                  ${update.session_id ?? null}, ${this.machine}, flow_now())
+                  ${update.session_id ?? null}, ${update.parked_until ?? null}, ${update.parked_reason ?? null}, ${update.parked_task ?? null},
+                  ${this.machine}, flow_now())
           ON CONFLICT (project, name) DO UPDATE SET
             cli = CASE WHEN ${has("cli")} THEN excluded.cli ELSE agents.cli END,
             current_task = CASE WHEN ${has("current_task")} THEN excluded.current_task ELSE agents.current_task END,
             completed = CASE WHEN ${has("completed")} THEN excluded.completed ELSE agents.completed END,
             session_id = CASE WHEN ${has("session_id")} THEN excluded.session_id ELSE agents.session_id END,
+            parked_until = CASE WHEN ${has("parked_until")} THEN excluded.parked_until ELSE agents.parked_until END,
+            parked_reason = CASE WHEN ${has("parked_reason")} THEN excluded.parked_reason ELSE agents.parked_reason END,
+            parked_task = CASE WHEN ${has("parked_task")} THEN excluded.parked_task ELSE agents.parked_task END,
             machine = excluded.machine, updated_at = excluded.updated_at
           RETURNING ${sql.unsafe(AGENT)}`,
       )
@@ -396,8 +442,8 @@ export class PgRunState implements RunState {
   async loadInto(tx: SQL, dump: StateDump): Promise<void> {
     for (const q of dump.questions) {
       await tx`
-        INSERT INTO questions (project, id, seq, task_id, agent, text, asked_at, answer, answered_at, answered_by)
-        VALUES (${this.key}, ${q.id}, ${q.seq}, ${q.task_id}, ${q.agent}, ${q.text}, ${q.asked_at}, ${q.answer}, ${q.answered_at}, ${q.answered_by})`
+        INSERT INTO questions (project, id, seq, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by)
+        VALUES (${this.key}, ${q.id}, ${q.seq}, ${q.task_id}, ${q.agent}, ${q.text}, ${q.kind}, ${q.asked_at}, ${q.answer}, ${q.answered_at}, ${q.answered_by})`
     }
     await tx`
       UPDATE projects SET question_seq = greatest(question_seq, (SELECT coalesce(max(seq), 0) FROM questions WHERE project = ${this.key}))
@@ -416,8 +462,9 @@ export class PgRunState implements RunState {
     }
     for (const a of dump.agents) {
       await tx`
-        INSERT INTO agents (project, name, cli, current_task, completed, session_id, machine, updated_at)
-        VALUES (${this.key}, ${a.name}, ${a.cli}, ${a.current_task}, ${a.completed}, ${a.session_id}, ${this.machine}, ${a.updated_at})
+        INSERT INTO agents (project, name, cli, current_task, completed, session_id, parked_until, parked_reason, parked_task, machine, updated_at)
+        VALUES (${this.key}, ${a.name}, ${a.cli}, ${a.current_task}, ${a.completed}, ${a.session_id}, ${a.parked_until}, ${a.parked_reason},
+                ${a.parked_task}, ${this.machine}, ${a.updated_at})
         ON CONFLICT (project, name) DO NOTHING`
     }
     for (const m of dump.merges) {

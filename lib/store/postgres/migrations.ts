@@ -63,6 +63,8 @@ const MIGRATIONS: readonly string[] = [
      task_id text NOT NULL,
      agent text,
      text text NOT NULL,
+     -- null: an agent's question; budget:<unit>: flow's own about a task's budget (docs/BUDGETS.md)
+     kind text,
      asked_at text NOT NULL,
      answer text,
      answered_at text,
@@ -92,6 +94,9 @@ const MIGRATIONS: readonly string[] = [
      current_task text,
      completed integer NOT NULL DEFAULT 0,
      session_id text,
+     parked_until text,
+     parked_reason text,
+     parked_task text,
      machine text,
      updated_at text NOT NULL,
      PRIMARY KEY (project, name)
