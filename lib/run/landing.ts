@@ -136,6 +136,11 @@ export class Landing {
     return v
   }
 
+  /** Clears the scratch worktrees of a killed run's checks (recovery, at a run's start). */
+  clearScratch(): Promise<void> {
+    return this.queues.clearLeft()
+  }
+
   /** The journal of moves of checked-out targets (recovery finishes what a kill cut off). */
   get moves() {
     return this.queues.moves

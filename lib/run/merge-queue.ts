@@ -4,7 +4,7 @@
 // several checks run together; the target moves, by compare-and-swap, only to a merge whose check passed,
 // and only from the head. A failed or conflicting candidate leaves the queue and the candidates behind it
 // are rebuilt on what is left (their earlier checks, built on it, are dropped). docs/RUN.md, "The merge queue".
-import { mkdirSync, readdirSync, rmSync } from "node:fs"
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { moveTarget } from "./checkout-move"
 import { addScratchWorktree, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, revParse, unlockWorktree } from "./git"
@@ -26,7 +26,7 @@ export type QueueOptions = {
   target: string
   /** undefined: no check configured (a merge passes once it is built) */
   check: Check | undefined
-  /** where scratch worktrees go; emptied when the queue starts (a killed run's are left there) */
+  /** where scratch worktrees go; what a killed run left there is cleared at the next run's start (clearScratch) */
   scratchDir: string
   /** how many candidates are built and checked at once: 1 is a strictly serial queue */
   depth: number
@@ -41,7 +41,12 @@ export type QueueOptions = {
   moves: MoveJournal
   /** the check's environment beyond the task's: FLOW_RUN_ID and FLOW_PROJECT, so the reaper knows its processes */
   checkEnv: Record<string, string>
+  /** records each check's process group for the reaper, as agents' are (lib/run/reaper.ts) */
+  track: (pid: number, taskId: string) => void
 }
+
+/** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
+export const SCRATCH_REPO = ".repo"
 
 type Entry = {
   taskId: string
@@ -68,10 +73,10 @@ export class MergeQueue {
   /** what the head waits for, as last said (said once, not every retry) and as last seen */
   private waitSaid = ""
   private waitSeen = ""
-  private ready: Promise<void>
 
   constructor(private o: QueueOptions) {
-    this.ready = this.clearScratch()
+    mkdirSync(o.scratchDir, { recursive: true })
+    writeFileSync(join(o.scratchDir, SCRATCH_REPO), o.repo)
     o.signal.addEventListener(
       "abort",
       () => {
@@ -103,7 +108,6 @@ export class MergeQueue {
     if (this.pumping) return void (this.again = true)
     this.pumping = true
     try {
-      await this.ready
       do {
         this.again = false
         await this.settleHead()
@@ -206,7 +210,8 @@ export class MergeQueue {
     void (async () => {
       try {
         await this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!))
-        return await runCheck(check, path, { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }, stop)
+        const env = { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }
+        return await runCheck(check, path, env, stop, (pid) => this.o.track(pid, e.taskId))
       } finally {
         void this.o.serial(() => removeWorktree(this.o.repo, path, true)).catch(() => rmSync(path, { recursive: true, force: true }))
       }
@@ -246,19 +251,17 @@ export class MergeQueue {
   private emit(e: Entry, state: QueueState, reason?: string, seconds?: number, onTopOf?: string[]): void {
     this.o.bus.emit({ type: "queue", taskId: e.taskId, target: this.o.target, state, position: this.entries.indexOf(e) + 1, reason, seconds, onTopOf })
   }
+}
 
-  /**
-   * A killed run's scratch worktrees: removed before the first check. A `git worktree add` killed half way
-   * leaves its registration locked ("initializing"), which `git worktree prune` never removes: unlocked first.
-   */
-  private async clearScratch(): Promise<void> {
-    mkdirSync(this.o.scratchDir, { recursive: true })
-    const left = readdirSync(this.o.scratchDir)
-    for (const name of left) rmSync(join(this.o.scratchDir, name), { recursive: true, force: true })
-    await this.o.serial(async () => {
-      const ours = (await listWorktrees(this.o.repo)).filter((w) => w.path.startsWith(`${this.o.scratchDir}/`))
-      for (const w of ours) if (w.locked !== undefined) await unlockWorktree(this.o.repo, w.path)
-      if (left.length || ours.length) await pruneWorktrees(this.o.repo)
-    })
-  }
+/**
+ * What a killed run left in a queue's scratch folder: its checks' worktrees, removed, and their registrations.
+ * A `git worktree add` killed half way leaves its registration locked ("initializing"), which `git worktree
+ * prune` never removes: unlocked first. Called at a run's start, before any check (lib/run/recovery.ts).
+ */
+export async function clearScratch(repo: string, scratchDir: string): Promise<void> {
+  const left = readdirSync(scratchDir).filter((name) => name !== SCRATCH_REPO)
+  for (const name of left) rmSync(join(scratchDir, name), { recursive: true, force: true })
+  const ours = (await listWorktrees(repo)).filter((w) => w.path.startsWith(`${scratchDir}/`))
+  for (const w of ours) if (w.locked !== undefined) await unlockWorktree(repo, w.path)
+  if (left.length || ours.length) await pruneWorktrees(repo)
 }

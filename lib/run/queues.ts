@@ -1,11 +1,11 @@
 // The run's merge queues, one per repository and target branch, made on first use. Every landing goes
 // through one (docs/RUN.md, "Landing"): merges are made off-tree and the target moves by compare-and-swap;
 // where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it.
-import { existsSync, realpathSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
-import { MergeQueue } from "./merge-queue"
+import { clearScratch, MergeQueue, SCRATCH_REPO } from "./merge-queue"
 import { MoveJournal } from "./merge-journal"
-import { RUN_ID } from "./reaper"
+import { AgentGroups, RUN_ID } from "./reaper"
 import type { RunSettings } from "./settings"
 import { checkResolver } from "./verify"
 import type { Workspace } from "./workspace"
@@ -17,6 +17,7 @@ export class MergeQueues {
   private queues = new Map<string, Promise<MergeQueue>>()
   private checkOf: ReturnType<typeof checkResolver>
   readonly moves: MoveJournal
+  private groups: AgentGroups
 
   constructor(
     private s: RunSettings,
@@ -26,6 +27,25 @@ export class MergeQueues {
   ) {
     this.checkOf = checkResolver(s.project.dir, s.verify)
     this.moves = new MoveJournal(s.db)
+    this.groups = new AgentGroups(s.db)
+  }
+
+  /** Clears what a killed run's checks left in every queue's scratch folder (clearScratch); at a run's start. */
+  async clearLeft(): Promise<void> {
+    const root = join(this.s.project.stateDir, "verify")
+    for (const name of existsSync(root) ? readdirSync(root) : []) {
+      const dir = join(root, name)
+      if (readdirSync(dir).every((n) => n === SCRATCH_REPO)) continue
+      let repo: string
+      try {
+        repo = readFileSync(join(dir, SCRATCH_REPO), "utf8")
+      } catch {
+        rmSync(dir, { recursive: true, force: true }) // an older flow's: no repository named, nothing to prune
+        continue
+      }
+      if (existsSync(repo)) await this.serial(repo, () => clearScratch(repo, dir))
+      else rmSync(dir, { recursive: true, force: true })
+    }
   }
 
   /** The queue of the workspace's repository and target. */
@@ -49,6 +69,7 @@ export class MergeQueues {
             keepOut: flowFilesIn(ws.repo, s.project),
             moves: this.moves,
             checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
+            track: (pid, taskId) => void this.groups.track(pid, taskId).catch(() => {}),
           }),
       )
       this.queues.set(key, queue)

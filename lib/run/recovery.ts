@@ -9,6 +9,7 @@
 // - A done task whose branch holds commits the target lacks (`flow done` after a conflict was resolved, or
 //   by an agent of a dead run) is merged now; a conflict blocks it with a note, as in a run.
 // - A done task whose work is merged and whose worktree is still there is cleaned up.
+// - The scratch worktrees of a killed run's checks are removed, their registrations unlocked and pruned.
 // Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
 // `git for-each-ref --no-merged` per repository holding done tasks.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
@@ -29,6 +30,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
+  await landing.clearScratch()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`

@@ -47,8 +47,17 @@ function toCheck(e: VerifyConfig): Check {
   }
 }
 
-/** Runs the check in `cwd`; a timeout or the run's stop kills its whole process group. */
-export async function runCheck(check: Check, cwd: string, env: Record<string, string | undefined>, signal: AbortSignal): Promise<CheckResult> {
+/**
+ * Runs the check in `cwd`, in a process group of its own (`onGroup` gets its id, to record it for the reaper);
+ * a timeout or the run's stop kills the whole group.
+ */
+export async function runCheck(
+  check: Check,
+  cwd: string,
+  env: Record<string, string | undefined>,
+  signal: AbortSignal,
+  onGroup?: (pid: number) => void,
+): Promise<CheckResult> {
   const started = performance.now()
   const seconds = () => Math.round(performance.now() - started) / 1000
   const stop = new AbortController()
@@ -59,6 +68,7 @@ export async function runCheck(check: Check, cwd: string, env: Record<string, st
   const out: string[] = []
   try {
     const proc = spawnGroup(check.argv, { cwd, env: { ...env, CI: env.CI ?? "1" }, signal: stop.signal, graceMs: 1_000 })
+    onGroup?.(proc.pid)
     const collect = async (stream: ReadableStream<Uint8Array>) => {
       for await (const line of lines(stream)) {
         out.push(line)
