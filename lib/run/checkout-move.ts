@@ -113,7 +113,14 @@ function refusal(stderr: string, checkout: string): { detail: string; lock?: boo
  */
 export async function moveTarget(repo: string, target: string, old: string, next: string, message: string, journal: MoveJournal): Promise<MoveResult> {
   const ref = `refs/heads/${target}`
-  const worktrees = await listWorktrees(repo)
+  let worktrees: Awaited<ReturnType<typeof listWorktrees>>
+  try {
+    worktrees = await listWorktrees(repo)
+  } catch (e) {
+    // Another git making a worktree at this instant (a person's: flow's own wait for this move) leaves its
+    // registration half written, and git refuses to list any: a moment's wait, said only if it lasts.
+    return { ok: false, why: "wait", detail: `git could not list the worktrees of ${repo}: ${(e as Error).message.split("\n").at(-1)}`, lock: true }
+  }
   const dirs = gitDirs(repo)
   if (!dirs) return { ok: false, why: "wait", detail: `${repo} is not a git repository any more` }
   for (const w of worktrees) {

@@ -76,7 +76,14 @@ export async function ensureWorktree(repo: string, path: string, branch: string,
     // A `git worktree add` killed during its checkout (Ctrl-C reaches git too) leaves the worktree locked
     // "initializing" with files missing: worked in, its commit would delete them. Nobody worked there: made again.
     if (existing?.locked === "initializing") {
-      await git(repo, ["worktree", "remove", "--force", "--force", "--", path])
+      const r = await run(["git", "worktree", "remove", "--force", "--force", "--", path], { cwd: repo, env: GIT_ENV })
+      // Killed while writing the worktree's `.git` (empty), git will not remove it ("not a .git file"):
+      // the folder goes, then its registration.
+      if (r.code !== 0) {
+        rmSync(path, { recursive: true, force: true })
+        await unlockWorktree(repo, path)
+        await git(repo, ["worktree", "prune"])
+      }
     } else if (existing) {
       if (existing.branch !== branch)
         throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)

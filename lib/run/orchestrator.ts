@@ -158,6 +158,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     s.signal.removeEventListener("abort", onStop)
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
+    await shared.landing.idle() // the checks' scratch worktrees, removed after their checks
     await watcher.close()
     await groups.reap(s.project.dir) // what agents left behind in their groups (a server started in the background) goes too
   }
