@@ -9,6 +9,7 @@ import { taskLine } from "../lib/graph/task-lines"
 import { requireTask } from "../lib/graph/task-lookup"
 import { readTasks } from "../lib/store/tasks"
 import { readUsage, usageText } from "../lib/run/usage"
+import { readLandingWaits } from "../lib/run/landing-waits"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
@@ -34,8 +35,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { phase, from } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
   const usage = (await readUsage(project)).byTask.get(task.id) ?? null
+  const landing = (await readLandingWaits(project)).get(task.id) ?? null
   if (values.json) {
-    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage), null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage, landing), null, 2)}\n`)
     return
   }
   const descendants = descendantsOf(task, entry.depth)
@@ -45,6 +47,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     `Task: ${task.id}`,
     `Title: ${task.title}`,
     `Status: ${pending ? `done, merge pending (${pendingNote(task.id, pending).replace(`${task.id}: `, "")})` : task.status}`,
+    ...(landing ? [`Landing: waiting — ${landing.reason}`] : []),
     `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
     `Agent: ${task.agent_name ?? "none"}`,
   ]

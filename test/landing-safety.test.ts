@@ -6,6 +6,7 @@
 import { expect, test } from "bun:test"
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { background, flow, git, tasksYaml, tempRepo, type TempDir } from "./helpers"
+import { startView } from "./view-helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 const RUN = ["run", "--agents", "2", "--cli", "script", "--headless"]
@@ -79,11 +80,21 @@ test.concurrent("case 2: a branch that changes tasks.yaml, and the person's unco
   }
 })
 
-test.concurrent("the person's uncommitted change to a file a branch brings makes the landing wait, said once; it lands when the person stashes", async () => {
+test.concurrent("the person's uncommitted change to a file a branch brings makes the landing wait, said once in the log, show, dashboard and inspector; it lands when the person stashes", async () => {
   await using dir = await project([task("t1", "echo flow > shared.txt")], { "shared.txt": "base\n" })
   dir.write("shared.txt", "mine, not committed\n")
   const run = background(dir.path, RUN)
   await run.waitFor("your uncommitted change to shared.txt")
+  const reason = `your uncommitted change to shared.txt in ${dir.path} is in the way; commit or stash it and flow lands by itself`
+  const wait = { task: "t1", target: "main", reason, since: expect.any(String) }
+  expect((await flow(dir.path, ["show", "t1"])).stdout).toContain(`\nStatus: in_progress\nLanding: waiting — ${reason}\nPhase:`)
+  expect(JSON.parse((await flow(dir.path, ["show", "t1", "--json"])).stdout).landing_wait).toEqual(wait)
+  expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).landing).toEqual([wait])
+  expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "300" } })).stdout).toContain(`Needs you:\n  flow show t1  landing waits: ${reason}\n`)
+  {
+    await using view = await startView(dir)
+    expect(((await (await fetch(`${view.url}api/tasks/t1`)).json()) as { landing_wait: unknown }).landing_wait).toEqual(wait)
+  }
   await Bun.sleep(2500)
   expect(run.output().match(/your uncommitted change to shared.txt/g)?.length).toBe(1)
   expect(dir.read("shared.txt")).toBe("mine, not committed\n")
@@ -91,9 +102,27 @@ test.concurrent("the person's uncommitted change to a file a branch brings makes
   const r = await run.done()
   expect(r.code).toBe(0)
   expect(dir.read("shared.txt")).toBe("flow\n")
+  expect((await flow(dir.path, ["show", "t1"])).stdout).not.toContain("Landing:")
+  expect(JSON.parse((await flow(dir.path, ["show", "t1", "--json"])).stdout).landing_wait).toBeNull()
   await git(dir.path, ["stash", "pop", "-q"]).catch(() => {}) // conflicts as git says: the person's to resolve
   expect(await git(dir.path, ["stash", "list"])).toContain("stash@{0}") // kept by git on the conflict
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ t1: "done" })
+})
+
+test.concurrent("a landing wait of a run killed meanwhile is not shown: show and the dashboard say what is true, the next run what it waits for", async () => {
+  await using dir = await project([task("t1", "echo flow > shared.txt")], { "shared.txt": "base\n" })
+  dir.write("shared.txt", "mine, not committed\n")
+  const first = background(dir.path, RUN)
+  await first.waitFor("your uncommitted change to shared.txt")
+  first.proc.kill("SIGKILL")
+  await first.done()
+  expect((await flow(dir.path, ["show", "t1"])).stdout).not.toContain("Landing:")
+  expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).landing).toEqual([])
+  const again = background(dir.path, RUN)
+  await again.waitFor("your uncommitted change to shared.txt")
+  expect((await flow(dir.path, ["show", "t1"])).stdout).toContain("Landing: waiting — your uncommitted change to shared.txt")
+  await git(dir.path, ["stash", "-q"])
+  expect((await again.done()).code).toBe(0)
 })
 
 test.concurrent("case 3: a kill between the checkout's update and the branch's move is finished at the next start; the index is never reversed", async () => {

@@ -84,6 +84,7 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   if (r.questions > 0) needs.push(["  ", ["flow questions", c.cyan], `  ${plural(r.questions, "question")} waiting for an answer`])
   if (r.review.length > 0)
     needs.push(["  ", ["flow view", c.cyan], `       ${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
+  for (const l of r.landing) needs.push(["  ", [`flow show ${l.task}`, c.cyan], "  ", ["landing waits", c.yellow], `: ${l.reason}`])
   if (needs.length === 0) out.push(fit([["Needs you", c.bold], ": nothing"], w))
   else out.push(fit([["Needs you", c.bold], ":"], w), ...needs.map((parts) => fit(parts, w)))
   out.push("")

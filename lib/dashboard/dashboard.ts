@@ -3,12 +3,13 @@
 import { basename } from "node:path"
 import { waitsForReview } from "../graph/checkpoint"
 import { isoSeconds, parseTimestamp } from "../cli/clock"
-import type { DashboardReport, MergeQueueReport } from "../model/json-shapes"
+import type { DashboardReport, LandingWait, MergeQueueReport } from "../model/json-shapes"
 import { lockHolder } from "../store/lock"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import { runLockTarget, type Project } from "../cli/project"
 import { currentStep } from "../run/prompt"
 import { readQueues } from "../run/queue-report"
+import { landingWaitsOf } from "../run/landing-waits"
 import { openExistingState, type AgentRecord } from "../run/state-db"
 import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
@@ -27,6 +28,8 @@ export type RuntimeState = {
   usage: UsageTotals
   /** the merge queues of the live or last run */
   queue: MergeQueueReport
+  /** the landings of the live run that wait for the person */
+  landing: LandingWait[]
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
@@ -37,6 +40,8 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   let ends: RuntimeState["ends"] = new Map()
   let usage = NO_USAGE
   let queue: MergeQueueReport = []
+  let landing: LandingWait[] = []
+  const holder = lockHolder(runLockTarget(project))
   if (db) {
     using open = db
     agents = await open.agents.list()
@@ -44,9 +49,9 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
     ends = await open.events.lastTaskEnds()
     usage = await usageFrom(open)
     queue = await readQueues(open)
+    if (holder) landing = [...(await landingWaitsOf(open, holder.pid)).values()]
   }
-  const holder = lockHolder(runLockTarget(project))
-  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends, usage, queue }
+  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends, usage, queue, landing }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -103,6 +108,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     run: runtime.run,
     usage: { run: runtime.usage.run, total: runtime.usage.total },
     queue: runtime.queue,
+    landing: runtime.landing,
   }
 }
 

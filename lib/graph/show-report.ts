@@ -1,5 +1,5 @@
 // What `flow show` derives from one task (its --json shape), shared with the inspector's task endpoint.
-import type { ShowReport, Usage } from "../model/json-shapes"
+import type { LandingWait, ShowReport, Usage } from "../model/json-shapes"
 import { topLevelOf, type Indexed, type Task } from "../model/task-index"
 import { taskSummary } from "./task-lines"
 
@@ -7,9 +7,16 @@ export type Descendant = { task: Task; parent: Task; depth: number }
 
 /**
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
- * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/run/usage.ts).
+ * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/run/usage.ts);
+ * `landing` what its landing waits for (lib/run/landing-waits.ts).
  */
-export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: Map<number, string>, usage: Usage | null): ShowReport {
+export function showReport(
+  index: Map<string, Indexed>,
+  entry: Indexed,
+  titles: Map<number, string>,
+  usage: Usage | null,
+  landing: LandingWait | null = null,
+): ShowReport {
   const { task } = entry
   const { dependents, validates } = pointingAt(index, task.id)
   const { phase } = effectivePhase(entry, index)
@@ -24,6 +31,7 @@ export function showReport(index: Map<string, Indexed>, entry: Indexed, titles: 
     phase,
     phase_title: phase === null ? null : (titles.get(phase) ?? null),
     usage,
+    landing_wait: landing,
   }
 }
 

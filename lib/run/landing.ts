@@ -48,6 +48,11 @@ export class Landing {
     this.queues = new MergeQueues(s, (repo, fn) => this.inRepo(repo, fn), AUTHOR)
   }
 
+  /** Resolves once every git operation queued on a repository so far has finished (a run's end waits for it). */
+  async idle(): Promise<void> {
+    await Promise.all(this.repoQueues.values())
+  }
+
   /** Runs `fn` after every earlier git operation on `repo` has finished. */
   inRepo<T>(repo: string, fn: () => Promise<T>): Promise<T> {
     const result = (this.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
@@ -136,8 +141,8 @@ export class Landing {
     return v
   }
 
-  /** Clears the scratch worktrees of a killed run's checks (recovery, at a run's start). */
-  clearScratch(): Promise<void> {
+  /** Clears the scratch worktrees of a killed run's checks and the landing waits it recorded (recovery, at a run's start). */
+  clearLeft(): Promise<void> {
     return this.queues.clearLeft()
   }
 

@@ -43,6 +43,8 @@ export type QueueOptions = {
   checkEnv: Record<string, string>
   /** records each check's process group for the reaper, as agents' are (lib/run/reaper.ts) */
   track: (pid: number, taskId: string) => void
+  /** where a landing that waits for the person is recorded while it waits (lib/run/landing-waits.ts) */
+  waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
 }
 
 /** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
@@ -73,6 +75,8 @@ export class MergeQueue {
   /** what the head waits for, as last said (said once, not every retry) and as last seen */
   private waitSaid = ""
   private waitSeen = ""
+  /** the task whose wait is recorded (waits) */
+  private waiting?: string
 
   constructor(private o: QueueOptions) {
     mkdirSync(o.scratchDir, { recursive: true })
@@ -84,6 +88,7 @@ export class MergeQueue {
           e.abort?.abort()
           e.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
         }
+        this.waitEnds()
       },
       { once: true },
     )
@@ -133,25 +138,38 @@ export class MergeQueue {
         continue
       }
       if (head.state !== "passed" || !head.base || !head.merge) return
+      // With the repository's other worktree operations (a check's `git worktree add`): git cannot list the
+      // worktrees while one is half made, and the move must know where the target is checked out.
+      const { base, merge } = head
       const moved =
-        head.merge === head.base
+        merge === base
           ? { ok: true as const }
-          : await moveTarget(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`, this.o.moves)
+          : await this.o.serial(() => moveTarget(this.o.repo, this.o.target, base, merge, `flow: ${head.message}`, this.o.moves))
       if (!moved.ok && moved.why === "wait") {
         // A lock may be a person's git at work for a moment: said only when it is still there a try later.
-        if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen))
+        if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen)) {
           this.o.bus.emit({ type: "waiting", taskId: head.taskId, reason: `landing ${head.taskId}: ${moved.detail}` })
+          this.o.waits.set(head.taskId, moved.detail)
+          this.waiting = head.taskId
+        }
         if (!moved.lock || moved.detail === this.waitSeen) this.waitSaid = moved.detail
         this.waitSeen = moved.detail
         setTimeout(() => void this.pump(), WAIT_RETRY_MS).unref?.()
         return
       }
-      this.waitSaid = this.waitSeen = ""
+      this.waitEnds()
       if (!moved.ok) return this.invalidate() // someone else moved the target: rebuild everything on it
       if (head.merge !== head.base) killPoint("after-merge")
       this.entries.shift()
       head.resolve({ ok: true, commit: head.merge, alreadyMerged: head.merge === head.base })
     }
+  }
+
+  /** The head waits for the person no more (it moves, it is rebuilt, the run stops): the record goes. */
+  private waitEnds(): void {
+    this.waitSaid = this.waitSeen = ""
+    if (this.waiting) this.o.waits.clear(this.waiting)
+    this.waiting = undefined
   }
 
   /** Builds (or rebuilds) each candidate's merge on the one ahead of it and starts its check. */
@@ -213,7 +231,16 @@ export class MergeQueue {
         const env = { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }
         return await runCheck(check, path, env, stop, (pid) => this.o.track(pid, e.taskId))
       } finally {
-        void this.o.serial(() => removeWorktree(this.o.repo, path, true)).catch(() => rmSync(path, { recursive: true, force: true }))
+        // A removal git refuses leaves the folder to go by hand, and its registration to a prune (else it
+        // stays listed, prunable, until the next run's start).
+        void this.o
+          .serial(() =>
+            removeWorktree(this.o.repo, path, true).catch(async () => {
+              rmSync(path, { recursive: true, force: true })
+              await pruneWorktrees(this.o.repo)
+            }),
+          )
+          .catch(() => {})
       }
     })().then(
       (result) => {

@@ -5,6 +5,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "nod
 import { isAbsolute, join, relative } from "node:path"
 import { clearScratch, MergeQueue, SCRATCH_REPO } from "./merge-queue"
 import { MoveJournal } from "./merge-journal"
+import { LandingWaits } from "./landing-waits"
 import { AgentGroups, RUN_ID } from "./reaper"
 import type { RunSettings } from "./settings"
 import { checkResolver } from "./verify"
@@ -18,6 +19,7 @@ export class MergeQueues {
   private checkOf: ReturnType<typeof checkResolver>
   readonly moves: MoveJournal
   private groups: AgentGroups
+  private waits: LandingWaits
 
   constructor(
     private s: RunSettings,
@@ -28,10 +30,15 @@ export class MergeQueues {
     this.checkOf = checkResolver(s.project.dir, s.verify)
     this.moves = new MoveJournal(s.db)
     this.groups = new AgentGroups(s.db)
+    this.waits = new LandingWaits(s.db)
   }
 
-  /** Clears what a killed run's checks left in every queue's scratch folder (clearScratch); at a run's start. */
+  /**
+   * Clears what a killed run left: its checks' scratch worktrees in every queue's folder (clearScratch) and
+   * the landing waits it recorded. At a run's start.
+   */
   async clearLeft(): Promise<void> {
+    await this.waits.clearAll()
     const root = join(this.s.project.stateDir, "verify")
     for (const name of existsSync(root) ? readdirSync(root) : []) {
       const dir = join(root, name)
@@ -70,6 +77,11 @@ export class MergeQueues {
             moves: this.moves,
             checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
             track: (pid, taskId) => void this.groups.track(pid, taskId).catch(() => {}),
+            // What the screens show; a failed write must not hold up a landing.
+            waits: {
+              set: (taskId, reason) => void this.waits.set(taskId, ws.target, reason).catch(() => {}),
+              clear: (taskId) => void this.waits.clear(taskId).catch(() => {}),
+            },
           }),
       )
       this.queues.set(key, queue)

@@ -30,7 +30,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
-  await landing.clearScratch()
+  await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`

@@ -13,6 +13,7 @@ import { currentStep, stepPrompt } from "../run/prompt"
 import { waitsForReview } from "../graph/checkpoint"
 import { descendantsOf, showReport } from "../graph/show-report"
 import { readUsage } from "../run/usage"
+import { readLandingWaits } from "../run/landing-waits"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
 import { readTasks } from "../store/tasks"
@@ -100,7 +101,7 @@ export class ViewModel {
     if (!entry) return undefined
     const step = currentStep(entry.task)
     return {
-      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null),
+      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null, (await readLandingWaits(this.project)).get(id) ?? null),
       prompt: await projectTaskPrompt(this.project, index, id),
       resume_prompt: step ? stepPrompt(entry.task, step) : null,
     }
