@@ -63,7 +63,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 }
 
 /** The run settings that come from flow.yaml alone. */
-export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"> {
+export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone"> {
   return {
     retries: config.retries ?? 1,
     defaults: { repo: config.repo, target: config.merge_target },
@@ -71,6 +71,7 @@ export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "d
     verify: config.verify === undefined ? [] : [config.verify].flat(),
     fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS,
     queueDepth: config.queue_depth,
+    emptyDone: config.empty_done ?? "allow",
   }
 }
 
@@ -79,7 +80,7 @@ const DEFAULT_FIX_ATTEMPTS = 2
 
 export type StartOptions = Pick<
   RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth"
+  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone"
 > & {
   /** the log lines even in a terminal */
   headless?: boolean

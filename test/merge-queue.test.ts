@@ -225,6 +225,23 @@ test.concurrent("a check's `git worktree add` killed with the run's whole proces
   }
 })
 
+test.concurrent("a check's scratch worktree whose removal was cut off (its folder gone, its registration left) is pruned at the next start", async () => {
+  await using dir = await tempRepo({
+    "flow.yaml": "verify: { command: 'true', timeout: 1m }\n",
+    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
+  })
+  const first = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" })
+  // What `git worktree remove` killed between deleting the folder and its registration leaves.
+  const [queue] = readdirSync(join(dir.path, ".flow", "verify"))
+  const scratch = join(dir.path, ".flow", "verify", queue, "work-1-x")
+  await git(dir.path, ["worktree", "add", "-q", "--detach", scratch, "main"])
+  rmSync(scratch, { recursive: true, force: true })
+  const again = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" })
+  expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+})
+
 test.concurrent("killed right after the queue moved main (before anything was recorded): the rerun marks it done without a second merge or check", async () => {
   await using dir = await tempRepo({
     "flow.yaml": "verify: { command: 'true', timeout: 1m }\n",

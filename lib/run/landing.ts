@@ -14,7 +14,7 @@
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "./checkout-move"
-import { commitAll, GIT_ENV, removeWorktree, revParse } from "./git"
+import { commitAll, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
@@ -66,10 +66,18 @@ export class Landing {
   /**
    * Lands a task whose work is finished: merged (unless already in the target), then done; or blocked with a
    * note when the merge fails and the agent (`fixer`) could not fix it. `background` collects the worktree's
-   * removal. True when it is done.
+   * removal. With `finished` (its agent said done), a branch with nothing to merge is said, and noted on the
+   * task or blocked as flow.yaml `empty_done` says (not for a validation task). True when it is done.
    */
-  async land(taskId: string, title: string, ws: Workspace, background: Set<Promise<unknown>>, fixer?: Fixer): Promise<boolean> {
-    let result: Verdict
+  async land(
+    taskId: string,
+    title: string,
+    ws: Workspace,
+    background: Set<Promise<unknown>>,
+    opts: { fixer?: Fixer; finished?: boolean } = {},
+  ): Promise<boolean> {
+    const { fixer } = opts
+    let result: Verdict & { empty?: boolean }
     const problem = await worktreeProblem(taskId, ws)
     if (problem) {
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
@@ -110,7 +118,27 @@ export class Landing {
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
     if (!result.alreadyMerged) killPoint("before-done")
-    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow()).changes)
+    // Done with nothing merged is said, never silent: a refused tool call or a confused model looks like this.
+    // A validation task (another's validation_task_id) checks and changes nothing by design.
+    const empty =
+      opts.finished && result.empty && !(await this.validates(taskId))
+        ? `finished with no changes on ${ws.branch}: nothing to merge into ${ws.target}`
+        : undefined
+    if (empty) this.s.bus.emit({ type: "notice", taskId, text: empty })
+    if (empty && this.s.emptyDone === "block") {
+      await blockTask(
+        this.s,
+        taskId,
+        `${empty} (flow.yaml empty_done: block). Do its work on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}', or run 'flow done ${taskId}' if nothing was to change`,
+        true,
+      )
+      await this.journal.close(taskId)
+      return false
+    }
+    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
+      if (empty) editor.append({ taskId }, "ai_notes", empty)
+      return applyStatus(editor, taskId, "done", isoNow()).changes
+    })
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
     background.add(this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())).catch(() => {}))
@@ -122,15 +150,15 @@ export class Landing {
    * merge goes through the repository's queue: made off-tree, checked where a check is configured, and the
    * target (with the person's checkout of it, when nothing of theirs is in the way) moved by compare-and-swap.
    */
-  private async merge(taskId: string, ws: Workspace): Promise<Verdict> {
+  private async merge(taskId: string, ws: Workspace): Promise<Verdict & { empty?: boolean }> {
     const queue = await this.queues.for(ws)
     const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
-    const id =
-      open && open.outcome === null
-        ? open.id
-        : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
+    const reused = open && open.outcome === null ? open : undefined
+    const id = reused
+      ? reused.id
+      : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
     const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
     if (v.ok || v.kind !== "stopped")
       await this.journal.outcome(
@@ -138,6 +166,8 @@ export class Landing {
         v.ok ? "merged" : "failed",
         v.ok ? { commit: v.alreadyMerged ? undefined : v.commit, reason: v.alreadyMerged ? "already in the target" : undefined } : { reason: v.reason },
       )
+    // In the target already: empty when it was so at the intent too (else a killed run merged it since).
+    if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, reused?.branchHead ?? head, reused?.targetBefore ?? before) }
     return v
   }
 
@@ -149,6 +179,11 @@ export class Landing {
   /** The journal of moves of checked-out targets (recovery finishes what a kill cut off). */
   get moves() {
     return this.queues.moves
+  }
+
+  /** Whether another task names this one its validation_task_id. */
+  private async validates(id: string): Promise<boolean> {
+    return [...indexTasks((await readTasks(this.s.project)).data).values()].some((e) => e.task.validation_task_id === id)
   }
 
   /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */

@@ -41,8 +41,8 @@ export class MergeQueues {
     await this.waits.clearAll()
     const root = join(this.s.project.stateDir, "verify")
     for (const name of existsSync(root) ? readdirSync(root) : []) {
+      // Even an empty folder: a removal killed half way leaves the registration of a folder already gone.
       const dir = join(root, name)
-      if (readdirSync(dir).every((n) => n === SCRATCH_REPO)) continue
       let repo: string
       try {
         repo = readFileSync(join(dir, SCRATCH_REPO), "utf8")

@@ -83,7 +83,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
         taskId: task.id,
         text: `its work was finished by the last run, which stopped before the end: landing it without running the agent again`,
       })
-      await landing.land(task.id, task.title, ws, shared.background)
+      await landing.land(task.id, task.title, ws, shared.background, { finished: true })
     } else if (open.has(task.id)) {
       await landing.journal.close(task.id) // a person reset or blocked it since: the entry is history
     }

@@ -19,6 +19,8 @@ export type RunSettings = {
   fixAttempts: number
   /** how many candidates of a merge queue are checked at once (1: strictly serial) */
   queueDepth?: number
+  /** a task finished with no changes on its branch: done with a note (allow), or blocked (flow.yaml empty_done) */
+  emptyDone: "allow" | "block"
   /** push and pull requests after merges (flow.yaml) */
   publish: PublishSettings
   /** how an agent runs flow: the argv prefix of this very program */

@@ -266,7 +266,7 @@ export class TaskWorker {
       this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
       return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true)
     }
-    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, this.fixer(task)))) return
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true }))) return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish
