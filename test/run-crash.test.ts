@@ -150,6 +150,19 @@ test.concurrent("kills placed right after the target moved, after the checkout f
   }
 }, 180_000)
 
+test.concurrent("a run killed after its merge was journaled, before tasks.yaml: the next run marks it done, not 'finished with no changes'", async () => {
+  const { dir, log } = await project(1)
+  await using _ = dir
+  try {
+    const first = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: { FLOW_TEST_KILL_AT: "before-done" } })
+    expect(first.code).toBe(137)
+    const last = await finishAndCheck(dir, log, 1)
+    expect(last.stdout).not.toContain("finished with no changes")
+  } finally {
+    rmSync(log, { force: true })
+  }
+}, 180_000)
+
 /**
  * A reference-transaction hook (git runs it while it holds the target's ref lock, after flow's two-tree read
  * moved the person's checkout) whose first move of main runs `action` there, once: kills that stop the run,
@@ -343,14 +356,16 @@ test.concurrent.each(["files", ".git"])(
 )
 
 // What a `git worktree add` killed half way leaves: the registration locked "initializing", and files missing
-// (killed during its checkout) or its `.git` file empty (killed while writing it: git refuses to remove such a
-// worktree, "'.git' is not a .git file"; seen in the random-kill loop).
+// (killed during its checkout), its `.git` file empty (killed while writing it: git refuses to remove such a
+// worktree, "'.git' is not a .git file") or no folder at all (killed before it made one: git refuses to add
+// it again, "a missing but locked worktree"); the last two seen in the random-kill loop.
 test.concurrent.each([
-  { what: "files missing", emptyDotGit: false },
-  { what: "its .git file empty", emptyDotGit: true },
+  { what: "files missing", emptyDotGit: false, folder: true },
+  { what: "its .git file empty", emptyDotGit: true, folder: true },
+  { what: "its folder missing", emptyDotGit: false, folder: false },
 ])(
   "a worktree that git never finished making (locked 'initializing', $what) is made again, not worked in",
-  async ({ emptyDotGit }) => {
+  async ({ emptyDotGit, folder }) => {
     const { dir, log } = await project(1)
     await using _ = dir
     try {
@@ -360,6 +375,7 @@ test.concurrent.each([
       await git(dir.path, ["worktree", "lock", "--reason", "initializing", wt])
       rmSync(join(wt, "keep.txt"))
       if (emptyDotGit) writeFileSync(join(wt, ".git"), "")
+      if (!folder) rmSync(wt, { recursive: true, force: true })
       const r = await flow(dir.path, ["run", "--cli", "script", "--headless"])
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
       expect(dir.read("keep.txt")).toBe("kept\n")
@@ -407,6 +423,18 @@ test.concurrent("lock files a killed git left in a task's worktree (index, HEAD,
     dir.write("tasks.yaml", dir.read("tasks.yaml").replace("status: todo", "status: in_progress"))
     const last = await finishAndCheck(dir, log, 1)
     expect(last.stdout).toContain("t0: removed the lock files a killed git left in its worktree\n")
+  } finally {
+    rmSync(log, { force: true })
+  }
+}, 180_000)
+
+test.concurrent("the lock a killed `git worktree add -b` left on a branch it had not made yet is removed; the task runs", async () => {
+  const { dir, log } = await project(1)
+  await using _ = dir
+  try {
+    dir.write(".git/refs/heads/flow/t0.lock", "")
+    const last = await finishAndCheck(dir, log, 1)
+    expect(last.stdout).toContain("t0: removed flow/t0's lock file, left by a killed git\n")
   } finally {
     rmSync(log, { force: true })
   }

@@ -95,6 +95,9 @@ export async function ensureWorktree(repo: string, path: string, branch: string,
   // of a deleted folder, or a branch that exists from an earlier run).
   const fresh = await run(["git", "worktree", "add", "-b", branch, "--", path, base], { cwd: repo, env: GIT_ENV })
   if (fresh.code === 0) return "created"
+  // A `git worktree add` killed before it made the folder leaves the registration locked ("initializing"),
+  // which prune keeps and add refuses ("a missing but locked worktree"): nobody worked there.
+  if (!existsSync(path)) await unlockWorktree(repo, path)
   await git(repo, ["worktree", "prune"])
   if (await branchExists(repo, branch)) await git(repo, ["worktree", "add", "--", path, branch])
   else await git(repo, ["worktree", "add", "-b", branch, "--", path, base])

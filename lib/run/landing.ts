@@ -166,8 +166,8 @@ export class Landing {
         v.ok ? "merged" : "failed",
         v.ok ? { commit: v.alreadyMerged ? undefined : v.commit, reason: v.alreadyMerged ? "already in the target" : undefined } : { reason: v.reason },
       )
-    // In the target already: empty when it was so at the intent too (else a killed run merged it since).
-    if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, reused?.branchHead ?? head, reused?.targetBefore ?? before) }
+    // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
+    if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, open?.branchHead ?? head, open?.targetBefore ?? before) }
     return v
   }
 

@@ -14,7 +14,7 @@
 // `git for-each-ref --no-merged` per repository holding done tasks.
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { recoverMoves } from "./checkout-move"
+import { gitDirs, recoverMoves } from "./checkout-move"
 import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
@@ -29,6 +29,18 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const open = await landing.journal.open()
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
+  // A `git worktree add -b` killed before its worktree existed leaves only its branch's lock: every later
+  // add of that branch fails ("cannot lock ref"), so the task would be blocked.
+  for (const { task } of index.values()) {
+    if (task.status === "done") continue
+    const ws = await workspaces.forTask(task).catch(() => undefined)
+    const common = ws && gitDirs(ws.repo)?.common
+    const lock = common && join(common, "refs", "heads", `${ws.branch}.lock`)
+    if (lock && existsSync(lock)) {
+      rmSync(lock, { force: true })
+      s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
+    }
+  }
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
   await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
