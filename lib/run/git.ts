@@ -154,10 +154,15 @@ export async function commitAll(path: string, message: string, author: { name: s
   // Agents usually commit their own work: one `status` is all it costs then.
   if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
   await git(path, ["add", "-A"])
-  await check(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "commit", "-q", "--no-verify", "-m", message], {
-    cwd: path,
-    env: GIT_ENV,
-  })
+  // No auto maintenance after each of flow's commits (a process each; the person's own git commands still
+  // run it): a detached gc would also take locks that flow's next git in the repository trips on.
+  await check(
+    ["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", message],
+    {
+      cwd: path,
+      env: GIT_ENV,
+    },
+  )
   return true
 }
 
@@ -202,7 +207,8 @@ export async function makeMergeCommit(
   author: { name: string; email: string },
   keepOut: string[] = [],
 ): Promise<MergeCommit> {
-  const [head] = await revParse(repo, branch)
+  // A commit as the queue gives it (journaled) needs no lookup.
+  const [head] = /^[0-9a-f]{40,64}$/.test(branch) ? [branch] : await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
   if (r.code === 1) {

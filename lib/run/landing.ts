@@ -24,9 +24,11 @@ import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
+import { RepoLanes } from "./repo-lanes"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
+import { timed } from "./trace"
 import type { Workspace } from "./workspace"
 
 export const AUTHOR = { name: "flow", email: "flow@localhost" }
@@ -38,29 +40,24 @@ export type Fixer = { canFix: boolean; fix: (prompt: string, env: Record<string,
 
 export class Landing {
   readonly journal: MergeJournal
-  /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
-  private repoQueues = new Map<string, Promise<unknown>>()
+  /** one git operation on a repository's shared state (worktrees) at a time: git fails on its own locks */
+  private lanes = new RepoLanes()
 
   private queues: MergeQueues
 
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
-    this.queues = new MergeQueues(s, (repo, fn) => this.inRepo(repo, fn), AUTHOR)
+    this.queues = new MergeQueues(s, (repo, fn, later) => this.inRepo(repo, fn, later), AUTHOR)
   }
 
-  /** Resolves once every git operation queued on a repository so far has finished (a run's end waits for it). */
-  async idle(): Promise<void> {
-    await Promise.all(this.repoQueues.values())
+  /** Resolves once no git operation on a repository runs or waits (a run's end waits for the clean-ups). */
+  idle(): Promise<void> {
+    return this.lanes.idle()
   }
 
-  /** Runs `fn` after every earlier git operation on `repo` has finished. */
-  inRepo<T>(repo: string, fn: () => Promise<T>): Promise<T> {
-    const result = (this.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
-    this.repoQueues.set(
-      repo,
-      result.catch(() => {}),
-    )
-    return result
+  /** Runs `fn` after every earlier git operation on `repo` has finished; `later`: a clean-up, after the rest. */
+  inRepo<T>(repo: string, fn: () => Promise<T>, later = false): Promise<T> {
+    return this.lanes.run(repo, fn, later)
   }
 
   /**
@@ -86,8 +83,8 @@ export class Landing {
       return false
     }
     for (let attempt = 1; ; attempt++) {
-      if (existsSync(ws.path)) await commitAll(ws.path, `${taskId}: ${title}`, AUTHOR)
-      result = await this.merge(taskId, ws)
+      if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
+      result = await timed(taskId, "land", () => this.merge(taskId, ws))
       if (result.ok || result.kind === "stopped") break
       if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
         result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
@@ -135,13 +132,19 @@ export class Landing {
       await this.journal.close(taskId)
       return false
     }
-    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
-      if (empty) editor.append({ taskId }, "ai_notes", empty)
-      return applyStatus(editor, taskId, "done", isoNow()).changes
-    })
+    await timed(taskId, "done", () =>
+      writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
+        if (empty) editor.append({ taskId }, "ai_notes", empty)
+        return applyStatus(editor, taskId, "done", isoNow()).changes
+      }),
+    )
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
-    background.add(this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())).catch(() => {}))
+    background.add(
+      timed(taskId, "cleanup", () =>
+        this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true),
+      ).catch(() => {}),
+    )
     return true
   }
 
@@ -159,7 +162,7 @@ export class Landing {
     const id = reused
       ? reused.id
       : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
+    const v = await queue.submit(taskId, ws.branch, head, `Merge ${ws.branch}: ${taskId}`)
     if (v.ok || v.kind !== "stopped")
       await this.journal.outcome(
         id,

@@ -11,6 +11,7 @@ import { addScratchWorktree, isAncestor, listWorktrees, makeMergeCommit, pruneWo
 import { killPoint } from "./kill-point"
 import type { MoveJournal } from "./merge-journal"
 import type { EventBus, QueueState } from "./events"
+import { timed } from "./trace"
 import { runCheck, type Check } from "./verify"
 
 export type Verdict =
@@ -31,7 +32,7 @@ export type QueueOptions = {
   /** how many candidates are built and checked at once: 1 is a strictly serial queue */
   depth: number
   /** one git operation on the repository's worktree registrations at a time */
-  serial: <T>(fn: () => Promise<T>) => Promise<T>
+  serial: <T>(fn: () => Promise<T>, later?: boolean) => Promise<T>
   bus: EventBus
   signal: AbortSignal
   author: { name: string; email: string }
@@ -53,6 +54,8 @@ export const SCRATCH_REPO = ".repo"
 type Entry = {
   taskId: string
   branch: string
+  /** the branch's commit that lands: the one journaled when it was handed over */
+  head: string
   message: string
   resolve: (v: Verdict) => void
   /** what its merge is built on, and the merge; undefined until (re)built */
@@ -94,11 +97,11 @@ export class MergeQueue {
     )
   }
 
-  /** Queues a finished branch; resolves when it is merged, or why it was not. */
-  submit(taskId: string, branch: string, message: string): Promise<Verdict> {
+  /** Queues a finished branch at `head` (the commit journaled); resolves when it is merged, or why it was not. */
+  submit(taskId: string, branch: string, head: string, message: string): Promise<Verdict> {
     if (this.o.signal.aborted) return Promise.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
     return new Promise((resolve) => {
-      this.entries.push({ taskId, branch, message, resolve, state: "waiting", gen: 0 })
+      this.entries.push({ taskId, branch, head, message, resolve, state: "waiting", gen: 0 })
       this.emit(this.entries.at(-1)!, "waiting")
       void this.pump()
     })
@@ -138,13 +141,11 @@ export class MergeQueue {
         continue
       }
       if (head.state !== "passed" || !head.base || !head.merge) return
-      // With the repository's other worktree operations (a check's `git worktree add`): git cannot list the
-      // worktrees while one is half made, and the move must know where the target is checked out.
       const { base, merge } = head
       const moved =
         merge === base
           ? { ok: true as const }
-          : await this.o.serial(() => moveTarget(this.o.repo, this.o.target, base, merge, `flow: ${head.message}`, this.o.moves))
+          : await timed(head.taskId, "move", () => moveTarget(this.o.repo, this.o.target, base, merge, `flow: ${head.message}`, this.o.moves))
       if (!moved.ok && moved.why === "wait") {
         // A lock may be a person's git at work for a moment: said only when it is still there a try later.
         if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen)) {
@@ -184,14 +185,15 @@ export class MergeQueue {
       }
       if (i >= this.o.depth) return
       this.reset(e, i === 0 ? undefined : `rebuilt on ${this.entries[i - 1].taskId}`)
-      if (await isAncestor(this.o.repo, e.branch, base)) {
+      if (await isAncestor(this.o.repo, e.head, base)) {
         // Merged already (a run killed after the move, before the status write): never a second merge.
         Object.assign(e, { base, merge: base, state: "passed" })
         this.emit(e, "passed", "already in the target")
         if (i === 0) this.again = true
         continue
       }
-      const m = await makeMergeCommit(this.o.repo, base, e.branch, e.message, this.o.author, this.o.keepOut)
+      const on: string = base
+      const m = await timed(e.taskId, "build", () => makeMergeCommit(this.o.repo, on, e.head, e.message, this.o.author, this.o.keepOut))
       if (!m.ok) {
         if (i > 0) return // it conflicts with a candidate ahead: wait for that one to land or leave
         e.verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
@@ -227,18 +229,20 @@ export class MergeQueue {
     const stop = AbortSignal.any([abort.signal, this.o.signal])
     void (async () => {
       try {
-        await this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!))
+        await timed(e.taskId, "scratch", () => this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!)))
         const env = { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }
-        return await runCheck(check, path, env, stop, (pid) => this.o.track(pid, e.taskId))
+        return await timed(e.taskId, "check", () => runCheck(check, path, env, stop, (pid) => this.o.track(pid, e.taskId)))
       } finally {
         // A removal git refuses leaves the folder to go by hand, and its registration to a prune (else it
         // stays listed, prunable, until the next run's start).
         void this.o
-          .serial(() =>
-            removeWorktree(this.o.repo, path, true).catch(async () => {
-              rmSync(path, { recursive: true, force: true })
-              await pruneWorktrees(this.o.repo)
-            }),
+          .serial(
+            () =>
+              removeWorktree(this.o.repo, path, true).catch(async () => {
+                rmSync(path, { recursive: true, force: true })
+                await pruneWorktrees(this.o.repo)
+              }),
+            true,
           )
           .catch(() => {})
       }

@@ -24,7 +24,7 @@ export class MergeQueues {
   constructor(
     private s: RunSettings,
     /** one git operation on a repository's worktrees at a time (lib/run/landing.ts) */
-    private serial: <T>(repo: string, fn: () => Promise<T>) => Promise<T>,
+    private serial: <T>(repo: string, fn: () => Promise<T>, later?: boolean) => Promise<T>,
     private author: { name: string; email: string },
   ) {
     this.checkOf = checkResolver(s.project.dir, s.verify)
@@ -67,7 +67,7 @@ export class MergeQueues {
             repo: ws.repo,
             target: ws.target,
             check,
-            serial: (fn) => this.serial(ws.repo, fn),
+            serial: (fn, later) => this.serial(ws.repo, fn, later),
             bus: s.bus,
             signal: s.signal,
             author: this.author,

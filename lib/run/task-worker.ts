@@ -19,6 +19,7 @@ import type { RunSettings } from "./settings"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
+import { timed } from "./trace"
 import type { Workspace, Workspaces } from "./workspace"
 
 export type WorkerShared = {
@@ -72,11 +73,14 @@ export class TaskWorker {
       }
       this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
       // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
-      if (task.status !== "in_progress") await this.setStatus("assigned")
       this.ws = await this.shared.workspaces.forTask(task)
       const ws = this.ws
-      const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
-      await this.setStatus("in_progress")
+      // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
+      const [, how] = await Promise.all([
+        task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
+        timed(this.taskId, "worktree", () => this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))),
+      ])
+      await timed(this.taskId, "start", () => this.setStatus("in_progress"))
       this.s.bus.emit({
         type: "task-start",
         taskId: this.taskId,
@@ -212,22 +216,24 @@ export class TaskWorker {
 
   private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
     const ws = this.ws!
-    const result = await runTurn({
-      doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
-      onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
-      agent: this.agent,
-      prompt,
-      script,
-      cwd: ws.path,
-      env: { ...this.agentEnv(), ...env },
-      sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
-      usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
-      signal: this.s.signal,
-      onEvent: (event) => {
-        if (event.type === "session") this.saveSession(event.id)
-        this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
-      },
-    })
+    const result = await timed(this.taskId, "agent", () =>
+      runTurn({
+        doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
+        onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
+        agent: this.agent,
+        prompt,
+        script,
+        cwd: ws.path,
+        env: { ...this.agentEnv(), ...env },
+        sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
+        usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
+        signal: this.s.signal,
+        onEvent: (event) => {
+          if (event.type === "session") this.saveSession(event.id)
+          this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
+        },
+      }),
+    )
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
     return result
   }
