@@ -357,15 +357,18 @@ test.concurrent.each(["files", ".git"])(
 
 // What a `git worktree add` killed half way leaves: the registration locked "initializing", and files missing
 // (killed during its checkout), its `.git` file empty (killed while writing it: git refuses to remove such a
-// worktree, "'.git' is not a .git file") or no folder at all (killed before it made one: git refuses to add
-// it again, "a missing but locked worktree"); the last two seen in the random-kill loop.
+// worktree, "'.git' is not a .git file"), no folder at all (killed before it made one: git refuses to add
+// it again, "a missing but locked worktree"), or a registration whose `commondir` is empty (killed while git
+// wrote it: every `git worktree list` in the repository fails); the last three seen in the random-kill loop.
 test.concurrent.each([
-  { what: "files missing", emptyDotGit: false, folder: true },
-  { what: "its .git file empty", emptyDotGit: true, folder: true },
-  { what: "its folder missing", emptyDotGit: false, folder: false },
+  { what: "files missing", emptyDotGit: false, folder: true, admin: ["commondir", "gitdir", "HEAD"] },
+  { what: "its .git file empty", emptyDotGit: true, folder: true, admin: ["commondir", "gitdir", "HEAD"] },
+  { what: "its folder missing", emptyDotGit: false, folder: false, admin: ["commondir", "gitdir", "HEAD"] },
+  { what: "its registration's commondir empty", emptyDotGit: false, folder: true, admin: ["gitdir"] },
+  { what: "its registration only locked", emptyDotGit: false, folder: false, admin: [] as string[] },
 ])(
   "a worktree that git never finished making (locked 'initializing', $what) is made again, not worked in",
-  async ({ emptyDotGit, folder }) => {
+  async ({ emptyDotGit, folder, admin }) => {
     const { dir, log } = await project(1)
     await using _ = dir
     try {
@@ -376,6 +379,9 @@ test.concurrent.each([
       rmSync(join(wt, "keep.txt"))
       if (emptyDotGit) writeFileSync(join(wt, ".git"), "")
       if (!folder) rmSync(wt, { recursive: true, force: true })
+      for (const file of ["commondir", "gitdir", "HEAD", "index", "logs", "refs", "ORIG_HEAD"])
+        if (!admin.includes(file)) rmSync(dir.file(`.git/worktrees/t0/${file}`), { recursive: true, force: true })
+      if (admin.includes("gitdir") && !admin.includes("commondir")) writeFileSync(dir.file(".git/worktrees/t0/commondir"), "")
       const r = await flow(dir.path, ["run", "--cli", "script", "--headless"])
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
       expect(dir.read("keep.txt")).toBe("kept\n")

@@ -12,9 +12,10 @@
 // - The scratch worktrees of a killed run's checks are removed, their registrations unlocked and pruned.
 // Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
 // `git for-each-ref --no-merged` per repository holding done tasks.
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { join, resolve } from "node:path"
+import { existsSync, rmSync } from "node:fs"
+import { join } from "node:path"
 import { gitDirs, recoverMoves } from "./checkout-move"
+import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
 import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
@@ -29,18 +30,18 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const open = await landing.journal.open()
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
-  // A `git worktree add -b` killed before its worktree existed leaves only its branch's lock: every later
-  // add of that branch fails ("cannot lock ref"), so the task would be blocked.
+  const commons = new Set<string>()
   for (const { task } of index.values()) {
     if (task.status === "done") continue
     const ws = await workspaces.forTask(task).catch(() => undefined)
     const common = ws && gitDirs(ws.repo)?.common
-    const lock = common && join(common, "refs", "heads", `${ws.branch}.lock`)
-    if (lock && existsSync(lock)) {
-      rmSync(lock, { force: true })
-      s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
-    }
+    if (!common) continue
+    commons.add(common)
+    if (clearBranchLock(common, ws.branch)) s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
   }
+  for (const common of commons)
+    for (const name of clearHalfMade(common, s.project.stateDir, new Set(index.keys())))
+      s.bus.emit({ type: "notice", text: `removed the registration of worktree ${name}, half made by a killed git` })
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
   await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
@@ -108,32 +109,4 @@ async function landedAsIs(landing: Landing, ws: Workspace, taskId: string): Prom
   if (last?.outcome !== "merged" || last.closedAt === null) return false
   const [head] = await revParse(ws.repo, ws.branch)
   return head === last.branchHead
-}
-
-/**
- * Removes the lock files git left in flow's worktrees (`.flow/worktrees/*`): the index's, HEAD's, and their
- * branch's. Git, killed while it held one (with its run's process group, or an agent's git reaped), would
- * refuse every later command there. Called once nothing of a dead run is left running (the reaper and
- * `awaitOrphanGit` ran), and never in the person's own checkout. Returns those tasks.
- */
-export function clearStaleLocks(stateDir: string): string[] {
-  const root = join(stateDir, "worktrees")
-  if (!existsSync(root)) return []
-  const cleared: string[] = []
-  for (const id of readdirSync(root)) {
-    const locks: string[] = []
-    try {
-      const path = join(root, id)
-      const gitdir = resolve(path, /^gitdir: (.+)$/m.exec(readFileSync(join(path, ".git"), "utf8"))?.[1] ?? "")
-      const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
-      const branch = /^ref: (refs\/heads\/.+)$/m.exec(readFileSync(join(gitdir, "HEAD"), "utf8"))?.[1]
-      locks.push(join(gitdir, "index.lock"), join(gitdir, "HEAD.lock"), ...(branch ? [join(common, `${branch}.lock`)] : []))
-    } catch {
-      continue // not a worktree (any more)
-    }
-    const stale = locks.filter((lock) => existsSync(lock))
-    for (const lock of stale) rmSync(lock, { force: true })
-    if (stale.length > 0) cleared.push(id)
-  }
-  return cleared
 }
