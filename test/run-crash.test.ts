@@ -365,10 +365,10 @@ test.concurrent.each([
   { what: "its .git file empty", emptyDotGit: true, folder: true, admin: ["commondir", "gitdir", "HEAD"] },
   { what: "its folder missing", emptyDotGit: false, folder: false, admin: ["commondir", "gitdir", "HEAD"] },
   { what: "its registration's commondir empty", emptyDotGit: false, folder: true, admin: ["gitdir"] },
-  { what: "its registration only locked", emptyDotGit: false, folder: false, admin: [] as string[] },
+  { what: "its registration only locked", emptyDotGit: false, folder: false, admin: [] },
 ])(
   "a worktree that git never finished making (locked 'initializing', $what) is made again, not worked in",
-  async ({ emptyDotGit, folder, admin }) => {
+  async ({ emptyDotGit, folder, admin }: { emptyDotGit: boolean; folder: boolean; admin: readonly string[] }) => {
     const { dir, log } = await project(1)
     await using _ = dir
     try {
