@@ -4,12 +4,13 @@
 // answered from the page, a checkpoint accepted from the page, escaped texts, and a foreign Host refused. Screenshots go to
 // test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
-import { tmpdir } from "node:os"
+import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { chromium, type BrowserContext, type Page } from "playwright-core"
-import { projectAt } from "../lib/cli/project"
+import { projectAt, runLockTarget } from "../lib/cli/project"
+import { LandingWaits } from "../lib/run/landing-waits"
 import { openState } from "../lib/run/state-db"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
 import { CHROMIUM, CHROMIUM_FLAGS } from "./fixtures/chromium"
@@ -255,6 +256,31 @@ test("a run's merge queue shows in the side panel and as a badge on the task's b
   expect(await nodeClass("ui")).toContain("queue-checking")
   expect(await page.textContent('#nodes .node[data-id="ui"] .badge')).toContain("⇉ queue checking")
   expect(await nodeClass("api")).toContain("queue-failed")
+})
+
+test("a landing that waits for the person shows in the open task's panel, and goes when the wait ends, without a reload", async () => {
+  await page.click('#nodes .node[data-id="ui"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "ui")
+  const project = projectAt(dir.path)
+  // A run holds the lock (this process stands for it) and records the wait, as a landing does.
+  const lock = `${runLockTarget(project)}.lock`
+  writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), command: "flow run", since: new Date().toISOString(), token: "t" }))
+  const reason = "your uncommitted change to a.txt in /repo is in the way; commit or stash it and flow lands by itself"
+  try {
+    {
+      using db = await openState(project)
+      await new LandingWaits(db).set("ui", "main", reason)
+    }
+    await page.waitForSelector("#detail-landing")
+    expect(await page.textContent("#detail-landing")).toBe(`⏸ Landing waits: ${reason}`)
+    {
+      using db = await openState(project)
+      await new LandingWaits(db).clear("ui")
+    }
+    await page.waitForSelector("#detail-landing", { state: "detached" })
+  } finally {
+    rmSync(lock, { force: true })
+  }
 })
 
 test("a checkpoint waiting for review is accepted from the page", async () => {
