@@ -434,6 +434,20 @@ test.concurrent("lock files a killed git left in a task's worktree (index, HEAD,
   }
 }, 180_000)
 
+test.concurrent("a landed task's worktree whose removal a kill cut off after its folder went (its registration left) is pruned at the next start", async () => {
+  const { dir, log } = await project(1)
+  await using _ = dir
+  try {
+    await finishAndCheck(dir, log, 1)
+    const wt = dir.file(".flow/worktrees/t0")
+    await git(dir.path, ["worktree", "add", "-q", wt, "flow/t0"])
+    rmSync(wt, { recursive: true, force: true })
+    await finishAndCheck(dir, log, 1)
+  } finally {
+    rmSync(log, { force: true })
+  }
+}, 180_000)
+
 test.concurrent("the lock a killed `git worktree add -b` left on a branch it had not made yet is removed; the task runs", async () => {
   const { dir, log } = await project(1)
   await using _ = dir

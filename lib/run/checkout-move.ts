@@ -10,8 +10,8 @@
 // merge, rebase, cherry-pick, revert or bisect, or with a git lock in the way, is not touched at all: the
 // caller waits and tries again. Recovery at start (recoverMoves) finishes or undoes a move a kill cut off.
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path"
-import { GIT_ENV, listWorktrees, revParse } from "./git"
+import { basename, dirname, isAbsolute, join, relative } from "node:path"
+import { GIT_ENV, gitDirs, listWorktrees, looseRef, revParse } from "./git"
 import { run } from "../cli/proc"
 import type { CheckoutMove, MoveJournal } from "./merge-journal"
 import { killPoint } from "./kill-point"
@@ -22,19 +22,6 @@ export type MoveResult =
   | { ok: false; why: "moved"; detail: string }
   /** something of the person's is in the way (a change, an operation, a lock): nothing moved; try again later */
   | { ok: false; why: "wait"; detail: string; lock?: boolean }
-
-/** The folders of a working tree's git state: its own (index, HEAD, MERGE_HEAD) and the repository's common one (refs). */
-export function gitDirs(worktree: string): { gitdir: string; common: string } | undefined {
-  const dotgit = join(worktree, ".git")
-  try {
-    if (statSync(dotgit).isDirectory()) return { gitdir: dotgit, common: dotgit }
-    const gitdir = resolve(worktree, /^gitdir: (.+)$/m.exec(readFileSync(dotgit, "utf8"))?.[1]?.trim() ?? "")
-    const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
-    return { gitdir, common }
-  } catch {
-    return undefined
-  }
-}
 
 /** The branch a worktree's HEAD names, or the commit it is detached at (read from its files: no git call). */
 export function worktreeHead(worktree: string): { branch: string } | { detached: string } | undefined {
@@ -137,16 +124,6 @@ function checkoutsOf(common: string): Checkout[] | undefined {
     } catch {} // half written, or being removed
   }
   return out
-}
-
-/** A branch's commit from its loose ref file (no git process); undefined when it is packed or unreadable. */
-function looseRef(common: string, ref: string): string | undefined {
-  try {
-    const sha = readFileSync(join(common, ref), "utf8").trim()
-    return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined
-  } catch {
-    return undefined
-  }
 }
 
 /**

@@ -4,7 +4,8 @@
 // Only flow's own: its worktrees, its branches, its scratch worktrees; never the person's checkout.
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { gitDirs, worktreeHead } from "./checkout-move"
+import { worktreeHead } from "./checkout-move"
+import { gitDirs } from "./git"
 
 /**
  * Removes the lock files git left in flow's worktrees (`.flow/worktrees/*`): the index's, HEAD's, and their
@@ -47,15 +48,17 @@ export function clearBranchLock(common: string, branch: string): boolean {
  * `commondir` makes every `git worktree list` in the repository fail, the person's too), and `git worktree
  * prune` keeps them (they are locked "initializing"). Flow's own only: its `gitdir` points into the
  * project's `.flow/`, or (killed before that was written) its name is a task's worktree or a check's
- * scratch worktree of this project. Returns their names.
+ * scratch worktree of this project. Returns their names, and whether a registration of flow's whole but
+ * without its folder (a `git worktree remove` killed between the two) wants a `git worktree prune`.
  */
-export function clearHalfMade(common: string, stateDir: string, ids: Set<string>): string[] {
+export function clearHalfMade(common: string, stateDir: string, ids: Set<string>): { cleared: string[]; prune: boolean } {
   let names: string[] = []
   try {
     names = readdirSync(join(common, "worktrees"))
   } catch {
-    return []
+    return { cleared: [], prune: false }
   }
+  let prune = false
   const state = existsSync(stateDir) ? realpathSync(stateDir) : resolve(stateDir)
   const cleared: string[] = []
   for (const name of names) {
@@ -67,11 +70,14 @@ export function clearHalfMade(common: string, stateDir: string, ids: Set<string>
         return undefined
       }
     }
+    const gitdir = read("gitdir")
     // git writes a file by creating it, then its content: killed in between, it is there and empty.
-    if (read("commondir") && read("HEAD")) continue
+    if (read("commondir") && read("HEAD")) {
+      if (gitdir?.startsWith(`${state}/`) && !existsSync(gitdir) && read("locked") === undefined) prune = true
+      continue
+    }
     const locked = read("locked")
     if (locked !== undefined && locked !== "initializing") continue // a person's lock: theirs
-    const gitdir = read("gitdir")
     const scratch = /^(.+)-\d+-[0-9a-z]+$/.exec(name)?.[1]
     const ours = gitdir ? gitdir.startsWith(`${state}/`) : ids.has(name) || (scratch !== undefined && ids.has(scratch))
     if (!ours) continue
@@ -80,5 +86,5 @@ export function clearHalfMade(common: string, stateDir: string, ids: Set<string>
     else if (ids.has(name)) rmSync(join(stateDir, "worktrees", name), { recursive: true, force: true })
     cleared.push(name)
   }
-  return cleared
+  return { cleared, prune }
 }

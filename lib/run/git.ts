@@ -1,9 +1,9 @@
 // All git work of flow. The hot path (worktrees, commits, merges) runs git directly through lib/cli/proc.ts:
 // simple-git has no worktree API and costs 3 to 5 times more per command. simple-git serves where its
 // parsed results save hand-written parsing (status).
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { simpleGit } from "simple-git"
 import { FlowError } from "../cli/errors"
 import { check, run } from "../cli/proc"
@@ -166,6 +166,40 @@ export async function commitAll(path: string, message: string, author: { name: s
   return true
 }
 
+/** The folders of a working tree's git state: its own (index, HEAD, MERGE_HEAD) and the repository's common one (refs). */
+export function gitDirs(worktree: string): { gitdir: string; common: string } | undefined {
+  const dotgit = join(worktree, ".git")
+  try {
+    if (statSync(dotgit).isDirectory()) return { gitdir: dotgit, common: dotgit }
+    const gitdir = resolve(worktree, /^gitdir: (.+)$/m.exec(readFileSync(dotgit, "utf8"))?.[1]?.trim() ?? "")
+    const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
+    return { gitdir, common }
+  } catch {
+    return undefined
+  }
+}
+
+/** A branch's commit from its loose ref file (no git process); undefined when it is packed or unreadable. */
+export function looseRef(common: string, ref: string): string | undefined {
+  try {
+    const sha = readFileSync(join(common, ref), "utf8").trim()
+    return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The commits of the branches `names` (`refs/heads/<name>`), read from their loose ref files when every one
+ * is loose (a branch just committed to or moved is), else from one `git rev-parse`: on the path of every
+ * landing, a file read instead of a process.
+ */
+export async function branchHeads(repo: string, ...names: string[]): Promise<(string | undefined)[]> {
+  const common = gitDirs(repo)?.common
+  const loose = common ? names.map((n) => looseRef(common, `refs/heads/${n}`)) : []
+  return loose.length && loose.every(Boolean) ? loose : revParse(repo, ...names)
+}
+
 /** The commits `refs` name (one git call), each undefined when it does not exist. */
 export async function revParse(repo: string, ...refs: string[]): Promise<(string | undefined)[]> {
   const r = await run(["git", "rev-parse", ...refs.map((ref) => `${ref}^{commit}`)], { cwd: repo, env: GIT_ENV })
@@ -217,15 +251,16 @@ export async function makeMergeCommit(
     if (own.length === 0 || own.length < conflicts.length) return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
     // Only flow's own files conflict: they are left out anyway, so the merge is the target's version of them.
   } else if (r.code !== 0) return { ok: false, conflicts: [], reason: (r.stderr || r.stdout).trim().split("\n").slice(0, 6).join("\n") }
-  let tree = r.stdout.split("\n")[0].trim()
-  let dropped: string[] = []
-  if (keepOut.length) {
-    dropped = (await git(repo, ["diff", "--name-only", "--no-renames", base, tree, "--", ...keepOut])).split("\n").filter(Boolean)
-    if (dropped.length) tree = await treeWithPathsOf(repo, tree, base, dropped)
-  }
+  const tree = r.stdout.split("\n")[0].trim()
   const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
-  const commit = (await check(["git", "commit-tree", tree, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
-  return { ok: true, commit, dropped }
+  const commitOf = async (t: string) => (await check(["git", "commit-tree", t, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
+  if (!keepOut.length) return { ok: true, commit: await commitOf(tree), dropped: [] }
+  // The commit is made while git says whether flow's files changed (they almost never do): on the path of
+  // every landing, the two need not wait for each other. A commit made for nothing is an unreachable object.
+  const [changed, commit] = await Promise.all([git(repo, ["diff", "--name-only", "--no-renames", base, tree, "--", ...keepOut]), commitOf(tree)])
+  const dropped = changed.split("\n").filter(Boolean)
+  if (dropped.length === 0) return { ok: true, commit, dropped }
+  return { ok: true, commit: await commitOf(await treeWithPathsOf(repo, tree, base, dropped)), dropped }
 }
 
 /** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */

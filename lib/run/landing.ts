@@ -14,7 +14,7 @@
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "./checkout-move"
-import { commitAll, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
+import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
@@ -155,7 +155,7 @@ export class Landing {
    */
   private async merge(taskId: string, ws: Workspace): Promise<Verdict & { empty?: boolean }> {
     const queue = await this.queues.for(ws)
-    const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
+    const [head, before] = await branchHeads(ws.repo, ws.branch, ws.target)
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
     const reused = open && open.outcome === null ? open : undefined

@@ -7,7 +7,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { moveTarget } from "./checkout-move"
-import { addScratchWorktree, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, revParse, unlockWorktree } from "./git"
+import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, unlockWorktree } from "./git"
 import { killPoint } from "./kill-point"
 import type { MoveJournal } from "./merge-journal"
 import type { EventBus, QueueState } from "./events"
@@ -132,7 +132,11 @@ export class MergeQueue {
     if (this.again) void this.pump()
   }
 
-  /** Lands the head while it has passed; hands a failed head its verdict. */
+  /**
+   * Lands the head while it has passed; hands a failed head its verdict. The passed candidates at the front
+   * of the line, each built on the one ahead, move the target together: one move to the last one's merge (one
+   * two-tree read of the person's checkout, one compare-and-swap) instead of one move per candidate.
+   */
   private async settleHead(): Promise<void> {
     for (let head = this.entries[0]; head; head = this.entries[0]) {
       if (head.verdict && !head.verdict.ok) {
@@ -141,11 +145,18 @@ export class MergeQueue {
         continue
       }
       if (head.state !== "passed" || !head.base || !head.merge) return
-      const { base, merge } = head
+      const batch = [head]
+      for (const e of this.entries.slice(1)) {
+        if (e.state !== "passed" || (e.verdict && !e.verdict.ok) || e.base !== batch.at(-1)!.merge) break
+        batch.push(e)
+      }
+      const base = head.base
+      const merge = batch.at(-1)!.merge!
+      const what = batch.map((e) => e.message).join("; ")
       const moved =
         merge === base
           ? { ok: true as const }
-          : await timed(head.taskId, "move", () => moveTarget(this.o.repo, this.o.target, base, merge, `flow: ${head.message}`, this.o.moves))
+          : await timed(head.taskId, "move", () => moveTarget(this.o.repo, this.o.target, base, merge, `flow: ${what}`, this.o.moves))
       if (!moved.ok && moved.why === "wait") {
         // A lock may be a person's git at work for a moment: said only when it is still there a try later.
         if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen)) {
@@ -160,9 +171,9 @@ export class MergeQueue {
       }
       this.waitEnds()
       if (!moved.ok) return this.invalidate() // someone else moved the target: rebuild everything on it
-      if (head.merge !== head.base) killPoint("after-merge")
-      this.entries.shift()
-      head.resolve({ ok: true, commit: head.merge, alreadyMerged: head.merge === head.base })
+      if (merge !== base) killPoint("after-merge")
+      this.entries.splice(0, batch.length)
+      for (const e of batch) e.resolve({ ok: true, commit: e.merge!, alreadyMerged: e.merge === e.base })
     }
   }
 
@@ -175,7 +186,7 @@ export class MergeQueue {
 
   /** Builds (or rebuilds) each candidate's merge on the one ahead of it and starts its check. */
   private async build(): Promise<void> {
-    let [base] = await revParse(this.o.repo, this.o.target)
+    let [base] = await branchHeads(this.o.repo, this.o.target)
     if (!base) throw new Error(`the target branch '${this.o.target}' does not exist in ${this.o.repo}`)
     for (const [i, e] of this.entries.entries()) {
       if (e.base === base && e.merge) {
@@ -185,15 +196,22 @@ export class MergeQueue {
       }
       if (i >= this.o.depth) return
       this.reset(e, i === 0 ? undefined : `rebuilt on ${this.entries[i - 1].taskId}`)
-      if (await isAncestor(this.o.repo, e.head, base)) {
+      // Whether it is merged already is asked while its merge is made (git answers both at once).
+      const on: string = base
+      const [merged, m] = await timed(e.taskId, "build", () =>
+        Promise.all([
+          isAncestor(this.o.repo, e.head, on),
+          makeMergeCommit(this.o.repo, on, e.head, e.message, this.o.author, this.o.keepOut).catch((err: Error) => err),
+        ]),
+      )
+      if (m instanceof Error && !merged) throw m
+      if (merged || m instanceof Error) {
         // Merged already (a run killed after the move, before the status write): never a second merge.
         Object.assign(e, { base, merge: base, state: "passed" })
         this.emit(e, "passed", "already in the target")
         if (i === 0) this.again = true
         continue
       }
-      const on: string = base
-      const m = await timed(e.taskId, "build", () => makeMergeCommit(this.o.repo, on, e.head, e.message, this.o.author, this.o.keepOut))
       if (!m.ok) {
         if (i > 0) return // it conflicts with a candidate ahead: wait for that one to land or leave
         e.verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }

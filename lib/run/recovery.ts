@@ -14,9 +14,9 @@
 // `git for-each-ref --no-merged` per repository holding done tasks.
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { gitDirs, recoverMoves } from "./checkout-move"
+import { recoverMoves } from "./checkout-move"
 import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
-import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
+import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
 import { AUTHOR, blockTask, type Landing } from "./landing"
@@ -30,18 +30,20 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const open = await landing.journal.open()
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
-  const commons = new Set<string>()
+  const repos = new Map<string, string>() // common git folder → a repository using it
   for (const { task } of index.values()) {
-    if (task.status === "done") continue
     const ws = await workspaces.forTask(task).catch(() => undefined)
     const common = ws && gitDirs(ws.repo)?.common
     if (!common) continue
-    commons.add(common)
-    if (clearBranchLock(common, ws.branch)) s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
+    repos.set(common, ws.repo)
+    if (task.status !== "done" && clearBranchLock(common, ws.branch))
+      s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
   }
-  for (const common of commons)
-    for (const name of clearHalfMade(common, s.project.stateDir, new Set(index.keys())))
-      s.bus.emit({ type: "notice", text: `removed the registration of worktree ${name}, half made by a killed git` })
+  for (const [common, repo] of repos) {
+    const { cleared, prune } = clearHalfMade(common, s.project.stateDir, new Set(index.keys()))
+    for (const name of cleared) s.bus.emit({ type: "notice", text: `removed the registration of worktree ${name}, half made by a killed git` })
+    if (prune) await landing.inRepo(repo, () => pruneWorktrees(repo))
+  }
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
   await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
