@@ -162,8 +162,10 @@ test.concurrent("what a check starts dies with its run: its group at kill -9 of 
     "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
   })
   const gate = mkdtempSync(join(tmpdir(), "flow-gate-"))
+  const runs: ReturnType<typeof background>[] = []
   try {
     const first = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], { GATE: gate })
+    runs.push(first)
     await first.waitFor("work: queue main #1 checking")
     await until(() => pidsOf(inGroup).length > 0 && pidsOf(ownSession).length > 0, 60_000)
     // Recorded like an agent's group: the next run's reaper kills it even where no guard leads it.
@@ -179,12 +181,14 @@ test.concurrent("what a check starts dies with its run: its group at kill -9 of 
     expect(pidsOf(ownSession)).toHaveLength(1) // out of the group: the next start kills it
     Bun.write(join(gate, "go"), "")
     const again = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], { GATE: gate })
+    runs.push(again)
     await again.waitFor("stopped what a dead run left running for work")
     await until(() => pidsOf(ownSession).length === 0)
     expect(pidsOf(ownSession)).toEqual([])
     const r = await again.done()
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
   } finally {
+    for (const run of runs) run.proc.kill("SIGKILL") // a failed expectation must not leave a run behind
     for (const pid of [...pidsOf(inGroup), ...pidsOf(ownSession)]) process.kill(pid, "SIGKILL")
     rmSync(gate, { recursive: true, force: true })
   }
