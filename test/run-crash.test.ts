@@ -37,6 +37,17 @@ async function project(n: number, sleep = "0.2"): Promise<{ dir: TempDir; log: s
   return { dir, log }
 }
 
+/** `fn` on a fresh project of `n` tasks (project above); the run log outside the repository goes afterwards. */
+async function inProject(n: number, fn: (dir: TempDir, log: string) => Promise<void>): Promise<void> {
+  const { dir, log } = await project(n)
+  await using _ = dir
+  try {
+    await fn(dir, log)
+  } finally {
+    rmSync(log, { force: true })
+  }
+}
+
 /** Live processes working inside `dir` (their cwd is there): what a killed run could have left. */
 function processesIn(dir: string): string[] {
   const found: string[] = []
@@ -150,18 +161,13 @@ test.concurrent("kills placed right after the target moved, after the checkout f
   }
 }, 180_000)
 
-test.concurrent("a run killed after its merge was journaled, before tasks.yaml: the next run marks it done, not 'finished with no changes'", async () => {
-  const { dir, log } = await project(1)
-  await using _ = dir
-  try {
+test.concurrent("a run killed after its merge was journaled, before tasks.yaml: the next run marks it done, not 'finished with no changes'", () =>
+  inProject(1, async (dir, log) => {
     const first = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: { FLOW_TEST_KILL_AT: "before-done" } })
     expect(first.code).toBe(137)
     const last = await finishAndCheck(dir, log, 1)
     expect(last.stdout).not.toContain("finished with no changes")
-  } finally {
-    rmSync(log, { force: true })
-  }
-}, 180_000)
+  }))
 
 /**
  * A reference-transaction hook (git runs it while it holds the target's ref lock, after flow's two-tree read
@@ -434,28 +440,18 @@ test.concurrent("lock files a killed git left in a task's worktree (index, HEAD,
   }
 }, 180_000)
 
-test.concurrent("a landed task's worktree whose removal a kill cut off after its folder went (its registration left) is pruned at the next start", async () => {
-  const { dir, log } = await project(1)
-  await using _ = dir
-  try {
+test.concurrent("a landed task's worktree whose removal a kill cut off after its folder went (its registration left) is pruned at the next start", () =>
+  inProject(1, async (dir, log) => {
     await finishAndCheck(dir, log, 1)
     const wt = dir.file(".flow/worktrees/t0")
     await git(dir.path, ["worktree", "add", "-q", wt, "flow/t0"])
     rmSync(wt, { recursive: true, force: true })
     await finishAndCheck(dir, log, 1)
-  } finally {
-    rmSync(log, { force: true })
-  }
-}, 180_000)
+  }))
 
-test.concurrent("the lock a killed `git worktree add -b` left on a branch it had not made yet is removed; the task runs", async () => {
-  const { dir, log } = await project(1)
-  await using _ = dir
-  try {
+test.concurrent("the lock a killed `git worktree add -b` left on a branch it had not made yet is removed; the task runs", () =>
+  inProject(1, async (dir, log) => {
     dir.write(".git/refs/heads/flow/t0.lock", "")
     const last = await finishAndCheck(dir, log, 1)
     expect(last.stdout).toContain("t0: removed flow/t0's lock file, left by a killed git\n")
-  } finally {
-    rmSync(log, { force: true })
-  }
-}, 180_000)
+  }))
