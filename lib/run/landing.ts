@@ -18,16 +18,16 @@ import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse }
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
-import { mutateTasks, readTasks } from "../store/tasks"
+import { type mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
+import { coalescedWrite } from "./status-writes"
 import { RepoLanes } from "./repo-lanes"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
-import { untilValid } from "./tasks-wait"
 import { timed } from "./trace"
 import type { Workspace } from "./workspace"
 
@@ -219,9 +219,9 @@ export async function worktreeGone(ws: Workspace): Promise<string | undefined> {
   return `its worktree ${ws.path} was deleted before its work was merged; ${ws.branch} is at ${head?.slice(0, 12) ?? "nothing"}. Check what is on it, then run 'flow done' on the task to merge it or 'flow reset' to start it again`
 }
 
-/** One write of tasks.yaml whose status changes go on the event bus. */
+/** An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus. */
 export async function writeStatus(s: RunSettings, command: string, edit: Parameters<typeof mutateTasks<Change[]>>[2]): Promise<void> {
-  const changes = await untilValid(s.signal, () => mutateTasks(s.project, command, edit))
+  const changes = await coalescedWrite(s, command, edit)
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
