@@ -45,6 +45,13 @@ function repo(tasksYaml: string): string {
   return dir
 }
 
+/**
+ * CPU time (user + system) of each process and every process it waited for (git, the agents), by case: what a
+ * busy machine disturbs less than wall time, and on 2 shared cores what decides the wall time in the end.
+ */
+const cpu = new Map<string, number[]>()
+const cpuMs = (u: { cpuTime: { total: number | bigint } } | undefined) => Number(u?.cpuTime.total ?? 0) / 1000
+
 /** With --trace, each flow run's FLOW_TRACE lines by case (lib/run/trace.ts): the medians of each phase are printed. */
 const TRACE = process.argv.includes("--trace")
 const traces = new Map<string, string[]>()
@@ -63,6 +70,7 @@ async function flowRun(tasksYaml: string, agents: number, label: string): Promis
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     if (code !== 0) throw new Error(`flow run exited ${code}:\n${err}\n${out.slice(-2000)}`)
     const ms = performance.now() - start
+    cpu.set(label, [...(cpu.get(label) ?? []), cpuMs(proc.resourceUsage())])
     if (TRACE) traces.set(label, [...(traces.get(label) ?? []), ...readFileSync(trace, "utf8").trim().split("\n")])
     return ms
   } finally {
@@ -95,6 +103,7 @@ for i in $(seq 0 ${n - 1}); do
 done`
     const r = Bun.spawnSync(["bash", "-c", script], { cwd: dir })
     if (r.exitCode !== 0) throw new Error(`the git loop failed: ${r.stderr}`)
+    cpu.set("git loop", [...(cpu.get("git loop") ?? []), cpuMs(r.resourceUsage)])
     return performance.now() - start
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -125,6 +134,7 @@ const ratios = flowInd.map((f, i) => f / loop[i])
 console.log(
   `independent ratio per round: ${ratios.map((r) => r.toFixed(2)).join(", ")}; chains per round: ${flowChain.map((c) => (c / 6000).toFixed(2)).join(", ")}`,
 )
+console.log(`CPU time (median, all processes): ${[...cpu].map(([label, ms]) => `${label} ${(median(ms) / 1000).toFixed(2)} s`).join(", ")}`)
 for (const [label, lines] of traces) printPhases(label, lines)
 printHeader()
 for (const r of rows) printRow(r)

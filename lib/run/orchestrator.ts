@@ -11,6 +11,7 @@ import { AgentGroups, awaitOrphanGit, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
+import { traceCpu } from "./trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
 import { Workspaces } from "./workspace"
@@ -173,6 +174,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     unassignable: unassignable.filter((u) => all.some((t) => t.id === u.id && t.status !== "done")),
   }
   s.bus.emit({ type: "run-end", ...summary, seconds: Math.round((performance.now() - started) / 100) / 10 })
+  traceCpu()
   return summary
 }
 

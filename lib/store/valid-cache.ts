@@ -22,7 +22,7 @@ export function rememberValid(stateDir: string, text: string): void {
   try {
     ensureStateDir(stateDir)
     const keys = [contentKey(text), ...readKeys(stateDir)].slice(0, KEEP)
-    writeFileAtomic(join(stateDir, "validated"), `${[...new Set(keys)].join("\n")}\n`)
+    writeFileAtomic(join(stateDir, "validated"), `${[...new Set(keys)].join("\n")}\n`, { durable: false })
   } catch {
     // A read-only project still works; it is only slower.
   }
