@@ -10,7 +10,8 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { benchEnv, median, printHeader, printRow, ROOT, type Row } from "./lib"
 
-const FLOW = join(ROOT, "dist", "flow")
+// BENCH_FLOW: another build to compare (the same bench run on an older commit's binary).
+const FLOW = process.env.BENCH_FLOW ?? join(ROOT, "dist", "flow")
 if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' first`)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 

@@ -61,7 +61,7 @@ export function writeFileAtomic(file: string, text: string, opts: { durable?: bo
  * writeFileAtomic with its writes and syncs off the main thread: what `flow run` uses, where a blocking fsync
  * (a few ms each, two per write) stalled every agent's output, spawn and git call for as long.
  */
-export async function writeFileAtomicAsync(file: string, text: string): Promise<void> {
+export async function writeFileAtomicAsync(file: string, text: string, opts: { durable?: boolean } = {}): Promise<void> {
   const { target, existing, tmp } = prepare(file)
   let handle: Awaited<ReturnType<typeof open>> | undefined
   try {
@@ -73,7 +73,7 @@ export async function writeFileAtomicAsync(file: string, text: string): Promise<
       off += bytesWritten
     }
     if (existing) keepOwner(handle.fd, existing.uid, existing.gid)
-    await handle.sync()
+    if (opts.durable !== false) await handle.sync()
     await handle.close()
     handle = undefined
     await rename(tmp, target)
@@ -81,10 +81,11 @@ export async function writeFileAtomicAsync(file: string, text: string): Promise<
     await handle?.close().catch(() => {})
     throw failed(file, tmp, e)
   }
-  try {
-    const dir = await open(dirname(target), "r")
-    await dir.sync().finally(() => dir.close())
-  } catch {}
+  if (opts.durable !== false)
+    try {
+      const dir = await open(dirname(target), "r")
+      await dir.sync().finally(() => dir.close())
+    } catch {}
   removeDeadTemps(target)
 }
 
