@@ -217,6 +217,11 @@ export async function unmergedBranches(repo: string, target: string): Promise<Se
 // The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
 // moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
 
+/** The tree of a commit. */
+export async function treeOf(repo: string, commit: string): Promise<string> {
+  return (await git(repo, ["rev-parse", `${commit}^{tree}`])).trim()
+}
+
 /** True when every commit of `rev` is already in `into` (a merge would add nothing). */
 export async function isAncestor(repo: string, rev: string, into: string): Promise<boolean> {
   const r = await run(["git", "merge-base", "--is-ancestor", rev, into], { cwd: repo, env: GIT_ENV })
@@ -225,7 +230,7 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
 }
 
 /** `dropped`: paths of flow's own files (keepOut) the branch changed, left as they are in `base` */
-export type MergeCommit = { ok: true; commit: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
+export type MergeCommit = { ok: true; commit: string; tree: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
 
 /**
  * A merge commit of `branch` onto the commit `base` (first parent), made with `git merge-tree` in the object
@@ -254,13 +259,14 @@ export async function makeMergeCommit(
   const tree = r.stdout.split("\n")[0].trim()
   const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
   const commitOf = async (t: string) => (await check(["git", "commit-tree", t, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
-  if (!keepOut.length) return { ok: true, commit: await commitOf(tree), dropped: [] }
+  if (!keepOut.length) return { ok: true, commit: await commitOf(tree), tree, dropped: [] }
   // The commit is made while git says whether flow's files changed (they almost never do): on the path of
   // every landing, the two need not wait for each other. A commit made for nothing is an unreachable object.
   const [changed, commit] = await Promise.all([git(repo, ["diff", "--name-only", "--no-renames", base, tree, "--", ...keepOut]), commitOf(tree)])
   const dropped = changed.split("\n").filter(Boolean)
-  if (dropped.length === 0) return { ok: true, commit, dropped }
-  return { ok: true, commit: await commitOf(await treeWithPathsOf(repo, tree, base, dropped)), dropped }
+  if (dropped.length === 0) return { ok: true, commit, tree, dropped }
+  const kept = await treeWithPathsOf(repo, tree, base, dropped)
+  return { ok: true, commit: await commitOf(kept), tree: kept, dropped }
 }
 
 /** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */

@@ -7,7 +7,7 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { moveTarget } from "./checkout-move"
-import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, unlockWorktree } from "./git"
+import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, treeOf, unlockWorktree } from "./git"
 import { killPoint } from "./kill-point"
 import type { MoveJournal } from "./merge-journal"
 import type { EventBus, QueueState } from "./events"
@@ -80,6 +80,8 @@ export class MergeQueue {
   private waitSeen = ""
   /** the task whose wait is recorded (waits) */
   private waiting?: string
+  /** the trees of the merges this queue made, by commit: the next candidate's base is usually one */
+  private trees = new Map<string, string>()
 
   constructor(private o: QueueOptions) {
     mkdirSync(o.scratchDir, { recursive: true })
@@ -177,6 +179,13 @@ export class MergeQueue {
     }
   }
 
+  /** A commit's tree: known for the merges this queue made, asked of git once for any other. */
+  private async treeOf(commit: string): Promise<string> {
+    let tree = this.trees.get(commit)
+    if (tree === undefined) this.trees.set(commit, (tree = await treeOf(this.o.repo, commit)))
+    return tree
+  }
+
   /** The head waits for the person no more (it moves, it is rebuilt, the run stops): the record goes. */
   private waitEnds(): void {
     this.waitSaid = this.waitSeen = ""
@@ -196,22 +205,18 @@ export class MergeQueue {
       }
       if (i >= this.o.depth) return
       this.reset(e, i === 0 ? undefined : `rebuilt on ${this.entries[i - 1].taskId}`)
-      // Whether it is merged already is asked while its merge is made (git answers both at once).
       const on: string = base
-      const [merged, m] = await timed(e.taskId, "build", () =>
-        Promise.all([
-          isAncestor(this.o.repo, e.head, on),
-          makeMergeCommit(this.o.repo, on, e.head, e.message, this.o.author, this.o.keepOut).catch((err: Error) => err),
-        ]),
-      )
-      if (m instanceof Error && !merged) throw m
-      if (merged || m instanceof Error) {
+      const m = await timed(e.taskId, "build", () => makeMergeCommit(this.o.repo, on, e.head, e.message, this.o.author, this.o.keepOut))
+      // A branch in the target already merges to the target's own tree; only then is git asked whether it is
+      // (the tree of a merge this queue made is known: on a target only flow moves, no question at all).
+      if (m.ok && m.tree === (await this.treeOf(on)) && (await isAncestor(this.o.repo, e.head, on))) {
         // Merged already (a run killed after the move, before the status write): never a second merge.
         Object.assign(e, { base, merge: base, state: "passed" })
         this.emit(e, "passed", "already in the target")
         if (i === 0) this.again = true
         continue
       }
+      if (m.ok) this.trees.set(m.commit, m.tree)
       if (!m.ok) {
         if (i > 0) return // it conflicts with a candidate ahead: wait for that one to land or leave
         e.verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
