@@ -83,8 +83,14 @@ async function flowRun(tasksYaml: string, agents: number, label: string): Promis
 /** Each phase's median and total per task, from the trace lines `<at> <task> <phase> <ms>`. */
 function printPhases(label: string, lines: string[]): void {
   const by = new Map<string, number[]>()
-  for (const [, , phase, ms] of lines.map((l) => l.split(" "))) by.set(phase, [...(by.get(phase) ?? []), Number(ms)])
-  console.log(`${label}: ${[...by].map(([p, ms]) => `${p} ${median(ms).toFixed(0)} ms`).join(", ")} (medians per task, waits included)`)
+  const own: number[] = []
+  for (const [, task, phase, ms] of lines.map((l) => l.split(" "))) {
+    if (task === "run") own.push(Number(ms))
+    else by.set(phase, [...(by.get(phase) ?? []), Number(ms)])
+  }
+  console.log(
+    `${label}: ${[...by].map(([p, ms]) => `${p} ${median(ms).toFixed(0)} ms`).join(", ")} (medians per task, waits included); flow's own CPU ${median(own).toFixed(0)} ms per run`,
+  )
 }
 
 /** The serial git loop: what landing n one-file tasks costs git alone, one after another. */
