@@ -10,8 +10,9 @@
 //   by an agent of a dead run) is merged now; a conflict blocks it with a note, as in a run.
 // - A done task whose work is merged and whose worktree is still there is cleaned up.
 // - The scratch worktrees of a killed run's checks are removed, their registrations unlocked and pruned.
-// Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
-// `git for-each-ref --no-merged` per repository holding done tasks.
+// Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per task, a read of
+// each repository's worktree registrations (files), one `git for-each-ref --no-merged` per repository
+// holding done tasks, and one `git worktree list` per merge queue a run has used.
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { recoverMoves } from "./checkout-move"
