@@ -118,6 +118,23 @@ test.concurrent("the target checked out in a linked worktree is found there (rea
   }
 })
 
+test.concurrent("a worktree another git is making at that instant (its registration half written) does not hold the move up", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await commitOn(dir.path, "y", "b.txt", "y\n")
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  // What `git worktree add` has written a moment in: its lock and gitdir, an empty commondir. git refuses to
+  // list any worktree meanwhile ("failed to read .../commondir"); a move that asked it blocked the task.
+  dir.write(".git/worktrees/other/locked", "initializing")
+  dir.write(".git/worktrees/other/gitdir", `${dir.path}-other/.git\n`)
+  dir.write(".git/worktrees/other/commondir", "")
+  expect(await moveTarget(dir.path, "main", old, m.commit, "x", j.journal)).toEqual({ ok: true })
+  expect(dir.read("b.txt")).toBe("y\n")
+})
+
 test.concurrent("a move cut off between the checkout's update and the ref's is finished by recovery, never left reversed", async () => {
   await using dir = await tempRepo({ "a.txt": "a\n" })
   await using j = await moveJournal()
