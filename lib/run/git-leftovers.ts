@@ -3,7 +3,7 @@
 // `awaitOrphanGit` ran): lock files, and registrations of worktrees `git worktree add` never finished.
 // Only flow's own: its worktrees, its branches, its scratch worktrees; never the person's checkout.
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { worktreeHead } from "./checkout-move"
 import { gitDirs } from "./git"
 
@@ -73,7 +73,7 @@ export function clearHalfMade(common: string, stateDir: string, ids: Set<string>
     const gitdir = read("gitdir")
     // git writes a file by creating it, then its content: killed in between, it is there and empty.
     if (read("commondir") && read("HEAD")) {
-      if (gitdir?.startsWith(`${state}/`) && !existsSync(gitdir) && read("locked") === undefined) prune = true
+      if (gitdir?.startsWith(`${state}/`) && !existsSync(dirname(gitdir)) && read("locked") === undefined) prune = true
       continue
     }
     const locked = read("locked")

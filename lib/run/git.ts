@@ -68,9 +68,29 @@ export async function listWorktrees(repo: string): Promise<Worktree[]> {
 
 /**
  * A worktree at `path` on `branch`: reused when it already exists (an interrupted run resumes there),
- * else created from the existing branch, else a new branch from `base`.
+ * else created from the existing branch, else a new branch from `base`. `serial` runs what must not overlap
+ * the repository's other worktree operations (git fails on a registration another git is writing).
  */
-export async function ensureWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
+export async function ensureWorktree(
+  repo: string,
+  path: string,
+  branch: string,
+  base: string,
+  serial: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+): Promise<"reused" | "created"> {
+  if (!existsSync(path)) {
+    // The common case: the branch is made beside the others' worktree operations (a ref of its own: when it
+    // exists from an earlier run this fails, and that branch is used), then one `git worktree add` of it in
+    // their line: three of git's processes there instead of four, on the path of every task.
+    await run(["git", "branch", "--", branch, base], { cwd: repo, env: GIT_ENV })
+    const fresh = await serial(() => run(["git", "worktree", "add", "--", path, branch], { cwd: repo, env: GIT_ENV }))
+    if (fresh.code === 0) return "created"
+  }
+  return serial(() => repairWorktree(repo, path, branch, base))
+}
+
+/** ensureWorktree's uncommon cases: a worktree there already (reused, or half made), or an add that failed. */
+async function repairWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
   if (existsSync(path)) {
     const existing = (await listWorktrees(repo)).find((w) => w.path === path)
     // A `git worktree add` killed during its checkout (Ctrl-C reaches git too) leaves the worktree locked
@@ -91,10 +111,7 @@ export async function ensureWorktree(repo: string, path: string, branch: string,
       return "reused"
     }
   }
-  // The common case is one `git worktree add`; the rest only when it fails (a left-over registration
-  // of a deleted folder, or a branch that exists from an earlier run).
-  const fresh = await run(["git", "worktree", "add", "-b", branch, "--", path, base], { cwd: repo, env: GIT_ENV })
-  if (fresh.code === 0) return "created"
+  // The add failed (a left-over registration of a deleted folder), or a half-made worktree was just removed.
   // A `git worktree add` killed before it made the folder leaves the registration locked ("initializing"),
   // which prune keeps and add refuses ("a missing but locked worktree"): nobody worked there.
   if (!existsSync(path)) await unlockWorktree(repo, path)

@@ -78,7 +78,7 @@ export class TaskWorker {
       // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
       const [, how] = await Promise.all([
         task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
-        timed(this.taskId, "worktree", () => this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))),
+        timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
       ])
       await timed(this.taskId, "start", () => this.setStatus("in_progress"))
       this.s.bus.emit({
