@@ -3,13 +3,14 @@
 // Command modules load lazily: agents call flow many times a minute, and start-up must not pay for
 // libraries (arktype alone costs about 0.25 s) that a command does not use.
 import { resolve } from "node:path"
-import { statSync } from "node:fs"
 import { commandHelp, type Command } from "./lib/cli/args"
 import { ctxFromProcess, type Ctx } from "./lib/cli/context"
+import { folderArgument } from "./lib/cli/project"
 import { Exit, FlowError, usage } from "./lib/cli/errors"
 import { colours } from "./lib/terminal/colour"
 import { closest } from "./lib/cli/suggest"
 import { versionLine } from "./lib/cli/version"
+import configReference from "./lib/templates/flow.yaml" with { type: "text" }
 
 type Entry = { group: string; summary: string; load: () => Promise<Command> }
 
@@ -73,14 +74,33 @@ export const COMMANDS: Record<string, Entry> = {
   questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
   answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
   run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
+  log: { group: "Run", summary: "print the latest run's log, or one task's lines across runs; --follow a live run", load: () => import("./commands/log") },
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },
   repo: { group: "Run", summary: "list or remove the git worktrees of a repository", load: () => import("./commands/repo") },
+  doctor: {
+    group: "Run",
+    summary: "check what a run needs (git, the agent CLIs, setup programs, flow on the agents' PATH) and say what to fix",
+    load: () => import("./commands/doctor"),
+  },
   prompt: { group: "Run", summary: "print the exact prompt an agent receives for a task", load: () => import("./commands/prompt") },
+  mcp: {
+    group: "Run",
+    summary: "serve the task graph to MCP clients (Claude Code, Codex, Cursor, VS Code) as tools, on stdio or loopback HTTP",
+    load: () => import("./commands/mcp"),
+  },
   completion: {
     group: "Setup",
     summary: "print the bash, zsh or fish completion script",
     load: () => import("./commands/completion").then((m) => m.completionCommand(COMMANDS)),
   },
+}
+
+/**
+ * `flow help <topic>` for what is not a command: the references a user of the binary alone needs, who has
+ * no docs/ folder. Embedded text, so a topic and the file it documents cannot drift apart.
+ */
+const TOPICS: Record<string, { summary: string; text: string }> = {
+  config: { summary: "flow.yaml: every field, what it does and its default (the file 'flow create' writes)", text: configReference },
 }
 
 const GLOBAL_HELP_FOOTER = `Global options:
@@ -108,6 +128,9 @@ function globalHelp(): string {
     for (const [name, entry] of entries) out.push(`  ${name.padEnd(width)}  ${entry.summary}`)
     out.push("")
   }
+  out.push("Help topics (flow help <topic>):")
+  for (const [name, topic] of Object.entries(TOPICS)) out.push(`  ${name.padEnd(width)}  ${topic.summary}`)
+  out.push("")
   return `${out.join("\n")}\n${GLOBAL_HELP_FOOTER}`
 }
 
@@ -119,14 +142,21 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
     while (args[0] === "-C") {
       const dir = args[1]
       if (!dir) throw usage("-C needs a folder", "usage: flow -C <dir> <command> ...")
-      const target = resolve(ctx.cwd, dir)
-      if (!isDir(target)) throw usage(`-C ${dir}: no such folder`)
-      ctx = { ...ctx, cwd: target }
+      ctx = { ...ctx, cwd: folderArgument(dir, resolve(ctx.cwd, dir)) }
       args = args.slice(2)
     }
     const [name, ...rest] = args
     if (name === undefined || name === "-h" || name === "--help" || name === "help") {
-      if (name === "help" && rest[0]) return main(ctx, [rest[0], "--help"])
+      const wanted = name === "help" ? rest[0] : undefined
+      if (wanted !== undefined && Object.hasOwn(TOPICS, wanted)) {
+        ctx.stdout(TOPICS[wanted].text)
+        return Exit.ok
+      }
+      if (wanted !== undefined && !Object.hasOwn(COMMANDS, wanted)) {
+        const near = closest(wanted, [...Object.keys(COMMANDS), ...Object.keys(TOPICS)])
+        throw usage(`no command or help topic '${wanted}'`, `${near ? `did you mean 'flow help ${near}'? ` : ""}run 'flow --help' for the list`)
+      }
+      if (wanted !== undefined) return main(ctx, [wanted, "--help"])
       // Bare `flow` is a usage error: the help goes to stderr so a script piping stdout sees nothing odd.
       if (name === undefined) ctx.stderr(globalHelp())
       else ctx.stdout(globalHelp())
@@ -157,14 +187,6 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
       ctx.stderr(`${c.red(c.bold("error:"))} ${e.message}\n${e.hint ? `${c.dim("hint:")} ${e.hint}\n` : ""}`)
     }
     return e.exit
-  }
-}
-
-function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory()
-  } catch {
-    return false
   }
 }
 

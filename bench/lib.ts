@@ -5,7 +5,8 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
 export const ROOT = resolve(import.meta.dir, "..")
-export const GEN_TASKS = resolve(ROOT, "..", "shared", "tools", "gen-tasks.ts")
+/** The shared task generator, beside the checkout; FLOW_GEN_TASKS names it from elsewhere (a worktree). */
+export const GEN_TASKS = process.env.FLOW_GEN_TASKS ?? resolve(ROOT, "..", "shared", "tools", "gen-tasks.ts")
 
 /** The environment flow runs in: no FLOW_PROJECT (the working directory picks the project), no colour. */
 export function benchEnv(): Record<string, string> {

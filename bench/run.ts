@@ -12,6 +12,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { projectAt } from "../lib/cli/project"
+import { openState } from "../lib/run/state-db"
 import {
   buildFlags,
   chainTasks,
@@ -57,7 +59,17 @@ const CHAIN_50K: Fixture = { name: "chain 50,000", tasks: 50_000, make: () => ch
 // perTask: also listed in the linearity table (ms per 1,000 tasks).
 
 // prepare: flow arguments run (untimed) before every run, so a write case writes every time.
-type Case = { name: string; fixture: Fixture; args: string[]; cache: "cold" | "warm"; goal?: number; perTask?: boolean; prepare?: string[] }
+// runState: the project gets a .flow/state.db of past runs (every task worked once, 20 events each).
+type Case = {
+  name: string
+  fixture: Fixture
+  args: string[]
+  cache: "cold" | "warm"
+  goal?: number
+  perTask?: boolean
+  prepare?: string[]
+  runState?: boolean
+}
 const CASES: Case[] = [
   { name: "validate 1k", fixture: GEN_1K, args: ["validate"], cache: "cold", perTask: true },
   { name: "validate 10k", fixture: GEN_10K, args: ["validate"], cache: "cold", goal: 3, perTask: true },
@@ -66,6 +78,7 @@ const CASES: Case[] = [
   { name: "validate (cached) 10k", fixture: GEN_10K, args: ["validate"], cache: "warm" },
   { name: "list 1k", fixture: GEN_1K, args: ["list"], cache: "warm", goal: 1.5 },
   { name: "list 10k", fixture: GEN_10K, args: ["list"], cache: "warm", goal: 1.5 },
+  { name: "list 10k, 210k run events", fixture: GEN_10K, args: ["list"], cache: "warm", goal: 1.5, runState: true },
   { name: "show 1k", fixture: GEN_1K, args: ["show", "task-00500"], cache: "warm", goal: 1.5 },
   { name: "show 10k", fixture: GEN_10K, args: ["show", "task-05000"], cache: "warm", goal: 1.5 },
   { name: "next 1k", fixture: GEN_1K, args: ["next"], cache: "warm", goal: 1.5 },
@@ -113,6 +126,7 @@ for (const c of selected) {
   temp.push(dir)
   const flowArgv = [FLOW, ...c.args]
   const stateDir = join(dir, ".flow")
+  if (c.runState) await writeRunState(dir, text)
   if (c.cache === "warm") {
     const prime = await runOnce([FLOW, "validate"], dir)
     if (prime.code !== 0) failures.push({ case: c.name, argv: [FLOW, "validate"], code: prime.code, stderr: prime.stderr })
@@ -188,6 +202,30 @@ process.exit(correct ? 0 : 1)
 function prepare(c: Case, dir: string): void {
   const r = Bun.spawnSync([FLOW, ...c.prepare!], { cwd: dir, stdout: "ignore", stderr: "pipe" })
   if (r.exitCode !== 0) failures.push({ case: c.name, argv: [FLOW, ...c.prepare!], code: r.exitCode ?? -1, stderr: r.stderr.toString() })
+}
+
+/**
+ * A state database as runs leave it: every task assigned, its status moves and usage reports (20 events) and
+ * its end, by one of three agents; one agent still on a task. Written through lib/run/state-db.ts, so
+ * its schema is the one flow reads.
+ */
+async function writeRunState(dir: string, text: string): Promise<void> {
+  const ids = [...text.matchAll(/^ {2}- id: (\S+)$/gm)].map((m) => m[1])
+  using db = await openState(projectAt(dir))
+  await db.transact((raw) => {
+    const insert = raw.prepare("INSERT INTO events (at, kind, task_id, agent, data) VALUES (?, ?, ?, ?, ?)")
+    const at = new Date().toISOString()
+    ids.forEach((id, i) => {
+      const agent = `claude-${(i % 3) + 1}`
+      for (let k = 0; k < 20; k++) {
+        const [kind, data] =
+          k % 2 ? ["agent.usage", { inputTokens: 1200, outputTokens: 80, costUsd: 0.0123 }] : ["task.status", { from: "todo", to: "in_progress" }]
+        insert.run(at, kind, id, agent, JSON.stringify(data))
+      }
+      insert.run(at, "task.end", id, agent, JSON.stringify({ status: "done" }))
+    })
+  })
+  await db.agents.upsert("claude-1", { cli: "claude", current_task: ids[0] })
 }
 
 // ---- checks ----

@@ -1,70 +1,25 @@
 // `npm run soak`: the store under faults, through the real CLI (docs/RELIABILITY.md keeps the latest table).
-// Cases: a full disk (a small tmpfs; root only), kill -9 during writes, broken locks, a symlinked and a
-// read-only tasks.yaml, many concurrent writers on a large file, and a fuzz corpus through validate/list/done.
+// Cases: a full disk (a small tmpfs; root only) for the write commands and during `flow run` (soak-run.ts), kill -9
+// during writes, broken locks, locks that are not files (bench/soak-locks.ts), a lock deleted under a stopped
+// holder, a symlinked and a read-only tasks.yaml, many concurrent writers on a large file, and a fuzz corpus
+// through validate/list/done.
 // Prints one table: case, runs, failures, lost updates. `--small` runs smaller counts (test/soak.test.ts).
 // Usage: bun bench/soak.ts [--small] [--only <case function, e.g. writers>]   (FLOW_BIN=dist/flow uses the compiled binary)
-import { spawnSync } from "node:child_process"
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { chmodSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { acquire } from "../lib/store/lock"
+import { env, FULL, fillDisk, flow, flowArgv, genTasks, leftovers, project, type Row, SMALL, type Sizes, taskCount, withTmpfs } from "./soak-common"
 import { corpus, fuzz } from "./soak-fuzz"
+import { runOnFullDisk } from "./soak-run"
+import { danglingLinks, deletedUnderStoppedHolder, lockDiskFull, lockNotAFile } from "./soak-locks"
 
-const ROOT = resolve(import.meta.dir, "..")
-export type Row = { name: string; runs: number; failures: number; lost: number; note?: string }
-export type Sizes = { diskTries: number; kills: number; lockRuns: number; writers: number; tasks: number; fuzz: number; cliSample: number }
-export const FULL: Sizes = { diskTries: 8, kills: 100, lockRuns: 10, writers: 100, tasks: 10_000, fuzz: 2_000, cliSample: 40 }
-export const SMALL: Sizes = { diskTries: 2, kills: 8, lockRuns: 2, writers: 12, tasks: 1_000, fuzz: 150, cliSample: 4 }
-
-const flowArgv = () => (process.env.FLOW_BIN ? [resolve(ROOT, process.env.FLOW_BIN)] : [process.execPath, join(ROOT, "flow.ts")])
-const env = () => ({ ...process.env, NO_COLOR: "1", FLOW_PROJECT: "" }) as Record<string, string>
-
-async function flow(cwd: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const p = Bun.spawn([...flowArgv(), ...args], { cwd, env: env(), stdin: "ignore", stdout: "pipe", stderr: "pipe" })
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
-  return { code, stdout, stderr }
-}
-
-/** Synthetic tasks like /work/shared/tools/gen-tasks.ts makes (about 430 bytes each), without depending on that tool. */
-export function genTasks(n: number): string {
-  const id = (i: number) => `task-${String(i).padStart(5, "0")}`
-  let y = "# generated\ntasks:\n"
-  for (let i = 0; i < n; i++) {
-    y += `  - id: ${id(i)}\n    title: Implement component ${i} of the service\n    status: ${i % 5 === 0 ? "in_progress" : "todo"}\n    phase: ${1 + Math.floor((i * 10) / n)}\n`
-    if (i > 0) y += `    depends_on: [${id(Math.floor(i / 2))}]\n`
-    y += `    instructions: |\n      Build component ${i}. Read the PRD section on it, write the module, add unit tests,\n      and keep the public interface small. Run the whole test suite before calling done.\n`
-    y += `    acceptance_criteria:\n      - tests for component ${i} pass\n      - no lint warnings\n`
-  }
-  return y
-}
-
-function project(text: string, under = tmpdir()): string {
-  const dir = mkdtempSync(join(under, "flow-soak-"))
-  writeFileSync(join(dir, "tasks.yaml"), text)
-  return dir
-}
-
-const leftovers = (dir: string) => readdirSync(dir).filter((f) => f.startsWith("tasks.yaml.") && f !== "tasks.yaml.lock.takeover")
-const taskCount = (text: string) => {
-  try {
-    return (Bun.YAML.parse(text) as { tasks: unknown[] }).tasks.length
-  } catch {
-    return -1
-  }
-}
+export { FULL, genTasks, type Row, SMALL, type Sizes }
 
 /** A write on a disk with too little room, then one on a 100% full disk: refused, file untouched, nothing left; then it works again. */
 async function diskFull(s: Sizes): Promise<Row> {
   const name = "disk full (6 MB tmpfs)"
-  if (process.getuid?.() !== 0) return { name, runs: 0, failures: 0, lost: 0, note: "skipped: needs root to mount a tmpfs" }
-  const mnt = mkdtempSync(join(tmpdir(), "flow-soak-tmpfs-"))
-  const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=6m", "tmpfs", mnt])
-  if (mounted.status !== 0) {
-    rmSync(mnt, { recursive: true, force: true })
-    return { name, runs: 0, failures: 0, lost: 0, note: `skipped: mount failed (${mounted.stderr.toString().trim()})` }
-  }
-  const row: Row = { name, runs: 0, failures: 0, lost: 0 }
-  try {
+  return withTmpfs("6m", name, async (mnt) => {
+    const row: Row = { name, runs: 0, failures: 0, lost: 0 }
     const text = genTasks(4_000)
     const dir = project(text, mnt)
     const filler = join(mnt, "filler")
@@ -83,29 +38,13 @@ async function diskFull(s: Sizes): Promise<Row> {
         writeFileSync(join(dir, "tasks.yaml"), text)
       }
     }
-  } finally {
-    spawnSync("umount", [mnt])
-    rmSync(mnt, { recursive: true, force: true })
-  }
-  return row
+    return row
+  })
 }
 
-function fillDisk(file: string, leave: number): void {
-  const df = spawnSync("df", ["--output=avail", "-B1", resolve(file, "..")])
-    .stdout.toString()
-    .trim()
-    .split("\n")[1]
-  const size = Math.max(0, Number(df) - leave)
-  try {
-    writeFileSync(file, Buffer.alloc(size))
-  } catch {}
-  if (leave === 0) {
-    // Take the last blocks too (df rounds).
-    try {
-      writeFileSync(file, Buffer.alloc(1 << 16), { flag: "a" })
-      for (;;) writeFileSync(file, Buffer.alloc(4096), { flag: "a" })
-    } catch {}
-  }
+/** `flow run` on a disk that is full, nearly full or filling (bench/soak-run.ts). */
+function diskFullRun(s: Sizes): Promise<Row> {
+  return runOnFullDisk(s, { argv: flowArgv, env })
 }
 
 /** kill -9 of writers at random moments: the file is never torn, every acknowledged note is there, leftovers are cleaned. */
@@ -254,7 +193,21 @@ async function fuzzCase(s: Sizes): Promise<Row> {
 /** All cases, or with `only` the one whose function is named so (e.g. `--only writers`). */
 export async function soak(s: Sizes, only?: string): Promise<Row[]> {
   const rows: Row[] = []
-  for (const c of [diskFull, kills, brokenLocks, symlinked, readOnly, writers, fuzzCase]) if (!only || c.name === only) rows.push(await c(s))
+  const cases = [
+    diskFull,
+    diskFullRun,
+    lockDiskFull,
+    kills,
+    brokenLocks,
+    lockNotAFile,
+    danglingLinks,
+    deletedUnderStoppedHolder,
+    symlinked,
+    readOnly,
+    writers,
+    fuzzCase,
+  ]
+  for (const c of cases) if (!only || c.name === only) rows.push(await c(s))
   return rows
 }
 

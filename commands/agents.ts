@@ -8,12 +8,16 @@ import { openExistingState } from "../lib/run/state-db"
 import { indexTasks } from "../lib/model/task-index"
 import { readTasks } from "../lib/store/tasks"
 import { usageText } from "../lib/run/usage"
+import { budgetReport, budgetText, lastRunSpend } from "../lib/run/budget-report"
+import { NO_SPEND } from "../lib/run/budget"
+import { clockTime } from "../lib/run/log"
 
 export const meta = {
   usage: "flow agents [--json]",
   description: `The agents of this project (flow.yaml's, and any that worked in a run), each with the task it
-is working on now, how many tasks it has completed and the tokens and cost it reported. An agent's current task is set while 'flow run'
-has it working; its status comes from tasks.yaml.`,
+is working on now, how many tasks it has completed, the tokens and cost it reported, its spend in the latest run
+beside flow.yaml's budget.agent, and when its CLI's usage limit parked it, until when. An agent's current task is
+set while 'flow run' has it working; its status comes from tasks.yaml.`,
   options: {
     json: { type: "boolean", help: "print the agents as JSON" },
   },
@@ -23,11 +27,14 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
-  const configured = loadConfig(project.dir).agents ?? []
+  const config = loadConfig(project.dir)
+  const configured = config.agents ?? []
   const db = await openExistingState(project)
   const records = db ? await db.agents.list() : []
   const spent = db ? await db.usage.byAgent() : new Map<string, Usage>()
+  const lastRun = db ? await lastRunSpend(db) : undefined
   db?.close()
+  const now = Date.now()
   const index = indexTasks((await readTasks(project)).data)
 
   const byName = new Map(records.map((r) => [r.name, r]))
@@ -37,7 +44,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       const r = byName.get(name)
       const cli = configured.find((a) => a.name === name)?.cli ?? r?.cli ?? null
       const current = r?.current_task ? { id: r.current_task, status: index.get(r.current_task)?.task.status ?? "missing" } : null
-      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(name) ?? null }
+      const budget = budgetReport(lastRun?.byAgent.get(name) ?? NO_SPEND, config.budget?.agent ?? {})
+      const until = r?.parked_until ? Date.parse(r.parked_until) : 0
+      const parked = until > now ? { until: r!.parked_until!, reason: r!.parked_reason ?? "usage limit", task: r!.parked_task } : null
+      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(name) ?? null, budget, parked }
     }),
   }
   if (values.json) {
@@ -56,6 +66,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     out.push(`    Completed: ${a.completed} tasks`)
     const text = usageText(a.usage)
     if (text) out.push(`    Usage: ${text}`)
+    const capped = budgetText(a.budget)
+    if (capped) out.push(`    Budget: ${capped} in the latest run`)
+    if (a.parked)
+      out.push(`    Parked until ${clockTime(new Date(a.parked.until))}: ${a.parked.reason}${a.parked.task ? ` (its task ${a.parked.task} waits)` : ""}`)
   }
   ctx.stdout(`${out.join("\n")}\n`)
 }

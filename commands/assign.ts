@@ -6,37 +6,32 @@ import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
 import { mutateTasks } from "../lib/store/tasks"
 import { requireTask } from "../lib/graph/task-lookup"
+import { writeReport } from "../lib/store/write-report"
 
 export const meta = {
-  usage: "flow assign <task_id> <agent_name> | flow assign <task_id> --clear",
+  usage: "flow assign <task_id> <agent_name> | flow assign <task_id> --clear [--json]",
   description: `Sets the task's agent_name: only that agent runs it. The task's status is not changed (the
 orchestrator moves it to assigned when it hands it over). Assigning a done task is allowed: it records who
 should redo it if it is reopened. Agent names hold up to 64 letters, digits, '.', '_' and '-', starting with
 a letter or digit. --clear removes agent_name: any agent may take the task again.`,
   options: {
     clear: { type: "boolean", help: "remove the task's agent_name instead of setting one" },
+    json: { type: "boolean", help: "print the task as the write left it: {changes, tasks, notes} (lib/model/json-shapes.ts WriteReport)" },
   },
 } as const
 
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
-  if (values.clear) {
-    const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
-    const before = await mutateTasks(findProject(ctx), `flow assign ${id} --clear`, (editor) => {
-      const before = requireTask(editor.tasks, id).task.agent_name
-      editor.set({ taskId: id }, "agent_name", undefined)
-      return before
-    })
-    ctx.stdout(before ? `${id}: no longer assigned (was ${before})\n` : `${id} is not assigned to any agent\n`)
-    return
-  }
-  const [id, agent] = positionalsExactly(positionals, ["task_id", "agent_name"], meta.usage)
-  if (!AGENT_NAME.test(agent)) throw usage(`'${agent}' is not a valid agent name`, AGENT_NAME_HINT)
-  const before = await mutateTasks(findProject(ctx), `flow assign ${id}`, (editor) => {
+  const clear = values.clear === true
+  const [id, agent] = positionalsExactly(positionals, clear ? ["task_id"] : ["task_id", "agent_name"], meta.usage)
+  if (!clear && !AGENT_NAME.test(agent)) throw usage(`'${agent}' is not a valid agent name`, AGENT_NAME_HINT)
+  const { before, report } = await mutateTasks(findProject(ctx), `flow assign ${id}${clear ? " --clear" : ""}`, (editor) => {
     const before = requireTask(editor.tasks, id).task.agent_name
-    editor.set({ taskId: id }, "agent_name", agent)
-    return before
+    editor.set({ taskId: id }, "agent_name", clear ? undefined : agent)
+    return { before, report: writeReport(editor, id, []) }
   })
-  if (before === agent) ctx.stdout(`${id} is already assigned to ${agent}\n`)
+  if (values.json) ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+  else if (clear) ctx.stdout(before ? `${id}: no longer assigned (was ${before})\n` : `${id} is not assigned to any agent\n`)
+  else if (before === agent) ctx.stdout(`${id} is already assigned to ${agent}\n`)
   else ctx.stdout(`${id}: assigned to ${agent}${before ? ` (was ${before})` : ""}\n`)
 }

@@ -30,6 +30,7 @@ const POSITIONALS: Record<string, ArgKind[]> = {
   assign: TASK,
   ask: TASK,
   prompt: TASK,
+  log: TASK,
   step: [["start", "done", "show", "list"], { start: "steps", done: "steps", show: "tasks", list: "tasks" }],
   list: [TASK_STATUSES],
   refine: [["prd", "plan"]],

@@ -13,10 +13,10 @@ import { readTasks } from "../lib/store/tasks"
 export const meta = {
   usage: "flow dashboard [--interval <seconds>] [--once] [--json]",
   description: `A live status display: task counts by status, the running tasks (agent, time since started, step,
-whether a 'flow run' is live for them), the last 10 completed tasks, and the questions and checkpoints
-that wait for a person. On a terminal it redraws in place every 10 seconds (and when the window is
-resized) until you press q or Ctrl-C; piped, or with --once, it prints one snapshot without escape codes
-and exits. If tasks.yaml turns invalid meanwhile, the error shows at the top over the last good data.
+whether a 'flow run' is live for them), the last 10 completed tasks, and what waits for a person: questions,
+checkpoints, blocked tasks (with the first line of their last note). On a terminal it redraws in place
+every 10 seconds (and when the window is resized) until you press q or Ctrl-C; piped, or with --once, it
+prints one snapshot without escape codes and exits (piped, no line is cut). If tasks.yaml turns invalid meanwhile, the error shows at the top over the last good data.
 See docs/DASHBOARD.md.`,
   options: {
     interval: { type: "string", default: "10", arg: "seconds", help: "seconds between refreshes on a terminal (1 to 86400; default 10)" },
@@ -46,7 +46,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     return
   }
   if (!ctx.terminal || values.once) {
-    const width = ctx.terminal?.output.columns || Number(ctx.env.COLUMNS) || DEFAULT_WIDTH
+    // Piped, nothing is cut: a file or a pager has no width, and a cut line could lose the cost at its end.
+    const width = ctx.terminal ? ctx.terminal.output.columns || Number(ctx.env.COLUMNS) || DEFAULT_WIDTH : Infinity
     ctx.stdout(`${renderDashboard(report, { width, colours: colours(ctx) }).join("\n")}\n`)
     return
   }

@@ -53,7 +53,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     agents: config.agents ?? [],
     parallelism: config.parallelism ?? 3,
     yes: Boolean(values.yes),
-    ...fromConfig(config),
+    ...fromConfig(config, ctx.env),
   })
   ctx.stdout(`\nThe demo project is in ${dir}: 'git log --oneline --graph' shows the merges, 'flow list' the tasks.\n`)
   return code

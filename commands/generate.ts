@@ -17,6 +17,7 @@ import type { GenerateReport } from "../lib/model/json-shapes"
 import { formatNote } from "../lib/plan/plan-notes"
 import { findProject, projectAt, type Project } from "../lib/cli/project"
 import { replaceTasks } from "../lib/store/tasks"
+import { lineEnding, withLineEnding } from "../lib/store/line-ending"
 
 export const meta = {
   usage: "flow generate [<plan-file>] [--enrich] [--agent <name>] [--dry-run] [--json]",
@@ -64,7 +65,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const proposals = values.enrich || values.agent !== undefined ? await propose(ctx, project, planText, values.agent, Boolean(values.json)) : undefined
 
   const report = await replaceTasks(project, "flow generate", async (current) => {
-    const g = await generateTasks(planText, current?.data, proposals?.enrichment)
+    const g = await generateTasks(planText, current?.data, proposals?.enrichment, shownPlan)
+    // A CRLF file stays CRLF: the plan's tasks are rendered with LF.
+    if (g.text !== undefined && current) g.text = withLineEnding(g.text, lineEnding(current.text))
     g.notes.push(...(proposals?.notes ?? []))
     const ok = g.text !== undefined
     const report: GenerateReport = {

@@ -3,7 +3,7 @@ import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
 import { gitOnPath, repoRoot } from "../lib/run/git"
-import { isDir } from "../lib/cli/project"
+import { folderArgument } from "../lib/cli/project"
 import { addMissing, listed } from "../lib/plan/scaffold"
 
 export const meta = {
@@ -19,8 +19,8 @@ to make one) so that 'flow run' can work there.`,
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { positionals } = parse(meta, args)
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
-  const dir = resolve(ctx.cwd, positionals[0] ?? ".")
-  if (!isDir(dir)) throw new FlowError(`${dir} is not a folder`, undefined, "create it first, or run 'flow create <name>' to make a new project folder")
+  const given = positionals[0] ?? "."
+  const dir = folderArgument(given, resolve(ctx.cwd, given), "create it first, or run 'flow create <name>' to make a new project folder")
   let result: ReturnType<typeof addMissing>
   try {
     result = addMissing(dir, basename(dir))

@@ -1,12 +1,9 @@
-import { availableTasks } from "../lib/graph/availability"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
-import type { NextReport } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
-import { indexTasks } from "../lib/model/task-index"
-import { taskLine, taskSummary } from "../lib/graph/task-lines"
-import { readTasks } from "../lib/store/tasks"
+import { taskLine } from "../lib/graph/task-lines"
+import { nextTasks } from "../lib/ops/read"
 
 export const meta = {
   usage: "flow next [<agent_name>] [--json]",
@@ -25,10 +22,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
   const agent = positionals[0]
   if (agent !== undefined && agent.trim() === "") throw usage("the agent name is empty", `usage: ${meta.usage}`)
-  const { data } = await readTasks(findProject(ctx))
-  const available = availableTasks(indexTasks(data), agent)
+  const { report, available } = await nextTasks(findProject(ctx), agent)
   if (values.json) {
-    const report: NextReport = { tasks: available.map((e) => taskSummary(e.task, e.parent, e.depth)) }
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }

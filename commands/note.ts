@@ -2,24 +2,22 @@ import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { mutateTasks } from "../lib/store/tasks"
-import { requireTask } from "../lib/graph/task-lookup"
+import { addNote } from "../lib/ops/change"
 
 export const meta = {
-  usage: "flow note <task_id> <text>",
+  usage: "flow note <task_id> <text> [--json]",
   description: "Appends <text> to the task's ai_notes. Several words are joined with spaces.",
-  options: {},
+  options: {
+    json: { type: "boolean", help: "print the task as the write left it: {changes, tasks, notes} (lib/model/json-shapes.ts WriteReport)" },
+  },
 } as const
 
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
-  const { positionals } = parse(meta, args)
+  const { values, positionals } = parse(meta, args)
   const [id, ...words] = positionals
   if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
   const text = words.join(" ").trim()
   if (!text) throw usage("missing <text>: the note is empty", `usage: ${meta.usage}`)
-  await mutateTasks(findProject(ctx), `flow note ${id}`, (editor) => {
-    requireTask(editor.tasks, id)
-    editor.append({ taskId: id }, "ai_notes", text)
-  })
-  ctx.stdout(`Added a note to ${id}\n`)
+  const report = await addNote(findProject(ctx), id, text)
+  ctx.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Added a note to ${id}\n`)
 }

@@ -1,10 +1,9 @@
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
-import type { Question, QuestionsReport } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
+import { listQuestions } from "../lib/ops/questions"
 import { formatQuestion } from "../lib/terminal/question-format"
-import { openExistingState } from "../lib/run/state-db"
 
 export const meta = {
   usage: "flow questions [--all] [--json]",
@@ -19,15 +18,9 @@ and how long ago it was asked, then the text. Answer one with 'flow answer <ques
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
-  // No database yet means no questions: reading must not create one.
-  const db = await openExistingState(findProject(ctx))
-  let questions: Question[] = []
-  if (db) {
-    using open = db
-    questions = await (values.all ? open.questions.all() : open.questions.pending())
-  }
+  const report = await listQuestions(findProject(ctx), values.all)
+  const { questions } = report
   if (values.json) {
-    const report: QuestionsReport = { questions }
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }

@@ -121,7 +121,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     if (answer === "stop") break
     if (answer === "accept") accepted.push(f.change!)
     if (answer === "edit") {
-      const typed = await clack.text({ message: f.edit!.question, validate: (v) => (v?.trim() ? undefined : "write something, or press Esc to stop") })
+      const typed = await clack.text({
+        message: f.edit!.question,
+        initialValue: f.edit!.initial,
+        validate: (v) => (v?.trim() ? undefined : "write something, or press Esc to stop"),
+      })
       if (clack.isCancel(typed)) throw cancelled(clack, shown)
       accepted.push(f.edit!.change(typed.trim()))
     }

@@ -1,18 +1,25 @@
-import { statSync } from "node:fs"
-import { relative } from "node:path"
+import { existsSync } from "node:fs"
+import { basename, relative, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
-import { listWorktrees, removeWorktree, repoRoot } from "../lib/run/git"
-import { findProject } from "../lib/cli/project"
+import { dirtyFiles, listWorktrees, removeWorktree, repoRoot } from "../lib/run/git"
+import { teardownEnv, teardownOf } from "../lib/run/prepare"
+import { runCheck } from "../lib/run/verify"
+import { findProject, folderArgument, type Project } from "../lib/cli/project"
+import { closest } from "../lib/cli/suggest"
+import { indexTasks } from "../lib/model/task-index"
+import { loadConfig, repoEntries } from "../lib/store/config"
+import { readTasks } from "../lib/store/tasks"
 import { insideProject } from "../lib/run/workspace"
 
 export const meta = {
   usage: "flow repo worktree list [<repo>] | flow repo worktree remove <repo> <branch> [--force]",
-  description: `The git worktrees of a repository: <repo> is a folder relative to the project (as in a task's
-'repo' field), or '.' for the repository holding the project. 'remove' removes the worktree that has
-<branch> checked out (the branch itself is kept); one with uncommitted changes is refused unless --force,
-which discards them.`,
+  description: `The git worktrees of a repository. <repo> names a repository flow knows, as flow.yaml's 'repo' or
+'verify' or a task's 'repo' writes it (repos/app) or by its folder's name (app); else it is a folder relative
+to the project; '.' (the default of list) is the repository holding the project. 'remove' removes the
+worktree that has <branch> checked out (the branch itself is kept), after flow.yaml's teardown; one with
+uncommitted changes is refused unless --force, which discards them.`,
   options: {
     force: { type: "boolean", help: "remove even with uncommitted changes (they are lost)" },
   },
@@ -23,11 +30,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const [group, action, repoArg, branch, extra] = positionals
   if (group !== "worktree") throw usage(group ? `unknown subcommand 'repo ${group}'` : "missing subcommand", `usage: ${meta.usage}`)
   const project = findProject(ctx)
-  const repoDir = insideProject(project.dir, repoArg ?? ".", "<repo>")
-  // git cannot even start in a folder that is not there: say so rather than let the spawn fail.
-  if (!statSync(repoDir, { throwIfNoEntry: false })?.isDirectory()) {
-    throw usage(`the folder ${repoArg ?? "."} (${repoDir}) does not exist`, "<repo> is a folder relative to the project, as in a task's 'repo' field, or '.'")
-  }
+  const repoDir = await repoFolder(project, repoArg ?? ".")
   const repo = await repoRoot(repoDir)
   if (!repo) throw new FlowError(`${repoArg ?? "."} (${repoDir}) is not in a git repository`, undefined, "name a folder that holds a git repository")
   const worktrees = (await listWorktrees(repo)).slice(1) // the first is the repository's own checkout
@@ -49,6 +52,42 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       known.length ? `worktrees: ${known.join(", ")}` : "this repository has no worktrees besides its own checkout",
     )
   }
+  // flow.yaml's teardown first, as a run does; not for a worktree whose removal git would refuse anyway.
+  const teardown = await teardownOf(project.dir, loadConfig(project.dir), repo)
+  if (teardown && (values.force || (await dirtyFiles(target.path)).length === 0)) {
+    const env = teardownEnv(project.dir, project.stateDir, basename(target.path), target.path)
+    ctx.stdout(`teardown '${teardown.label}'\n`)
+    const r = await runCheck(teardown, target.path, env, new AbortController().signal, undefined, (line) => ctx.stdout(`  ${line}\n`))
+    if (!r.ok) ctx.stderr(`warning: ${r.output.split("\n")[0]}; the worktree is removed anyway\n`)
+  }
   await removeWorktree(repo, target.path, Boolean(values.force))
   ctx.stdout(`Removed the worktree of ${branch} (${relative(ctx.cwd, target.path) || target.path}); the branch is kept.\n`)
+}
+
+/**
+ * The folder `<repo>` names (SPEC 4: a repository name): a repository flow knows by its path as written or its
+ * folder's name, else a folder of the project. Unknown: a usage error with the closest name and the known ones.
+ */
+async function repoFolder(project: Project, arg: string): Promise<string> {
+  if (arg === ".") return project.dir
+  const known = await knownRepos(project)
+  const bare = relative(project.dir, resolve(project.dir, arg))
+  const byName = known.filter((r) => r === bare || basename(r) === arg)
+  if (byName.length > 1 && !byName.includes(bare))
+    throw usage(`'${arg}' names ${byName.length} repositories: ${byName.join(", ")}`, "name it by its path, as flow.yaml or the task writes it")
+  const path = insideProject(project.dir, byName.includes(bare) ? bare : (byName[0] ?? arg), "<repo>")
+  if (byName.length > 0 || existsSync(path) || known.length === 0)
+    return folderArgument(arg, path, "<repo> is a repository flow knows (flow.yaml's 'repo', a task's 'repo'), a folder relative to the project, or '.'")
+  const near = closest(arg, [...known, ...known.map((r) => basename(r))])
+  const suggestion = near === undefined ? "" : `did you mean '${known.find((r) => r === near || basename(r) === near)}'? `
+  throw usage(`no repository or folder '${arg}' in this project`, `${suggestion}the repositories flow knows: ${known.join(", ")}`)
+}
+
+/** The repositories flow.yaml and the tasks name, as paths relative to the project, each once, sorted. */
+async function knownRepos(project: Project): Promise<string[]> {
+  const config = loadConfig(project.dir)
+  const named = [config.repo, ...(["verify", "setup", "teardown", "copy", "ports"] as const).flatMap((f) => repoEntries(config, f).map((v) => v.repo))]
+  if (existsSync(project.tasksFile)) for (const { task } of indexTasks((await readTasks(project)).data).values()) named.push(task.repo)
+  const paths = named.filter((r): r is string => r !== undefined).map((r) => relative(project.dir, resolve(project.dir, r)))
+  return [...new Set(paths)].filter((r) => r !== "" && !r.startsWith("..")).sort()
 }

@@ -1,14 +1,16 @@
-import { adapterFor, type Adapter } from "../lib/agents"
+import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { parse } from "../lib/cli/args"
 import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
+import { doctor } from "../lib/run/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
+import { startRunLog, type RunLog } from "../lib/run/run-log"
 import { answerer, openState, type StateDb } from "../lib/run/state-db"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
@@ -21,10 +23,18 @@ import type { TaskSnapshot } from "../lib/run/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
-import { basename } from "node:path"
+import { tmpdir } from "node:os"
+import { basename, join, relative } from "node:path"
+import { prepareSettings } from "../lib/run/prepare"
+import { diskFullError, isDiskFull } from "../lib/store/disk-full"
+import { parseDuration } from "../lib/cli/duration"
+import { priceOf, priceTable } from "../lib/run/prices"
+import { budgetWarnings, forecast, forecastLines } from "../lib/run/forecast"
+import { spendByTask } from "../lib/run/budget-meter"
+import { openExistingState } from "../lib/run/state-db"
 
 export const meta = {
-  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless]",
+  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless] [--dry-run]",
   description: `Runs agents on the task graph until every task is done: each task in its own git worktree
 and branch, merged into the target branch when done. Agents come from flow.yaml, or --agents N --cli <cli>
 (N agents named <cli>-1 ... <cli>-N; cli 'script' runs the \`\`\`sh blocks of the instructions, offline).
@@ -32,7 +42,9 @@ Checkpoints wait for a person ('flow done <id>' from another terminal) unless --
 In a terminal it shows a live screen: a pane per agent with its output, the questions waiting for an
 answer ('a' answers the oldest), and what happened to tasks; elsewhere (piped, CI, --headless) it prints
 a timestamped log line per event. Ctrl-C (or 'q' on the screen) stops the agents and leaves every task
-to be resumed by the next 'flow run'.
+to be resumed by the next 'flow run'. flow.yaml's budget caps what tasks, agents and the run spend
+(docs/BUDGETS.md); --dry-run prints the forecast (tasks to do, spend so far, an estimate of the rest) and
+starts nothing.
 Exit 0 when every task is done, 4 when the run ended with tasks blocked or not done, 130 when stopped.`,
   options: {
     agents: { type: "string", arg: "n", help: "how many agents to run (with --cli; overrides flow.yaml's agents)" },
@@ -40,6 +52,7 @@ Exit 0 when every task is done, 4 when the run ended with tasks blocked or not d
     parallel: { type: "string", arg: "n", help: "at most this many tasks at once (default: every agent)" },
     yes: { type: "boolean", help: "approve checkpoints automatically" },
     headless: { type: "boolean", help: "plain timestamped log lines instead of the terminal UI (what a pipe or CI gets anyway)" },
+    "dry-run": { type: "boolean", help: "print the agents and the forecast of the run (tasks to do, spend so far, an estimate of the rest), start nothing" },
   },
 } as const
 
@@ -49,23 +62,56 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
-  // An unknown CLI, or a command agent without its template, fails before any work starts.
-  for (const agent of agents) if (agent.cli !== "script") requireInstalled(agent, adapterFor(agent.cli, { command: agent.command }))
+  // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
+  // before any work starts.
+  for (const agent of agents) {
+    if (agent.mcp && !MCP_CLIS.includes(agent.cli)) {
+      throw new FlowError(
+        `agent ${agent.name} has 'mcp: true', but flow cannot hand its MCP server to ${agent.cli}`,
+        Exit.invalid,
+        `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
+      )
+    }
+    if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })
+  }
+  // flow doctor's checks (a CLI not installed, git too old, ...) stop the run before any task is touched, not
+  // as every task blocked; warnings (a CLI older than flow was checked against) are said once.
+  const lines = await doctor({ project, config, agents, env: ctx.env, flowArgv: selfArgv() })
+  for (const line of lines) if (line.state === "warn") ctx.stderr(`warning: ${line.what}\n`)
+  const failed = lines.filter((l) => l.state === "fail")
+  if (failed.length === 1) throw new FlowError(failed[0].what, Exit.failure, failed[0].hint)
+  if (failed.length > 1)
+    throw new FlowError(
+      `flow run cannot start:\n${failed.map((f) => `  ${f.what}`).join("\n")}`,
+      Exit.failure,
+      "'flow doctor' lists each check with what to fix",
+    )
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
+  if (values["dry-run"]) return dryRun(ctx, project, agents, parallelism, config)
 
   return startRun(ctx, project, {
     agents,
     parallelism,
     yes: Boolean(values.yes),
     headless: Boolean(values.headless),
-    ...fromConfig(config),
+    ...fromConfig(config, ctx.env),
   })
 }
 
-/** The run settings that come from flow.yaml alone. */
-export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone"> {
+/** The run settings that come from flow.yaml. */
+type ConfigSettings = Pick<
+  RunSettings,
+  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
+>
+
+/** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
+export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings {
   return {
+    budget: config.budget,
+    prices: priceTable(config.prices),
+    prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
     retries: config.retries ?? 1,
+    taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),
@@ -78,21 +124,20 @@ export function fromConfig(config: FlowConfig): Pick<RunSettings, "retries" | "d
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2
 
-export type StartOptions = Pick<
-  RunSettings,
-  "agents" | "parallelism" | "yes" | "retries" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone"
-> & {
-  /** the log lines even in a terminal */
-  headless?: boolean
-}
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes"> &
+  ConfigSettings & {
+    /** the log lines even in a terminal */
+    headless?: boolean
+  }
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
-  ensureStateDir(project.stateDir)
   let release: () => void
   try {
+    ensureStateDir(project.stateDir)
     release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
   } catch (e) {
+    if (isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run cannot start")
     throw new FlowError(
       `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
       Exit.failure,
@@ -120,11 +165,19 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   onReaderGone(readerLeft)
   const bus = new EventBus()
   const terminal = options.headless ? undefined : ctx.terminal
+  // Every line goes to the run's log file too, so the screen's run can be read afterwards (flow log).
+  let log: RunLog | undefined
+  try {
+    log = startRunLog(project)
+  } catch {
+    // A .flow that takes no new file (full, read-only) costs the log, never the run.
+  }
   // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
   let summaryLine: string | undefined
   bus.subscribe((event, at) => {
     const line = logLine(event, at)
     if (line === undefined) return
+    log?.write(line)
     if (!terminal) ctx.stdout(`${line}\n`)
     else if (event.type === "run-end") summaryLine = line
   })
@@ -161,15 +214,39 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       ui?.close()
       process.off("exit", restore)
       if (summaryLine !== undefined) ctx.stdout(`${summaryLine}\n`)
+      // The screen is gone: say where its lines are.
+      if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
       await flush()
     }
+  } catch (e) {
+    // A full disk before the agents start (the state database, recovery): nothing started, one clean error.
+    // During the run it is waited out (lib/run/space-wait.ts).
+    if (!(e instanceof FlowError) && isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run stopped")
+    throw e
   } finally {
     for (const signal of STOP_SIGNALS) process.off(signal, stop)
     process.off("SIGPIPE", readerLeft)
     onReaderGone(undefined)
     db?.close()
+    log?.close()
     release()
   }
+}
+
+/** `flow run --dry-run`: who would work and what the rest may cost; nothing is started, no file is written. */
+async function dryRun(ctx: Ctx, project: Project, agents: AgentConfig[], parallelism: number, config: FlowConfig): Promise<number> {
+  const index = indexTasks((await readTasks(project)).data)
+  const db = await openExistingState(project)
+  const spends = db ? await spendByTask(db).finally(() => db.close()) : new Map()
+  const prices = priceTable(config.prices)
+  const out = [
+    "flow run --dry-run: nothing is started",
+    `Agents: ${agents.map((a) => `${a.name} (${a.cli})`).join(", ")}; at most ${parallelism} at once`,
+    ...forecastLines(forecast(index, spends, config.budget), config.budget).map((line, i) => (i === 0 ? `Forecast: ${line}` : `  ${line}`)),
+  ]
+  for (const warning of budgetWarnings(agents, config.budget, (m) => priceOf(prices, m) !== undefined)) ctx.stderr(`warning: ${warning}\n`)
+  ctx.stdout(`${out.join("\n")}\n`)
+  return Exit.ok
 }
 
 /** What the terminal UI shows of tasks.yaml. */
@@ -191,18 +268,10 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
   if (configured.length === 0) {
     throw usage(
       "no agents: flow.yaml lists none and no --agents/--cli was given",
-      "for example: flow run --agents 2 --cli claude (see docs/RUN.md for flow.yaml)",
+      "for example: flow run --agents 2 --cli claude, or agents in flow.yaml ('flow help config' shows how)",
     )
   }
   return configured
-}
-
-/** A CLI that is not installed fails here, before any task is touched, not as a task blocked with exit 127. */
-function requireInstalled(agent: AgentConfig, adapter: Adapter): void {
-  const binary = adapter.binary
-  // A path in a command template is resolved in the worktree when the agent starts; only bare names are looked up.
-  if (binary.includes("/") || Bun.which(binary)) return
-  throw new FlowError(`agent ${agent.name} needs '${binary}', which is not on PATH`, Exit.failure, adapter.install)
 }
 
 function positiveInt(text: string, flag: string): number {

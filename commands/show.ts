@@ -1,22 +1,24 @@
 import { parse, positionalsExactly } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
-import { readPhaseTitles } from "../lib/plan/plan-phases"
 import { mergePending, pendingNote } from "../lib/run/merge-pending"
 import { findProject } from "../lib/cli/project"
-import { descendantsOf, effectivePhase, pointingAt, showReport } from "../lib/graph/show-report"
-import { indexTasks, type Indexed } from "../lib/model/task-index"
+import { descendantsOf, effectivePhase } from "../lib/graph/show-report"
+import type { Indexed } from "../lib/model/task-index"
 import { taskLine } from "../lib/graph/task-lines"
-import { requireTask } from "../lib/graph/task-lookup"
-import { readTasks } from "../lib/store/tasks"
-import { readUsage, usageText } from "../lib/run/usage"
-import { readLandingWaits } from "../lib/run/landing-waits"
+import { stepTitle } from "../lib/graph/step-title"
+import { showTask } from "../lib/ops/read"
+import { usageText } from "../lib/run/usage"
+import { workedByText } from "../lib/run/worked-by"
+import { budgetText } from "../lib/run/budget-report"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
-  description: `Prints one task (subtask ids work too): id, title, status, phase, agent, each dependency with
+  description: `Prints one task (subtask ids work too): id, title, status, phase, agent (the agent_name it is
+restricted to) and, once a 'flow run' agent had it, the agent that works or worked on it, each dependency with
 its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
 checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times,
-the tokens and cost its agents reported; then its steps and its subtasks, one line each.`,
+the tokens and cost its agents reported and its budget (spent of its cap, docs/BUDGETS.md); then its steps
+and its subtasks, one line each.`,
   options: {
     json: { type: "boolean", help: "print the task and what is derived from it as JSON" },
   },
@@ -26,20 +28,15 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
   const project = findProject(ctx)
-  const { data } = await readTasks(project)
-  const index = indexTasks(data)
-  const entry = requireTask(index, id)
-  const { task } = entry
-  const { validates } = pointingAt(index, id)
-  const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
-  const { phase, from } = effectivePhase(entry, index)
-  const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const usage = (await readUsage(project)).byTask.get(task.id) ?? null
-  const landing = (await readLandingWaits(project)).get(task.id) ?? null
+  const { report, index, entry, usage, worker, budget, landing } = await showTask(project, id)
   if (values.json) {
-    ctx.stdout(`${JSON.stringify(showReport(index, entry, titles, usage, landing), null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
+  const { task } = entry
+  const { validates } = report
+  const statusOf = (dep: string) => (index.get(dep) as Indexed).task.status
+  const { phase, from } = effectivePhase(entry, index)
   const descendants = descendantsOf(task, entry.depth)
   const pending = (await mergePending(project, [task])).get(task.id)
 
@@ -49,8 +46,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     `Status: ${pending ? `done, merge pending (${pendingNote(task.id, pending).replace(`${task.id}: `, "")})` : task.status}`,
     ...(landing ? [`Landing: waiting — ${landing.reason}`] : []),
     `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
-    `Agent: ${task.agent_name ?? "none"}`,
+    // `Agent:` is SPEC's agent_name, a restriction: said so when there is none, as the agent at work is another line.
+    `Agent: ${task.agent_name ?? "none (any agent may take it)"}`,
   ]
+  if (worker) out.push(`Worked by: ${workedByText(worker)}`)
   const deps = task.depends_on ?? []
   if (deps.length === 0) out.push("Dependencies: none")
   else {
@@ -78,6 +77,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (task.completed_at) out.push(`Completed: ${task.completed_at}`)
   const spent = usageText(usage)
   if (spent) out.push(`Usage: ${spent}`)
+  const capped = budgetText(budget)
+  if (capped) out.push(`Budget: ${capped}`)
   if (task.steps && task.steps.length > 0) {
     out.push("Steps:")
     for (const step of task.steps) out.push(`  [${step.status ?? "pending"}] ${step.id}${firstLine(step.instruction)}`)
@@ -99,8 +100,8 @@ function bullets(out: string[], label: string, items: string[] | undefined): voi
   for (const item of items) out.push(`  - ${item.replace(/\s+$/, "").split("\n").join("\n    ")}`)
 }
 
-/** ` <first line>` of a step's instruction, or nothing for an empty one (no trailing space). */
+/** ` <title>` of a step (lib/graph/step-title.ts), or nothing for an empty one (no trailing space). */
 function firstLine(text: string): string {
-  const line = text.trim().split("\n", 1)[0].trimEnd()
+  const line = stepTitle(text)
   return line ? ` ${line}` : ""
 }

@@ -1,27 +1,29 @@
 // `flow step start|done <step_id>` and `flow step show|list <task_id>` (SPEC 3.3): steps run in order in
 // one agent session; the task is merged only after the last one.
-import { isoSeconds } from "../lib/cli/clock"
 import { parse, positionalsExactly } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
-import { FlowError, usage } from "../lib/cli/errors"
-import type { StepListReport, StepReport, StepShowReport } from "../lib/model/json-shapes"
+import { usage } from "../lib/cli/errors"
+import type { StepListReport, StepShowReport } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
-import { mutateTasks, readTasks } from "../lib/store/tasks"
-import { indexTasks, type Step, type Task } from "../lib/model/task-index"
-import { requireTask } from "../lib/graph/task-lookup"
-import { finishStep, formatChange, startStep, stepStatus } from "../lib/store/transitions"
+import { stepTitle } from "../lib/graph/step-title"
+import { changeStep } from "../lib/ops/change"
+import { stepList, stepShow } from "../lib/ops/steps"
+import { formatChange } from "../lib/store/transitions"
 
 export const meta = {
-  usage: "flow step <start|done> <step_id> | flow step <show|list> <task_id> [--json]",
+  usage: "flow step <start|done> <step_id> [--json] | flow step <show|list> <task_id> [--json]",
   description: `Subcommands:
   start <step_id>  pending → in_progress with started_at, once every earlier step is done; a task not yet
                    started (todo, ready_for_agent, assigned) becomes in_progress in the same write
   done <step_id>   → done with completed_at, from in_progress, or from pending once every earlier step is
                    done; after the last step the orchestrator merges and marks the task done
   show <task_id>   the current step: the first in progress, else the first pending
-  list <task_id>   every step: [<status>] <step_id> <first line of the instruction>`,
+  list <task_id>   every step: [<status>] <step_id> <first line of the instruction (outside code)>`,
   options: {
-    json: { type: "boolean", help: "show and list: print JSON (lib/model/json-shapes.ts StepShowReport, StepListReport)" },
+    json: {
+      type: "boolean",
+      help: "print JSON (lib/model/json-shapes.ts): start and done what changed (WriteReport), show and list StepShowReport and StepListReport",
+    },
   },
 } as const
 
@@ -34,49 +36,33 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!(SUBCOMMANDS as readonly string[]).includes(sub))
     throw usage(`unknown step subcommand '${sub}'`, `use one of ${SUBCOMMANDS.join(", ")}; usage: ${meta.usage}`)
   const operand = sub === "start" || sub === "done" ? "step_id" : "task_id"
-  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}>${operand === "task_id" ? " [--json]" : ""}`)
-  if (sub === "start" || sub === "done") {
-    if (values.json) throw usage(`--json works with 'flow step show' and 'flow step list', not 'flow step ${sub}'`)
-    return changeStep(ctx, sub, id)
-  }
-  const task = requireTask(indexTasks((await readTasks(findProject(ctx))).data), id).task
-  const steps = task.steps ?? []
-  if (steps.length === 0) {
-    throw new FlowError(`task '${id}' has no steps`, undefined, `its work is described by its instructions: run 'flow show ${id}'`)
-  }
-  if (sub === "show") show(ctx, task, steps, values.json === true)
-  else list(ctx, task, steps, values.json === true)
+  const [id] = positionalsExactly(rest, [operand], `flow step ${sub} <${operand}> [--json]`)
+  if (sub === "start" || sub === "done") return printStepChange(ctx, sub, id, values.json === true)
+  const project = findProject(ctx)
+  if (sub === "show") show(ctx, await stepShow(project, id), values.json === true)
+  else list(ctx, await stepList(project, id), values.json === true)
 }
 
-async function changeStep(ctx: Ctx, sub: "start" | "done", stepId: string): Promise<void> {
-  // The time is taken under the lock, so a step never ends before it starts.
-  const result = await mutateTasks(findProject(ctx), `flow step ${sub} ${stepId}`, (editor) =>
-    sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds()),
-  )
+async function printStepChange(ctx: Ctx, sub: "start" | "done", stepId: string, json: boolean): Promise<void> {
+  const result = await changeStep(findProject(ctx), sub, stepId)
+  if (json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)
   for (const c of result.changes) ctx.stdout(`${formatChange(c)}\n`)
   if (result.lastDone) ctx.stdout(`All steps of ${result.taskId} are done; the orchestrator merges and marks the task done.\n`)
 }
 
-function report(step: Step): StepReport {
-  const { id, instruction, acceptance_criteria, started_at, completed_at } = step
-  return { id, status: stepStatus(step), instruction, acceptance_criteria, started_at, completed_at }
-}
-
-function show(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
-  const current = steps.find((s) => stepStatus(s) === "in_progress") ?? steps.find((s) => stepStatus(s) === "pending")
-  const done = steps.filter((s) => stepStatus(s) === "done").length
+function show(ctx: Ctx, report: StepShowReport, json: boolean): void {
+  const { current, done, total, task_id } = report
   if (json) {
-    const out: StepShowReport = { task_id: task.id, done, total: steps.length, current: current ? report(current) : null }
-    ctx.stdout(`${JSON.stringify(out, null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
   if (!current) {
-    ctx.stdout(`All ${steps.length} steps of ${task.id} are done.\n`)
+    ctx.stdout(`All ${total} steps of ${task_id} are done.\n`)
     return
   }
-  const lines = [`Step: ${current.id} (${stepStatus(current)})`, `Task: ${task.id}`, `Progress: ${done} of ${steps.length} steps done`]
+  const lines = [`Step: ${current.id} (${current.status})`, `Task: ${task_id}`, `Progress: ${done} of ${total} steps done`]
   if (current.started_at) lines.push(`Started: ${current.started_at}`)
   lines.push(
     "Instruction:",
@@ -89,16 +75,15 @@ function show(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
   ctx.stdout(`${lines.join("\n")}\n`)
 }
 
-function list(ctx: Ctx, task: Task, steps: Step[], json: boolean): void {
+function list(ctx: Ctx, report: StepListReport, json: boolean): void {
   if (json) {
-    const out: StepListReport = { task_id: task.id, steps: steps.map(report) }
-    ctx.stdout(`${JSON.stringify(out, null, 2)}\n`)
+    ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
-  for (const s of steps) {
-    const status = stepStatus(s)
+  for (const s of report.steps) {
+    const status = s.status
     const when =
       status === "done" && s.completed_at ? `  completed ${s.completed_at}` : status === "in_progress" && s.started_at ? `  started ${s.started_at}` : ""
-    ctx.stdout(`[${status}] ${s.id} ${s.instruction.trim().split("\n")[0]}${when}\n`)
+    ctx.stdout(`[${status}] ${s.id} ${stepTitle(s.instruction)}${when}\n`)
   }
 }

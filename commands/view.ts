@@ -2,7 +2,7 @@ import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { openBrowser, startViewServer } from "../lib/view/server"
+import { startViewServer } from "../lib/view/server"
 
 export const meta = {
   usage: "flow view [--port <n>] [--no-open]",
@@ -10,7 +10,8 @@ export const meta = {
 default browser: tasks by phase with their dependencies, every field of a selected task with its
 instructions and the exact prompt an agent receives, pending questions and checkpoints to answer. The page
 follows changes to tasks.yaml, plan.md and the questions by itself. Runs until Ctrl-C. The first line on
-stdout is the page's address.`,
+stdout is the page's address with its token: the server answers no request without it (other users of
+the machine can reach 127.0.0.1 too).`,
   options: {
     port: { type: "string", arg: "n", help: "listen on this port (default: any free port)" },
     "no-open": { type: "boolean", help: "do not open a browser; only print the address" },
@@ -28,11 +29,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   // Ctrl-C is a normal stop from the moment the address is out (a script may send it at once).
   const stopped = Promise.withResolvers<void>()
   const release = ctx.onInterrupt?.(() => stopped.resolve())
+  // The address with its token: every request needs it (docs/VIEW.md "Security"); the note names the address only.
   ctx.stdout(`${server.url}\n`)
-  ctx.stderr(`flow view: serving ${project.dir} on ${server.url} (Ctrl-C to stop)\n`)
+  ctx.stderr(`flow view: serving ${project.dir} on ${server.address} (Ctrl-C to stop)\n`)
   // Not awaited: some browsers keep xdg-open waiting until they close, and Ctrl-C must work meanwhile.
   if (!values["no-open"]) {
-    void openBrowser(server.url, process.platform).then((failed) => {
+    void server.open(process.platform).then((failed) => {
       if (failed) ctx.stderr(`note: could not open a browser: ${failed}; open ${server.url} yourself\n`)
     })
   }

@@ -1,28 +1,9 @@
 // Claude Code (the real CLI) end to end under `flow run`, against the scripted model server.
 import { expect, test } from "bun:test"
-import { join } from "node:path"
 import { startModelServer } from "./fixtures/model-server/server"
-import { agentE2E, type CliSetup, e2eProject, writeJson } from "./agent-e2e"
-import { flow } from "./helpers"
-
-const claude: CliSetup = {
-  cli: "claude",
-  // ~/.claude/settings.json: Claude Code reads its `env` as its user's environment.
-  configure(home, url) {
-    writeJson(join(home, ".claude", "settings.json"), {
-      env: {
-        ANTHROPIC_BASE_URL: url,
-        ANTHROPIC_API_KEY: "sk-ant-test",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", // no telemetry, no auto-update, no other calls home
-        // A rejected key is retried 10 times over about 3 minutes before Claude Code gives up: one retry is
-        // enough to show it gives up and why, and keeps the test short.
-        CLAUDE_CODE_MAX_RETRIES: "1",
-      },
-    })
-    return {}
-  },
-  authError: "Invalid API key · Fix external API key",
-}
+import { agentE2E, e2eProject } from "./agent-e2e"
+import { claude } from "./agent-e2e-claude-setup"
+import { flow, git } from "./helpers"
 
 agentE2E(claude)
 
@@ -51,4 +32,34 @@ test("claude: an overloaded API it retries is said in the log (not a silent stal
   expect(r.stdout).toMatch(/ flaky \| API request failed \(529[^)]*\): retry 1 of 1 in \d+\.\d s\n/)
   expect(r.stdout).not.toContain("flaky | error:")
   expect(server.model.requests("flaky").map((q) => q.action?.kind)).toEqual(["fail", "command", "text"])
+}, 120_000)
+
+test("claude: a prepared worktree: the agent reads the copied .env and its port from the prompt, and its 'git add -A' leaves .env out", async () => {
+  await using server = startModelServer({
+    envy: [
+      {
+        commands: ["cat .env", 'echo "port=$FLOW_PORT"', "echo work > work.txt && git add -A && git commit -qm work", "flow done envy"],
+        text: "Done.",
+      },
+    ],
+  })
+  await using p = await e2eProject(claude, server, [{ id: "envy", title: "Envy", status: "todo", instructions: "Read .env, then commit your work." }])
+  p.dir.write("flow.yaml", `${p.dir.read("flow.yaml")}copy: [.env]\nports: 1\n`)
+  await git(p.dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qam", "prepare worktrees"])
+  p.dir.write(".env", "SECRET=from-checkout\n")
+  const r = await flow(p.dir.path, ["run", "--headless"], { env: p.env })
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  const [first] = server.model.requests("envy")
+  const port = /FLOW_PORT=(\d+) \(in your environment too\)/.exec(first.prompt ?? "")?.[1]
+  expect(port).toMatch(/^\d+$/)
+  expect(first.prompt).toContain("- Copied from the main checkout, and kept out of every commit (do not add them): `.env`.")
+  const results = server.model
+    .requests("envy")
+    .flatMap((q) => q.toolResults ?? [])
+    .join("\n")
+  expect(results).toContain("SECRET=from-checkout")
+  expect(results).toContain(`port=${port}`)
+  expect(r.stdout).toContain(`envy: copied .env; ports FLOW_PORT=${port}\n`)
+  const committed = (await git(p.dir.path, ["log", "--format=", "--name-only", "main"])).split("\n")
+  expect([committed.includes("work.txt"), committed.includes(".env")]).toEqual([true, false])
 }, 120_000)

@@ -1,18 +1,5 @@
 // Gemini CLI (the real CLI) end to end under `flow run`, against the scripted model server.
-import { join } from "node:path"
-import { agentE2E, writeJson } from "./agent-e2e"
+import { agentE2E } from "./agent-e2e"
+import { gemini } from "./agent-e2e-gemini-setup"
 
-agentE2E({
-  cli: "gemini",
-  configure(home, url) {
-    // ~/.gemini/settings.json: an API key (not a Google login), no usage statistics, no update checks.
-    writeJson(join(home, ".gemini", "settings.json"), {
-      security: { auth: { selectedType: "gemini-api-key" } },
-      privacy: { usageStatisticsEnabled: false },
-      general: { disableAutoUpdate: true, disableUpdateNag: true },
-    })
-    return { GEMINI_API_KEY: "test-key", GOOGLE_GEMINI_BASE_URL: url }
-  },
-  authError: "API error 401 UNAUTHENTICATED: invalid x-api-key",
-  timeoutMs: 400_000,
-})
+agentE2E(gemini)

@@ -30,13 +30,14 @@ export async function e2eProject(
   setup: CliSetup,
   server: ModelServer,
   tasks: Record<string, unknown>[],
-  agent: { count?: number; args?: string[] } = {},
+  agent: { count?: number; args?: string[]; mcp?: boolean } = {},
 ): Promise<E2EProject> {
   ensureAgentClis()
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
   const agents = Array.from(
     { length: agent.count ?? 1 },
-    (_, i) => `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}`,
+    (_, i) =>
+      `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}${agent.mcp ? "    mcp: true\n" : ""}`,
   )
   dir.write("flow.yaml", `agents:\n${agents.join("")}`)
   await git(dir.path, ["add", "-A"])
@@ -60,7 +61,7 @@ const notes = (yaml: string, id: string) =>
   (Bun.YAML.parse(yaml) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks.find((t) => t.id === id)?.ai_notes ?? []
 
 /** Polls `check` (each poll runs flow or reads a file, so it is the wait's own pace) until it gives a value. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms: number): Promise<T> {
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms: number): Promise<T> {
   const end = Date.now() + ms
   for (;;) {
     const value = await check()

@@ -15,12 +15,12 @@ const CLAUDE_SESSION = "8f14e45f-ceea-4e5a-9f3b-6c1d2e3a4b5c"
 
 test.concurrent("claude: init, text, tool calls and the result's usage and cost", async () => {
   expect(await parseFixture(adapterFor("claude"), "claude")).toEqual([
-    { type: "session", id: CLAUDE_SESSION },
+    { type: "session", id: CLAUDE_SESSION, model: "claude-sonnet-4-5" },
     { type: "text", text: "I'll run the tests first." },
     { type: "tool", name: "Bash", detail: "bun test --bail" },
     { type: "text", text: "Editing the store." },
     { type: "tool", name: "Edit", detail: "src/store.ts" },
-    { type: "usage", inputTokens: 3040, outputTokens: 250, costUsd: 0.0421, totals: ["cost"] },
+    { type: "usage", inputTokens: 3040, outputTokens: 250, cacheReadTokens: 2000, cacheWriteTokens: 1000, costUsd: 0.0421, totals: ["cost"] },
   ])
 })
 
@@ -38,7 +38,7 @@ test.concurrent("codex: thread id, commands when they start, file changes, MCP c
     { type: "tool", name: "file_change", detail: "src/store.ts, src/new.ts" },
     { type: "tool", name: "docs.search", detail: "bun sqlite" },
     { type: "text", text: "Done: the store keeps links." },
-    { type: "usage", inputTokens: 24763, outputTokens: 122, totals: ["tokens"] },
+    { type: "usage", inputTokens: 24763, outputTokens: 122, cacheReadTokens: 24448, totals: ["tokens"] },
   ])
   // Reconnecting notices and error items (warnings Codex went on after) are not errors.
   expect(await parseFixture(adapterFor("codex"), "codex-error")).toEqual([
@@ -51,7 +51,7 @@ test.concurrent("codex: thread id, commands when they start, file changes, MCP c
 
 test.concurrent("gemini: init, assistant deltas (not the user's echo), tools, errors but not warnings, the result's tokens", async () => {
   expect(await parseFixture(adapterFor("gemini"), "gemini")).toEqual([
-    { type: "session", id: "c3b0c7a8-2f1e-4d6b-9a35-0e8f1d2c3b4a" },
+    { type: "session", id: "c3b0c7a8-2f1e-4d6b-9a35-0e8f1d2c3b4a", model: "gemini-2.5-pro" },
     { type: "text", text: "Let me look " },
     { type: "text", text: "at the tests." },
     { type: "tool", name: "run_shell_command", detail: "bun test" },
@@ -67,7 +67,7 @@ test.concurrent("opencode: session from the first step, tools, text, step usage 
     { type: "tool", name: "bash", detail: "bun test" },
     { type: "tool", name: "edit", detail: "/work/repo/src/store.ts" },
     { type: "text", text: "The store is fixed." },
-    { type: "usage", inputTokens: 1000, outputTokens: 80, costUsd: 0.0123 },
+    { type: "usage", inputTokens: 1000, outputTokens: 80, cacheReadTokens: 100, costUsd: 0.0123 },
     { type: "error", message: "Rate limit reached" },
   ])
 })
@@ -88,7 +88,7 @@ test.concurrent("copilot: session, whole messages (not deltas), tool starts, tok
     session,
     { type: "text", text: "Running the tests." },
     { type: "tool", name: "bash", detail: "bun test" },
-    { type: "usage", inputTokens: 5200, outputTokens: 140 },
+    { type: "usage", inputTokens: 5200, outputTokens: 140, cacheReadTokens: 4000, model: "gpt-5" },
     { type: "error", message: "Rate limit exceeded" },
     session,
   ])
@@ -346,7 +346,7 @@ for (const cli of ["claude", "codex"] as const) {
         ...(cli === "codex" ? said : []),
         cli === "claude"
           ? { type: "usage", inputTokens: 100, outputTokens: 50, costUsd: 0.0123, totals: ["cost"] }
-          : { type: "usage", inputTokens: 1000, outputTokens: 60, totals: ["tokens"] },
+          : { type: "usage", inputTokens: 1000, outputTokens: 60, cacheReadTokens: 800, totals: ["tokens"] },
       ]
       expect(first).toEqual({ code: 0, stderr: "", events: expected })
       const second = await launch(session.id, 3)

@@ -34,12 +34,17 @@ test.concurrent("a bad agent name or a missing argument is a usage error; an unk
     const args = bad.startsWith("-") ? ["assign", "api", "--", bad] : ["assign", "api", bad]
     await refused(dir, args, 2, `error: '${bad}' is not a valid agent name\n${naming}`)
   }
-  await refused(dir, ["assign", "api"], 2, "error: missing <agent_name>\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n")
+  await refused(
+    dir,
+    ["assign", "api"],
+    2,
+    "error: missing <agent_name>\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear [--json]\n",
+  )
   await refused(
     dir,
     ["assign", "api", "a", "b"],
     2,
-    "error: unexpected argument 'b'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n",
+    "error: unexpected argument 'b'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear [--json]\n",
   )
   await refused(dir, ["assign", "apx", "claude"], 1, "error: no task 'apx' in tasks.yaml\nhint: did you mean 'api'?\n")
 })
@@ -55,6 +60,6 @@ test.concurrent("assign --clear removes agent_name, touching nothing else; clear
     dir,
     ["assign", "api", "claude", "--clear"],
     2,
-    "error: unexpected argument 'claude'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear\n",
+    "error: unexpected argument 'claude'\nhint: usage: flow assign <task_id> <agent_name> | flow assign <task_id> --clear [--json]\n",
   )
 })

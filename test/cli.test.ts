@@ -36,7 +36,7 @@ test.concurrent("flow --help lists every command of the table under its group, i
   // Read the groups back from the text: a "Group:" line, then indented "name  summary" lines.
   const listed: { group: string; name: string; summary: string }[] = []
   let group: string | undefined
-  for (const line of lines.slice(3, lines.indexOf("Global options:"))) {
+  for (const line of lines.slice(3, lines.indexOf("Help topics (flow help <topic>):"))) {
     const header = /^(\S.*):$/.exec(line)
     const row = /^ {2}(\S+) +(\S.*)$/.exec(line)
     if (header) group = header[1]
@@ -48,6 +48,7 @@ test.concurrent("flow --help lists every command of the table under its group, i
   const groupOrder = [...new Set(expected.map((e) => e.group))]
   expected.sort((a, b) => groupOrder.indexOf(a.group) - groupOrder.indexOf(b.group))
   expect(listed).toEqual(expected)
+  expect(result.stdout).toContain("\nHelp topics (flow help <topic>):\n  config  ")
   expect(result.stdout).toContain("Global options:\n  -C <dir>        run as if flow was started in <dir>\n  -h, --help ")
   expect(result.stdout).toContain("-V, --version")
 })
@@ -132,14 +133,23 @@ test.concurrent("-C <dir> runs the command as if started in <dir>; -C twice goes
 
 test.concurrent("-C with a missing folder, a file, or no folder at all is a usage error", async () => {
   await using dir = await tempRepo({ "tasks.yaml": VALID, "afile.txt": "x\n" })
-  expect(await flow(dir.path, ["-C", "missing", "validate"])).toEqual({ code: 2, stdout: "", stderr: "error: -C missing: no such folder\n" })
-  expect(await flow(dir.path, ["-C", "afile.txt", "validate"])).toEqual({ code: 2, stdout: "", stderr: "error: -C afile.txt: no such folder\n" })
+  const real = realpathSync(dir.path)
+  expect(await flow(dir.path, ["-C", "missing", "validate"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: the folder missing (${join(real, "missing")}) does not exist\n`,
+  })
+  expect(await flow(dir.path, ["-C", "afile.txt", "validate"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: afile.txt (${join(real, "afile.txt")}) is not a folder\n`,
+  })
   expect(await flow(dir.path, ["-C"])).toEqual({ code: 2, stdout: "", stderr: "error: -C needs a folder\nhint: usage: flow -C <dir> <command> ...\n" })
   const json = await flow(dir.path, ["-C", "missing", "validate", "--json"])
   expect({ code: json.code, stdout: json.stdout, error: jsonError(json.stderr) }).toEqual({
     code: 2,
     stdout: "",
-    error: { error: "-C missing: no such folder", exit: 2 },
+    error: { error: `the folder missing (${join(real, "missing")}) does not exist`, exit: 2 },
   })
 })
 

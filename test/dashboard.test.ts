@@ -50,7 +50,13 @@ const TASKS = tasksYaml([
     ],
   },
   { id: "review", title: "Review", status: "todo", phase: 3, checkpoint: true, instructions: "x", depends_on: ["setup"] },
-  { id: "bug", title: "Fix the bug", status: "blocked", instructions: "x" },
+  {
+    id: "bug",
+    title: "Fix the bug",
+    status: "blocked",
+    instructions: "x",
+    ai_notes: ["an older note", "the check failed (exit 1) after 2 fix attempts: npm test\nFAIL test/a.test.ts"],
+  },
   { id: "later", title: "Later", status: "ready_for_agent", instructions: "x" },
 ])
 // Phase 1's title from tasks.yaml's `phases:` list, phase 2's from plan.md (which wins), phase 3 without one.
@@ -74,14 +80,14 @@ async function fixture() {
   return repo
 }
 
-test.concurrent("piped, it prints one snapshot that fits the width, without escape codes", async () => {
+test.concurrent("piped, it prints one snapshot without escape codes, cut nowhere, blocked tasks with their last note", async () => {
   await using repo = await fixture()
-  // NO_COLOR unset: piped output has no colour anyway.
+  // NO_COLOR unset: piped output has no colour anyway. COLUMNS does not cut piped output either.
   const r = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW, COLUMNS: "80", NO_COLOR: undefined } })
   expect(r).toEqual({
     code: 0,
     stderr: "",
-    stdout: `${`flow dashboard: ${basename(repo.path)}`.padEnd(80 - "at 10:00:00".length)}at 10:00:00
+    stdout: `flow dashboard: ${basename(repo.path)}  at 10:00:00
 
 Tasks: 10 total, 30% done  ██████░░░░░░░░░░░░░░
   todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1
@@ -95,11 +101,12 @@ Phases:
 Needs you:
   flow questions  1 question waiting for an answer
   flow view       1 checkpoint waiting for review: review
+  flow show bug   blocked: the check failed (exit 1) after 2 fix attempts: npm test
 
 Running (3): flow run live (pid ${process.pid})
-  api-layer   Build the API layer with auth…  claude-1     30m            live
-  ui          The UI                          gemini-1  4m 30s  step 2/3
-  docs-guide  Guide                           claude-2       -
+  api-layer   Build the API layer with authentication, rate limiting and a title far too long for one line  claude-1     30m            live
+  ui          The UI                                                                                        gemini-1  4m 30s  step 2/3
+  docs-guide  Guide                                                                                         claude-2       -
 
 Recently completed (3):
   schema       Database schema        1m ago
@@ -107,7 +114,24 @@ Recently completed (3):
   docs-readme  README                 2d ago
 `,
   })
-  for (const line of r.stdout.split("\n")) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(80)
+})
+
+test.concurrent("more than five blocked tasks: four by name, the rest counted, a blocked task without notes said so", async () => {
+  const ids = ["b1", "b2", "b3", "b4", "b5", "b6"]
+  await using repo = await tempRepo({
+    "tasks.yaml": tasksYaml(ids.map((id, i) => ({ id, title: id, status: "blocked", instructions: "x", ...(i > 0 ? { ai_notes: [`why ${id}`] } : {}) }))),
+  })
+  const r = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
+  expect(r.stdout).toContain(`
+Needs you:
+  flow show b1       blocked: no note says why
+  flow show b2       blocked: why b2
+  flow show b3       blocked: why b3
+  flow show b4       blocked: why b4
+  flow list blocked  2 more blocked tasks
+`)
+  const report = JSON.parse((await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })).stdout)
+  expect(report.blocked).toEqual(ids.map((id, i) => ({ id, title: id, note: i > 0 ? `why ${id}` : null })))
 })
 
 test.concurrent("--json prints the snapshot in the shape of lib/model/json-shapes.ts", async () => {
@@ -138,6 +162,8 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         step: null,
         live: true,
         usage: null,
+        budget: null,
+        parked_until: null,
       },
       {
         id: "ui",
@@ -150,6 +176,8 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         step: { current: 2, total: 3 },
         live: null,
         usage: null,
+        budget: null,
+        parked_until: null,
       },
       {
         id: "docs-guide",
@@ -162,6 +190,8 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
         step: null,
         live: null,
         usage: null,
+        budget: null,
+        parked_until: null,
       },
     ],
     recent: [
@@ -171,8 +201,9 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
     ],
     questions: 1,
     review: ["review"],
+    blocked: [{ id: "bug", title: "Fix the bug", note: "the check failed (exit 1) after 2 fix attempts: npm test" }],
     run: { pid: process.pid, since: "2026-03-01T09:00:00.000Z" },
-    usage: { run: null, total: null },
+    usage: { run: null, total: null, budget: null },
     queue: [],
     landing: [],
   })
@@ -241,15 +272,16 @@ test.concurrent("usage reported by agents: a Usage line, a column per running ta
     "\n  todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 2,100 in, 170 out, $0.0123\n\n",
   )
   expect(text.stdout).toContain(`
-  api-layer   Build the API layer with authenticatio…  claude-1     30m            live    $0.0123
-  ui          The UI                                   gemini-1  4m 30s  step 2/3        2,120 tok
-  docs-guide  Guide                                    claude-2       -
+  api-layer   Build the API layer with authentication, rate limiting and a title far too long for one line  claude-1     30m            live    $0.0123
+  ui          The UI                                                                                        gemini-1  4m 30s  step 2/3        2,120 tok
+  docs-guide  Guide                                                                                         claude-2       -
 `)
   const report = JSON.parse((await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })).stdout)
   expect(DashboardReport(report)).toEqual(report)
   expect(report.usage).toEqual({
     run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 },
     total: { input_tokens: 2100, output_tokens: 170, cost_usd: 0.0123 },
+    budget: null,
   })
   expect(report.running.map((t: { usage: unknown }) => t.usage)).toEqual([
     { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 },
@@ -266,7 +298,20 @@ test.concurrent("a task a run recorded, with no run alive, is shown as stopped",
   }
   const r = await flow(repo.path, ["dashboard", "--json"], { env: { FLOW_NOW: NOW } })
   expect(JSON.parse(r.stdout).running).toEqual([
-    { id: "a", title: "A", phase: null, status: "in_progress", agent: "claude-1", started_at: null, seconds: null, step: null, live: false, usage: null },
+    {
+      id: "a",
+      title: "A",
+      phase: null,
+      status: "in_progress",
+      agent: "claude-1",
+      started_at: null,
+      seconds: null,
+      step: null,
+      live: false,
+      usage: null,
+      budget: null,
+      parked_until: null,
+    },
   ])
   const text = await flow(repo.path, ["dashboard"], { env: { FLOW_NOW: NOW } })
   expect(text.stdout).toContain("Running (1): no flow run\n  a  A  claude-1  -  stopped\n")
@@ -312,7 +357,8 @@ test.concurrent("on a terminal it redraws as tasks change, survives a broken tas
   expect(t.pane("#{alternate_on} #{cursor_flag}")).toBe("1 0")
   expect(t.screen()).toContain("updated ")
 
-  expect((await flow(repo.path, ["done", "ui"])).code).toBe(0)
+  // ui still has steps to do: --force, as a person overriding (docs/STATUS-RULES.md).
+  expect((await flow(repo.path, ["done", "ui", "--force"])).code).toBe(0)
   const after = await t.waitFor("in_progress 1  done 4")
   expect(after).toMatch(/Recently completed \(4\):\n {2}ui +The UI +\d+s ago\n/)
 
@@ -355,4 +401,7 @@ test.concurrent("on a terminal, --once prints one snapshot on the normal screen 
   expect(end).toContain("in_progress 2  done 3")
   expect(end).not.toContain("q quits")
   expect(end).toContain("EXIT=0")
+  // On a terminal the snapshot fits its width (piped output is not cut).
+  expect(end).toMatch(/\n {2}api-layer +Build the API layer with [^\n]*…/)
+  for (const line of end.split("\n")) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(100)
 })

@@ -70,12 +70,14 @@ test.concurrent("init outside a repository says how to make one; init of a missi
       `${dir.path} is not in a git repository, which 'flow run' needs; to make it one: git init -b main && git add -A && git commit -m 'Start'\n${NEXT}`,
   })
   const before = snapshot(dir.path)
-  for (const target of ["nowhere", "a-file"]) {
-    expect(await flow(dir.path, ["init", target])).toEqual({
-      code: 1,
-      stdout: "",
-      stderr: `error: ${join(dir.path, target)} is not a folder\nhint: create it first, or run 'flow create <name>' to make a new project folder\n`,
-    })
+  // A folder named on the command line that is not there is a bad value, as for -C and repo: exit 2 (docs/CLI.md).
+  const hint = "hint: create it first, or run 'flow create <name>' to make a new project folder\n"
+  for (const [target, error] of [
+    ["nowhere", `the folder nowhere (${join(dir.path, "nowhere")}) does not exist`],
+    ["a-file", `a-file (${join(dir.path, "a-file")}) is not a folder`],
+    [join(dir.path, "gone"), `the folder ${join(dir.path, "gone")} does not exist`],
+  ]) {
+    expect(await flow(dir.path, ["init", target])).toEqual({ code: 2, stdout: "", stderr: `error: ${error}\n${hint}` })
   }
   expect(await flow(dir.path, ["init", "a", "b"])).toEqual({ code: 2, stdout: "", stderr: "error: unexpected argument 'b'\nhint: usage: flow init [<dir>]\n" })
   expect(snapshot(dir.path)).toEqual(before)

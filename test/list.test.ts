@@ -23,7 +23,7 @@ Phase 2: API layer and auth
   [blocked] auth-login Login (depends: auth-token)
 
 Phase 3
-[todo] review Review (depends: api-tests)
+[todo] review Review (depends: api-tests) (checkpoint)
 [todo] api-tests API tests (depends: api-layer)
 
 No phase
@@ -46,7 +46,7 @@ const FILTERED: Record<string, string> = {
   [todo] auth-token-rotation Rotation
 
 Phase 3
-[todo] review Review (depends: api-tests)
+[todo] review Review (depends: api-tests) (checkpoint)
 [todo] api-tests API tests (depends: api-layer)
 `,
   // A subtask whose ancestors are not shown sits at the top of its parent's group.
@@ -115,6 +115,7 @@ test.concurrent("--json gives every group with its header and every task as a Ta
     depends_on: [],
     agent_name: null,
     checkpoint: false,
+    worked_by: null,
   })
   expect(byId["auth-token-rotation"]).toMatchObject({ parent: "auth-token", depth: 2, phase: null })
   expect(byId.review).toMatchObject({ checkpoint: true, depends_on: ["api-tests"], parent: null, depth: 0 })

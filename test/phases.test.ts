@@ -34,7 +34,7 @@ test.concurrent("a hand-written tasks.yaml names its phases; validate accepts it
   })
   expect(JSON.parse((await flow(dir.path, ["show", "api", "--json"])).stdout).phase_title).toBe("API layer")
   await using view = await startView(dir)
-  const model = (await (await fetch(`${view.url}api/tasks`)).json()) as { phases: { title: string }[] }
+  const model = (await (await view.get("/api/tasks")).json()) as { phases: { title: string }[] }
   expect(model.phases.map((p) => p.title)).toEqual(["Phase 1: Foundations", "Phase 2: API layer"])
 })
 

@@ -91,8 +91,8 @@ q-2  task: setup  agent: claude  asked Ns ago  answered Ns ago by person
   const report = JSON.parse(json.stdout)
   expect(StrictReport(report)).not.toBeInstanceOf(type.errors)
   expect(report.questions.map(({ asked_at, answered_at, ...rest }: Record<string, unknown>) => rest)).toEqual([
-    { id: "q-1", task_id: "api-layer", agent: null, text: "Which database?", answer: "Postgres, version 17", answered_by: "alice" },
-    { id: "q-2", task_id: "setup", agent: "claude", text: "Keep the old\nconfig?", answer: "yes", answered_by: "person" },
+    { id: "q-1", task_id: "api-layer", agent: null, text: "Which database?", kind: null, answer: "Postgres, version 17", answered_by: "alice" },
+    { id: "q-2", task_id: "setup", agent: "claude", text: "Keep the old\nconfig?", kind: null, answer: "yes", answered_by: "person" },
   ])
   for (const q of report.questions) expect(Date.parse(q.answered_at)).toBeGreaterThanOrEqual(Date.parse(q.asked_at))
   expect(await flow(dir.path, ["questions", "--json"])).toEqual({ code: 0, stdout: `{\n  "questions": []\n}\n`, stderr: "" })

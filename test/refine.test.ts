@@ -126,12 +126,17 @@ test.concurrent("in a terminal: accept, edit and skip findings; the changes are 
   await t.waitForPrompt("1/7 PRD.md:10: the requirement 'FR-2: the export includes credit notes' has no measurable number", FINDING)
   t.keys("Enter") // accept
   await t.waitForPrompt("2/7 PRD.md:13", FINDING)
-  t.keys("Down", "Enter") // edit
-  await t.waitFor("The requirement, with a number:")
-  t.type("NFR-1: p95 export time under 2 s")
+  t.keys("Down", "Enter") // edit: the field starts with the requirement as it is, without its list mark
+  await t.waitForPrompt("The requirement, with a number:", "NFR-1: exports are fast")
+  // Cleared and typed again with a list mark: the line keeps one mark, not "- - NFR-1".
+  t.keys("C-u")
+  t.type("- NFR-1: p95 export time under 2 s")
   t.keys("Enter")
   await t.waitForPrompt("3/7 PRD.md:17", FINDING)
-  t.keys("Down", "Down", "Enter") // skip
+  t.keys("Down", "Enter") // edit: appended to the criterion's current text
+  await t.waitForPrompt("The criterion, as a checkable statement:", "finance signs off on a sample export")
+  t.type(" within a week")
+  t.keys("Enter")
   await t.waitForPrompt("4/7 PRD.md:20", FINDING)
   t.keys("Down", "Enter") // edit the answer
   await t.waitFor("Answer to 'Which currency do credit notes use?':")
@@ -144,7 +149,7 @@ test.concurrent("in a terminal: accept, edit and skip findings; the changes are 
     t.keys("Down", "Down", "Enter")
   }
   const screen = await t.waitFor("EXIT=")
-  expect(screen).toContain("Wrote PRD.md: 4 changes; the previous version is in PRD.md.bak")
+  expect(screen).toContain("Wrote PRD.md: 5 changes; the previous version is in PRD.md.bak")
   expect(screen).toContain("Handing the terminal to helper (command); leave its session to come back")
   expect(screen).toContain("agent session: Help me improve the product requirements document PRD.md. Recommended sections:")
   expect(screen).toContain("EXIT=0")
@@ -165,7 +170,7 @@ Finance exports invoices every month.
 
 ## Success Criteria
 - [ ] all FR items pass their acceptance tests
-- finance signs off on a sample export
+- [ ] finance signs off on a sample export within a week
 
 ## Open Questions
 - Which currency do credit notes use?

@@ -192,3 +192,16 @@ test("the interactive argv of each agent CLI that takes a first prompt; none for
     cursor: undefined,
   })
 })
+
+test("an edit starts from the line's text, and a typed list mark, checkbox or 'Answer:' is not doubled", () => {
+  const prd =
+    "# P\n\n## Requirements\n\n### Functional Requirements\n2. FR-2: fast\n\n## Success Criteria\n  - signs off\n\n## Open Questions\n- Which currency?\n"
+  const edits = Object.fromEntries(reviewPrd(prd).flatMap((f) => (f.edit && f.line ? [[f.rule, f.edit]] : [])))
+  expect(edits["unmeasurable-requirement"].initial).toBe("FR-2: fast")
+  expect(edits["criteria-not-checklist"].initial).toBe("signs off")
+  const lines = (rule: string, typed: string) => edits[rule].change(typed).lines
+  expect(lines("unmeasurable-requirement", "- FR-3: under 2 s")).toEqual(["2. FR-3: under 2 s"])
+  expect(lines("unmeasurable-requirement", "FR-2: under 2 s")).toEqual(["2. FR-2: under 2 s"])
+  expect(lines("criteria-not-checklist", "- [ ] signs off in a week")).toEqual(["  - [ ] signs off in a week"])
+  expect(lines("unanswered-question", "- Answer: EUR")).toEqual(["  - Answer: EUR"])
+})

@@ -2,7 +2,7 @@
 // tasks restricted to an agent the run lacks are named, and a project folder outside any repository works
 // when every task names its repo.
 import { expect, test } from "bun:test"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { background, flow, git, pidsOf, tasksYaml, tempRepo, until } from "./helpers"
@@ -100,4 +100,18 @@ test.concurrent("what an agent starts in a session of its own dies with the run 
   third.proc.kill("SIGTERM")
   expect(await third.proc.exited).toBe(130)
   expect(pidsOf(marker)).toEqual([])
+})
+
+test.concurrent("a task whose status cannot be written (a read-only tasks.yaml) is left alone for the run, not taken again in a loop", async () => {
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\n",
+    "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: sh("echo a > a.txt") }]),
+  })
+  chmodSync(dir.file("tasks.yaml"), 0o444)
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 4, stderr: "" })
+  expect(r.stdout).toContain(
+    `a: its status cannot be written: ${dir.file("tasks.yaml")} is read-only (mode 0444): flow does not replace a file that may not be written; left alone until the next run\n`,
+  )
+  expect(r.stdout).toMatch(/run: finished after [\d.]+ s: 0 done, 1 not done\n$/)
 })

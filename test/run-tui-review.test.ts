@@ -13,6 +13,8 @@ const TASKS = tasksYaml([
   { id: "ship", title: "Ship", status: "todo", depends_on: ["review"], instructions: sh("echo shipped > ship.txt") },
 ])
 const WAITING = "checkpoint waiting for review: review (c approves review, b blocks it with a reason)"
+/** What the normal screen says after the summary: where the run's whole log is kept. */
+const LOG_LINE = expect.stringMatching(/^the run's log: 'flow log' \(\.flow\/runs\/\S+\.log\)$/)
 
 const statusOf = async (dir: string, id: string) =>
   (JSON.parse((await flow(dir, ["show", id, "--json"])).stdout) as { task: { status: string; ai_notes?: string[] } }).task
@@ -29,7 +31,7 @@ test.concurrent("? shows the keys; c approves the waiting checkpoint and the run
   await t.waitFor("── 1 script-1", SCREEN_MS)
   t.keys("c")
   const end = await t.waitFor("EXIT=", SCREEN_MS)
-  expect(end.trim().split("\n")).toEqual([expect.stringMatching(/run: finished after [\d.]+ s: 3 done, 0 not done$/), "EXIT=0"])
+  expect(end.trim().split("\n")).toEqual([expect.stringMatching(/run: finished after [\d.]+ s: 3 done, 0 not done$/), LOG_LINE, "EXIT=0"])
   expect((await statusOf(dir.path, "review")).status).toBe("done")
 })
 
@@ -45,7 +47,7 @@ test.concurrent("b blocks the waiting checkpoint with the reason typed on the sc
   await t.waitFor("Block review, the reason: build.txt is empty", SCREEN_MS)
   t.keys("Enter")
   const end = await t.waitFor("EXIT=", SCREEN_MS)
-  expect(end.trim().split("\n")).toEqual([expect.stringMatching(/run: finished after [\d.]+ s: 1 done, 2 not done, blocked: review$/), "EXIT=4"])
+  expect(end.trim().split("\n")).toEqual([expect.stringMatching(/run: finished after [\d.]+ s: 1 done, 2 not done, blocked: review$/), LOG_LINE, "EXIT=4"])
   const review = await statusOf(dir.path, "review")
   expect({ status: review.status, notes: review.ai_notes }).toEqual({ status: "blocked", notes: ["Blocked: build.txt is empty"] })
 })

@@ -61,9 +61,19 @@ test.concurrent("in a terminal: agent panes with live output, the question queue
   writeFileSync(dir.file("alpha.go"), "")
 
   const end = await t.waitFor("EXIT=", SCREEN_MS)
-  // Back on the normal screen: the summary line of the headless log, then the exit code.
+  // Back on the normal screen: the summary line of the headless log, where the whole log is, the exit code.
   expect(end).not.toContain("── Log")
-  expect(end.trim().split("\n")).toEqual([expect.stringMatching(/^\d\d:\d\d:\d\d run: finished after [\d.]+ s: 3 done, 0 not done$/), "EXIT=0"])
+  expect(end.trim().split("\n")).toEqual([
+    expect.stringMatching(/^\d\d:\d\d:\d\d run: finished after [\d.]+ s: 3 done, 0 not done$/),
+    expect.stringMatching(/^the run's log: 'flow log' \(\.flow\/runs\/\d{8}-\d{6}-\d+\.log\)$/),
+    "EXIT=0",
+  ])
+  // The screen is gone, its lines are not: every pane's output and the summary, as the headless log words them.
+  const log = await flow(dir.path, ["log"])
+  expect(log.code).toBe(0)
+  expect(log.stdout).toContain(" alpha | alpha 漢字 line 2\n")
+  expect(log.stdout).toContain(" beta | beta got: deep blue\n")
+  expect(log.stdout.trimEnd().split("\n").at(-1)).toMatch(/^\d\d:\d\d:\d\d run: finished after [\d.]+ s: 3 done, 0 not done$/)
   const answered = JSON.parse((await flow(dir.path, ["questions", "--all", "--json"])).stdout).questions
   expect(answered.map((q: Record<string, unknown>) => [q.id, q.answer, q.answered_by])).toEqual([["q-1", "deep blue", "tester"]])
   expect(await git(dir.path, ["show", "main:beta.txt"])).toBe("deep blue\n")
@@ -80,7 +90,11 @@ test.concurrent("q stops a run in progress: exit 130, the task stays in_progress
     await t.waitFor("  slow started", SCREEN_MS)
     t.keys("q")
     const end = await t.waitFor("EXIT=", SCREEN_MS)
-    expect(end.trim().split("\n")).toEqual([expect.stringMatching(/^\d\d:\d\d:\d\d run: stopped after [\d.]+ s: 0 done, 1 not done$/), "EXIT=130"])
+    expect(end.trim().split("\n")).toEqual([
+      expect.stringMatching(/^\d\d:\d\d:\d\d run: stopped after [\d.]+ s: 0 done, 1 not done$/),
+      expect.stringMatching(/^the run's log: 'flow log' \(\.flow\/runs\/\S+\.log\)$/),
+      "EXIT=130",
+    ])
   }
   expect(dir.read("tasks.yaml")).toContain("status: in_progress")
   writeFileSync(dir.file("slow.go"), "")
@@ -144,6 +158,7 @@ test("any size of screen draws: tiny windows, many agents, long titles keep stat
     id: `q-${n}`,
     task_id: "t",
     agent: "a-1",
+    kind: null,
     text: `question ${n}?`,
     asked_at: "",
     answer: null,
@@ -203,4 +218,22 @@ test("the screen rewrites only the rows that changed and gives the terminal back
   expect(written.at(-2)).toBe("\x1b[?2026h\x1b[2;1H\x1b[2K2\x1b[0m\x1b[?2026l")
   expect(written.at(-1)).toBe("\x1b[0m\x1b[?25h\x1b[?1049l")
   expect(written.filter((w) => w.includes("?1049l"))).toHaveLength(1)
+})
+
+test("a setup's lines go to its agent's pane, its end and what was prepared to the footer; a teardown's lines to neither pane", () => {
+  const view = new RunView("p", ["a-1"], 0)
+  const at = new Date(0)
+  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, at)
+  view.apply({ type: "prepared", taskId: "t", agent: "a-1", copied: [".env"], refused: [], ports: [20000] }, at)
+  view.apply({ type: "hook-start", taskId: "t", agent: "a-1", hook: "setup", command: "npm ci" }, at)
+  view.apply({ type: "hook-output", taskId: "t", agent: "a-1", hook: "setup", line: "added 3 packages \x1b[2J" }, at)
+  view.apply({ type: "hook-end", taskId: "t", agent: "a-1", hook: "setup", command: "npm ci", ok: true, code: 0, seconds: 1.25, timedOut: false }, at)
+  view.apply({ type: "hook-output", taskId: "u", hook: "teardown", line: "stopped" }, at)
+  view.apply({ type: "hook-end", taskId: "u", hook: "teardown", command: "down", ok: false, code: 2, seconds: 0.5, timedOut: false }, at)
+  expect(view.panes.get("a-1")!.lines).toEqual(["── t", "── setup: npm ci", "added 3 packages "])
+  expect(view.log).toEqual([
+    "00:00:00 t: copied .env; ports FLOW_PORT=20000",
+    "00:00:00 t: setup done after 1.3 s",
+    "00:00:00 u: teardown failed (exit 2) after 0.5 s",
+  ])
 })

@@ -267,7 +267,7 @@ test.concurrent("flow repo worktree list and remove: uncommitted changes refused
   expect(await flow(dir.path, ["repo", "worktree", "list", "repos/missing"])).toEqual({
     code: 2,
     stdout: "",
-    stderr: `error: the folder repos/missing (${dir.path}/repos/missing) does not exist\nhint: <repo> is a folder relative to the project, as in a task's 'repo' field, or '.'\n`,
+    stderr: `error: the folder repos/missing (${dir.path}/repos/missing) does not exist\nhint: <repo> is a repository flow knows (flow.yaml's 'repo', a task's 'repo'), a folder relative to the project, or '.'\n`,
   })
   expect((await flow(dir.path, ["repo", "worktree", "remove", "repos/missing", "flow/wip"])).code).toBe(2)
   const forced = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/wip", "--force"])

@@ -70,12 +70,24 @@ test.concurrent("agents: upsert sets only the given fields, null clears, countCo
     current_task: "api",
     completed: 0,
     session_id: null,
+    parked_until: null,
+    parked_reason: null,
+    parked_task: null,
   })
   await db.agents.upsert("claude", { session_id: "s-1" })
   expect(await db.agents.countCompleted("claude")).toBe(1)
   expect(await db.agents.countCompleted("codex")).toBe(1)
   await db.agents.upsert("claude", { current_task: null })
-  expect(strip((await db.agents.get("claude"))!)).toEqual({ name: "claude", cli: "claude", current_task: null, completed: 1, session_id: "s-1" })
+  expect(strip((await db.agents.get("claude"))!)).toEqual({
+    name: "claude",
+    cli: "claude",
+    current_task: null,
+    completed: 1,
+    session_id: "s-1",
+    parked_until: null,
+    parked_reason: null,
+    parked_task: null,
+  })
   expect(await db.agents.get("gemini")).toBeUndefined()
   expect((await db.agents.list()).map((a) => a.name)).toEqual(["claude", "codex"])
 })
@@ -128,4 +140,19 @@ test.concurrent("delivery: an answer is undelivered until the agent is given it;
     { question: a.id, via: "flow ask --wait" },
     { question: b.id, via: "flow run" },
   ])
+})
+
+test.concurrent("a budget question takes an amount or 'block', whoever answers; its agent is never handed it as an answer", async () => {
+  await using dir = await tempRepo()
+  using db = await openState(projectAt(dir.path))
+  const q = await db.questions.ask({ task_id: "api", text: "task 'api' spent $5.20 of $5.00: ...", kind: "budget:usd" })
+  const refused = await db.questions.answer(q.id, "sure", "alice").catch((e) => e)
+  expect(refused).toBeInstanceOf(FlowError)
+  expect((refused as FlowError).exit).toBe(2)
+  expect((await db.questions.get(q.id))?.answer).toBeNull() // nothing written
+  expect((await db.questions.answer(q.id, "$10", "alice")).after?.answer).toBe("$10")
+  // Not the agent's: not in its questions, not delivered to it as an answer; listed among the task's budget questions.
+  expect(await db.questions.forTask("api")).toEqual([])
+  expect(await db.questions.undelivered("api")).toEqual([])
+  expect((await db.questions.aboutBudget("api")).map((x) => [x.id, x.kind, x.answer])).toEqual([[q.id, "budget:usd", "$10"]])
 })

@@ -166,14 +166,54 @@ test.concurrent("done on a parent with open subtasks is refused, naming them wit
     dir,
     ["done", "app"],
     1,
-    "error: cannot mark 'app' done: 2 subtasks are not done: app-ui (in_progress), app-ui-form (in_progress)\nhint: a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself\n",
+    "error: cannot mark 'app' done: 2 subtasks are not done: app-ui (in_progress), app-ui-form (in_progress)\nhint: a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself ('flow done app --force' marks it done with them open)\n",
   )
   await refused(
     dir,
     ["done", "app-ui"],
     1,
-    "error: cannot mark 'app-ui' done: 1 subtask is not done: app-ui-form (in_progress)\nhint: a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself\n",
+    "error: cannot mark 'app-ui' done: 1 subtask is not done: app-ui-form (in_progress)\nhint: a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself ('flow done app-ui --force' marks it done with them open)\n",
   )
+  // --force overrides the refusal: the person's call (SPEC 3.2: done from any status); the subtasks keep theirs.
+  const after = await run(dir, ["done", "app-ui", "--force"], { stdout: "app-ui: in_progress → done\nafter-ui: todo → ready_for_agent (dependencies done)\n" })
+  expect(stamped(after)).toContain(
+    "        status: done\n        instructions: ui\n        subtasks:\n          - id: app-ui-form\n            title: Form\n            status: in_progress\n",
+  )
+})
+
+test.concurrent("done on a task whose steps are not all done is refused like a parent, naming them; --force marks it done", async () => {
+  const file = `tasks:
+  - id: api
+    title: API
+    status: in_progress
+    steps:
+      - {id: api.1, instruction: One, status: done}
+      - {id: api.2, instruction: Two, status: in_progress}
+      - {id: api.3, instruction: Three}
+  - {id: web, title: Web, status: todo, depends_on: [api], instructions: w}
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  await refused(
+    dir,
+    ["done", "api"],
+    1,
+    "error: cannot mark 'api' done: 2 steps are not done: api.2 (in_progress), api.3 (pending)\nhint: finish them in order with 'flow step done <step_id>' (next: api.2), then 'flow done api'; 'flow done api --force' marks it done with them open\n",
+  )
+  // The way an agent finishes (flow step done of the last step, then flow done) still works.
+  await run(dir, ["step", "done", "api.2"], { stdout: "api.2: in_progress → done\n" })
+  await refused(
+    dir,
+    ["done", "api"],
+    1,
+    "error: cannot mark 'api' done: 1 step is not done: api.3 (pending)\nhint: finish them in order with 'flow step done <step_id>' (next: api.3), then 'flow done api'; 'flow done api --force' marks it done with them open\n",
+  )
+  const forced = await run(dir, ["done", "api", "--force"], { stdout: "api: in_progress → done\nweb: todo → ready_for_agent (dependencies done)\n" })
+  expect(stamped(forced)).toContain("      - {id: api.3, instruction: Three}\n    completed_at: <now>\n")
+  await using other = await tempRepo({ "tasks.yaml": file.replace("status: in_progress}", "status: done}") })
+  await run(other, ["step", "done", "api.3"], {
+    stdout: "api.3: pending → done\nAll steps of api are done; the orchestrator merges and marks the task done.\n",
+  })
+  await run(other, ["done", "api"], { stdout: "api: in_progress → done\nweb: todo → ready_for_agent (dependencies done)\n" })
 })
 
 test.concurrent("the last subtask done completes its parents two levels up and promotes their dependents, in one write", async () => {
@@ -276,9 +316,10 @@ test.concurrent("a step id given to a status verb points to the step command, no
 
 test.concurrent("usage errors exit 2 and write nothing", async () => {
   await using dir = await tempRepo({ "tasks.yaml": GRAPH })
-  await refused(dir, ["done"], 2, "error: missing <task_id>\nhint: usage: flow done <task_id>\n")
-  await refused(dir, ["block"], 2, "error: missing <task_id>\nhint: usage: flow block <task_id> [<reason>]\n")
-  await refused(dir, ["start", "setup", "api"], 2, "error: unexpected argument 'api'\nhint: usage: flow start <task_id>\n")
+  await refused(dir, ["done"], 2, "error: missing <task_id>\nhint: usage: flow done <task_id> [--force] [--json]\n")
+  await refused(dir, ["block"], 2, "error: missing <task_id>\nhint: usage: flow block <task_id> [<reason>] [--json]\n")
+  await refused(dir, ["start", "setup", "api"], 2, "error: unexpected argument 'api'\nhint: usage: flow start <task_id> [--json]\n")
+  await refused(dir, ["start", "setup", "--force"], 2, "error: Unknown option '--force'\nhint: run 'flow start --help' for its usage\n")
   await refused(dir, ["ready", "--now", "api"], 2, "error: Unknown option '--now'\nhint: run 'flow ready --help' for its usage\n")
 })
 
@@ -286,5 +327,9 @@ test.concurrent("each verb has its own help", async () => {
   await using dir = await tempRepo({ "tasks.yaml": GRAPH })
   const help = await flow(dir.path, ["done", "--help"])
   expect(help.code).toBe(0)
-  expect(help.stdout.split("\n").slice(0, 3)).toEqual(["mark a task done; promotes dependents, completes parents", "", "Usage: flow done <task_id>"])
+  expect(help.stdout.split("\n").slice(0, 3)).toEqual([
+    "mark a task done; promotes dependents, completes parents",
+    "",
+    "Usage: flow done <task_id> [--force] [--json]",
+  ])
 })

@@ -152,17 +152,17 @@ test.concurrent("unknown step and task ids exit 1 with the closest id, and write
 
 test.concurrent("step usage errors exit 2; flow step --help lists the subcommands", async () => {
   await using dir = await tempRepo({ "tasks.yaml": FILE })
-  const usage = "flow step <start|done> <step_id> | flow step <show|list> <task_id> [--json]"
+  const usage = "flow step <start|done> <step_id> [--json] | flow step <show|list> <task_id> [--json]"
   await refused(dir, ["step"], 2, `error: missing subcommand: start, done, show or list\nhint: usage: ${usage}\n`)
   await refused(dir, ["step", "begin", "api.1"], 2, `error: unknown step subcommand 'begin'\nhint: use one of start, done, show, list; usage: ${usage}\n`)
-  await refused(dir, ["step", "start"], 2, "error: missing <step_id>\nhint: usage: flow step start <step_id>\n")
+  await refused(dir, ["step", "start"], 2, "error: missing <step_id>\nhint: usage: flow step start <step_id> [--json]\n")
   await refused(dir, ["step", "list", "api", "x"], 2, "error: unexpected argument 'x'\nhint: usage: flow step list <task_id> [--json]\n")
   // With --json on the line, errors are JSON on stderr too.
   await refused(
     dir,
-    ["step", "done", "api.1", "--json"],
+    ["step", "done", "api.1", "x", "--json"],
     2,
-    `${JSON.stringify({ error: "--json works with 'flow step show' and 'flow step list', not 'flow step done'", exit: 2 })}\n`,
+    `${JSON.stringify({ error: "unexpected argument 'x'", hint: "usage: flow step done <step_id> [--json]", exit: 2 })}\n`,
   )
   const help = await flow(dir.path, ["step", "--help"])
   expect(help.code).toBe(0)
@@ -177,4 +177,36 @@ test.concurrent("starting a step of a blocked task starts the step and leaves th
     stderr: "warning: task a is blocked; its status was left as it is\n",
   })
   expect(stamped(after)).toBe(file.replace("{id: a.1, instruction: one}", "{id: a.1, instruction: one, status: in_progress, started_at: <now>}"))
+})
+
+test.concurrent("a step whose instruction opens with a code block is named by its first line outside the code, in step list and show", async () => {
+  const file = `tasks:
+  - id: ci
+    title: CI
+    status: in_progress
+    steps:
+      - id: ci.1
+        instruction: |
+          \`\`\`sh
+          npm ci
+          \`\`\`
+          Install the dependencies.
+      - id: ci.2
+        instruction: |
+          ~~~~sh
+          npm test
+          ~~~
+          still code
+          ~~~~
+      - id: ci.3
+        instruction: Lint.
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  expect(await flow(dir.path, ["step", "list", "ci"])).toEqual({
+    code: 0,
+    stdout: "[pending] ci.1 Install the dependencies.\n[pending] ci.2 npm test\n[pending] ci.3 Lint.\n",
+    stderr: "",
+  })
+  const shown = await flow(dir.path, ["show", "ci"])
+  expect(shown.stdout).toContain("\nSteps:\n  [pending] ci.1 Install the dependencies.\n  [pending] ci.2 npm test\n  [pending] ci.3 Lint.\n")
 })

@@ -44,7 +44,7 @@ test.concurrent("an empty run lock (.flow/run.lock) is recovered too", async () 
   await using dir = await tempRepo({ "tasks.yaml": TASKS })
   dir.write(".flow/run.lock", "")
   staleLock(dir.file(".flow/run.lock"), "")
-  const script = `import { acquire } from "${ROOT}/lib/store/lock"; const release = await acquire(process.argv[2], { timeoutMs: 0, command: "flow run" }); release(); console.log("ok")`
+  const script = `import { acquire } from "${ROOT}/lib/store/lock"; const release = await acquire(process.argv[1], { timeoutMs: 0, command: "flow run" }); release(); console.log("ok")`
   const proc = Bun.spawn([process.execPath, "-e", script, dir.file(".flow/run")], { stdout: "pipe", stderr: "pipe" })
   expect([await new Response(proc.stdout).text(), await new Response(proc.stderr).text(), await proc.exited]).toEqual(["ok\n", "", 0])
 })

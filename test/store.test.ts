@@ -1,7 +1,7 @@
 // The tasks.yaml store through the real CLI: byte-exact edits, the cross-process lock, and refusing to
 // write a file that does not parse or validate.
 import { expect, test } from "bun:test"
-import { readFileSync } from "node:fs"
+import { readFileSync, statSync } from "node:fs"
 import { flow, ROOT, tempRepo } from "./helpers"
 
 const COMMENTED = `# Project tasks: edited by hand too
@@ -128,7 +128,7 @@ test.concurrent("waiting for a live lock ends with a message naming the holder, 
     expect(r.code).toBe(1)
     expect(r.stderr).toMatch(
       new RegExp(
-        `^error: tasks.yaml is locked by process ${holder.pid} \\(hold-lock fixture\\) since \\S+; gave up after it held the lock for 0.3 s without progress\\nhint: if that process hangs, stop it \\(kill ${holder.pid}\\); if it is gone, delete \\S+tasks.yaml.lock; FLOW_LOCK_TIMEOUT \\(seconds\\) sets how long to wait\\n$`,
+        `^error: tasks.yaml is locked by process ${holder.pid} \\(hold-lock fixture\\) since \\S+; gave up after it held the lock for 0.3 s without progress\\nhint: process ${holder.pid} runs but used no CPU meanwhile: if it hangs, end it \\(kill ${holder.pid}\\): flow takes over the lock of a process that has ended; do not delete \\S+tasks.yaml.lock while its process runs; FLOW_LOCK_TIMEOUT \\(seconds\\) sets how long to wait\\n$`,
       ),
     )
     expect(dir.read("tasks.yaml")).toBe(COMMENTED)
@@ -167,4 +167,35 @@ test.concurrent("an unknown task id names the closest one and writes nothing", a
     stderr: "error: no task 'api-auht' in tasks.yaml\nhint: did you mean 'api-auth'?\n",
   })
   expect(dir.read("tasks.yaml")).toBe(COMMENTED)
+})
+
+test.concurrent("a CRLF file stays CRLF through note, done, todo and assign: the same edits as on LF, with CR LF", async () => {
+  const steps = "  - id: st\r\n    title: Steps\r\n    status: todo\r\n    steps:\r\n      - id: st.1\r\n        instruction: one\r\n"
+  const edits = [
+    ["note", "setup", "second"],
+    ["note", "api-auth", "in a flow list"],
+    ["note", "api-routes", "new list"],
+    ["note", "flowy", "flow style task"],
+    ["done", "api-routes"],
+    ["todo", "api-routes"],
+    ["assign", "api", "claude-1"],
+    ["assign", "api", "--clear"],
+    ["step", "start", "st.1"],
+    ["step", "done", "st.1"],
+  ]
+  const run = async (text: string) => {
+    await using dir = await tempRepo({ "tasks.yaml": text })
+    for (const args of edits) expect({ args, ...(await flow(dir.path, args)) }).toMatchObject({ args, code: 0, stderr: "" })
+    return dir.read("tasks.yaml").replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, "<time>")
+  }
+  const lf = COMMENTED + steps.replaceAll("\r\n", "\n")
+  const [fromLf, fromCrlf] = await Promise.all([run(lf), run(lf.replaceAll("\n", "\r\n"))])
+  expect(fromLf).not.toBe(lf)
+  expect(fromCrlf).toBe(fromLf.replaceAll("\n", "\r\n"))
+})
+
+test.concurrent("the .flow folder a command creates is its owner's alone (it holds prompts, questions and answers)", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - {id: a, title: A, status: todo, instructions: x}\n" })
+  expect((await flow(dir.path, ["done", "a"])).code).toBe(0)
+  expect(statSync(dir.file(".flow")).mode & 0o777).toBe(0o700)
 })

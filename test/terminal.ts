@@ -47,7 +47,8 @@ export async function terminal(cwd: string, args: string[], env: Record<string, 
     pane: (format: string) => tmux("display-message", "-p", "-t", "t", format).trim(),
     resize: (columns: number, rows: number) => void tmux("resize-window", "-t", "t", "-x", String(columns), "-y", String(rows)),
     keys: (...keys: string[]) => void tmux("send-keys", "-t", "t", ...keys),
-    type: (text: string) => void tmux("send-keys", "-t", "t", "-l", text),
+    // "--": text starting with "-" (a list item) is text, not a flag.
+    type: (text: string) => void tmux("send-keys", "-t", "t", "-l", "--", text),
     [Symbol.dispose]: () => {
       try {
         tmux("kill-server")

@@ -1,12 +1,12 @@
 // Tokens and cost: per-turn deltas where a CLI reports session totals (kept across a stopped run), and the
 // sums per task, agent and run that `flow show`, `flow agents`, `flow dashboard` and `flow view` print.
 import { expect, test } from "bun:test"
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { adapterFor } from "../lib/agents"
 import { AgentsReport, DashboardReport, RunUsage, ShowReport } from "../lib/model/json-shapes"
-import { UsageMeter, turnUsage } from "../lib/run/usage-meter"
+import { TurnStream, UsageMeter, turnUsage } from "../lib/run/usage-meter"
 import { addUsage, usageCell, usageText } from "../lib/run/usage"
 import { background, flow, ROOT, tempRepo, type TempDir } from "./helpers"
 
@@ -62,6 +62,70 @@ test("the totals last seen survive the process: a new meter on the same file sub
   }
 })
 
+test("a process's totals (Claude Code before 2.1.277) are measured within the process: a new process counts whole, the file is untouched", () => {
+  const dir = mkdtempSync(join(tmpdir(), "flow-usage-"))
+  try {
+    const file = join(dir, "sessions", "api.usage.json")
+    const report = (cost: number) => ({ type: "usage", costUsd: cost, totals: ["cost"] }) as const
+    const first = new UsageMeter("claude", file)
+    expect(first.turn(report(0.02), "s", undefined, "process")).toEqual({ type: "usage", costUsd: 0.02 })
+    // A second result of the same process: its running total grew by 0.01.
+    expect(first.turn(report(0.03), "s", undefined, "process")).toEqual({ type: "usage", costUsd: 0.01 })
+    // The resumed session's next process reports its own 0.02 again: all of it is this turn's.
+    expect(new UsageMeter("claude", file).turn(report(0.02), "s", "s", "process")).toEqual({ type: "usage", costUsd: 0.02 })
+    expect(Bun.file(file).exists()).resolves.toBe(false)
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test("claude's running cost is the process's before 2.1.277 and the session's from it, or when the stream names no version", () => {
+  const per = adapterFor("claude").totalsPer!
+  expect(["2.1.197", "2.1.276", "2.0.999", "1.9.0", "2.1.277", "2.1.330", "3.0.0", undefined].map(per)).toEqual([
+    "process",
+    "process",
+    "process",
+    "process",
+    "session",
+    "session",
+    "session",
+    "session",
+  ])
+  const init = JSON.stringify({ type: "system", subtype: "init", session_id: "s1", claude_code_version: "2.1.197" })
+  expect(adapterFor("claude").parseLine(init)).toEqual([{ type: "session", id: "s1", version: "2.1.197" }])
+})
+
+/** The usage events of a session's processes (real Claude Code output, each process's stream from its init line on). */
+function replayedCosts(fixture: string): (number | undefined)[] {
+  const dir = mkdtempSync(join(tmpdir(), "flow-usage-"))
+  try {
+    const file = join(dir, "sessions", "t.usage.json")
+    const lines = readFileSync(join(ROOT, "test", "fixtures", "agents", fixture), "utf8")
+      .trim()
+      .split("\n")
+    const costs: (number | undefined)[] = []
+    let stream: TurnStream | undefined
+    let session: string | undefined
+    for (const line of lines) {
+      // Each process: a new stream, resuming the session the first one started, as the runner launches it.
+      if (line.includes('"subtype":"init"')) stream = new TurnStream(adapterFor("claude"), file, session)
+      // Rounded as the sums are: the CLI's own figures carry binary noise (0.009177000000000001).
+      for (const e of stream!.parse(line)) if (e.type === "usage") costs.push(e.costUsd === undefined ? undefined : Math.round(e.costUsd * 1e10) / 1e10)
+      session ??= stream!.sessionId
+    }
+    return costs
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+test("claude, recorded for real: a session over three processes counts each turn's own cost, whichever total the version reports", () => {
+  // 2.1.197 (npm's on Node 20): total_cost_usd 0.011115, 0.011688, 0.005934, each the process's alone.
+  expect(replayedCosts("claude-2.1.197-resumed.jsonl")).toEqual([0.011115, 0.011688, 0.005934])
+  // 2.1.330: total_cost_usd 0.01701, 0.034923, 0.0441, the session's; model_usage_since_last_result gives each turn's.
+  expect(replayedCosts("claude-2.1.330-resumed.jsonl")).toEqual([0.01701, 0.017913, 0.009177])
+})
+
 test("claude: model_usage_since_last_result, when the CLI writes it, is the turn's cost (no subtraction needed)", () => {
   const line = JSON.stringify({
     type: "result",
@@ -75,10 +139,14 @@ test("claude: model_usage_since_last_result, when the CLI writes it, is the turn
       "claude-haiku-4-5": { inputTokens: 1, outputTokens: 1, costUSD: 0.001 },
     },
   })
-  expect(adapterFor("claude").parseLine(line)).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, costUsd: 0.021 }])
+  expect(adapterFor("claude").parseLine(line)).toEqual([
+    { type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0.021 },
+  ])
   const none = JSON.parse(line)
   none.model_usage_since_last_result = {}
-  expect(adapterFor("claude").parseLine(JSON.stringify(none))).toEqual([{ type: "usage", inputTokens: 60, outputTokens: 5, costUsd: 0 }])
+  expect(adapterFor("claude").parseLine(JSON.stringify(none))).toEqual([
+    { type: "usage", inputTokens: 60, outputTokens: 5, cacheReadTokens: 30, cacheWriteTokens: 20, costUsd: 0 },
+  ])
 })
 
 test("usage as text: only what was reported, thousands separated; sums keep absent fields absent", () => {
@@ -150,11 +218,26 @@ test.concurrent("claude: a session stopped and resumed in a new run counts each 
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
   expect(DashboardReport(dashboard)).toEqual(dashboard)
   // The last run is the second: it ran one turn.
-  expect(dashboard.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: turn2 })
+  expect(dashboard.usage).toEqual({ run: { input_tokens: 100, output_tokens: 50, cost_usd: 0.0123 }, total: turn2, budget: null })
   expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "100" } })).stdout).toContain(
     "\nUsage: last run tokens 100 in, 50 out, $0.0123; all runs tokens 200 in, 100 out, $0.0246\n",
   )
 })
+
+for (const version of ["2.1.330", "2.1.197"]) {
+  test.concurrent(`claude ${version}: steps resume one session; each turn counts its own cost, whatever total the CLI reports`, async () => {
+    await using dir = await tempRepo({
+      "tasks.yaml":
+        "tasks:\n  - id: api\n    title: API\n    status: todo\n    steps:\n      - id: api.1\n        instruction: Routes\n      - id: api.2\n        instruction: Errors\n",
+    })
+    // 2.1.330 reports total_cost_usd 0.0123 then 0.0246 (the session's), 2.1.197 0.0123 twice (each process's).
+    const env = fakeAgent(dir, "claude", { FAKE_CLAUDE_VERSION: version })
+    const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "claude"], { env })
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(r.stdout.match(/api \| tokens .*/g)).toEqual(["api | tokens 100 in, 50 out, $0.0123", "api | tokens 100 in, 50 out, $0.0123"])
+    expect((await json<ShowReport>(dir, ["show", "api"])).usage).toEqual({ input_tokens: 200, output_tokens: 100, cost_usd: 0.0246 })
+  })
+}
 
 test.concurrent("codex: steps resume one thread whose token counts are cumulative; each turn counts its own", async () => {
   await using dir = await tempRepo({
@@ -168,7 +251,11 @@ test.concurrent("codex: steps resume one thread whose token counts are cumulativ
   expect(r.stdout.match(/api \| tokens .*/g)).toEqual(["api | tokens 1000 in, 60 out", "api | tokens 1000 in, 60 out"])
   expect((await json<ShowReport>(dir, ["show", "api"])).usage).toEqual({ input_tokens: 2000, output_tokens: 120 })
   const dashboard = await json<DashboardReport>(dir, ["dashboard"])
-  expect(RunUsage(dashboard.usage)).toEqual({ run: { input_tokens: 2000, output_tokens: 120 }, total: { input_tokens: 2000, output_tokens: 120 } })
+  expect(RunUsage(dashboard.usage)).toEqual({
+    run: { input_tokens: 2000, output_tokens: 120 },
+    total: { input_tokens: 2000, output_tokens: 120 },
+    budget: null,
+  })
 })
 
 test.concurrent("no usage recorded: null in every --json, and no Usage line in show, agents or the dashboard", async () => {
@@ -179,6 +266,6 @@ test.concurrent("no usage recorded: null in every --json, and no Usage line in s
   expect((await flow(dir.path, ["run"])).code).toBe(0)
   expect((await json<ShowReport>(dir, ["show", "a"])).usage).toBeNull()
   expect((await json<AgentsReport>(dir, ["agents"])).agents.map((a) => a.usage)).toEqual([null])
-  expect((await json<DashboardReport>(dir, ["dashboard"])).usage).toEqual({ run: null, total: null })
+  expect((await json<DashboardReport>(dir, ["dashboard"])).usage).toEqual({ run: null, total: null, budget: null })
   for (const args of [["show", "a"], ["agents"], ["dashboard"]]) expect((await flow(dir.path, args)).stdout).not.toContain("Usage")
 })

@@ -1,6 +1,9 @@
 // `flow validate` on hostile and extreme files (docs/STATUS-RULES.md, "What validate refuses"): what it
-// accepts every writer can edit, and what it refuses the writers refuse too, in linear time and bounded depth.
+// accepts every writer can edit, and what it refuses the writers refuse too, in linear time and bounded depth;
+// floods of findings are collapsed and long lines cut (their growth is measured by bench/validate-floods.ts).
 import { expect, test } from "bun:test"
+import { SHAPES } from "../bench/validate-floods"
+import type { ValidateReport } from "../lib/model/json-shapes"
 import { branchNameProblem } from "../lib/store/branch-name"
 import { flow, tempRepo } from "./helpers"
 
@@ -98,4 +101,136 @@ test.concurrent("nesting a million levels deep is one clear error, not a stack o
   deep += `${"]}".repeat(39)}\n`
   const d = await both(deep)
   expect(d.validate).toContain("ERROR: Task 't33' is nested 33 levels of subtasks deep; flow allows at most 32")
+})
+
+// ---- floods (issue 21 item 2): repeated findings are one with a count, long lines are cut around the caret ----
+
+/** `flow validate` (and with --json) on `yaml`; tasks.yaml is left as it was. */
+async function validateBoth(yaml: string): Promise<{ code: number; stdout: string; json: ValidateReport }> {
+  await using dir = await tempRepo({ "tasks.yaml": yaml })
+  const [text, json] = await Promise.all([flow(dir.path, ["validate"]), flow(dir.path, ["validate", "--json"])])
+  expect([text.stderr, json.stderr, json.code, dir.read("tasks.yaml") === yaml]).toEqual(["", "", text.code, true])
+  return { code: text.code, stdout: text.stdout, json: JSON.parse(json.stdout) }
+}
+
+const lineOf = (text: string, needle: string) => text.slice(0, text.indexOf(needle)).split("\n").length
+
+test.concurrent("the issue's 0.5 MB file whose depends_on repeats one id 100,000 times on one line: one warning with the count, a cut excerpt", async () => {
+  const yaml = SHAPES.find((s) => s.name === "depends_on repeats one id")!.make(100_000)
+  const r = await validateBoth(yaml)
+  const line = lineOf(yaml, "depends_on: [a, a")
+  const [head, at, source, caret, ...rest] = r.stdout.split("\n")
+  expect({ code: r.code, head, at, rest }).toEqual({
+    code: 0,
+    head: "WARNING: Task 'b' lists 'a' 100,000 times in depends_on",
+    at: `  at tasks.yaml:${line}:21`,
+    rest: ["", "tasks.yaml: 502 tasks checked", "0 errors, 1 warning", ""],
+  })
+  // The line is 0.3 MB: the excerpt shows its start (the column is near it), cut with an ellipsis, caret under the second 'a'.
+  expect(source).toBe(`  ${line} |     depends_on: [${"a, ".repeat(34)}a…`)
+  expect(caret).toBe(`  ${" ".repeat(String(line).length)} | ${" ".repeat(20)}^`)
+  expect(r.json.findings).toEqual([{ severity: "warning", message: "Task 'b' lists 'a' 100,000 times in depends_on", task_id: "b", line, column: 21 }])
+})
+
+test.concurrent("the issue's 2 MB list of 100,000 strings with no ':' is one error with the count; so is a top-level list", async () => {
+  const yaml = SHAPES.find((s) => s.name === "tasks list of strings")!.make(100_000)
+  const r = await validateBoth(yaml)
+  expect({ code: r.code, stdout: r.stdout }).toEqual({
+    code: 1,
+    stdout: `ERROR: Task #1 must be a mapping of fields (was a string) (and 99,999 more like it in the file)
+  at tasks.yaml:2:5
+  2 |   - list item 00000
+    |     ^
+
+tasks.yaml: 0 tasks checked
+1 error, 0 warnings
+`,
+  })
+  expect(r.json.findings).toEqual([
+    {
+      severity: "error",
+      message: "Task #1 must be a mapping of fields (was a string) (and 99,999 more like it in the file)",
+      count: 100_000,
+      line: 2,
+      column: 5,
+    },
+  ])
+  const top = await validateBoth(yaml.replace("tasks:\n", "").replaceAll("\n  - ", "\n- ").replace(/^ {2}/, ""))
+  expect({ code: top.code, findings: top.json.findings.length }).toEqual({ code: 1, findings: 1 })
+})
+
+test.concurrent("deep in a long line the excerpt is a window around the column, with the caret under the finding", async () => {
+  const deps = [...Array(50_000).fill("a"), "gone", ...Array(50_000).fill("a")]
+  const yaml = `tasks:\n  - {id: a, title: A, status: todo, instructions: x}\n  - id: b\n    title: B\n    status: todo\n    instructions: y\n    depends_on: [${deps.join(", ")}]\n`
+  const r = await validateBoth(yaml)
+  const column = yaml.split("\n")[6].indexOf("gone") + 1
+  const lines = r.stdout.split("\n")
+  const at = lines.indexOf("ERROR: Task 'b' depends on 'gone' which doesn't exist")
+  const [where, source, caret] = lines.slice(at + 1, at + 4)
+  expect(where).toBe(`  at tasks.yaml:7:${column}`)
+  // 120 characters of the 0.3 MB line, cut at both ends, the column a third of the way in.
+  expect(source).toBe(`  7 | …${" a,".repeat(13)} gone,${" a,".repeat(25)}…`)
+  expect(caret.indexOf("^")).toBe(source.indexOf("gone"))
+  expect(lines[0]).toBe("WARNING: Task 'b' lists 'a' 100,000 times in depends_on")
+})
+
+test.concurrent("repeats of one kind in one task are one finding naming the first few; other tasks keep their own", async () => {
+  const yaml = `tasks:
+  - id: a
+    title: A
+    status: todo
+    instructions: x
+    depends_on: [x1, x2, x3, x4, x5]
+  - id: b
+    title: B
+    status: todo
+    instructions: y
+    depends_on: [x1]
+    steps:
+      - {id: b.1, instruction: one, note: 1}
+      - {id: b.2, instruction: two, note: 2, extra: 3}
+`
+  const r = await validateBoth(yaml)
+  expect(r.json.findings.map((f) => [f.line, f.message, f.count])).toEqual([
+    [6, "Task 'a' depends on 'x1' which doesn't exist (and 4 more like it in task 'a': 'x2', 'x3', 'x4', ...)", 5],
+    [11, "Task 'b' depends on 'x1' which doesn't exist", undefined],
+    [13, "Step 'b.1' of task 'b' has unknown field 'note' (kept as is; flow does not use it) (and 1 more like it in task 'b')", 2],
+  ])
+})
+
+test.concurrent("n tasks closing n long cycles: the cycles listed stay linear in the file, the rest are counted", async () => {
+  const yaml = SHAPES.find((s) => s.name === "cycles back to the first task")!.make(2_000)
+  const r = await validateBoth(yaml)
+  const cycles = r.json.findings.filter((f) => f.message.startsWith("Circular dependency detected"))
+  const listed = cycles.reduce((n, f) => n + f.message.split(" → ").length, 0)
+  const counted = cycles.filter((f) => / \(and [\d,]+ more circular dependencies, not listed\)$/.test(f.message))
+  expect({ code: r.code, linear: listed <= 4 * 2_000 + 1_000, counted: counted.length, more: (counted[0]?.count ?? 0) > 1 }).toEqual({
+    code: 1,
+    linear: true,
+    counted: 1,
+    more: true,
+  })
+})
+
+test.concurrent("a parent task whose own instructions hold a ```sh block is warned: flow runs its subtasks, never the parent", async () => {
+  const sub =
+    "    subtasks:\n      - id: c\n        title: C\n        status: todo\n        instructions: |\n          ```sh\n          echo child\n          ```\n"
+  const parent = (instructions: string) => `tasks:\n  - id: p\n    title: P\n    status: todo\n    instructions: |\n${instructions}${sub}`
+  const warned = await validateBoth(parent("      Set up first.\n      ```sh fix\n      npm init -y\n      ```\n"))
+  expect({ code: warned.code, findings: warned.json.findings }).toEqual({
+    code: 0,
+    findings: [
+      {
+        severity: "warning",
+        message: "Task 'p' has subtasks, so flow never runs it: the ```sh block in its instructions never runs",
+        task_id: "p",
+        hint: "move the block into the instructions of the subtask that should run it (or of a new subtask)",
+        line: 5,
+        column: 19,
+      },
+    ],
+  })
+  // Prose and other code blocks in a parent are context, not work: no warning; nor for the child's own block.
+  const quiet = await validateBoth(parent("      Set up first.\n      ```ts\n      const x = 1\n      ```\n"))
+  expect({ code: quiet.code, findings: quiet.json.findings }).toEqual({ code: 0, findings: [] })
 })

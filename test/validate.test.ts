@@ -675,7 +675,7 @@ ${summary(0, "1 error, 0 warnings")}`,
   }
 })
 
-test.concurrent("unknown keys and a dependency listed twice are warnings: reported at the key, exit 0", async () => {
+test.concurrent("unknown keys and a dependency listed twice are warnings: reported at the (first) key, one per record, exit 0", async () => {
   const yaml = `version: 2
 tasks:
   - id: a
@@ -700,15 +700,11 @@ tasks:
   at tasks.yaml:1:1
   1 | version: 2
     | ^
-WARNING: Task 'a' has unknown field 'priority' (kept as is; flow does not use it)
+WARNING: Task 'a' has unknown fields 'priority' and 'dependson' (kept as is; flow does not use them)
   at tasks.yaml:7:5
   7 |     priority: high
     |     ^
-WARNING: Task 'a' has unknown field 'dependson' (kept as is; flow does not use it)
-  at tasks.yaml:8:5
-  8 |     dependson: [b]
-    |     ^
-  hint: did you mean 'depends_on'?
+  hint: 'dependson': did you mean 'depends_on'?
 WARNING: Step 'a.1' of task 'a' has unknown field 'note' (kept as is; flow does not use it)
   at tasks.yaml:12:9
   12 |         note: hi
@@ -718,7 +714,7 @@ WARNING: Task 'b' lists 'a' twice in depends_on
   17 |     depends_on: [a, a]
      |                     ^
 
-${summary(2, "0 errors, 5 warnings")}`,
+${summary(2, "0 errors, 4 warnings")}`,
     stderr: "",
   })
 })

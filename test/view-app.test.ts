@@ -2,7 +2,7 @@
 // of list and show, the prompt against `flow prompt`, the security checks, answers and checkpoint reviews,
 // the SSE frames, the layout cache and the file watch.
 import { expect, test } from "bun:test"
-import { existsSync } from "node:fs"
+import { existsSync, renameSync } from "node:fs"
 import { join } from "node:path"
 import { ListReport, QuestionsReport, RunUsage, ShowReport, ViewQueueReport, ViewTaskReport, ViewTasksReport } from "../lib/model/json-shapes"
 import { projectAt } from "../lib/cli/project"
@@ -16,6 +16,7 @@ const PORT = 4321
 const HOST = `127.0.0.1:${PORT}`
 const ORIGIN = `http://${HOST}`
 const TOKEN = "t0ken"
+const COOKIE = `flow-view-${PORT}=${TOKEN}`
 
 const TASKS = tasksYaml([
   { id: "setup", title: "Set up the repo", status: "done", instructions: "Create the <repo>.", phase: 1 },
@@ -43,12 +44,13 @@ async function serve(dir: TempDir) {
   const model = new ViewModel(projectAt(dir.path))
   await model.refresh()
   const app = createApp({ model, port: PORT, token: TOKEN, user: "alice", heartbeatSeconds: 3600 })
-  // A browser always sends Host; app.request does not, so the helpers send what the browser would.
-  const get = (path: string, headers: Record<string, string> = {}) => app.request(`${ORIGIN}${path}`, { headers: { host: HOST, ...headers } })
+  // A browser always sends Host; app.request does not, so the helpers send what the browser would: the page's
+  // cookie too, set when it was opened from the tokened address.
+  const get = (path: string, headers: Record<string, string> = {}) => app.request(`${ORIGIN}${path}`, { headers: { host: HOST, cookie: COOKIE, ...headers } })
   const post = (path: string, body: unknown, headers: Record<string, string> = { [TOKEN_HEADER]: TOKEN, origin: ORIGIN }) =>
     app.request(`${ORIGIN}${path}`, {
       method: "POST",
-      headers: { host: HOST, "content-type": "application/json", ...headers },
+      headers: { host: HOST, cookie: COOKIE, "content-type": "application/json", ...headers },
       body: typeof body === "string" ? body : JSON.stringify(body),
     })
   return { model, app, get, post }
@@ -72,6 +74,7 @@ test.concurrent("GET /api/tasks is flow list --json with every task, plus what t
     depends_on: [],
     agent_name: null,
     checkpoint: false,
+    worked_by: null,
     validation_task_id: null,
     steps: { done: 0, total: 0 },
     review: false,
@@ -113,9 +116,10 @@ test.concurrent("GET /api/tasks/:id is flow show --json with the exact prompt of
   expect(res.status).toBe(200)
   const body = await json(res)
   expect(ViewTaskReport.onDeepUndeclaredKey("reject")(body)).toEqual(body)
-  const { prompt, resume_prompt, ...show } = body
+  const { prompt, resume_prompt, parked_until, ...show } = body
   const cli = await flow(dir.path, ["show", "api", "--json"])
   expect(show).toEqual(JSON.parse(cli.stdout))
+  expect(parked_until).toBeNull()
   expect(ShowReport.onDeepUndeclaredKey("reject")(show)).toEqual(show)
   expect(prompt).toBe((await flow(dir.path, ["prompt", "api"])).stdout)
   expect(prompt).toContain("Write tests.")
@@ -148,10 +152,68 @@ test.concurrent("a request for a foreign Host is refused; the page carries the t
   expect((await get("/tasks.yaml")).status).toBe(404)
 })
 
+test.concurrent("every route needs the token: without it 401 and no data; the tokened address sets the port's cookie", async () => {
+  await using dir = await project()
+  const { app, get } = await serve(dir)
+  const key = (await json(get("/api/tasks"))).layout_key
+  const routes = app.routes.filter((r) => r.path !== "*" && r.method !== "ALL")
+  // Every route the app has, so a new one cannot be left open by mistake.
+  expect(routes.length).toBeGreaterThanOrEqual(16)
+  const send = (r: { method: string; path: string }, headers: Record<string, string>, query = "") =>
+    app.request(`${ORIGIN}${r.path.replace(":id", r.path.includes("questions") ? "q-1" : "review").replace(":key", key)}${query}`, {
+      method: r.method,
+      headers: { host: HOST, origin: ORIGIN, "content-type": "application/json", ...headers },
+      ...(r.method === "POST" ? { body: JSON.stringify({ answer: "x", decision: "done" }) } : {}),
+    })
+  const refused = (r: { path: string }, reason: string) => {
+    const error = `${reason}: flow view answers only requests with the token of the address it printed`
+    const hint = "open the address 'flow view' printed (http://127.0.0.1:4321/?token=...); a restarted flow view has a new token"
+    return r.path.startsWith("/api/") ? JSON.stringify({ error, hint }) : `flow view: ${error}.\nHint: ${hint}.\n`
+  }
+  for (const r of routes) {
+    const attempts: [Record<string, string>, string, string][] = [
+      [{}, "", "this request has no token"],
+      [{ cookie: "flow-view-4321=guess" }, "", "wrong token"],
+      [{ cookie: `flow-view-4322=${TOKEN}` }, "", "this request has no token"], // another port's cookie
+      [{ authorization: "Bearer guess" }, "", "wrong token"],
+      [{ [TOKEN_HEADER]: "guess" }, "", "wrong token"],
+      [{}, "?token=guess", "wrong token"],
+    ]
+    for (const [headers, query, reason] of attempts) {
+      const res = await send(r, headers, query)
+      expect({ route: `${r.method} ${r.path}`, status: res.status, body: await res.text(), cookie: res.headers.get("set-cookie") }).toEqual({
+        route: `${r.method} ${r.path}`,
+        status: 401,
+        body: refused(r, reason),
+        cookie: null,
+      })
+    }
+  }
+  // The tokened address opens the page and leaves the cookie, named after the port, for everything after.
+  const page = await send({ method: "GET", path: "/" }, {}, `?token=${TOKEN}`)
+  expect({ status: page.status, cookie: page.headers.get("set-cookie") }).toEqual({
+    status: 200,
+    cookie: `flow-view-4321=${TOKEN}; Path=/; HttpOnly; SameSite=Strict`,
+  })
+  for (const r of routes.filter((r) => r.method === "GET")) {
+    const ways: Record<string, string>[] = [{ cookie: `other=1; flow-view-4321=${TOKEN}` }, { authorization: `Bearer ${TOKEN}` }, { [TOKEN_HEADER]: TOKEN }]
+    for (const headers of ways) {
+      const res = await send(r, headers)
+      expect({ route: r.path, status: res.status, cookie: res.headers.get("set-cookie") }).toEqual({ route: r.path, status: 200, cookie: null })
+      await res.body?.cancel() // the event stream never ends by itself
+    }
+  }
+  // Writes need the token in their header as well: the cookie alone would let a page of another port of
+  // 127.0.0.1 (the same site) send one.
+  const write = await send({ method: "POST", path: "/api/tasks/:id/review" }, { cookie: COOKIE })
+  expect(write.status).toBe(403)
+  expect(dir.read("tasks.yaml")).toBe(TASKS)
+})
+
 test.concurrent("usage: null before any report; then the task's sum in its details and the runs' in GET /api/usage", async () => {
   await using dir = await project()
   const { get } = await serve(dir)
-  expect(await json(get("/api/usage"))).toEqual({ run: null, total: null })
+  expect(await json(get("/api/usage"))).toEqual({ run: null, total: null, budget: null })
   expect((await json(get("/api/tasks/api"))).usage).toBeNull()
   expect(existsSync(join(dir.path, ".flow", "state.db"))).toBe(false) // reading created nothing
   const db = await openState(projectAt(dir.path))
@@ -164,9 +226,26 @@ test.concurrent("usage: null before any report; then the task's sum in its detai
   expect(RunUsage.onDeepUndeclaredKey("reject")(usage)).toEqual({
     run: { input_tokens: 300, output_tokens: 30, cost_usd: 0.03 },
     total: { input_tokens: 350, output_tokens: 35, cost_usd: 0.03 },
+    budget: null,
   })
   expect((await json(get("/api/tasks/api"))).usage).toEqual({ input_tokens: 300, output_tokens: 30, cost_usd: 0.03 })
   expect((await json(get("/api/tasks/setup"))).usage).toEqual({ input_tokens: 50, output_tokens: 5 })
+})
+
+test.concurrent("worked_by: null before any run; then the agent holding a task in GET /api/tasks and its details", async () => {
+  await using dir = await project()
+  const { model, get } = await serve(dir)
+  const workers = async () =>
+    Object.fromEntries(((await json(get("/api/tasks"))) as ViewTasksReport).phases.flatMap((g) => g.tasks).map((t) => [t.id, t.worked_by]))
+  expect(Object.values(await workers()).every((w) => w === null)).toBe(true)
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.agents.upsert("claude-1", { cli: "claude", current_task: "api" })
+  }
+  await model.refresh() // the file watch does this when state.db changes
+  const stopped = { agent: "claude-1", state: "stopped" as const, ended_at: null, ended_status: null }
+  expect((await workers()).api).toEqual(stopped)
+  expect((await json(get("/api/tasks/api"))).worked_by).toEqual(stopped)
 })
 
 test.concurrent("GET /api/queue: [] before any run; then each target's candidates from the last run's queue events", async () => {
@@ -269,6 +348,8 @@ test.concurrent("a checkpoint is accepted or blocked from the page; other tasks 
 test.concurrent("events: the current version at once, then one frame per change", async () => {
   await using dir = await project()
   const { model, get } = await serve(dir)
+  // The first layout's progress frames would come in between on a slow machine.
+  await model.layout()
   const res = await get("/api/events")
   expect(res.headers.get("content-type")).toBe("text/event-stream")
   const reader = (res.body as ReadableStream<Uint8Array>).getReader()
@@ -283,7 +364,7 @@ test.concurrent("events: the current version at once, then one frame per change"
   await reader.cancel()
   // A quiet stream gets a comment now and then, so nothing between takes it for a dead one.
   const quiet = createApp({ model, port: PORT, token: TOKEN, user: "alice", heartbeatSeconds: 0.05 })
-  const stream = ((await quiet.request(`${ORIGIN}/api/events`, { headers: { host: HOST } })).body as ReadableStream<Uint8Array>).getReader()
+  const stream = ((await quiet.request(`${ORIGIN}/api/events`, { headers: { host: HOST, cookie: COOKIE } })).body as ReadableStream<Uint8Array>).getReader()
   const other = /^event: version\ndata: \{"version":2,"instance":"([0-9a-f]{16})"\}\n\n$/.exec(decoder.decode((await stream.read()).value))?.[1]
   expect(other).toBeString()
   expect(other).not.toBe(instance) // each server its own
@@ -361,7 +442,7 @@ test.concurrent("the watch reports a flow done (an atomic rename), a plan.md edi
     changes++
     waiting?.resolve(performance.now())
   })
-  await Bun.sleep(200) // chokidar's first scan of the folders
+  await stop.ready // chokidar's first scan of the folders
   // From the end of the write (the CLI's exit) to the change reported; a report during the write counts 0.
   const lag = async (write: () => Promise<unknown>) => {
     waiting = Promise.withResolvers<number>()
@@ -377,4 +458,24 @@ test.concurrent("the watch reports a flow done (an atomic rename), a plan.md edi
   await stop()
   expect(lags.filter((ms) => ms > 1000)).toEqual([])
   expect(changes).toBeGreaterThanOrEqual(3)
+})
+
+// chokidar drops a file's change within 50 ms of its last one: a second flow write right after the first
+// (two commands in a row) left the page behind until the next change.
+test.concurrent("the watch reports each of atomic writes that follow each other at once, not only the first", async () => {
+  await using dir = await project()
+  let wake: (() => void) | undefined
+  const stop = watchProject(projectAt(dir.path), () => wake?.())
+  await stop.ready // chokidar's first scan of the folders
+  const seen: boolean[] = []
+  for (let i = 0; i < 6; i++) {
+    const reported = new Promise<boolean>((resolve) => (wake = () => resolve(true)))
+    // As flow writes it: a temp file renamed over tasks.yaml.
+    dir.write("tasks.yaml.tmp", `${TASKS}# write ${i}\n`)
+    renameSync(join(dir.path, "tasks.yaml.tmp"), join(dir.path, "tasks.yaml"))
+    // A bound on the wait, not a pause: a missed write is never reported.
+    seen.push(await Promise.race([reported, Bun.sleep(3000).then(() => false)]))
+  }
+  await stop()
+  expect(seen).toEqual([true, true, true, true, true, true])
 })

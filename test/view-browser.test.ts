@@ -1,19 +1,20 @@
 // `flow view` end to end in real headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core):
 // the page served by the real CLI (dist/flow when FLOW_BIN is set), a task's instructions and prompt, a
 // `flow done` from the shell reaching the page without a reload, usage in the header and panel, a question
-// answered from the page, a checkpoint accepted from the page, escaped texts, and a foreign Host refused. Screenshots go to
-// test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
+// answered from the page, a checkpoint accepted from the page, escaped texts, the token (opened as flow view
+// opens it, kept in a cookie, gone from the address bar, refused without), and a foreign Host refused.
+// Screenshots go to test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
-import { hostname, tmpdir } from "node:os"
+import { hostname } from "node:os"
 import { join } from "node:path"
-import { chromium, type BrowserContext, type Page } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { projectAt, runLockTarget } from "../lib/cli/project"
 import { LandingWaits } from "../lib/run/landing-waits"
 import { openState } from "../lib/run/state-db"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
-import { CHROMIUM, CHROMIUM_FLAGS } from "./fixtures/chromium"
+import { launchChromium } from "./fixtures/chromium"
 
 const ARTIFACTS = join(ROOT, "test-artifacts")
 
@@ -72,43 +73,46 @@ type Win = { document: { querySelector: (s: string) => El | null; querySelectorA
 let dir: TempDir
 let server: ReturnType<typeof Bun.spawn>
 let url: string
+let browser: Awaited<ReturnType<typeof launchChromium>>
 let context: BrowserContext
 let page: Page
-let profile: string
 /** Script errors and console errors of the page: the test before the last expects none. */
 const errors: string[] = []
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is missing at ${CHROMIUM}: install it (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH`)
-  }
   mkdirSync(ARTIFACTS, { recursive: true })
   dir = await tempRepo({ "tasks.yaml": TASKS, "plan.md": "# Implementation Plan\n\n## Phase 1: Core\n\n## Phase 2: Front\n" })
-  server = Bun.spawn([...flowArgv(), "view", "--no-open"], { cwd: dir.path, env: { ...process.env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
-  url = await firstLine(server.stdout as ReadableStream<Uint8Array>)
-  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
-  profile = mkdtempSync(join(tmpdir(), "flow-view-profile-"))
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    viewport: { width: 1400, height: 900 },
+  // The page is opened as `flow view` opens it: its "browser" (xdg-open, a script here) gets a file that
+  // sends Chromium on to the tokened address; the test learns the file through a pipe.
+  const bin = join(dir.path, ".bin")
+  mkdirSync(bin)
+  expect(Bun.spawnSync(["mkfifo", join(bin, "argv")]).exitCode).toBe(0)
+  writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\nprintf '%s' "$1" > "${join(bin, "argv")}"\n`, { mode: 0o755 })
+  server = Bun.spawn([...flowArgv(), "view"], {
+    cwd: dir.path,
+    env: { ...process.env, NO_COLOR: "1", PATH: `${bin}:${process.env.PATH}` },
+    stdout: "pipe",
+    stderr: "pipe",
   })
-  page = context.pages()[0] ?? (await context.newPage())
+  url = await firstLine(server.stdout as ReadableStream<Uint8Array>)
+  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{48}$/)
+  const opened = readFileSync(join(bin, "argv"), "utf8") // blocks until xdg-open was called
+  expect(opened).toStartWith("file://")
+  browser = await launchChromium()
+  ;({ context, page } = browser)
   page.on("pageerror", (e) => errors.push(e.message))
   page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())))
   // A loaded machine (the whole suite runs at once) can make the first layout slow: generous limits.
   page.setDefaultTimeout(60_000)
-  await page.goto(url)
+  await page.goto(opened)
   await page.waitForSelector('#nodes .node[data-id="api"]', { timeout: 100_000 })
   expect(errors).toEqual([])
 })
 
 afterAll(async () => {
-  await context?.close()
+  await browser?.close()
   server?.kill("SIGTERM")
   await server?.exited
-  if (profile) rmSync(profile, { recursive: true, force: true })
   await dir?.[Symbol.asyncDispose]()
 })
 
@@ -137,6 +141,45 @@ test("a click shows the task's instructions as Markdown and the exact prompt of 
   // The chain of the selection is lit: its dependency and its dependent.
   expect(await page.$$eval("#nodes .node.on", (els) => els.map((e) => (e as unknown as El).dataset.id).sort())).toEqual(["api", "setup", "ui"])
   await page.screenshot({ path: join(ARTIFACTS, "view-selected.png") })
+})
+
+/** A GET from another local process: no cookie, no token. */
+function plainGet(path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const { port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port: Number(port), path, headers }, (r) => {
+      let body = ""
+      r.on("data", (c) => (body += c))
+      r.on("end", () => resolve({ status: r.statusCode ?? 0, body }))
+    })
+    req.on("error", reject)
+    req.end()
+  })
+}
+
+test("the token leaves the address bar; the page goes on working on its cookie; another process gets nothing", async () => {
+  const { origin } = new URL(url)
+  expect(page.url()).toBe(`${origin}/#api`)
+  expect(await page.evaluate(() => (globalThis as unknown as { location: { href: string } }).location.href)).not.toContain("token")
+  // The cookie: this port's, unreadable by scripts, never sent cross-site.
+  const cookies = await context.cookies(origin)
+  expect(cookies.map((c) => ({ name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite, path: c.path }))).toEqual([
+    { name: `flow-view-${new URL(url).port}`, httpOnly: true, sameSite: "Strict", path: "/" },
+  ])
+  expect(await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie)).toBe("")
+  // A reload from the bare address still loads everything (page, scripts, API, events).
+  await page.reload()
+  await page.waitForSelector('#nodes .node[data-id="api"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#live")?.textContent === "live")
+  // Another local process, the page's address in hand but no token: 401 and not a byte of the project.
+  for (const path of ["/", "/app.js", "/api/tasks", "/api/tasks/api", "/api/questions", "/api/events"]) {
+    const res = await plainGet(path, { host: new URL(url).host })
+    expect({ path, status: res.status, leaks: ["API layer", "Set up", "Routes", "<meta"].some((s) => res.body.includes(s)) }).toEqual({
+      path,
+      status: 401,
+      leaks: false,
+    })
+  }
 })
 
 test("the checkpoint badge stays inside narrow boxes, a parent's and a leaf's", async () => {
@@ -235,6 +278,22 @@ test("usage an agent reports shows in the header and the open task's fields with
   ).toEqual(["Usagetokens 1,200 in, 80 out, $0.0123"])
 })
 
+test("the agent a run has on the open task shows in its fields, apart from its agent_name, without a reload", async () => {
+  await page.click('#nodes .node[data-id="api"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "api")
+  const rows = () =>
+    page.$$eval("#details table.fields tr", (trs) =>
+      trs.map((r) => (r as unknown as El).textContent).filter((t) => t?.startsWith("Agent") || t?.startsWith("Worked by")),
+    )
+  expect(await rows()).toEqual(["Agentnone (any agent may take it)"])
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.agents.upsert("claude-1", { cli: "claude", current_task: "api" }) // no run alive: stopped
+  }
+  await page.waitForSelector("#details table.fields th:text-is('Worked by')")
+  expect(await rows()).toEqual(["Agentnone (any agent may take it)", "Worked byclaude-1 (stopped with its run; the next 'flow run' resumes it)"])
+})
+
 test("a run's merge queue shows in the side panel and as a badge on the task's box, without a reload", async () => {
   expect(await page.textContent("#queue")).toBe("")
   {
@@ -312,23 +371,31 @@ test("the page logged no script or console error through all of the above", () =
 })
 
 // After the error check: while the server is down the page logs failed connections.
-test("a new flow view on the same port: the open page reloads itself, with the new server's token", async () => {
+test("a new flow view on the same port refuses the open page until its own address is opened; then the page reloads itself", async () => {
   const { port } = new URL(url)
   await page.evaluate(() => ((globalThis as unknown as Win).notReloaded = true))
   server.kill("SIGINT")
   await server.exited
-  // Nothing changes while no server runs: the new one starts at the same version as the page has seen,
-  // so only the server's instance tells the page that its token is dead.
   server = Bun.spawn([...flowArgv(), "view", "--no-open", "--port", port], {
     cwd: dir.path,
     env: { ...process.env, NO_COLOR: "1" },
     stdout: "pipe",
     stderr: "pipe",
   })
-  expect(await firstLine(server.stdout as ReadableStream<Uint8Array>)).toBe(url)
+  const fresh = await firstLine(server.stdout as ReadableStream<Uint8Array>)
+  expect(fresh).not.toBe(url) // a new token
+  // The old page's cookie holds the dead token: the new server lets nothing in, and the page says why.
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#banner")?.textContent?.includes("new token") === true)
+  expect(await page.evaluate(() => (globalThis as unknown as Win).notReloaded)).toBe(true)
+  // The person opens the new address (another tab): the cookie is renewed, and the old page comes back by itself.
+  const tab = await context.newPage()
+  await tab.goto(fresh)
+  await tab.waitForSelector('#nodes .node[data-id="api"]')
+  await tab.close()
   await page.waitForFunction(
     () => (globalThis as unknown as Win).notReloaded === undefined && (globalThis as unknown as Win).document.querySelector("#live")?.textContent === "live",
   )
+  url = fresh
   expect((await flow(dir.path, ["ask", "ui", "Dark mode?"])).stdout).toBe("q-2\n")
   await page.waitForSelector('.card[data-question="q-2"]', { timeout: 60_000 })
   await page.fill('.card[data-question="q-2"] textarea', "yes")
@@ -340,15 +407,7 @@ test("a new flow view on the same port: the open page reloads itself, with the n
 // Last: the refused fetch below logs a console error in the page on purpose.
 test("a request naming a foreign Host is refused", async () => {
   const { port } = new URL(url)
-  const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port: Number(port), path: "/api/tasks", headers: { host: "rebind.example" } }, (r) => {
-      let body = ""
-      r.on("data", (c) => (body += c))
-      r.on("end", () => resolve({ status: r.statusCode ?? 0, body }))
-    })
-    req.on("error", reject)
-    req.end()
-  })
+  const res = await plainGet(`/api/tasks?token=${new URL(url).searchParams.get("token")}`, { host: "rebind.example" })
   expect(res).toEqual({ status: 403, body: `flow view: refused a request for host 'rebind.example': only http://127.0.0.1:${port} is served\n` })
   // And from the page itself, a write without the token is refused too.
   const status = await page.evaluate(

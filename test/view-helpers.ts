@@ -1,7 +1,7 @@
 // Starting `flow view` for a test, shared by the view and phases tests.
 import { flowArgv, type TempDir } from "./helpers"
 
-/** `flow view --no-open` left running; resolves with its address, stopped on dispose (Ctrl-C). */
+/** `flow view --no-open` left running; resolves with its tokened address, stopped on dispose (Ctrl-C). */
 export async function startView(dir: TempDir, args: string[] = []) {
   const proc = Bun.spawn([...flowArgv(), "view", "--no-open", ...args], {
     cwd: dir.path,
@@ -17,8 +17,14 @@ export async function startView(dir: TempDir, args: string[] = []) {
     out += new TextDecoder().decode(value)
   }
   reader.releaseLock()
+  const url = out.split("\n")[0]
+  const token = new URL(url).searchParams.get("token") ?? ""
   return {
-    url: out.split("\n")[0],
+    /** the printed address, with its token */
+    url,
+    token,
+    /** GET of a path of the server, with the token as a script would send it */
+    get: (path: string) => fetch(new URL(path, url), { headers: { authorization: `Bearer ${token}` } }),
     proc,
     [Symbol.asyncDispose]: async () => {
       proc.kill("SIGINT")

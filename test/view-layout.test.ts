@@ -1,8 +1,10 @@
 // The inspector's layout (lib/view/layout.ts) as a unit: bands per phase, large phases cut into parts in
-// dependency order, boxes that never overlap across bands, and a key that ignores everything but structure.
+// dependency order, boxes that never overlap across bands, a key that ignores everything but structure, and
+// routes for every dependency that go around the boxes (lib/view/route.ts).
 import { expect, test } from "bun:test"
 import { indexTasks, type Task } from "../lib/model/task-index"
 import { bands, computeLayout, layoutKey, MAX_BAND_TASKS } from "../lib/view/layout"
+import { crossings, randomGraph } from "./fixtures/graph-geometry"
 
 /** n tasks without a phase, listed last-first (so file order is no help), each depending on two earlier ones. */
 function unphased(n: number): Task[] {
@@ -62,4 +64,24 @@ test("the layout key changes with structure only: statuses, titles and notes kee
   const nested = structuredClone(base)
   nested[1].subtasks = []
   expect(new Set([key(base), key(moved), key(rewired), key(nested)]).size).toBe(4)
+})
+
+test("every dependency gets a route, and none runs through a box it does not end at: larger random graphs", async () => {
+  const found: string[] = []
+  // Larger than the browser test's (test/view-graph.test.ts): more boxes per column, more columns to cross.
+  for (let seed = 1001; seed <= 1020; seed++) {
+    const tasks = randomGraph(seed, 80)
+    const index = indexTasks({ tasks })
+    const layout = await computeLayout(index)
+    const parents = new Map<string, string>()
+    const deps: string[] = []
+    for (const { task, parent } of index.values()) {
+      if (parent) parents.set(task.id, parent.id)
+      for (const d of new Set(task.depends_on ?? [])) deps.push(`${d}>${task.id}`)
+    }
+    const routed = layout.edges.map((e) => `${e.from}>${e.to}`)
+    if (routed.sort().join() !== deps.sort().join()) found.push(`seed ${seed}: routes ${routed.length}, dependencies ${deps.length}`)
+    for (const f of crossings(layout.nodes, parents, layout.edges)) found.push(`seed ${seed}: ${f}`)
+  }
+  expect(found).toEqual([])
 })

@@ -1,10 +1,11 @@
 // flow view's page: the task graph (positions come from the server's elkjs layout), a details panel, and the
 // questions and checkpoints waiting for a person. Plain JS, no framework, nothing from the internet.
 // Every text from the project goes through esc() (or textContent) before it reaches the DOM.
-import { applyHighlights, buildFilters, drawGraph, fit, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
+import { applyHighlights, buildFilters, centreAt, drawGraph, fit, openingView, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
+import { setUpMinimap } from "./minimap.js"
 import { onCardClick, renderDetails, renderInbox, renderQueue, select } from "./panel.js"
 import { $, actions, api, INSTANCE, state } from "./state.js"
-import { esc, usageText } from "./text.js"
+import { budgetText, esc, usageText } from "./text.js"
 
 /** Fetches what changed and redraws; calls made while one runs are folded into one more run. */
 export async function refresh() {
@@ -33,7 +34,13 @@ async function load() {
   state.queue = queue.queue
   state.queued = new Map(queue.queue.flatMap((q) => q.candidates.map((c) => [c.task, c])))
   const spent = usageText(usage.total)
-  $("usage").textContent = spent ? `${usageText(usage.run) ? `last run ${usageText(usage.run)}; ` : ""}all runs ${spent}` : ""
+  const runBudget = budgetText(usage.budget)
+  $("usage").textContent = [
+    spent ? `${usageText(usage.run) ? `last run ${usageText(usage.run)}; ` : ""}all runs ${spent}` : "",
+    runBudget ? `run budget: ${runBudget} in the last run` : "",
+  ]
+    .filter(Boolean)
+    .join("; ")
   state.tasks = new Map()
   state.dependents = new Map()
   for (const phase of report.phases) for (const t of phase.tasks) state.tasks.set(t.id, t)
@@ -51,12 +58,14 @@ async function load() {
     state.layout = await api(`/api/layout/${encodeURIComponent(report.layout_key)}`)
     state.layoutKey = report.layout_key
     hideProgress()
-    // Fit before drawing: measuring the canvas after 2,000 new nodes would force a full layout of them.
+    // Placed before drawing: measuring the canvas after 2,000 new nodes would force a full layout of them.
     if (!state.fitted) {
-      fit()
+      openingView()
       state.fitted = true
     }
     drawGraph()
+    // For the tests: the structure on screen.
+    document.body.dataset.layout = state.layoutKey
   } else {
     updateNodes()
   }
@@ -104,6 +113,12 @@ function connect() {
   source.addEventListener("error", () => {
     $("live").textContent = "reconnecting"
     $("live").classList.add("off")
+    // The browser gives up on a stream the server refused (401: a restarted flow view, with a new token).
+    // Try again now and then: opening the new address in another tab renews the cookie, and this page with it.
+    if (source.readyState === EventSource.CLOSED) {
+      showBanner("flow view refused this page: it was restarted with a new token. Open the address it printed.", true)
+      setTimeout(connect, 3000)
+    }
   })
   source.addEventListener("version", (e) => {
     const { version, instance } = JSON.parse(e.data)
@@ -125,9 +140,23 @@ function connect() {
 
 // ---------- start ----------
 
+/**
+ * The token came in the address (flow view prints it so): the server has put it in a cookie for this port,
+ * so it leaves the address bar, the history and anything the address is copied into.
+ */
+function forgetTokenInAddress() {
+  const url = new URL(location.href)
+  if (!url.searchParams.has("token")) return
+  url.searchParams.delete("token")
+  history.replaceState(history.state, "", `${url.pathname}${url.search}${url.hash}`)
+}
+
 function start() {
+  forgetTokenInAddress()
   buildFilters()
   setUpPanZoom()
+  setUpMinimap(centreAt)
+  window.addEventListener("resize", applyView)
   applyView()
   $("search").addEventListener("input", (e) => {
     state.search = e.target.value

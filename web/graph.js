@@ -1,5 +1,6 @@
 // The graph: nodes, arrows and phase bands from the server's layout; highlights (selection chain, search,
 // status filter); pan, zoom and fit.
+import { drawLens, drawMinimap } from "./minimap.js"
 import { $, actions, STATUSES, state, SVG, VIEWPORT } from "./state.js"
 import { esc } from "./text.js"
 
@@ -104,9 +105,11 @@ export function drawGraph() {
     nodes.push(markup)
   }
   $("nodes").innerHTML = nodes.join("")
+  cullTexts()
+  drawMinimap()
 }
 
-/** Dependency arrows (routed by ELK) and validation links (not part of the layout: drawn straight). */
+/** Dependency arrows (routed around the boxes by the server) and validation links (not part of the layout: drawn as curves). */
 function drawEdges() {
   const { layout } = state
   const routed = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e.points]))
@@ -140,6 +143,7 @@ function validationLinks() {
 export function updateNodes() {
   // A validator is no part of the layout key, so a changed one arrives here: redraw the arrows for it.
   if (validationLinks() !== state.validations) drawEdges()
+  let changed = false
   for (const g of $("nodes").children) {
     const t = state.tasks.get(g.dataset.id)
     if (!t) continue
@@ -147,6 +151,11 @@ export function updateNodes() {
     if (state.drawn.get(t.id) === fresh) continue
     state.drawn.set(t.id, fresh)
     g.outerHTML = fresh
+    changed = true
+  }
+  if (changed) {
+    cullTexts()
+    drawMinimap()
   }
 }
 
@@ -182,9 +191,17 @@ export function applyHighlights() {
     g.classList.toggle("selected", id === state.selected)
     g.classList.toggle("filtered", state.hidden.has(t.status))
   }
+  // The selected task's own dependencies, in and out, apart from the rest of its chain and on top of every
+  // other arrow: where arrows run side by side, these are the ones that end at it.
+  const near = []
   for (const e of $("edges").children) {
     e.classList.toggle("hot", chain ? chain.has(e.dataset.from) && chain.has(e.dataset.to) : false)
+    const own = chain !== null && !e.classList.contains("validates")
+    e.classList.toggle("in", own && e.dataset.to === state.selected)
+    e.classList.toggle("out", own && e.dataset.from === state.selected)
+    if (own && (e.dataset.to === state.selected || e.dataset.from === state.selected)) near.push(e)
   }
+  for (const e of near) $("edges").appendChild(e)
   VIEWPORT.classList.toggle("dim", chain !== null)
   $("matches").textContent = q ? `${state.matches.length} match${state.matches.length === 1 ? "" : "es"}` : ""
 }
@@ -218,15 +235,86 @@ export function applyView() {
   VIEWPORT.setAttribute("transform", `translate(${x},${y}) scale(${k})`)
   // Far out, the texts are unreadable anyway; not drawing them keeps 2,000 tasks quick to paint.
   SVG.classList.toggle("far", k < 0.35)
+  // Measured here, where nothing new waits to be laid out: measuring after 2,000 new nodes would force
+  // their layout at once. Whatever needs the canvas's size afterwards reads it from the state.
+  const r = SVG.getBoundingClientRect()
+  state.canvas = { width: r.width, height: r.height }
+  cullTexts()
+  drawLens()
+}
+
+/**
+ * Boxes well off screen are drawn without their texts (class `away`): at a readable zoom their layout was
+ * most of a large graph's first paint. A margin of half a screen around the view keeps panning seamless.
+ */
+function cullTexts() {
+  const { layout, view, canvas } = state
+  if (!layout) return
+  const { k } = view
+  const [mx, my] = [canvas.width / 2 / k, canvas.height / 2 / k]
+  const x0 = -view.x / k - mx
+  const y0 = -view.y / k - my
+  const x1 = x0 + canvas.width / k + 2 * mx
+  const y1 = y0 + canvas.height / k + 2 * my
+  for (const g of $("nodes").children) {
+    const b = layout.nodes[g.dataset.id]
+    if (b) g.classList.toggle("away", b.x > x1 || b.x + b.width < x0 || b.y > y1 || b.y + b.height < y0)
+  }
+}
+
+/** Below this zoom a box's title cannot be read (and below 0.35 texts are not drawn at all). */
+const READABLE = 0.6
+/** The zoom the page opens at when the whole graph would be drawn smaller than READABLE. */
+const OPENING_ZOOM = 0.8
+/** Where work starts, in this order: the first box of the first of these statuses that any task has. */
+const FOCUS = ["ready_for_agent", "in_progress", "assigned", "blocked", "todo", "done"]
+
+/** The zoom at which the whole graph fits in `r`. */
+function fitZoom(r) {
+  const w = Math.max(1, state.layout.width)
+  const h = Math.max(1, state.layout.height)
+  return Math.min(2, Math.max(0.02, Math.min((r.width - 40) / w, (r.height - 40) / h)))
 }
 
 export function fit() {
   if (!state.layout) return
   const r = SVG.getBoundingClientRect()
-  const w = Math.max(1, state.layout.width)
-  const h = Math.max(1, state.layout.height)
-  const k = Math.min(2, Math.max(0.02, Math.min((r.width - 40) / w, (r.height - 40) / h)))
-  state.view = { k, x: (r.width - w * k) / 2, y: Math.max(20, (r.height - h * k) / 2) }
+  const k = fitZoom(r)
+  state.view = { k, x: (r.width - state.layout.width * k) / 2, y: Math.max(20, (r.height - state.layout.height * k) / 2) }
+  applyView()
+}
+
+/**
+ * The view a page opens with: the whole graph when it can be read that way; else a readable zoom on the
+ * first ready tasks (the leftmost, where the work stands), with the minimap for the rest.
+ */
+export function openingView() {
+  if (!state.layout) return
+  const r = SVG.getBoundingClientRect()
+  if (fitZoom(r) >= READABLE) return fit()
+  const { width: w, height: h, nodes } = state.layout
+  const k = OPENING_ZOOM
+  let focus
+  for (const status of FOCUS) {
+    for (const t of state.tasks.values()) {
+      const b = nodes[t.id]
+      if (t.status === status && b && (!focus || b.x < focus.x || (b.x === focus.x && b.y < focus.y))) focus = b
+    }
+    if (focus) break
+  }
+  focus ??= { x: 0, y: 0, width: 0, height: 0 }
+  // The focus a third of the way in (what it waits on to its left, what follows to its right), without
+  // showing empty space beyond either end of the graph; vertically centred on it when the graph is taller.
+  const x = Math.max(Math.min(r.width / 3 - focus.x * k, 20), r.width - 20 - w * k)
+  const y = h * k <= r.height - 40 ? (r.height - h * k) / 2 : Math.max(Math.min(r.height / 2 - (focus.y + focus.height / 2) * k, 20), r.height - 20 - h * k)
+  state.view = { k, x, y }
+  applyView()
+}
+
+/** Centres the view on the graph's point (x, y), keeping the zoom (the minimap's clicks). */
+export function centreAt(x, y) {
+  const r = SVG.getBoundingClientRect()
+  state.view = { k: state.view.k, x: r.width / 2 - x * state.view.k, y: r.height / 2 - y * state.view.k }
   applyView()
 }
 

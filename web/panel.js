@@ -2,7 +2,7 @@
 // exact prompt) and the questions and checkpoints waiting for a person, answered from here.
 import { applyHighlights, centerOn } from "./graph.js"
 import { $, actions, api, state, taskLink, TOKEN } from "./state.js"
-import { esc, inline, markdown, queueDetail, usageText } from "./text.js"
+import { budgetText, clockTime, esc, inline, markdown, queueDetail, usageText, workedByText } from "./text.js"
 
 export function select(id, center = false) {
   state.selected = id
@@ -26,12 +26,16 @@ export function fieldRows(report) {
           (t.phase === undefined && report.phase !== null ? " (inherited)" : ""),
     ],
     ["Parent", report.parent ? taskLink(report.parent) : "none"],
-    ["Agent", esc(t.agent_name ?? "none")],
+    // agent_name restricts who may take the task; who works on it is the next row.
+    ["Agent", esc(t.agent_name ?? "none (any agent may take it)")],
   ]
+  if (report.worked_by) rows.push(["Worked by", esc(workedByText(report.worked_by))])
   if (t.checkpoint !== undefined) rows.push(["Checkpoint", t.checkpoint ? "yes: waits for a person to accept it" : "no"])
   if (t.validation_task_id) rows.push(["Validated by", taskLink(t.validation_task_id)])
   if (report.validates.length) rows.push(["Validates", report.validates.map(taskLink).join(", ")])
+  if (report.parked_until) rows.push(["Parked", esc(`until ${clockTime(report.parked_until)}: its agent's usage limit; then it goes on in the same session`)])
   if (usageText(report.usage)) rows.push(["Usage", esc(usageText(report.usage))])
+  if (budgetText(report.budget)) rows.push(["Budget", esc(budgetText(report.budget))])
   for (const [key, value] of Object.entries(t)) {
     if (SHOWN_KEYS.has(key) || ["phase", "agent_name", "checkpoint", "validation_task_id"].includes(key)) continue
     rows.push([esc(key), esc(typeof value === "string" ? value : JSON.stringify(value))])

@@ -19,6 +19,7 @@ export const state = {
   layoutKey: null,
   selected: null,
   view: { x: 20, y: 20, k: 1 },
+  canvas: { width: 0, height: 0 }, // the graph's area on screen, measured by applyView
   fitted: false,
   search: "",
   matches: [],

@@ -95,5 +95,48 @@ export function usageText(u) {
   const tokens = [u.input_tokens !== undefined ? `${n(u.input_tokens)} in` : "", u.output_tokens !== undefined ? `${n(u.output_tokens)} out` : ""].filter(
     Boolean,
   )
-  return [tokens.length ? `tokens ${tokens.join(", ")}` : "", u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}` : ""].filter(Boolean).join(", ")
+  const cost = u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}${u.cost_estimated ? " (estimated)" : ""}` : ""
+  return [tokens.length ? `tokens ${tokens.join(", ")}` : "", cost].filter(Boolean).join(", ")
+}
+
+/** Spend beside the caps, as `flow show` prints it (lib/run/budget-report.ts budgetText): `$0.46 of $5.01, 3m of 45m`; "" for none. */
+export function budgetText(b) {
+  if (!b) return ""
+  const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+  const minutes = (m) => {
+    const s = Math.floor(m * 60)
+    const [d, h, mi, se] = [Math.floor(s / 86400), Math.floor((s % 86400) / 3600), Math.floor((s % 3600) / 60), s % 60]
+    const parts = [
+      [d, "d"],
+      [h, "h"],
+      [mi, "m"],
+      [se, "s"],
+    ]
+    const first = parts.findIndex(([x]) => x > 0)
+    if (first < 0) return "0s"
+    return parts
+      .slice(first, first + 2)
+      .filter(([x], i) => i === 0 || x > 0)
+      .map(([x, u]) => `${x}${u}`)
+      .join(" ")
+  }
+  const parts = []
+  if (b.usd) parts.push(`$${b.usd.spent.toFixed(2)} of $${b.usd.cap.toFixed(2)}`)
+  if (b.tokens) parts.push(`${n(b.tokens.spent)} of ${n(b.tokens.cap)} tokens`)
+  if (b.minutes) parts.push(`${minutes(b.minutes.spent)} of ${minutes(b.minutes.cap)}`)
+  return parts.join(", ")
+}
+
+/** `14:05`, or `Nov 26 14:05` when not today (lib/run/log.ts clockTime). */
+export function clockTime(iso) {
+  const at = new Date(iso)
+  const hm = `${String(at.getHours()).padStart(2, "0")}:${String(at.getMinutes()).padStart(2, "0")}`
+  return at.toDateString() === new Date().toDateString() ? hm : `${at.toLocaleString("en-US", { month: "short" })} ${at.getDate()} ${hm}`
+}
+
+/** Who works or worked on a task, as `flow show` words it (lib/run/worked-by.ts workedByText). */
+export function workedByText(w) {
+  if (w.state === "working") return `${w.agent} (working on it now)`
+  if (w.state === "stopped") return `${w.agent} (stopped with its run; the next 'flow run' resumes it)`
+  return `${w.agent} (until ${w.ended_at}, leaving it ${w.ended_status})`
 }

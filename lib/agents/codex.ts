@@ -1,6 +1,7 @@
 // Codex `exec --json` (checked against @openai/codex 0.169.0): thread, turn and item events.
+import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS, MCP_STARTUP_TIMEOUT_MS } from "./types"
 
 // Unattended in a worktree: flow's agents commit in the worktree (git writes to the main repository's .git)
 // and call `flow` on the project, both outside what the workspace-write sandbox lets them write. `exec` never
@@ -15,17 +16,62 @@ const NO_LOGIN_SHELL = ["-c", "allow_login_shell=false"]
 // Codex's transient retries are reported as `error` events; they are progress, not failures.
 const RECONNECTING = /^Reconnecting\.\.\./
 
+/**
+ * Codex's words for a refused request (codex-rs/core/src/error.rs; 0.169.0's binary, checked against a server
+ * answering 429): a plan's limit `You’ve hit your usage limit. ... try again at 3:05 PM.` (or `at Nov 26th,
+ * 2026 3:05 PM`, local time), an API key's `Quota exceeded. Check your plan and billing details.`, and a
+ * rate limit it retried in vain `exceeded retry limit, last status: 429 Too Many Requests`.
+ */
+export const CODEX_LIMITS: readonly LimitPattern[] = [
+  { kind: "quota", pattern: /You(?:'|’)ve hit your usage limit|Quota exceeded\. Check your plan|usage limit reached|out of credits/i },
+  { kind: "rate", pattern: /exceeded retry limit, last status: 429\b/ },
+  { kind: "overloaded", pattern: /exceeded retry limit, last status: 5\d\d\b|experiencing high (?:demand|load)/i },
+  ...HTTP_LIMITS,
+]
+
 export const codex: Adapter = {
   cli: "codex",
   binary: "codex",
   install: "install Codex: npm install -g @openai/codex",
   testedVersion: "0.169.0",
   canResume: true,
+  limits: CODEX_LIMITS,
+  // Codex has no MCP config flag: `-c mcp_servers.<name>.<key>=<TOML value>` sets the server for this run only,
+  // on top of ~/.codex/config.toml, and `exec` and `exec resume` both take it. Codex passes a stdio server
+  // only a few variables of its own environment (HOME, PATH, ...), so flow's are given in `env`.
+  mcp(server) {
+    const key = `mcp_servers.${server.name}`
+    const env = Object.entries(server.env).map(([k, v]) => `${k} = ${tomlString(v)}`)
+    return {
+      args: [
+        "-c",
+        `${key}.command=${tomlString(server.command)}`,
+        "-c",
+        `${key}.args=[${server.args.map(tomlString).join(", ")}]`,
+        "-c",
+        `${key}.env={ ${env.join(", ")} }`,
+        // The default is 60 s, and flow_ask waits for a person.
+        "-c",
+        `${key}.tool_timeout_sec=${MCP_CALL_TIMEOUT_MS / 1000}`,
+        // Without it Codex may send its first request before the server has listed its tools (seen on a
+        // loaded machine: the model's call was "unsupported"); a server that cannot start fails the turn.
+        "-c",
+        `${key}.required=true`,
+        "-c",
+        `${key}.startup_timeout_sec=${MCP_STARTUP_TIMEOUT_MS / 1000}`,
+      ],
+    }
+  },
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     const flags = ["--json", FULL_ACCESS, ...NO_LOGIN_SHELL, ...withModel(model, "--model"), ...extraArgs]
     return sessionId ? ["codex", "exec", "resume", ...flags, "--", sessionId, prompt] : ["codex", "exec", ...flags, "--", prompt]
   },
   parseLine: (line) => parseJsonLine(line, codexEvent),
+}
+
+/** A TOML basic string: the escapes JSON writes (quote, backslash, \n, \uXXXX) are TOML's too. */
+function tomlString(value: string): string {
+  return JSON.stringify(value)
 }
 
 function codexEvent(event: Record<string, unknown>): AgentEvent[] {
@@ -38,7 +84,7 @@ function codexEvent(event: Record<string, unknown>): AgentEvent[] {
       // input_tokens already includes cached_input_tokens. The counts are the thread's running totals: on
       // `exec resume` they include every earlier turn, so the runner subtracts what it saw last.
       const u = obj(event.usage)
-      return usage(num(u.input_tokens), num(u.output_tokens), undefined, ["tokens"])
+      return usage({ input: num(u.input_tokens), output: num(u.output_tokens), cacheRead: num(u.cached_input_tokens) }, ["tokens"])
     }
     case "turn.failed":
       return [{ type: "error", message: str(obj(event.error).message) ?? "turn failed" }]

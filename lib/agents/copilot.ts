@@ -5,8 +5,20 @@
 // writes: so flow picks a new session's id and records it before Copilot starts (`--session-id` sets the
 // UUID of a new session and resumes an existing one). No tokens are reported; session.start and
 // assistant.usage are still read in case a later version writes them.
+import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
+
+/**
+ * Copilot's words for a refused request (1.0.102 against a server answering 429: a session.error of errorType
+ * rate_limit, `Failed to get response from the AI model; retried 5 times ... Last error: 429 Rate limit
+ * reached for requests. Please try again in 20s.`; its bundle's `You've been rate limited on the current model`).
+ */
+export const COPILOT_LIMITS: readonly LimitPattern[] = [
+  { kind: "quota", pattern: /quota|premium requests|usage limit/i },
+  { kind: "rate", pattern: /been rate limited|Last error: 429\b/i },
+  ...HTTP_LIMITS,
+]
 
 export const copilot: Adapter = {
   cli: "copilot",
@@ -15,6 +27,7 @@ export const copilot: Adapter = {
   testedVersion: "1.0.102",
   canResume: true,
   choosesSessionId: true,
+  limits: COPILOT_LIMITS,
   argv({ prompt, sessionId, newSessionId, model, extraArgs = [] }) {
     const id = sessionId ?? newSessionId
     return [
@@ -51,7 +64,13 @@ function copilotEvent(event: Record<string, unknown>): AgentEvent[] {
     case "assistant.usage":
       // One per model call (not a running total). data.cost is Copilot's premium-request multiplier, not
       // dollars: not reported as costUsd.
-      return usage(num(data.inputTokens), num(data.outputTokens))
+      return usage({
+        input: num(data.inputTokens),
+        output: num(data.outputTokens),
+        cacheRead: num(data.cacheReadTokens),
+        cacheWrite: num(data.cacheWriteTokens),
+        model: str(data.model),
+      })
     case "session.error":
       return [{ type: "error", message: str(data.message) ?? "error" }]
     case "result": {

@@ -1,5 +1,6 @@
 // Cursor's agent CLI in print mode with stream-json output. Not on npm, so checked against its documentation
 // only (cursor.com/docs/cli/reference/output-format), not a binary.
+import { HTTP_LIMITS } from "./limits"
 import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -9,6 +10,8 @@ export const cursor: Adapter = {
   install: "install Cursor's agent CLI (cursor-agent): see cursor.com/docs/cli",
   testedVersion: "docs 2026 (cursor.com/docs/cli output-format; no binary checked)",
   canResume: true,
+  // Its documentation names no wording of a refusal: the API's own words, as every CLI passes them on.
+  limits: HTTP_LIMITS,
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "cursor-agent",
@@ -50,7 +53,7 @@ function cursorEvent(event: Record<string, unknown>): AgentEvent[] {
       const out: AgentEvent[] = []
       if (event.is_error === true) out.push({ type: "error", message: str(event.result) || String(event.subtype ?? "error") })
       const u = obj(event.usage) // not documented today; read when present
-      out.push(...usage(num(u.input_tokens ?? u.inputTokens), num(u.output_tokens ?? u.outputTokens)))
+      out.push(...usage({ input: num(u.input_tokens ?? u.inputTokens), output: num(u.output_tokens ?? u.outputTokens) }))
       return out
     }
     default:

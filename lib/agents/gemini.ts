@@ -1,6 +1,20 @@
 // Gemini CLI headless mode with stream-json output (checked against @google/gemini-cli 0.61.0).
-import { num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { join } from "node:path"
+import { HTTP_LIMITS, type LimitPattern } from "./limits"
+import { isObject, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
+
+/**
+ * Gemini CLI's words for a refused request (0.61.0's bundle, packages/core/src/utils/googleQuotaErrors.ts,
+ * and a headless run against a server answering 429): `You have exhausted your daily quota on this model.`,
+ * the API's `RESOURCE_EXHAUSTED` (`API error 429 RESOURCE_EXHAUSTED: ...` once the adapter has read it) with
+ * `Please retry in 2.5s` or `Suggested retry after 43s.`, and capacity `MODEL_CAPACITY_EXHAUSTED`.
+ */
+export const GEMINI_LIMITS: readonly LimitPattern[] = [
+  { kind: "quota", pattern: /exhausted your (?:daily )?quota|RESOURCE_EXHAUSTED|quota exceeded|exceeded your current quota/i },
+  { kind: "overloaded", pattern: /exhausted your capacity|capacity exceeded|MODEL_CAPACITY_EXHAUSTED|\b503\b|UNAVAILABLE/i },
+  ...HTTP_LIMITS,
+]
 
 export const gemini: Adapter = {
   cli: "gemini",
@@ -12,6 +26,22 @@ export const gemini: Adapter = {
   stderrNoise: [/^Warning: 256-color support not detected/, /^YOLO mode is enabled/, /^Ripgrep is not available/, /^Loaded cached credentials/],
   // A session whose first turn failed (a rejected key) was announced but never saved: resuming it fails.
   lostSession: /^Error resuming session/,
+  limits: GEMINI_LIMITS,
+  // Gemini CLI has no MCP flag; it reads `mcpServers` from settings files in layers (system defaults, user,
+  // workspace, system), merged key by key. The system layers are skipped unless every folder above the file is
+  // owned by root, and the user's is the user's own; the workspace's, <cwd>/.gemini/settings.json, is in the
+  // worktree, so flow's .gemini folder ignores itself (.gitignore `*`) and no commit of the agent takes it. `trust` skips the confirmation of each call, which nobody could give;
+  // `timeout` (ms; the default is 10 minutes) lets flow_ask wait for a person.
+  mcp(server, { cwd }) {
+    const settings = {
+      mcpServers: { [server.name]: { command: server.command, args: server.args, env: server.env, trust: true, timeout: MCP_CALL_TIMEOUT_MS } },
+    }
+    return {
+      files: { [join(cwd, ".gemini", ".gitignore")]: "*\n", [join(cwd, ".gemini", "settings.json")]: `${JSON.stringify(settings, null, 2)}\n` },
+      // What --skip-trust sets, but only after the settings were read (0.61.0): too late for the workspace's.
+      env: { GEMINI_CLI_TRUST_WORKSPACE: "true" },
+    }
+  },
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "gemini",
@@ -38,7 +68,9 @@ function geminiEvent(event: Record<string, unknown>): AgentEvent[] {
   switch (event.type) {
     case "init": {
       const id = str(event.session_id)
-      return id ? [{ type: "session", id }] : []
+      const model = str(event.model)
+      // "auto" is the router: which model answered is in the result's per-model stats.
+      return id ? [{ type: "session", id, ...(model && model !== "auto" ? { model } : {}) }] : []
     }
     case "message":
       return event.role === "assistant" ? text(event.content) : [] // the user's echo of the prompt is not news
@@ -50,7 +82,14 @@ function geminiEvent(event: Record<string, unknown>): AgentEvent[] {
       const stats = obj(event.stats)
       const out: AgentEvent[] = []
       if (event.status === "error") out.push({ type: "error", message: apiError(str(obj(event.error).message) ?? "error") })
-      out.push(...usage(num(stats.input_tokens), num(stats.output_tokens)))
+      // input_tokens includes `cached`; `models` splits them per model (the router may use two), so each can be priced.
+      const models = Object.entries(isObject(stats.models) ? stats.models : {}).filter(([, m]) => (num(obj(m).total_tokens) ?? 0) > 0)
+      if (models.length > 0) {
+        for (const [model, m] of models)
+          out.push(...usage({ input: num(obj(m).input_tokens), output: num(obj(m).output_tokens), cacheRead: num(obj(m).cached), model }))
+      } else {
+        out.push(...usage({ input: num(stats.input_tokens), output: num(stats.output_tokens), cacheRead: num(stats.cached) }))
+      }
       return out
     }
     default:

@@ -1,5 +1,6 @@
 // Goose `run` with stream-json output (checked against goose 1.50.0's documentation and source; goose is
 // not on npm, so no binary was checked).
+import { HTTP_LIMITS } from "./limits"
 import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -12,6 +13,8 @@ export const goose: Adapter = {
   // run got, so flow cannot learn it: every step starts a fresh session with the full task context.
   canResume: false,
   env: { GOOSE_MODE: "auto" }, // approve every tool call: nobody is there to answer
+  // Its documentation names no wording of a refusal: the provider's own words, as every CLI passes them on.
+  limits: HTTP_LIMITS,
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     if (sessionId) throw new Error("goose cannot resume a session through flow (canResume is false)")
     return [
@@ -46,7 +49,7 @@ function gooseEvent(event: Record<string, unknown>): AgentEvent[] {
     case "error":
       return [{ type: "error", message: str(event.error) ?? "error" }]
     case "complete":
-      return usage(num(event.input_tokens), num(event.output_tokens), num(event.cost_usd))
+      return usage({ input: num(event.input_tokens), output: num(event.output_tokens), cost: num(event.cost_usd) })
     default:
       return [] // notification (extension logs and progress)
   }

@@ -11,13 +11,18 @@ import { goose } from "./goose"
 import { opencode } from "./opencode"
 import type { Adapter } from "./types"
 
-export type { Adapter, AgentEvent, LaunchOptions } from "./types"
+export type { Adapter, AgentEvent, LaunchOptions, McpHandOver, McpServerSpec } from "./types"
 export { commandAdapter } from "./command"
 
 const BUILT_IN: Record<string, Adapter> = { claude, codex, gemini, opencode, cursor, copilot, goose }
 
 /** Every adapter name `cli:` accepts, in the order the docs list them. */
 export const AGENT_CLIS: readonly string[] = [...Object.keys(BUILT_IN), "command"]
+/** The CLIs flow can hand its MCP server to (flow.yaml `mcp: true`). */
+export const MCP_CLIS: readonly string[] = Object.values(BUILT_IN)
+  .filter((a) => a.mcp !== undefined)
+  .map((a) => a.cli)
+
 /** With flow's built-in offline agent, which needs no adapter (lib/run/script-agent.ts). */
 const KNOWN: readonly string[] = ["script", ...AGENT_CLIS]
 

@@ -1,6 +1,18 @@
 // OpenCode `run --format json` (checked against opencode-ai 1.18.33): one JSON object per finished part.
+import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
-import type { Adapter, AgentEvent } from "./types"
+import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
+
+/**
+ * OpenCode's words for a refused request (1.18.33's binary): its own plans' `Usage limit reached. It will
+ * reset in 2 hours 5 minutes.`, a provider's `Too Many Requests` / `Rate limit exceeded` and `Provider is
+ * overloaded` (it retries those itself first).
+ */
+export const OPENCODE_LIMITS: readonly LimitPattern[] = [
+  { kind: "quota", pattern: /usage limit reached|insufficient_quota/i },
+  { kind: "overloaded", pattern: /Provider is overloaded/i },
+  ...HTTP_LIMITS,
+]
 
 export const opencode: Adapter = {
   cli: "opencode",
@@ -11,6 +23,15 @@ export const opencode: Adapter = {
   // `run` joins its message arguments after wrapping each one holding a space in quotes (and escaping its
   // quotes), so an argv prompt reaches the model altered; with no message argument it reads stdin as is.
   promptOnStdin: true,
+  limits: OPENCODE_LIMITS,
+  // OPENCODE_CONFIG_CONTENT is a config of its own, merged over the user's and the project's: the server is
+  // added without a file in the worktree (where opencode.json would be) or a change to the user's config.
+  // `timeout` is per request, 5 s by default (1.18.33's schema): flow_ask waits for a person.
+  mcp(server) {
+    const entry = { type: "local", command: [server.command, ...server.args], environment: server.env, enabled: true, timeout: MCP_CALL_TIMEOUT_MS }
+    const config = { mcp: { [server.name]: entry } }
+    return { env: { OPENCODE_CONFIG_CONTENT: JSON.stringify(config) } }
+  },
   argv({ sessionId, model, extraArgs = [] }) {
     return [
       "opencode",
@@ -43,7 +64,13 @@ function opencodeEvent(event: Record<string, unknown>): AgentEvent[] {
     case "step_finish": {
       const tokens = obj(part.tokens)
       const cache = obj(tokens.cache)
-      return usage(sum(tokens.input, cache.read, cache.write), num(tokens.output), num(part.cost))
+      return usage({
+        input: sum(tokens.input, cache.read, cache.write),
+        output: num(tokens.output),
+        cacheRead: num(cache.read),
+        cacheWrite: num(cache.write),
+        cost: num(part.cost),
+      })
     }
     case "error": {
       const error = obj(event.error)

@@ -51,17 +51,23 @@ export function sum(...values: unknown[]): number | undefined {
   return nums.length === 0 ? undefined : nums.reduce((a, b) => a + b, 0)
 }
 
+/** What one report says, each count undefined when it was not reported. */
+export type Reported = { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; cost?: number; model?: string }
+
 /**
- * A usage event with only the fields that were reported; none when nothing was. `totals`: the fields the CLI
- * reports as session running totals (see UsageEvent), kept only for fields present.
+ * A usage event with only the fields that were reported; none when no count or cost was. `totals`: the fields
+ * the CLI reports as session running totals (see UsageEvent), kept only for fields present.
  */
-export function usage(inputTokens?: number, outputTokens?: number, costUsd?: number, totals: readonly UsageField[] = []): AgentEvent[] {
+export function usage(r: Reported, totals: readonly UsageField[] = []): AgentEvent[] {
   const event: UsageEvent = { type: "usage" }
-  if (inputTokens !== undefined) event.inputTokens = inputTokens
-  if (outputTokens !== undefined) event.outputTokens = outputTokens
-  if (costUsd !== undefined) event.costUsd = costUsd
+  if (r.input !== undefined) event.inputTokens = r.input
+  if (r.output !== undefined) event.outputTokens = r.output
+  if (r.cacheRead !== undefined && r.cacheRead > 0) event.cacheReadTokens = r.cacheRead
+  if (r.cacheWrite !== undefined && r.cacheWrite > 0) event.cacheWriteTokens = r.cacheWrite
+  if (r.cost !== undefined) event.costUsd = r.cost
   if (Object.keys(event).length === 1) return []
-  const present = totals.filter((f) => (f === "cost" ? costUsd !== undefined : inputTokens !== undefined || outputTokens !== undefined))
+  if (r.model) event.model = r.model
+  const present = totals.filter((f) => (f === "cost" ? r.cost !== undefined : r.input !== undefined || r.output !== undefined))
   if (present.length > 0) event.totals = present
   return [event]
 }

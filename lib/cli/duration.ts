@@ -10,6 +10,9 @@ const UNITS = [
 
 const SHAPE = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/
 
+/** What parseDuration accepts, as one pattern for schemas: the shape above, not empty and not zero. */
+export const DURATION_PATTERN = /^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/
+
 /** Milliseconds of `90s`, `30m`, `2h`, `1d` or a combination in that order (`1h30m`); a usage error otherwise. */
 export function parseDuration(text: string, label: string): number {
   const m = SHAPE.exec(text.trim())

@@ -27,6 +27,17 @@ export function processCpuTicks(pid: number): number | undefined {
   }
 }
 
+/** Whether process `pid` is stopped (SIGSTOP, Ctrl-Z, a debugger: state T or t), or undefined when unknown. */
+export function isProcessStopped(pid: number): boolean | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const state = stat[stat.lastIndexOf(")") + 2]
+    return state === "T" || state === "t"
+  } catch {
+    return undefined
+  }
+}
+
 let boot: string | undefined | null = null
 
 /** This boot's id (Linux), so that a record written before a reboot is known to be dead. */

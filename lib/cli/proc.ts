@@ -64,6 +64,9 @@ export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
   let timer: Timer | undefined
   const onAbort = () => {
     kill("SIGTERM")
+    // A stopped process (SIGSTOP, Ctrl-Z) keeps SIGTERM pending until it continues: it continues now, and
+    // goes as asked rather than by SIGKILL.
+    kill("SIGCONT")
     timer = setTimeout(() => kill("SIGKILL"), opts.graceMs ?? 3_000)
   }
   if (opts.signal?.aborted) onAbort()

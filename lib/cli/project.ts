@@ -3,7 +3,7 @@
 import { existsSync, statSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import type { Ctx } from "./context"
-import { Exit, FlowError } from "./errors"
+import { Exit, FlowError, usage } from "./errors"
 
 export type Project = {
   dir: string
@@ -55,4 +55,15 @@ export function isDir(path: string): boolean {
   } catch {
     return false
   }
+}
+
+/**
+ * A folder named on the command line (`-C`, `init`, `repo worktree`), resolved; one that is missing or not a
+ * folder is a bad value: a usage error (exit 2) naming it as given and, when that differs, as resolved.
+ */
+export function folderArgument(given: string, resolved: string, hint?: string): string {
+  const stat = statSync(resolved, { throwIfNoEntry: false })
+  if (stat?.isDirectory()) return resolved
+  const named = given === resolved ? given : `${given} (${resolved})`
+  throw usage(stat ? `${named} is not a folder` : `the folder ${named} does not exist`, hint)
 }

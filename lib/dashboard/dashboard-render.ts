@@ -9,8 +9,11 @@ import { sanitize, textWidth, truncate } from "../terminal/screen"
 import { TASK_STATUSES } from "../model/statuses"
 import { oneLine } from "../graph/task-lines"
 import { usageCell, usageText } from "../run/usage"
+import { budgetText } from "../run/budget-report"
+import { clockTime } from "../run/log"
 
 export type RenderOptions = {
+  /** Infinity: nothing is cut (piped output) */
   width: number
   /** at most this many lines: the last one then says there is more */
   height?: number
@@ -40,7 +43,8 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   const right = o.intervalSeconds === undefined ? `at ${time}` : `updated ${time}, every ${o.intervalSeconds}s; q quits`
   const left = `flow dashboard: ${r.project}`
   const room = w - textWidth(left) - textWidth(right)
-  out.push(fit(room >= 2 ? [[left, c.bold], " ".repeat(room), [right, c.dim]] : [[left, c.bold], GAP, [right, c.dim]], w))
+  // Piped output is not cut (width Infinity): the time then follows the name.
+  out.push(fit(room >= 2 && room !== Infinity ? [[left, c.bold], " ".repeat(room), [right, c.dim]] : [[left, c.bold], GAP, [right, c.dim]], w))
   out.push("")
 
   const filled = r.counts.total === 0 ? 0 : Math.round((r.counts.done * BAR_WIDTH) / r.counts.total)
@@ -63,9 +67,11 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   )
   // Only once an agent reported something: scripted and `command` agents report nothing.
   const spent = usageText(r.usage.total)
-  if (spent) {
+  const runBudget = budgetText(r.usage.budget)
+  if (spent || runBudget) {
     const run = usageText(r.usage.run)
-    out.push(fit([["Usage", c.bold], `: ${run ? `last run ${run}; ` : ""}all runs ${spent}`], w))
+    const budget = runBudget ? `${spent ? "; " : ""}run budget: ${runBudget} in the last run` : ""
+    out.push(fit([["Usage", c.bold], `: ${spent ? `${run ? `last run ${run}; ` : ""}all runs ${spent}` : ""}${budget}`], w))
   }
   out.push("")
 
@@ -79,14 +85,14 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
     out.push(...table(rows, w, [false, false, true, false]), "")
   }
 
-  // The command first, so a narrow window clips the list of ids rather than what to run.
-  const needs: Part[][] = []
-  if (r.questions > 0) needs.push(["  ", ["flow questions", c.cyan], `  ${plural(r.questions, "question")} waiting for an answer`])
-  if (r.review.length > 0)
-    needs.push(["  ", ["flow view", c.cyan], `       ${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
-  for (const l of r.landing) needs.push(["  ", [`flow show ${l.task}`, c.cyan], "  ", ["landing waits", c.yellow], `: ${l.reason}`])
+  const needs = needsYou(r, c)
   if (needs.length === 0) out.push(fit([["Needs you", c.bold], ": nothing"], w))
-  else out.push(fit([["Needs you", c.bold], ":"], w), ...needs.map((parts) => fit(parts, w)))
+  else {
+    // The command first, so a narrow window clips the list of ids rather than what to run.
+    const cw = Math.max(...needs.map(([command]) => textWidth(sanitize(command))))
+    out.push(fit([["Needs you", c.bold], ":"], w))
+    for (const [command, ...text] of needs) out.push(fit(["  ", [command, c.cyan], " ".repeat(cw - textWidth(sanitize(command))), GAP, ...text], w))
+  }
   out.push("")
 
   const run = r.run ? ([`flow run live (pid ${r.run.pid})`, c.green] as const) : (["no flow run", c.dim] as const)
@@ -99,8 +105,15 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
       t.agent ?? "-",
       t.seconds === null ? "-" : formatDuration(t.seconds * 1000),
       t.step ? `step ${t.step.current}/${t.step.total}` : "",
-      t.live === null ? "" : t.live ? ["live", c.green] : ["stopped", c.yellow],
-      usageCell(t.usage),
+      t.parked_until
+        ? [`parked until ${clockTime(new Date(t.parked_until))}`, c.yellow]
+        : t.live === null
+          ? ""
+          : t.live
+            ? ["live", c.green]
+            : ["stopped", c.yellow],
+      // Spend beside the cap where the task has one (docs/BUDGETS.md), else the cost or tokens alone.
+      budgetText(t.budget) ?? usageCell(t.usage),
     ])
     out.push(...table(rows, w, [false, false, false, true, false, false, true]))
   }
@@ -124,6 +137,22 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   if (o.height !== undefined && out.length > o.height)
     return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
   return out
+}
+
+/** How many blocked tasks "Needs you" lists one by one; the rest are counted on one line. */
+const BLOCKED_ROWS = 5
+
+/** What waits for a person, a row each: the command to run, then what it is about. */
+function needsYou(r: DashboardReport, c: Colours): [command: string, ...text: Part[]][] {
+  const rows: [string, ...Part[]][] = []
+  if (r.questions > 0) rows.push(["flow questions", `${plural(r.questions, "question")} waiting for an answer`])
+  if (r.review.length > 0) rows.push(["flow view", `${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
+  for (const l of r.landing) rows.push([`flow show ${l.task}`, ["landing waits", c.yellow], `: ${l.reason}`])
+  const shown = r.blocked.length > BLOCKED_ROWS ? r.blocked.slice(0, BLOCKED_ROWS - 1) : r.blocked
+  for (const b of shown) rows.push([`flow show ${b.id}`, ["blocked", c.red], `: ${b.note ?? "no note says why"}`])
+  const more = r.blocked.length - shown.length
+  if (more > 0) rows.push(["flow list blocked", `${more} more blocked task${more === 1 ? "" : "s"}`])
+  return rows
 }
 
 /** Each target's merge queue: a candidate a line, in queue order, the failed ones last (docs/DASHBOARD.md). */
@@ -193,10 +222,10 @@ function table(rows: readonly (readonly Part[])[], width: number, alignRight: re
 /** Items side by side two spaces apart, indented two, on as many lines as the width needs. */
 function pack(items: readonly Part[], width: number): string[] {
   const lines: Part[][] = []
-  let used = Infinity
+  let used = 0
   for (const item of items) {
     const iw = textWidth(typeof item === "string" ? item : item[0])
-    if (used + GAP.length + iw > width) {
+    if (lines.length === 0 || used + GAP.length + iw > width) {
       lines.push(["  ", item])
       used = 2 + iw
     } else {

@@ -4,30 +4,33 @@ import { basename } from "node:path"
 import { waitsForReview } from "../graph/checkpoint"
 import { isoSeconds, parseTimestamp } from "../cli/clock"
 import type { DashboardReport, LandingWait, MergeQueueReport } from "../model/json-shapes"
-import { lockHolder } from "../store/lock"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
-import { runLockTarget, type Project } from "../cli/project"
+import type { Project } from "../cli/project"
 import { currentStep } from "../run/prompt"
 import { readQueues } from "../run/queue-report"
 import { landingWaitsOf } from "../run/landing-waits"
-import { openExistingState, type AgentRecord } from "../run/state-db"
+import { openExistingState } from "../run/state-db"
+import { liveRun, NO_WORK, workedBy, workFrom, type WorkLedger } from "../run/worked-by"
 import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../run/usage"
+import { type BudgetState, NO_BUDGET_STATE, readBudgetState, runBudgetFrom, taskBudgetFrom } from "../run/budget-report"
+import { readBudgetConfig } from "../store/budget-config"
 
 /** How many done tasks "Recently completed" lists. */
 export const RECENT_LIMIT = 10
 
 /** What the state database and the run lock say now; everything but tasks.yaml. */
 export type RuntimeState = {
-  agents: AgentRecord[]
   questions: number
   run: { pid: number; since: string } | null
-  /** each task's last end in a run: a task left in progress there was stopped with the run */
-  ends: Map<string, { agent: string | null; at: string; status: string }>
+  /** who works or worked on each task (lib/run/worked-by.ts) */
+  work: WorkLedger
   usage: UsageTotals
   /** the merge queues of the live or last run */
   queue: MergeQueueReport
+  /** spend and caps (docs/BUDGETS.md), parked tasks */
+  budget: BudgetState
   /** the landings of the live run that wait for the person */
   landing: LandingWait[]
 }
@@ -35,23 +38,24 @@ export type RuntimeState = {
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
 export async function readRuntime(project: Project): Promise<RuntimeState> {
   const db = await openExistingState(project)
-  let agents: AgentRecord[] = []
+  const run = liveRun(project)
   let questions = 0
-  let ends: RuntimeState["ends"] = new Map()
+  let work: WorkLedger = { ...NO_WORK, run }
   let usage = NO_USAGE
   let queue: MergeQueueReport = []
+  const config = await readBudgetConfig(project.dir)
+  let budget: BudgetState = { ...NO_BUDGET_STATE, config }
   let landing: LandingWait[] = []
-  const holder = lockHolder(runLockTarget(project))
   if (db) {
     using open = db
-    agents = await open.agents.list()
     questions = (await open.questions.pending()).length
-    ends = await open.events.lastTaskEnds()
+    work = await workFrom(open, run)
     usage = await usageFrom(open)
     queue = await readQueues(open)
-    if (holder) landing = [...(await landingWaitsOf(open, holder.pid)).values()]
+    budget = await readBudgetState(open, config)
+    if (run) landing = [...(await landingWaitsOf(open, run.pid)).values()]
   }
-  return { agents, questions, run: holder ? { pid: holder.pid, since: holder.since } : null, ends, usage, queue, landing }
+  return { questions, run, work, usage, queue, budget, landing }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -62,7 +66,6 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
   for (const t of tasks) counts[t.status]++
   const total = tasks.length
   const groupOf = phaseGroupOf(index)
-  const working = new Map(runtime.agents.filter((a) => a.current_task !== null).map((a) => [a.current_task as string, a.name]))
   const secondsSince = (iso: string | undefined) => {
     const at = parseTimestamp(iso)
     return at === undefined ? null : Math.max(0, Math.floor((now - at) / 1000))
@@ -75,18 +78,22 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     running: tasks
       .filter((t) => t.status === "in_progress" || t.status === "assigned")
       .map((t) => {
-        const stopped = working.has(t.id) ? undefined : stoppedWith(t, runtime)
+        // An agent that left the task ("ended") is history: the one it is restricted to is shown then.
+        const w = workedBy(t, runtime.work)
+        const held = w !== null && w.state !== "ended"
         return {
           id: t.id,
           title: t.title,
           phase: groupOf(t),
           status: t.status,
-          agent: working.get(t.id) ?? stopped?.agent ?? t.agent_name ?? null,
+          agent: held ? w.agent : (t.agent_name ?? null),
           started_at: t.started_at ?? null,
           seconds: secondsSince(t.started_at),
           step: stepPosition(t),
-          live: working.has(t.id) ? runtime.run !== null : stopped ? false : null,
+          live: held ? w.state === "working" : null,
           usage: runtime.usage.byTask.get(t.id) ?? null,
+          budget: taskBudgetFrom(runtime.budget, t),
+          parked_until: runtime.budget.parked.get(t.id) ?? null,
         }
       }),
     recent: tasks
@@ -105,8 +112,9 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
       })),
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
+    blocked: tasks.filter((t) => t.status === "blocked").map((t) => ({ id: t.id, title: t.title, note: blockNote(t) })),
     run: runtime.run,
-    usage: { run: runtime.usage.run, total: runtime.usage.total },
+    usage: { run: runtime.usage.run, total: runtime.usage.total, budget: runBudgetFrom(runtime.budget) },
     queue: runtime.queue,
     landing: runtime.landing,
   }
@@ -142,15 +150,12 @@ function phaseCounts(project: Project, data: TaskFile, tasks: Task[], groupOf: (
 }
 
 /**
- * The run's end of a task that a stopped run left in progress (the next `flow run` resumes it), unless the
- * task was started again since (by hand, or by an agent outside a run).
+ * Why a blocked task waits, as one line: the first line of its last note. A block (by an agent, a failed
+ * check, a conflict, a person) appends its reason as the newest note; older notes are history.
  */
-function stoppedWith(task: Task, runtime: RuntimeState): { agent: string | null } | undefined {
-  const end = runtime.ends.get(task.id)
-  if (!end || end.status !== task.status) return undefined
-  const started = parseTimestamp(task.started_at)
-  const ended = parseTimestamp(end.at)
-  return started !== undefined && ended !== undefined && started > ended ? undefined : end
+function blockNote(task: Task): string | null {
+  const line = task.ai_notes?.at(-1)?.trim().split("\n", 1)[0].trim()
+  return line ? line : null
 }
 
 /** The current step as `k` of `n` (the last when every step is done); null for a task without steps. */

@@ -3,10 +3,13 @@
 import type { TaskSummary } from "../model/json-shapes"
 import type { Task } from "../model/task-index"
 
-/** `[<status>] <id> <title>` then ` (depends: a, b)` when the task has dependencies; `status` words it otherwise. */
+/**
+ * `[<status>] <id> <title>` then ` (depends: a, b)` when the task has dependencies and ` (checkpoint)` when
+ * it waits for a person's review (SPEC 3.2 rule 5); `status` words the status otherwise.
+ */
 export function taskLine(task: Task, status: string = task.status): string {
   const deps = task.depends_on
-  return `[${status}] ${task.id} ${oneLine(task.title)}${deps && deps.length > 0 ? ` (depends: ${deps.join(", ")})` : ""}`
+  return `[${status}] ${task.id} ${oneLine(task.title)}${deps && deps.length > 0 ? ` (depends: ${deps.join(", ")})` : ""}${task.checkpoint === true ? " (checkpoint)" : ""}`
 }
 
 /** A title written as a multi-line string would break "one line per task", which scripts rely on. */

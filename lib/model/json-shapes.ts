@@ -11,6 +11,8 @@ export const Finding = type({
   "column?": "number",
   "hint?": "string",
   "task_id?": "string",
+  /** how many equal findings (same kind, same task) this one stands for, when more than one */
+  "count?": "number",
 })
 export type Finding = typeof Finding.infer
 
@@ -51,6 +53,8 @@ export const Question = type({
   task_id: "string",
   agent: "string | null",
   text: "string",
+  /** null: an agent asked it; `budget:usd`, `budget:tokens`, `budget:minutes`: flow asks for more budget (docs/BUDGETS.md) */
+  kind: "string | null",
   asked_at: "string",
   answer: "string | null",
   answered_at: "string | null",
@@ -65,12 +69,34 @@ export type QuestionsReport = typeof QuestionsReport.infer
  * Tokens and cost summed from the agents' reports (docs/AGENTS.md "Tokens and cost"). A field is absent when
  * no report had it (Gemini and Codex report no cost); where nothing was reported at all, outputs say null.
  */
-export const Usage = type({ "input_tokens?": "number", "output_tokens?": "number", "cost_usd?": "number" })
+export const Usage = type({
+  "input_tokens?": "number",
+  "output_tokens?": "number",
+  "cost_usd?": "number",
+  /** true when some of cost_usd is flow's estimate from a model's price (the CLI reported tokens only: docs/BUDGETS.md) */
+  "cost_estimated?": "boolean",
+})
 export type Usage = typeof Usage.infer
 
-/** The latest `flow run`'s usage (since its start) and every run's; each null when nothing was reported. */
-export const RunUsage = type({ run: Usage.or("null"), total: Usage.or("null") })
+/** One unit of a budget: what was spent (dollars; tokens as billed; minutes of agent turns) and the cap. */
+const BudgetLine = type({ spent: "number", cap: "number" })
+/**
+ * Spend beside the caps of a budget (docs/BUDGETS.md), per unit that has a cap: a task's over every run (its
+ * cap with what people granted), an agent's and the run's in the latest run. null where nothing is capped.
+ */
+export const BudgetReport = type({ "usd?": BudgetLine, "tokens?": BudgetLine, "minutes?": BudgetLine })
+export type BudgetReport = typeof BudgetReport.infer
+
+/**
+ * The latest `flow run`'s usage (since its start) and every run's; each null when nothing was reported.
+ * `budget`: the latest run's spend beside flow.yaml's budget.run (null without one).
+ */
+export const RunUsage = type({ run: Usage.or("null"), total: Usage.or("null"), budget: BudgetReport.or("null") })
 export type RunUsage = typeof RunUsage.infer
+
+/** An agent parked by its CLI's usage limit: until when (ISO), the CLI's words, and the task that waits for it. */
+export const Parked = type({ until: "string", reason: "string", task: "string | null" })
+export type Parked = typeof Parked.infer
 
 // --- list, show, next ---
 
@@ -90,11 +116,33 @@ export const TaskSummary = type({
 })
 export type TaskSummary = typeof TaskSummary.infer
 
+/**
+ * The agent of a `flow run` that holds a task or held it last (lib/run/worked-by.ts, docs/CLI.md "Who works
+ * on a task"), apart from `agent_name`, which only restricts who may take it. `working`: an agent of the live
+ * run holds it; `stopped`: its run is gone and the next `flow run` resumes it; `ended`: the agent left it, at
+ * `ended_at`, in `ended_status` (both null while an agent holds it).
+ */
+export const WorkedBy = type({
+  agent: "string",
+  state: "'working' | 'stopped' | 'ended'",
+  ended_at: "string | null",
+  ended_status: "string | null",
+})
+export type WorkedBy = typeof WorkedBy.infer
+
+/** One task of `flow list --json`: its summary and who works or worked on it (null when no run had it). */
+export const ListedTask = TaskSummary.and({ worked_by: WorkedBy.or("null") })
+export type ListedTask = typeof ListedTask.infer
+
 /** `flow list --json`: one entry per group shown; `title` is the group's header line as printed. */
 export const ListReport = type({
-  phases: type({ phase: "number | null", title: "string", tasks: TaskSummary.array() }).array(),
+  phases: type({ phase: "number | null", title: "string", tasks: ListedTask.array() }).array(),
 })
 export type ListReport = typeof ListReport.infer
+
+/** A task as stored in tasks.yaml (keys flow does not know included), without its `subtasks`. */
+export const StoredTask = Task.omit("subtasks")
+export type StoredTask = typeof StoredTask.infer
 
 /**
  * A landing that waits for the person (docs/RUN.md, "Landing"): the task's merge passed, but something of theirs
@@ -108,10 +156,11 @@ export type LandingWait = typeof LandingWait.infer
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
  * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
- * ancestor's), that phase's title in plan.md and the tokens and cost its agents reported.
+ * ancestor's), that phase's title in plan.md, the tokens and cost its agents reported, and the agent that
+ * works or worked on it.
  */
 export const ShowReport = type({
-  task: Task.omit("subtasks"),
+  task: StoredTask,
   subtasks: TaskSummary.array(),
   dependencies: type({ id: "string", status: TaskStatusValue }).array(),
   dependents: "string[]",
@@ -121,6 +170,9 @@ export const ShowReport = type({
   phase_title: "string | null",
   /** tokens and cost its agents reported (this task's turns only, not its subtasks'); null when none */
   usage: Usage.or("null"),
+  /** its spend beside its budget (flow.yaml's budget.task, its own `budget:`, what people granted); null when uncapped */
+  budget: BudgetReport.or("null"),
+  worked_by: WorkedBy.or("null"),
   /** what its landing waits for in the live run; null when it does not wait */
   landing_wait: LandingWait.or("null"),
 })
@@ -138,9 +190,28 @@ export const AgentsReport = type({
     completed: "number",
     /** tokens and cost the agent reported over every run; null when none */
     usage: Usage.or("null"),
+    /** its spend in the latest run beside flow.yaml's budget.agent; null without one */
+    budget: BudgetReport.or("null"),
+    /** parked by its CLI's usage limit (until a time still to come); null when not */
+    parked: Parked.or("null"),
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
+
+// --- the commands that change tasks ---
+
+/**
+ * `flow ready|start|done|block|todo|note|assign|step start|step done --json`: what the one write did.
+ * `changes` are the status lines of the text output, in order ([] when nothing moved: the task was already
+ * there, or the command changes no status); `tasks` are the command's task and each task a change names (a
+ * step's task for a step), as stored after the write; `notes` are what the text output says on stderr.
+ */
+export const WriteReport = type({
+  changes: type({ id: "string", from: "string", to: "string", reason: "string | null" }).array(),
+  tasks: StoredTask.array(),
+  notes: "string[]",
+})
+export type WriteReport = typeof WriteReport.infer
 
 // --- generate, plan, refine ---
 
@@ -207,7 +278,7 @@ export type RefineReport = typeof RefineReport.infer
 // --- flow view's JSON API (lib/view/app.ts, docs/VIEW.md) ---
 
 /** One task of the inspector's graph: its `flow list --json` form and what the page draws besides. */
-export const GraphTask = TaskSummary.and({
+export const GraphTask = ListedTask.and({
   validation_task_id: "string | null",
   steps: { done: "number", total: "number" },
   /** a checkpoint whose dependencies and subtasks are done: it waits for a person (SPEC 3.2 rule 5) */
@@ -227,7 +298,12 @@ export const ViewTasksReport = type({
 export type ViewTasksReport = typeof ViewTasksReport.infer
 
 /** GET /api/tasks/:id: `flow show --json` and the prompts an agent receives for the task. */
-export const ViewTaskReport = ShowReport.and({ prompt: "string", resume_prompt: "string | null" })
+export const ViewTaskReport = ShowReport.and({
+  prompt: "string",
+  resume_prompt: "string | null",
+  /** when its agent's usage limit resets: the task waits for it (ISO); null when not parked */
+  parked_until: "string | null",
+})
 export type ViewTaskReport = typeof ViewTaskReport.infer
 
 // --- dashboard ---
@@ -261,7 +337,8 @@ const statusCounts = Object.fromEntries(TASK_STATUSES.map((s) => [s, "number"]))
  * `running` are the assigned and in-progress tasks in file order: `agent` is the one a run has working on it
  * (else the task's agent_name), `seconds` the time since started_at, `step` the current step's position,
  * `live` whether the run that has it is still alive (null when no run recorded it). `recent` are the last
- * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person; `run` is
+ * 10 done tasks by completed_at, newest first. `review` names the checkpoints waiting for a person, `blocked`
+ * the blocked tasks in file order with the first line of their last note (why it was blocked); `run` is
  * the live `flow run` process, if any. `usage`: tokens and cost of the latest run and of all runs; each running
  * task's `usage` is its own so far (null where nothing was reported). `queue`: the merge queues (MergeQueueReport).
  */
@@ -282,10 +359,14 @@ export const DashboardReport = type({
     step: type({ current: "number", total: "number" }).or("null"),
     live: "boolean | null",
     usage: Usage.or("null"),
+    budget: BudgetReport.or("null"),
+    /** when its agent's usage limit resets: the task waits for it (ISO); null when not parked */
+    parked_until: "string | null",
   }).array(),
   recent: type({ id: "string", title: "string", phase: "number | null", completed_at: "string", seconds_ago: "number" }).array(),
   questions: "number",
   review: "string[]",
+  blocked: type({ id: "string", title: "string", note: "string | null" }).array(),
   run: type({ pid: "number", since: "string" }).or("null"),
   usage: RunUsage,
   queue: MergeQueueReport,

@@ -4,6 +4,7 @@
 import "./arktype-config"
 import { scope, type } from "arktype"
 import { STEP_STATUSES, TASK_STATUSES } from "./statuses"
+import { DURATION_PATTERN } from "../cli/duration"
 
 export const TaskStatus = type.enumerated(...TASK_STATUSES)
 export type TaskStatus = typeof TaskStatus.infer
@@ -12,6 +13,16 @@ export type StepStatus = typeof StepStatus.infer
 
 /** Task ids become branch and folder names, hence the strict shape. */
 export const ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/
+/** A length of time as flow reads it everywhere (lib/cli/duration.ts): 90s, 20m, 2h, 1d, or 1h30m. */
+export const Duration = type(DURATION_PATTERN).describe("a duration such as 90s, 20m or 1h30m")
+
+/**
+ * What a task, each agent or a whole run may spend (docs/BUDGETS.md): dollars, tokens as the provider bills
+ * them (cached reads at their price), minutes of agent time. Any of them; an absent one has no cap.
+ */
+export const Budget = type({ "usd?": "number > 0", "tokens?": "number.integer > 0", "minutes?": "number > 0" })
+export type Budget = typeof Budget.infer
+
 /** Step ids are typically `<task_id>.<n>`: a task id with dot-separated parts. */
 export const STEP_ID_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/
 
@@ -42,6 +53,10 @@ const models = scope(
       "subtasks?": "Task[]",
       "steps?": "Step[]",
       "checkpoint?": "boolean",
+      // How long one turn of its agent may run before the run stops it (docs/RUN.md, "Time limits").
+      "task_timeout?": Duration,
+      // What the task may spend before its agent stops and a person is asked; wins over flow.yaml's budget.task, per field.
+      "budget?": Budget,
       // Set by flow: when the task last entered in_progress and when it became done (ISO 8601, UTC).
       "started_at?": "string",
       "completed_at?": "string",

@@ -3,11 +3,12 @@
 // ids are positions (`<task>.<k>`), so steps match by their text: a step moved in plan.md keeps its progress.
 import { STEP_KEYS, TASK_KEYS } from "../model/generated/task-file-check"
 import type { PlanNote } from "./plan-parse"
+import { stepTitle } from "../graph/step-title"
 import type { Step, Task, TaskFile } from "../model/task-index"
 import { listWithStatus } from "../store/transitions"
 
 /** Fields the plan never sets, recorded while the work is done. */
-const TASK_PROGRESS = ["status", "ai_notes", "started_at", "completed_at", "agent_name", "repo", "worktree"] as const
+const TASK_PROGRESS = ["status", "ai_notes", "started_at", "completed_at", "agent_name", "repo", "worktree", "task_timeout"] as const
 const STEP_PROGRESS = ["status", "started_at", "completed_at"] as const
 
 export type Carried = {
@@ -39,7 +40,7 @@ export function carryProgress(tasks: Task[], old: TaskFile | undefined, lines: R
     result.kept.push(id)
     copy(prior, task, [...TASK_PROGRESS, ...unknownKeys(prior, TASK_KEYS)])
     for (const lost of carrySteps(prior, task)) {
-      const text = lost.instruction.split("\n")[0]
+      const text = stepTitle(lost.instruction)
       result.warnings.push({
         severity: "warning",
         line: lines.get(id),

@@ -33,9 +33,10 @@ export type Generation = GeneratedTasks &
 /**
  * plan.md's text → the text of tasks.yaml, with the progress recorded in `old` carried over. The text is
  * given only when it passes every check of `flow validate`; otherwise the notes say why, with plan lines.
+ * `planName` is the plan file as notes and tasks.yaml's header name it.
  */
-export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment): Promise<Generation> {
-  const generated = planToTasks(parsePlan(planText))
+export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment, planName = "plan.md"): Promise<Generation> {
+  const generated = planToTasks(parsePlan(planText, planName))
   const { warnings, ...carried } = carryProgress(generated.tasks, old, generated.lines)
   const notes = generated.notes
   notes.push(...warnings)
@@ -45,7 +46,7 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   // A `phases:` list the old file had is kept, with plan.md's titles winning (lib/plan/plan-phases.ts reads them so).
   const keepList = old?.phases !== undefined
   if (keepList) for (const p of old!.phases!) if (!generated.phases.get(p.number)) generated.phases.set(p.number, p.title)
-  const text = renderTasks(generated.tasks, generated.phases, keepList)
+  const text = renderTasks(generated.tasks, generated.phases, keepList, planName)
   const { validateText } = await import("../store/validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue

@@ -2,7 +2,8 @@
 // items are kept as written (bullets, numbered lists, nested lists, code blocks): an agent reads Markdown
 // well, and rewording would lose detail. Only the labelled lines are taken out of the text.
 import { trackBlocks } from "./markdown-blocks"
-import { looksLikeLabel, readLabel, type PlanLine, type PlanNote } from "./plan-parse"
+import { looksLikeLabel, readLabel } from "./plan-labels"
+import type { PlanLine, PlanNote } from "./plan-parse"
 
 /** A `Depends on:` or `Validated by:` line: what it names, and where. */
 export type PlanRefs = { refs: string[]; line: number }

@@ -3,6 +3,7 @@
 // reports, with line numbers, every piece of text it could not place instead of dropping it.
 import { splitLines, trackBlocks, type PlanLine } from "./markdown-blocks"
 import { writtenLines } from "./markdown-outline"
+import { cleanTitle, HEADING_DEPENDS, readLabel, REFS_START } from "./plan-labels"
 
 /** One source line: its 1-based number in plan.md and its text. */
 export type { PlanLine }
@@ -53,70 +54,11 @@ const SECTION = /^(?:(?:task|section|step|item)\s+)?(\d+)\.(\d+)\.?\s*(?:[:)\-�
 const SUBTASK_NUMBER = /^(\d+\.\d+\.\d+(?:\.\d+)*)\.?\s*(?:[:)\-–—]\s*)?(.*)$/
 const SUBTASK_WORD = /^subtask\b\s*(?:\d+\s*)?[:.)\-–—]?\s*(.*)$/i
 const STEP_WORD = /^step\s*(\d+)?\s*[:.)\-–—]?\s*(.*)$/i
-const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
-const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
-
-const EMPHASIS = String.raw`(?:\*{1,2}|_{1,2})`
-// A bullet or a number, then emphasis: what may come before a label's words.
-const LABEL_LEAD = String.raw`^(?:(?:[-*+]|\d+[.)])\s+)?${EMPHASIS}?\s*`
-const LABEL_LINE = new RegExp(
-  String.raw`${LABEL_LEAD}(acceptance(?:\s+criteria)?|done\s+when|definition\s+of\s+done|depends\s+on|dependencies|validated\s+by)\b(.*)$`,
-  "i",
-)
-// The label's end: a colon with emphasis closing before or after it, emphasis alone, or the end of the line.
-const LABEL_END = new RegExp(String.raw`^\s*(?:${EMPHASIS}?\s*:\s*${EMPHASIS}?|${EMPHASIS}(?=\s|$)|$)\s*`)
-// What a dependency label without a colon, or the less usual "Dependencies", must start with to be read as one:
-// a section number or "none". Otherwise "Dependencies: add zod" in a work item would be taken for references.
-const REFS_START = /^(?:(?:section|task)\s+)?(?:\d+\.\d+|none\b|n\/a\b)/i
-// Lines that start like a label; one that is not read as a label is reported rather than silently kept as text.
-const LABEL_LIKE = new RegExp(
-  String.raw`${LABEL_LEAD}(?:depends\s+on|dependencies|validated\s+by|done\s+when|definition\s+of\s+done|acceptance\s+criteria)\b`,
-  "i",
-)
-
-export type LabelKind = "acceptance" | "depends" | "validated"
-
-/** A label line that `flow generate` reads inside a section: what it labels and the text after it. */
-export type Label = { kind: LabelKind; rest: string }
-
 /**
- * Reads a label line: plain (`Done when:`), emphasised (`**Acceptance criteria:**`, `*Done when:*`), a list
- * item (`- Depends on: 1.1`, `2. Depends on: 1.1`) or a heading (`#### Acceptance`); `Depends on 1.1` and
- * `Dependencies: 1.2` when a section number follows.
+ * Splits plan.md into its phases and sections; every line lands in a section or in a note. `name` is the
+ * file as the notes call it (`flow generate other-plan.md`).
  */
-export function readLabel(text: string): Label | undefined {
-  const m = withoutHeadingMarks(text).match(LABEL_LINE)
-  if (!m) return undefined
-  const word = m[1].toLowerCase().replace(/\s+/g, " ")
-  const kind: LabelKind = word.startsWith("depend") ? "depends" : word.startsWith("validated") ? "validated" : "acceptance"
-  const end = m[2].match(LABEL_END)
-  const rest = end
-    ? m[2]
-        .slice(end[0].length)
-        .replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "")
-        .trim()
-    : m[2].trim()
-  if (!end && kind !== "depends") return undefined
-  if (kind === "depends" && (!end || word === "dependencies") && rest !== "" && !REFS_START.test(rest)) return undefined
-  return { kind, rest }
-}
-
-/** Whether a label is followed by a list of its items: acceptance always, `Depends on` only when bare. */
-export function labelOpensList(label: Label): boolean {
-  return label.kind === "acceptance" || (label.kind === "depends" && label.rest === "")
-}
-
-/** Whether a line that is no label starts like one (`Depends on the API`): it is worth a warning. */
-export function looksLikeLabel(text: string): boolean {
-  return LABEL_LIKE.test(withoutHeadingMarks(text))
-}
-
-function withoutHeadingMarks(text: string): string {
-  return text.replace(/^\s*#{1,6}\s+/, "").trimStart()
-}
-
-/** Splits plan.md into its phases and sections; every line lands in a section or in a note. */
-export function parsePlan(text: string): ParsedPlan {
+export function parsePlan(text: string, name = "plan.md"): ParsedPlan {
   const lines = splitLines(text)
   const out: ParsedPlan = { phases: [], sections: [], notes: [] }
   let phase: PlanPhase | undefined
@@ -168,7 +110,7 @@ export function parsePlan(text: string): ParsedPlan {
             severity: "warning",
             line: line.n,
             message: `the title is '${content}', not 'Implementation Plan'`,
-            hint: "start plan.md with '# Implementation Plan'",
+            hint: `start ${name} with '# Implementation Plan'`,
           })
         }
         return
@@ -223,9 +165,9 @@ export function parsePlan(text: string): ParsedPlan {
       }
       flushStray()
       child = undefined
-      const { title, id, checkpoint } = cleanTitle(m ? m[3] : content)
+      const { title, id, checkpoint, depends } = headingParts(m ? m[3] : content, line, out.notes)
       const number = m ? `${Number(m[1])}.${Number(m[2])}` : undefined
-      section = { number, phase: phase?.n ?? (m ? Number(m[1]) : undefined), title, id, checkpoint, line: line.n, body: [], children: [] }
+      section = { number, phase: phase?.n ?? (m ? Number(m[1]) : undefined), title, id, checkpoint, line: line.n, body: depends, children: [] }
       if (!m) {
         out.notes.push({
           severity: "warning",
@@ -261,7 +203,7 @@ export function parsePlan(text: string): ParsedPlan {
     const kind = level >= 4 && section ? childKind(content) : undefined
     // A step is a `####` heading of the section; a `#####` "Step" is text of the subtask above it.
     if (section && kind && (level === 4 || kind.kind === "subtask")) {
-      const { title, id, checkpoint } = cleanTitle(kind.title)
+      const { title, id, checkpoint, depends } = headingParts(kind.title, line, out.notes)
       // A subtask heading one level below the previous subtask is its child (SPEC 2.3: any depth); one that
       // skips a level has no heading to hang from, so it goes one below the deepest open subtask.
       const above = section.children.at(-1)
@@ -275,7 +217,7 @@ export function parsePlan(text: string): ParsedPlan {
           hint: `write it as '${"#".repeat(depth + 3)} ${content}'`,
         })
       }
-      child = { kind: kind.kind, depth, number: kind.number, title, id, checkpoint, line: line.n, body: [] }
+      child = { kind: kind.kind, depth, number: kind.number, title, id, checkpoint, line: line.n, body: depends }
       const other = section.children.find((c) => c.kind !== kind.kind && c.depth === 1)
       if (depth > 1) {
         section.children.push(child)
@@ -319,8 +261,8 @@ export function parsePlan(text: string): ParsedPlan {
     out.notes.push({
       severity: "warning",
       line: 1,
-      message: "plan.md has no '# Implementation Plan' title",
-      hint: "start plan.md with '# Implementation Plan'",
+      message: `${name} has no '# Implementation Plan' title`,
+      hint: `start ${name} with '# Implementation Plan'`,
     })
   }
   if (out.sections.length === 0) {
@@ -329,13 +271,13 @@ export function parsePlan(text: string): ParsedPlan {
       severity: "error",
       line: example?.line,
       message: !lines.some((l) => l.trim())
-        ? "plan.md is empty"
+        ? `${name} is empty`
         : example
-          ? "plan.md has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of"
-          : "plan.md has no '### <n>.<m> <title>' sections: there is nothing to make tasks of",
+          ? `${name} has its work as list items, not as '### <n>.<m> <title>' sections: there is nothing to make tasks of`
+          : `${name} has no '### <n>.<m> <title>' sections: there is nothing to make tasks of`,
       hint: example
         ? `make each task a heading under its phase: line ${example.line} '${example.text.trim()}' becomes '${example.heading}'`
-        : "write plan.md as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')",
+        : `write ${name} as '# Implementation Plan', '## Phase <n>: <title>', '### <n>.<m> <title>' with work items (or run 'flow plan')`,
     })
   }
   return out
@@ -377,18 +319,24 @@ function childKind(content: string): { kind: PlanChild["kind"]; number?: string;
   return undefined
 }
 
-/** A heading's text without its `(checkpoint)` marker and `{#id}` attribute, and whether they were there. */
-export function cleanTitle(raw: string): { title: string; id?: string; checkpoint: boolean } {
-  let title = raw.trim()
-  let id: string | undefined
-  const attr = title.match(ID_ATTRIBUTE)
-  if (attr) {
-    id = attr[1]
-    title = `${title.slice(0, attr.index)} ${title.slice(attr.index! + attr[0].length)}`.trim()
+/**
+ * A section or subtask heading's title, id and checkpoint (cleanTitle), and a dependency written in it
+ * (`### 1.6 Tests (depends on 1.5)`): taken out of the title, it becomes the first line of the body as a
+ * `Depends on:` label at the heading's line, so it is read, resolved and reported as one. A "(depends on
+ * ...)" naming no section number stays in the title, with a warning.
+ */
+function headingParts(raw: string, line: PlanLine, notes: PlanNote[]): ReturnType<typeof cleanTitle> & { depends: PlanLine[] } {
+  const m = raw.match(HEADING_DEPENDS)
+  if (m && REFS_START.test(m[2].trim())) {
+    const cleaned = cleanTitle(`${raw.slice(0, m.index)} ${raw.slice(m.index! + m[0].length)}`)
+    return { ...cleaned, depends: [{ n: line.n, text: `Depends on: ${m[2].trim()}` }] }
   }
-  const checkpoint = CHECKPOINT.test(title)
-  if (checkpoint) title = title.replace(CHECKPOINT, "").trim()
-  // Emphasis around a whole heading ("### 1.1 **Setup**") is decoration, not part of the title.
-  title = title.replace(/^(\*\*|__)(.*)\1$/, "$2").trim()
-  return { title, id, checkpoint }
+  if (m && /^depend/i.test(m[1]))
+    notes.push({
+      severity: "warning",
+      line: line.n,
+      message: `'${m[0].trim()}' in the heading reads like a dependency but names no section number: it stays in the title`,
+      hint: "write '(depends on 1.2)' with section numbers, or a 'Depends on: 1.2' line under the heading",
+    })
+  return { ...cleanTitle(raw), depends: [] }
 }

@@ -2,7 +2,8 @@
 // group, a section per requirement (its text as the work item), and the success criteria as the checks of
 // a last checkpoint phase. It invents nothing: the files and components are left for a person to name.
 import { childrenOf, findHeading, listItems, outline, writtenLines, type ListItem, type Outline, type OutlineHeading } from "./markdown-outline"
-import { looksLikeLabel, readLabel, type PlanNote } from "./plan-parse"
+import { looksLikeLabel, readLabel } from "./plan-labels"
+import type { PlanNote } from "./plan-parse"
 
 export type Skeleton = { text: string; notes: PlanNote[]; phases: number; sections: number }
 

@@ -3,7 +3,8 @@
 import { planToTasks } from "./generate"
 import { childrenOf, listItems, outline, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
 import { splitLines } from "./markdown-blocks"
-import { labelOpensList, parsePlan, readLabel, type PlanLine } from "./plan-parse"
+import { labelOpensList, readLabel } from "./plan-labels"
+import { parsePlan, type PlanLine } from "./plan-parse"
 
 /** A change of lines: `remove` lines from index `at` (0-based) are replaced by `lines`. */
 export type Change = { at: number; remove: number; lines: string[] }
@@ -24,8 +25,11 @@ export type ReviewFinding = {
   suggestion: string
   /** the suggested change; absent when only the person can write the fix (they may still edit) */
   change?: Change
-  /** how a person's own text becomes the change (the "edit" choice); absent when there is nothing to write */
-  edit?: { question: string; change: (text: string) => Change }
+  /**
+   * how a person's own text becomes the change (the "edit" choice); absent when there is nothing to write.
+   * `initial` is what the field starts with: the current text of the line it replaces, without its list mark.
+   */
+  edit?: { question: string; initial?: string; change: (text: string) => Change }
 }
 
 const PRD_SECTIONS: { title: string; guidance: string; parent?: string }[] = [
@@ -109,7 +113,12 @@ export function reviewPrd(text: string): ReviewFinding[] {
             ? `replace '${TARGET_PLACEHOLDER}' with the number`
             : "add a target with a number (a time, a size, a count, a rate) that a test can check",
           ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
-          edit: { question: "The requirement, with a number:", change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${t}`] }) },
+          edit: {
+            question: "The requirement, with a number:",
+            initial: item.text,
+            // The line keeps its own list mark: one typed as well ("- FR-3: ...") is not doubled.
+            change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${withoutMark(t)}`] }),
+          },
         })
       }
     }
@@ -127,7 +136,11 @@ export function reviewPrd(text: string): ReviewFinding[] {
         message: `the success criterion '${short(body)}' is not a checklist item`,
         suggestion: "write it as '- [ ] ...' so a reviewer can tick it",
         change: { at, remove: 1, lines: [`${item ? item[1] : ""}- [ ] ${body}`] },
-        edit: { question: "The criterion, as a checkable statement:", change: (t) => ({ at, remove: 1, lines: [`${item ? item[1] : ""}- [ ] ${t}`] }) },
+        edit: {
+          question: "The criterion, as a checkable statement:",
+          initial: body,
+          change: (t) => ({ at, remove: 1, lines: [`${item ? item[1] : ""}- [ ] ${withoutMark(t)}`] }),
+        },
       })
     }
   }
@@ -143,7 +156,7 @@ export function reviewPrd(text: string): ReviewFinding[] {
           line: at + 1,
           message: `the open question '${short(item.text)}' has no answer yet`,
           suggestion: `replace '${ANSWER_PLACEHOLDER}' with the answer`,
-          edit: { question: `Answer to '${short(item.text)}':`, change: (t) => ({ at, remove: 1, lines: [`${indent}- Answer: ${t}`] }) },
+          edit: { question: `Answer to '${short(item.text)}':`, change: (t) => ({ at, remove: 1, lines: [`${indent}- Answer: ${withoutAnswer(t)}`] }) },
         })
         continue
       }
@@ -155,7 +168,7 @@ export function reviewPrd(text: string): ReviewFinding[] {
         message: `the open question '${short(item.text)}' has no answer`,
         suggestion: "answer it (or name who decides, and by when) under the question",
         change: { at, remove: 0, lines: [`${indent}- Answer: ${ANSWER_PLACEHOLDER}`] },
-        edit: { question: `Answer to '${short(item.text)}':`, change: (t) => ({ at, remove: 0, lines: [`${indent}- Answer: ${t}`] }) },
+        edit: { question: `Answer to '${short(item.text)}':`, change: (t) => ({ at, remove: 0, lines: [`${indent}- Answer: ${withoutAnswer(t)}`] }) },
       })
     }
   }
@@ -258,6 +271,16 @@ function sortFindings(findings: ReviewFinding[]): ReviewFinding[] {
 function endOf(doc: Outline, heading: OutlineHeading, total: number): number {
   const next = doc.headings.slice(doc.headings.indexOf(heading) + 1).find((h) => h.level <= heading.level)
   return next ? next.line - 1 : total
+}
+
+/** Typed text without a list mark and checkbox in front: the line being replaced supplies its own. */
+function withoutMark(text: string): string {
+  return text.replace(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/, "")
+}
+
+/** Typed text without the `- Answer:` that flow writes in front of it. */
+function withoutAnswer(text: string): string {
+  return withoutMark(text).replace(/^answer\s*:\s*/i, "")
 }
 
 function bulletOf(line: string): string {

@@ -1,15 +1,22 @@
 // Runs one agent turn: a CLI through its adapter (streamed, parsed into events) or the built-in `script`
 // agent. Either way the result is the exit code, the last lines of output and the session to resume.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { dirname, join, relative } from "node:path"
 import { adapterFor } from "../agents"
-import type { AgentEvent } from "../agents/types"
+import type { AgentEvent, McpHandOver, McpServerSpec } from "../agents/types"
+import { Exit, FlowError } from "../cli/errors"
 import type { AgentConfig } from "../store/config"
 import { spawnGroup } from "../cli/proc"
 import { lines, runScript, shellBlocks } from "./script-agent"
-import { UsageMeter } from "./usage-meter"
+import { matchLimit, type UsageLimit } from "../agents/limits"
+import { type Pricing, TurnStream } from "./usage-meter"
 
-/** `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line). */
-/** `lostSession`: the CLI could not resume the session it was given (it does not have it). */
-export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean }
+/**
+ * `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line).
+ * `lostSession`: the CLI could not resume the session it was given (it does not have it).
+ * `limit`: the turn failed because the provider refused for a rate limit, a quota or its load (lib/agents/limits.ts).
+ */
+export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean; limit?: UsageLimit }
 
 export type Turn = {
   agent: AgentConfig
@@ -21,12 +28,16 @@ export type Turn = {
   sessionId?: string
   /** where the session's last reported usage totals are kept between turns and runs (see usage-meter.ts) */
   usageFile?: string
+  /** prices for CLIs that report tokens without dollars (lib/run/prices.ts) */
+  pricing?: Pricing
   signal: AbortSignal
   onEvent: (event: AgentEvent) => void
   /** the script agent's success mark (lib/run/script-agent.ts) */
   doneMark?: string
   /** each process group started (recorded for the reaper) */
   onGroup?: (pid: number, exited: Promise<number>) => void
+  /** flow's MCP server for the agent (flow.yaml `mcp: true`), and the folder for the CLI's config files */
+  mcp?: { server: McpServerSpec; dir: string }
 }
 
 const TAIL_LINES = 20
@@ -57,17 +68,18 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
   const resume = adapter.canResume ? turn.sessionId : undefined
   const newSessionId = adapter.choosesSessionId && !resume ? crypto.randomUUID() : undefined
+  const handOver = turn.mcp ? mcpHandOver(adapter, turn.mcp, turn.cwd) : undefined
   const argv = adapter.argv({
     prompt: turn.prompt,
     cwd: turn.cwd,
     sessionId: resume,
     newSessionId,
     model: turn.agent.model,
-    extraArgs: turn.agent.args,
+    extraArgs: [...(handOver?.args ?? []), ...(turn.agent.args ?? [])],
   })
-  let sessionId = newSessionId ?? turn.sessionId
   if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
-  const meter = new UsageMeter(adapter.cli, turn.usageFile)
+  const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId, turn.pricing)
+  let limitSaid: UsageLimit | undefined // a refusal the stream reported in its own terms
   // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
   // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
   // line; else the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's,
@@ -87,7 +99,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   try {
     proc = spawnGroup(argv, {
       cwd: turn.cwd,
-      env: { ...adapter.env, ...turn.env },
+      env: { ...adapter.env, ...turn.env, ...handOver?.env },
       signal: turn.signal,
       stdin: adapter.promptOnStdin ? turn.prompt : undefined,
     })
@@ -97,14 +109,16 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   turn.onGroup?.(proc.pid, proc.exited)
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
-      for (const parsed of adapter.parseLine(line)) {
+      for (const event of stream.parse(line)) {
         streamed = true
-        const event = parsed.type === "usage" ? meter.turn(parsed, sessionId, turn.sessionId) : parsed
         if (event.type === "error") {
           if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
           error = event.message
         }
-        if (event.type === "session") sessionId = event.id
+        if (event.type === "limit") {
+          limitSaid = { kind: event.kind, message: event.message, ...(event.resetsAt ? { resetsAt: new Date(event.resetsAt) } : {}) }
+          continue // said in words by the turn's error; the runner keeps it for the task worker
+        }
         if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
         turn.onEvent(event)
       }
@@ -127,13 +141,55 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   const reason = error?.replace(/\s+/g, " ").trim()
   const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
+  const limit = code !== 0 && !turn.signal.aborted ? limitOf(adapter.limits ?? [], reason, limitSaid) : undefined
   const said = code !== 0 && reason ? [reason] : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
   return {
     code,
     tail: said.join("\n").trim(),
-    sessionId,
+    sessionId: stream.sessionId,
     seconds: seconds(),
     ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}),
     ...(lostSession ? { lostSession } : {}),
+    ...(limit ? { limit } : {}),
+  }
+}
+
+/** The limit a failed turn ended with: the stream's own report, with the reset its error text names if it gave none. */
+function limitOf(table: Parameters<typeof matchLimit>[0], reason: string | undefined, said: UsageLimit | undefined): UsageLimit | undefined {
+  const now = new Date()
+  const text = reason === undefined ? undefined : matchLimit(table, reason, now)
+  if (!said) return text
+  return { ...said, message: reason ?? said.message, ...(said.resetsAt || !text?.resetsAt ? {} : { resetsAt: text.resetsAt }) }
+}
+
+/**
+ * The CLI's arguments and environment for flow's MCP server, its config files written. A file in the worktree
+ * goes only into a folder flow made there, which ignores itself: a folder of the repository is never written into.
+ */
+export function mcpHandOver(adapter: ReturnType<typeof adapterFor>, mcp: NonNullable<Turn["mcp"]>, cwd: string): McpHandOver {
+  if (!adapter.mcp) {
+    throw new FlowError(`flow cannot hand its MCP server to ${adapter.cli}`, Exit.invalid, "remove 'mcp: true' from that agent in flow.yaml")
+  }
+  const handOver = adapter.mcp(mcp.server, { dir: mcp.dir, cwd })
+  for (const [file, text] of Object.entries(handOver.files ?? {})) {
+    const folder = dirname(file)
+    if (!relative(cwd, file).startsWith("..") && existsSync(folder) && readText(join(folder, ".gitignore")) !== "*\n") {
+      throw new FlowError(
+        `the worktree ${cwd} has its own ${relative(cwd, folder)} folder, where ${adapter.cli} would read flow's MCP server from`,
+        Exit.invalid,
+        `flow does not write into a folder of the repository: remove 'mcp: true' from the agent, or that folder from the repository`,
+      )
+    }
+    mkdirSync(folder, { recursive: true })
+    writeFileSync(file, text)
+  }
+  return handOver
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8")
+  } catch {
+    return undefined
   }
 }

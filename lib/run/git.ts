@@ -2,7 +2,7 @@
 // simple-git has no worktree API and costs 3 to 5 times more per command. simple-git serves where its
 // parsed results save hand-written parsing (status).
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { homedir, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { simpleGit } from "simple-git"
 import { FlowError } from "../cli/errors"
@@ -121,14 +121,77 @@ async function repairWorktree(repo: string, path: string, branch: string, base: 
   return "created"
 }
 
-/** Files with uncommitted changes in a worktree (tracked changes and untracked files). */
+/** Files with uncommitted changes in a worktree (tracked changes and untracked files, but flow's copies). */
 export async function dirtyFiles(path: string): Promise<string[]> {
-  const status = await simpleGit({ baseDir: path }).status()
+  const exclude = flowExcludeFile(path)
+  const status = await simpleGit({ baseDir: path, config: exclude ? [`core.excludesFile=${exclude}`] : [] }).status()
   return status.files.map((f) => f.path)
 }
 
+/**
+ * The git folder of a worktree (`.git/worktrees/<name>` of its repository; `.git` of a main checkout), read
+ * from its files; undefined when it has none.
+ */
+export function worktreeGitDir(path: string): string | undefined {
+  const dotgit = join(path, ".git")
+  try {
+    if (statSync(dotgit).isDirectory()) return dotgit
+    const named = /^gitdir: (.+)$/m.exec(readFileSync(dotgit, "utf8"))?.[1]?.trim()
+    return named ? resolve(path, named) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The name, in a worktree's git folder, of flow's ignore file: the files flow copied into it (flow.yaml
+ * `copy`) and the user's own global excludes. Given as core.excludesFile to every git of flow and of the
+ * agent in that worktree, so no `git add -A` commits a copied `.env`. Git reads `info/exclude` from the
+ * repository's common folder only (the person's checkout would ignore the files too), hence this file.
+ */
+export const FLOW_EXCLUDE = "flow-exclude"
+
+/** flow's ignore file of a worktree, when it has one. */
+export function flowExcludeFile(path: string): string | undefined {
+  const dir = worktreeGitDir(path)
+  const file = dir && join(dir, FLOW_EXCLUDE)
+  return file && existsSync(file) ? file : undefined
+}
+
+/** `-c core.excludesFile=<flow's ignore file>` for a git in the worktree at `path`, when it has one; git passes it on to the gits it starts. */
+function excludeArgs(path: string): string[] {
+  const file = flowExcludeFile(path)
+  return file ? ["-c", `core.excludesFile=${file}`] : []
+}
+
+/**
+ * The environment that gives every git started in the worktree at `path` (by an agent, a setup) flow's
+ * ignore file, after the git config entries `env` already passes (GIT_CONFIG_COUNT); {} without one.
+ */
+export function excludeEnv(path: string, env: Record<string, string | undefined>): Record<string, string> {
+  const file = flowExcludeFile(path)
+  if (!file) return {}
+  const n = Number.parseInt(env.GIT_CONFIG_COUNT ?? "0", 10) || 0
+  return { GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: "core.excludesFile", [`GIT_CONFIG_VALUE_${n}`]: file }
+}
+
+/** The user's global ignore file as git finds it (core.excludesFile, else $XDG_CONFIG_HOME/git/ignore), when there is one. */
+export async function globalExcludesFile(repo: string, env: Record<string, string | undefined>): Promise<string | undefined> {
+  const set = (await run(["git", "config", "--path", "--get", "core.excludesFile"], { cwd: repo, env: GIT_ENV })).stdout.trim()
+  const file = set || join(env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config"), "git", "ignore")
+  return existsSync(file) ? resolve(repo, file) : undefined
+}
+
+/** Which of `paths` (relative to the repository's top) git tracks in `repo`'s index. */
+export async function trackedPaths(repo: string, paths: readonly string[]): Promise<Set<string>> {
+  if (paths.length === 0) return new Set()
+  const out = await git(repo, ["--literal-pathspecs", "ls-files", "-z", "--full-name", "--", ...paths])
+  return new Set(out.split("\0").filter(Boolean))
+}
+
 export async function removeWorktree(repo: string, path: string, force = false): Promise<void> {
-  const r = await run(["git", "worktree", "remove", ...(force ? ["--force"] : []), "--", path], { cwd: repo, env: GIT_ENV })
+  // git's cleanliness check (a `git status` it starts) must not count flow's copies as the agent's work.
+  const r = await run(["git", ...excludeArgs(path), "worktree", "remove", ...(force ? ["--force"] : []), "--", path], { cwd: repo, env: GIT_ENV })
   if (r.code === 0) return
   if (force && existsSync(path) && !hasOwnGit(path)) {
     // Half removed already (git refuses a folder without its .git): the rest goes, and git forgets it.
@@ -169,8 +232,9 @@ export function requireOwnCheckout(path: string): void {
 export async function commitAll(path: string, message: string, author: { name: string; email: string }): Promise<boolean> {
   requireOwnCheckout(path)
   // Agents usually commit their own work: one `status` is all it costs then.
-  if ((await git(path, ["status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
-  await git(path, ["add", "-A"])
+  const exclude = excludeArgs(path)
+  if ((await git(path, [...exclude, "status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
+  await git(path, [...exclude, "add", "-A"])
   // No auto maintenance after each of flow's commits (a process each; the person's own git commands still
   // run it): a detached gc would also take locks that flow's next git in the repository trips on.
   await check(
@@ -185,12 +249,10 @@ export async function commitAll(path: string, message: string, author: { name: s
 
 /** The folders of a working tree's git state: its own (index, HEAD, MERGE_HEAD) and the repository's common one (refs). */
 export function gitDirs(worktree: string): { gitdir: string; common: string } | undefined {
-  const dotgit = join(worktree, ".git")
+  const gitdir = worktreeGitDir(worktree)
+  if (!gitdir || gitdir === join(worktree, ".git")) return gitdir ? { gitdir, common: gitdir } : undefined
   try {
-    if (statSync(dotgit).isDirectory()) return { gitdir: dotgit, common: dotgit }
-    const gitdir = resolve(worktree, /^gitdir: (.+)$/m.exec(readFileSync(dotgit, "utf8"))?.[1]?.trim() ?? "")
-    const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
-    return { gitdir, common }
+    return { gitdir, common: resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim()) }
   } catch {
     return undefined
   }

@@ -22,12 +22,14 @@ import { type mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
+import { teardownWorktree } from "./prepare"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
 import { coalescedWrite } from "./status-writes"
 import { RepoLanes } from "./repo-lanes"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
+import { requireRoom } from "../store/disk-full"
 import { timed } from "./trace"
 import type { Workspace } from "./workspace"
 
@@ -132,17 +134,22 @@ export class Landing {
       await this.journal.close(taskId)
       return false
     }
+    // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
+    // meanwhile must not leave merged work not done.
     await timed(taskId, "done", () =>
       writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
         if (empty) editor.append({ taskId }, "ai_notes", empty)
-        return applyStatus(editor, taskId, "done", isoNow()).changes
+        return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
       }),
     )
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
+    // flow.yaml's teardown first (outside the repository's git queue: it may take a while), then the removal.
     background.add(
       timed(taskId, "cleanup", () =>
-        this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true),
+        teardownWorktree(this.s, taskId, ws).then((go) =>
+          go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true) : undefined,
+        ),
       ).catch(() => {}),
     )
     return true
@@ -225,8 +232,13 @@ export async function writeStatus(s: RunSettings, command: string, edit: Paramet
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
-/** Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. */
-export function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+/**
+ * Blocks the task with a note; after a failed merge, dependents promoted too early go back to todo. Never on
+ * a full disk: what failed may have failed for want of room, so a DiskFull is thrown and the run waits for
+ * space and tries again (docs/RUN.md, "A full disk").
+ */
+export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+  requireRoom([s.project.dir, s.project.stateDir], `${taskId} was not blocked`)
   return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
     editor.append({ taskId }, "ai_notes", note)
     const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes

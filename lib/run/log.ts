@@ -26,6 +26,21 @@ function describe(e: RunEvent): string | undefined {
     case "task-assigned":
     case "task-end":
       return undefined
+    case "hook-start":
+      return `${e.taskId}: ${e.hook} '${clip(e.command)}'`
+    case "hook-output":
+      return `${e.taskId} | ${e.hook}: ${clip(e.line)}`
+    case "hook-end":
+      if (e.ok) return `${e.taskId}: ${e.hook} done after ${e.seconds.toFixed(1)} s`
+      return `${e.taskId}: ${e.hook} ${e.timedOut ? "timed out and was stopped" : `failed (exit ${e.code})`} after ${e.seconds.toFixed(1)} s`
+    case "prepared": {
+      const parts = [
+        e.copied.length ? `copied ${e.copied.join(", ")}` : "",
+        e.refused.length ? `not copied: ${e.refused.join(", ")}` : "",
+        e.ports.length ? `ports ${e.ports.map((p, i) => `${i === 0 ? "FLOW_PORT" : `FLOW_PORT_${i}`}=${p}`).join(", ")}` : "",
+      ].filter(Boolean)
+      return parts.length ? `${e.taskId}: ${clip(parts.join("; "))}` : undefined
+    }
     case "agent-exit":
       return `${e.taskId}: ${e.agent} exited ${e.code} after ${e.seconds.toFixed(1)} s`
     case "status":
@@ -50,6 +65,12 @@ function describe(e: RunEvent): string | undefined {
       return `${e.taskId}: checkpoint waiting for review: 'flow done ${e.taskId}' to continue, 'flow block ${e.taskId} <reason>' to stop`
     case "retry":
       return `${e.taskId}: retry ${e.attempt}: ${e.reason}`
+    case "budget":
+      return `${e.taskId}: budget: it ${e.text}; its work is committed and ${e.question} asks for more: 'flow answer ${e.question} <amount>' goes on, 'flow answer ${e.question} block' blocks it`
+    case "budget-raised":
+      return `${e.taskId}: ${e.question} answered: ${e.text}; its agent goes on in the same session`
+    case "parked":
+      return `${e.taskId}: ${e.agent}'s usage limit is reached (${clip(e.reason)}): ${e.to ? `the task moves to ${e.to}` : `parked until ${clockTime(new Date(e.until))}, then resumed in the same session`}`
     case "waiting":
       return `run: ${e.reason}`
     case "notice":
@@ -74,6 +95,13 @@ export function agentLine(ev: AgentEvent): string | undefined {
     return parts.length ? `tokens ${parts.join(", ")}` : undefined
   }
   return undefined
+}
+
+/** `14:05`, or `Nov 26 14:05` when not today: when a parked agent goes on, as the run screen and `flow agents` say it. */
+export function clockTime(at: Date, now = new Date()): string {
+  const hm = `${String(at.getHours()).padStart(2, "0")}:${String(at.getMinutes()).padStart(2, "0")}`
+  if (at.toDateString() === now.toDateString()) return hm
+  return `${at.toLocaleString("en-US", { month: "short" })} ${at.getDate()} ${hm}`
 }
 
 function clip(text: string): string {

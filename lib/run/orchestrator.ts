@@ -15,6 +15,15 @@ import { traceCpu } from "./trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
 import { Workspaces } from "./workspace"
+import { SpaceWait } from "./space-wait"
+import { isDiskFull } from "../store/disk-full"
+import { SpendMeter } from "./budget-meter"
+import { reached, reachedText } from "./budget"
+import { Parking } from "./parking"
+import { clockTime } from "./log"
+import { spendByTask } from "./budget-meter"
+import { budgetWarnings, forecast, forecastLines } from "./forecast"
+import { priceOf } from "./prices"
 
 /** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
 class Wake {
@@ -39,13 +48,20 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const running = new Map<string, Promise<void>>() // task id → its worker
   const busy = new Map<string, string>() // agent name → task id
   const announced = new Set<string>()
+  const leftAlone = new Set<string>() // failed, and their failure could not be written: never taken again in this run
   const workspaces = new Workspaces(s.project, s.defaults)
   const groups = new AgentGroups(s.db)
+  const space = new SpaceWait(s.bus, s.signal, [s.project.dir, s.project.stateDir], () => wake.notify())
+  const meter = new SpendMeter(s.bus, s.db)
+  const parking = new Parking(s.agents, () => wake.notify())
   const shared: WorkerShared = {
+    meter,
+    parking,
     settings: s,
     workspaces,
     landing: new Landing(s),
     groups,
+    space,
     background: new Set(),
     publishQueues: new Map(),
     sessions: new Map(),
@@ -70,6 +86,8 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // A git the dead run left (a merge finishing) is waited for, never killed: killed, it would leave its work half done.
   await awaitOrphanGit()
   await recover(shared, indexTasks((await readTasks(s.project)).data))
+  // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
+  parking.restore(await s.db.agents.list())
   const unassignable = restrictedToOthers(indexTasks((await readTasks(s.project)).data), s.agents)
   for (const u of unassignable)
     s.bus.emit({
@@ -77,6 +95,13 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       taskId: u.id,
       text: `left alone: its agent_name is '${u.agent}', which is not an agent of this run (agents: ${s.agents.map((a) => a.name).join(", ")})`,
     })
+  // What the rest of the work may cost, when there is a budget or a spend to go by (docs/BUDGETS.md "Forecast").
+  const spends = await spendByTask(s.db)
+  if (s.budget || spends.size > 0) {
+    for (const line of forecastLines(forecast(indexTasks((await readTasks(s.project)).data), spends, s.budget), s.budget))
+      s.bus.emit({ type: "notice", text: `forecast: ${line}` })
+  }
+  for (const warning of budgetWarnings(s.agents, s.budget, (m) => priceOf(s.prices, m) !== undefined)) s.bus.emit({ type: "notice", text: warning })
   // Tasks an earlier run left in progress are resumed first (rule 7), each in its own worktree.
   const resumable = new Set(
     [...indexTasks((await readTasks(s.project)).data).values()]
@@ -84,6 +109,18 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       .map((e) => e.task.id),
   )
   let waitingSaid = ""
+  const budgetSaid = new Set<string>()
+  /** the run's cap, or an agent's, when spent: said once each */
+  const spent = (scope: "run" | string): string | undefined => {
+    const r = scope === "run" ? reached(meter.total(), s.budget?.run ?? {}) : reached(meter.agent(scope), s.budget?.agent ?? {})
+    if (!r) return undefined
+    const why = scope === "run" ? `the run's budget is reached (${reachedText(r)})` : `agent ${scope}'s budget for this run is reached (${reachedText(r)})`
+    if (!budgetSaid.has(scope)) {
+      budgetSaid.add(scope)
+      s.bus.emit({ type: "notice", text: `${why}: ${scope === "run" ? "nothing new starts; agents at work finish their turn" : "it takes no new task"}` })
+    }
+    return why
+  }
   let last = first // the last valid tasks.yaml: a person's half-saved edit is waited out, not fatal
   let invalidSaid = false
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
@@ -94,6 +131,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
 
   try {
     while (!s.signal.aborted) {
+      // A full disk met with nothing running: wait for room before trying anything again.
+      if (space.full && running.size === 0) {
+        await space.wait()
+        if (s.signal.aborted) break
+      }
       try {
         last = await readTasks(s.project)
         if (invalidSaid) s.bus.emit({ type: "notice", text: "tasks.yaml is valid again: going on" })
@@ -114,40 +156,73 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       for (const id of resumable) if (index.get(id)?.task.status !== "in_progress" && index.get(id)?.task.status !== "assigned") resumable.delete(id)
 
       const checkpoints = waitingCheckpoints(index, running)
+      let noRoom = false
       for (const cp of checkpoints) {
-        if (s.yes) await TaskWorker.approveCheckpoint(shared, cp.id)
-        else if (!announced.has(cp.id)) {
+        if (s.yes) {
+          noRoom = await TaskWorker.approveCheckpoint(shared, cp.id).then(
+            () => false,
+            (e) => {
+              if (s.signal.aborted || !space.claims(e)) throw e
+              return true
+            },
+          )
+          if (noRoom) break
+        } else if (!announced.has(cp.id)) {
           announced.add(cp.id)
           s.bus.emit({ type: "checkpoint", taskId: cp.id })
         }
       }
+      if (noRoom) await space.wait()
       if (s.yes && checkpoints.length > 0) continue
 
       const candidates = [...[...resumable].map((id) => index.get(id)!).filter(Boolean), ...availableTasks(index)].filter(
-        (e) => !running.has(e.task.id) && !waitsOnRunning(index, e, running),
+        (e) => !running.has(e.task.id) && !leftAlone.has(e.task.id) && !waitsOnRunning(index, e, running) && !parking.holds(e.task.id),
       )
+      const runSpent = spent("run")
       for (const agent of s.agents) {
-        if (running.size >= s.parallelism) break
-        if (busy.has(agent.name)) continue
-        const pick = candidates.find((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
+        if (running.size >= s.parallelism || runSpent) break
+        if (space.full && running.size > 0) break // what waits for room tries again first; nothing new meanwhile
+        if (busy.has(agent.name) || parking.isParked(agent.name) || spent(agent.name)) continue
+        // A parked task first: its own agent's once the limit reset, or one it is a fallback for.
+        const handover = parking.takeFor(agent)
+        const held = handover ? index.get(handover.taskId) : undefined
+        if (handover && !(held && (held.task.status === "in_progress" || held.task.status === "assigned"))) continue // a person decided meanwhile
+        const pick = held ?? candidates.find((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
         if (!pick) continue
         const id = pick.task.id
         resumable.delete(id)
         busy.set(agent.name, id)
-        const worker = new TaskWorker(shared, id, agent)
+        const worker = new TaskWorker(shared, id, agent, handover?.note)
         running.set(
           id,
-          worker.run().finally(() => {
-            running.delete(id)
-            busy.delete(agent.name)
-            wake.notify()
-          }),
+          worker
+            .run()
+            .then((unrecorded) => {
+              if (unrecorded === undefined) return
+              leftAlone.add(id)
+              s.bus.emit({ type: "notice", taskId: id, text: `${unrecorded}; left alone until the next run` })
+            })
+            .finally(() => {
+              running.delete(id)
+              busy.delete(agent.name)
+              wake.notify()
+            }),
         )
       }
 
       if (running.size === 0) {
         const open = [...index.values()].filter((e) => e.task.status !== "done")
         if (open.length === 0) break
+        if (runSpent || s.agents.every((a) => spent(a.name))) break // the rest waits for the next run
+        const parked = parking.waiting().filter((p) => open.some((e) => e.task.id === p.taskId))
+        if (parked.length > 0) {
+          const first = Math.min(...parked.map((p) => p.until))
+          const reason = `waiting for the usage limit of ${[...new Set(parked.map((p) => p.agent))].join(", ")} to reset (at ${clockTime(new Date(first))}): ${parked.map((p) => p.taskId).join(", ")} then go on in the same session (Ctrl-C stops; the next 'flow run' resumes)`
+          if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
+          waitingSaid = reason
+          await wake.wait()
+          continue
+        }
         if (checkpoints.length === 0) break // nothing can move without a person: blocked tasks and what waits on them
         const reason = `waiting for review of ${checkpoints.map((c) => c.id).join(", ")}: run 'flow done <id>' to continue or 'flow block <id> <reason>'`
         if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
@@ -156,12 +231,17 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       await wake.wait()
     }
   } finally {
+    parking.close()
     s.signal.removeEventListener("abort", onStop)
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
     await shared.landing.idle() // the checks' scratch worktrees, removed after their checks
     await watcher.close()
-    await groups.reap(s.project.dir) // what agents left behind in their groups (a server started in the background) goes too
+    // What agents left behind in their groups (a server started in the background) goes too. On a full disk
+    // the groups are killed but their records stay: the next run's reap finds them gone.
+    await groups.reap(s.project.dir).catch((e) => {
+      if (!isDiskFull(e)) throw e
+    })
   }
 
   const { data } = await readTasks(s.project).catch(() => last)

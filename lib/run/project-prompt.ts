@@ -4,7 +4,8 @@
 import { readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import type { Project } from "../cli/project"
-import { taskPrompt, type PromptInput } from "./prompt"
+import { previewPrepared } from "./prepare"
+import { taskPrompt, type Prepared, type PromptInput } from "./prompt"
 import { branchOf } from "./workspace"
 import { openExistingState, type StateDb } from "./state-db"
 import type { Indexed } from "../model/task-index"
@@ -14,6 +15,10 @@ export type ProjectPromptOptions = {
   workspace?: PromptInput["workspace"]
   /** an open state database; without one the project's is opened for the call, if it has one */
   db?: StateDb
+  /** what the run prepared in the worktree; without it, what flow.yaml would prepare (lib/run/prepare.ts) */
+  prepared?: Prepared
+  /** the agent has flow's MCP server: the prompt names tools instead of commands */
+  tools?: boolean
 }
 
 export async function projectTaskPrompt(project: Project, index: Map<string, Indexed>, taskId: string, options: ProjectPromptOptions = {}): Promise<string> {
@@ -26,7 +31,17 @@ export async function projectTaskPrompt(project: Project, index: Map<string, Ind
   // The branch line is part of what the run sends, so the preview names the branch the run would use.
   const task = index.get(taskId)?.task
   const workspace = options.workspace ?? (task ? { branch: branchOf(task) } : undefined)
-  return taskPrompt({ index, taskId, guidelines: readGuidelines(project.dir), projectName: basename(project.dir), workspace, questions })
+  const prepared = options.prepared ?? (task ? await previewPrepared(project, task) : undefined)
+  return taskPrompt({
+    index,
+    taskId,
+    guidelines: readGuidelines(project.dir),
+    projectName: basename(project.dir),
+    workspace,
+    questions,
+    prepared,
+    tools: options.tools,
+  })
 }
 
 function readGuidelines(dir: string): string | undefined {

@@ -16,7 +16,17 @@ export type PromptInput = {
   workspace?: { branch: string }
   /** the task's questions from .flow/state.db: the answered ones are part of its context */
   questions?: readonly Pick<Question, "id" | "text" | "answer">[]
+  /** what was made ready in the worktree before the agent starts (lib/run/prepare.ts) */
+  prepared?: Prepared
+  /** the agent has flow's MCP server (flow.yaml `mcp: true`): name its tools instead of commands */
+  tools?: boolean
 }
+
+/**
+ * What the agent finds prepared: the setup command that ran, the files copied from the person's checkout,
+ * its ports (a count when they are not handed out yet: `flow prompt` before a run).
+ */
+export type Prepared = { setup?: string; copied: readonly string[]; ports: readonly number[] | number }
 
 /** The first prompt of a task: its whole context, and for a task with steps, its current step. */
 export function taskPrompt(input: PromptInput): string {
@@ -28,6 +38,7 @@ export function taskPrompt(input: PromptInput): string {
   if (input.workspace) {
     out.push(`Your working directory is a git worktree on branch '${input.workspace.branch}': work and commit only there.`)
   }
+  if (input.prepared) out.push(...preparedSection(input.prepared))
   const guidelines = input.guidelines?.trim()
   if (guidelines) out.push("", ...(guidelines.startsWith("# ") ? [] : ["# Guidelines", ""]), guidelines)
 
@@ -51,7 +62,9 @@ export function taskPrompt(input: PromptInput): string {
       `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
       ...bullets(target.acceptance_criteria?.length ? target.acceptance_criteria : ["(none written: check its instructions)"]),
       "",
-      `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`,
+      input.tools
+        ? `If it falls short, call the \`flow_block\` tool with task_id "${task.id}" and reason "<what is wrong>" instead of fixing it yourself.`
+        : `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`,
     )
   }
   if (task.validation_task_id) out.push("", `Your work will be checked afterwards by the task '${task.validation_task_id}'.`)
@@ -62,12 +75,12 @@ export function taskPrompt(input: PromptInput): string {
     out.push("", "## Steps", "", `This task has ${task.steps.length} steps, done one at a time in this session. Do only step ${n} now.`)
     out.push(...stepSection(step))
   }
-  out.push("", "## Talking to flow", "", ...flowCommands(task, step))
+  out.push("", "## Talking to flow", "", ...flowCommands(task, step, input.tools))
   return `${out.join("\n")}\n`
 }
 
-/** The prompt that resumes a task's session for its next step. */
-export function stepPrompt(task: Task, step: Step): string {
+/** The prompt that resumes a task's session for its next step; `tools` as in PromptInput. */
+export function stepPrompt(task: Task, step: Step, tools = false): string {
   const steps = task.steps ?? []
   const n = steps.indexOf(step) + 1
   const continueWith = `Continue with step ${n} of ${steps.length || n} of task '${task.id}'.`
@@ -79,12 +92,12 @@ export function stepPrompt(task: Task, step: Step): string {
         ? ""
         : `No step of task '${task.id}' is done yet. `
   const out = [`${before}${continueWith}`]
-  out.push(...stepSection(step), "", ...flowCommands(task, step))
+  out.push(...stepSection(step), "", ...flowCommands(task, step, tools))
   return `${out.join("\n")}\n`
 }
 
 /** The prompt that resumes a session whose agent exited after asking: the answers, then carry on. */
-export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined): string {
+export function answersPrompt(task: Task, answered: readonly Pick<Question, "id" | "text" | "answer">[], step: Step | undefined, tools = false): string {
   const out = [
     `People answered the question${answered.length > 1 ? "s" : ""} you asked about task '${task.id}':`,
     "",
@@ -94,8 +107,28 @@ export function answersPrompt(task: Task, answered: readonly Pick<Question, "id"
       ? `Continue with step ${step.id} using ${answered.length > 1 ? "these answers" : "this answer"}.`
       : `Continue the task using ${answered.length > 1 ? "these answers" : "this answer"}.`,
   ]
-  out.push("", ...flowCommands(task, step))
+  out.push("", ...flowCommands(task, step, tools))
   return `${out.join("\n")}\n`
+}
+
+/** What was made ready in the worktree, so the agent does not do it again; nothing when nothing was. */
+function preparedSection(p: Prepared): string[] {
+  const count = typeof p.ports === "number" ? p.ports : p.ports.length
+  const lines: string[] = []
+  if (p.setup) lines.push(`- The setup command \`${oneLine(p.setup)}\` ran in it before you started: do not run it again.`)
+  if (p.copied.length)
+    lines.push(`- Copied from the main checkout, and kept out of every commit (do not add them): ${p.copied.map((f) => `\`${f}\``).join(", ")}.`)
+  if (count > 0) {
+    const names = Array.from({ length: count }, (_, i) => (i === 0 ? "FLOW_PORT" : `FLOW_PORT_${i}`))
+    const given =
+      typeof p.ports === "number"
+        ? `${names.join(", ")} (handed out when the run starts the task; in your environment)`
+        : `${names.map((n, i) => `${n}=${(p.ports as readonly number[])[i]}`).join(", ")} (in your environment too)`
+    lines.push(
+      `- Your TCP port${count === 1 ? "" : "s"}: ${given}. Other agents work beside you: start servers on ${count === 1 ? "this port" : "these ports"}, not on a default one.`,
+    )
+  }
+  return lines.length ? ["", "## Your worktree is prepared", "", ...lines] : []
 }
 
 function questionLines(questions: readonly Pick<Question, "id" | "text" | "answer">[]): string[] {
@@ -114,9 +147,23 @@ function stepSection(step: Step): string[] {
   return out
 }
 
-/** The commands the agent is told to run, with the real ids filled in. */
-function flowCommands(task: Task, step: Step | undefined): string[] {
+/** The commands the agent is told to run (or with `tools`, the MCP tools to call), with the real ids filled in. */
+function flowCommands(task: Task, step: Step | undefined, tools = false): string[] {
   const id = task.id
+  if (tools) {
+    // Tool names as the server gives them; CLIs prefix them with the server's name (Claude Code: mcp__flow__flow_done).
+    const lines = [
+      "Call these tools of the flow MCP server (your CLI may show their names with a prefix, such as mcp__flow__flow_done):",
+      `- \`flow_note\` with task_id "${id}" and the text, to record a decision or finding for the people and agents after you.`,
+      `- \`flow_ask\` with task_id "${id}", the question as text and wait: true when something is unclear: it waits for a person's answer and returns it.`,
+      `  If you cannot wait that long, call it without wait and exit: you will be resumed in this session with the answer.`,
+      `- \`flow_block\` with task_id "${id}" and the reason when you cannot go on; then exit.`,
+    ]
+    if (step)
+      lines.push(`- \`flow_step_done\` with step_id "${step.id}" when this step is finished and committed; then exit. You will be resumed with the next step.`)
+    else lines.push(`- \`flow_done\` with task_id "${id}" when every acceptance criterion is met, the tests pass and your work is committed; then exit.`)
+    return lines
+  }
   const lines = [
     "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
     `- \`flow note ${id} "<text>"\` to record a decision or finding for the people and agents after you.`,

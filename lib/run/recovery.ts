@@ -18,6 +18,7 @@ import { join } from "node:path"
 import { recoverMoves } from "./checkout-move"
 import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
 import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
+import { teardownWorktree } from "./prepare"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
 import { AUTHOR, blockTask, type Landing } from "./landing"
@@ -75,6 +76,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
         // (cut off half way, files or its .git gone). Committing that would merge deletions: it only goes.
         s.bus.emit({ type: "notice", taskId: task.id, text: "done and merged: removing its worktree" })
         for (const mark of doneMarks(s.project.stateDir, task.id)) rmSync(mark, { force: true }) // the run may have died before it did
+        if (!(await teardownWorktree(s, task.id, ws))) return
         await landing
           .inRepo(ws.repo, () => removeWorktree(ws.repo, ws.path, true))
           .catch((e) => s.bus.emit({ type: "notice", taskId: task.id, text: `its worktree ${ws.path} stays: ${(e as Error).message}` }))

@@ -5,16 +5,7 @@ import { existsSync, mkdirSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { spawnGroup } from "../cli/proc"
 
-/**
- * The shell blocks of a Markdown text, in order: the plain ones (```sh), or with `label` only those
- * labelled so (```sh fix: what the script agent runs when its merge is sent back, docs/RUN.md).
- */
-export function shellBlocks(markdown: string, label?: string): string[] {
-  const blocks: string[] = []
-  const fence = /^([ \t]*)(`{3,}|~{3,})[ \t]*(sh|bash|shell)(?:[ \t]+([A-Za-z][\w-]*))?[ \t]*\r?\n([\s\S]*?)^\1\2[ \t]*$/gm
-  for (const m of markdown.matchAll(fence)) if (m[4] === label) blocks.push(m[5])
-  return blocks
-}
+export { shellBlocks } from "../model/shell-blocks"
 
 export type ScriptResult = { code: number; output: string; blocks: number }
 

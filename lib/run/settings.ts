@@ -1,6 +1,7 @@
 // What one `flow run` is given and what it reports: shared by the orchestrator, the task workers, the landing
 // of finished work and the merge queues, so none of them imports another for its types.
-import type { AgentConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { AgentConfig, BudgetConfig, CopyConfig, HookConfig, PortsConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { PriceTable } from "./prices"
 import type { Project } from "../cli/project"
 import type { StateDb } from "./state-db"
 import type { EventBus } from "./events"
@@ -10,6 +11,8 @@ export type RunSettings = {
   agents: AgentConfig[]
   parallelism: number
   retries: number
+  /** flow.yaml's task_timeout in ms: how long one agent turn may run (a task's own task_timeout wins); undefined: no limit */
+  taskTimeoutMs?: number
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }
@@ -21,8 +24,14 @@ export type RunSettings = {
   queueDepth?: number
   /** a task finished with no changes on its branch: done with a note (allow), or blocked (flow.yaml empty_done) */
   emptyDone: "allow" | "block"
+  /** how each task's worktree is made ready before its agent starts (flow.yaml setup, teardown, copy, ports) */
+  prepare: PrepareSettings
   /** push and pull requests after merges (flow.yaml) */
   publish: PublishSettings
+  /** what tasks, agents and the run may spend (flow.yaml `budget`; docs/BUDGETS.md) */
+  budget?: BudgetConfig
+  /** prices per model for CLIs that report tokens without dollars: flow's, with flow.yaml's `prices` on top */
+  prices: PriceTable
   /** how an agent runs flow: the argv prefix of this very program */
   flowArgv: string[]
   bus: EventBus
@@ -38,4 +47,14 @@ export type RunSummary = {
   interrupted: boolean
   /** tasks left because their agent_name names no agent of this run, with that name */
   unassignable: { id: string; agent: string }[]
+}
+
+/** flow.yaml's preparation of worktrees (lib/run/prepare.ts), each field its entries per repository. */
+export type PrepareSettings = {
+  setup: HookConfig[]
+  teardown: HookConfig[]
+  copy: CopyConfig[]
+  ports: PortsConfig[]
+  /** the folder of port locks shared by every flow on the machine (lib/run/ports.ts) */
+  portsDir: string
 }

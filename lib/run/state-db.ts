@@ -8,11 +8,13 @@
 // lock timeout (FLOW_LOCK_TIMEOUT), then a FlowError says which file stayed busy.
 import { Database, SQLiteError } from "bun:sqlite"
 import { existsSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { Exit, FlowError } from "../cli/errors"
+import { diskFullError, isDiskFull } from "../store/disk-full"
 import type { Question, Usage } from "../model/json-shapes"
 import type { Project } from "../cli/project"
 import { ensureStateDir } from "../store/valid-cache"
+import { checkBudgetAnswer } from "./budget"
 
 const BUSY_TIMEOUT_MS = 50
 
@@ -83,6 +85,17 @@ const MIGRATIONS: readonly string[] = [
      outcome TEXT
    );
    CREATE INDEX moves_open ON moves (id) WHERE ended_at IS NULL;`,
+  // Each task's last end (lastTaskEnds), which `flow list` reads for every task (lib/run/worked-by.ts):
+  // without it the query scans every event of every run.
+  `CREATE INDEX events_task_end ON events (task_id, id) WHERE kind = 'task.end';`,
+  // Budgets and usage limits (docs/BUDGETS.md): a question flow asks about a task's budget is of a kind of its
+  // own (null: an agent's); an agent parked by its CLI's usage limit waits until parked_until; a task's spend is
+  // summed from its own events.
+  `ALTER TABLE questions ADD COLUMN kind TEXT;
+   ALTER TABLE agents ADD COLUMN parked_until TEXT;
+   ALTER TABLE agents ADD COLUMN parked_reason TEXT;
+   ALTER TABLE agents ADD COLUMN parked_task TEXT;
+   CREATE INDEX events_task_kind ON events (task_id, kind) WHERE task_id IS NOT NULL;`,
   // What each task's landing waits for (lib/run/landing-waits.ts): the person's change, operation or git lock
   // in the way of its checkout's move; a row per waiting task, of the run (its pid) that said it.
   `CREATE TABLE landing_waits (
@@ -100,11 +113,23 @@ export type { Question }
 export type FlowEvent = { id: number; at: string; kind: string; task_id: string | null; agent: string | null; data: unknown }
 export type NewEvent = { kind: string; task_id?: string | null; agent?: string | null; data?: unknown }
 
-export type AgentRecord = { name: string; cli: string | null; current_task: string | null; completed: number; session_id: string | null; updated_at: string }
+/** `parked_until`: the agent's CLI reported a usage limit; it takes no work before then (its task: parked_task). */
+export type AgentRecord = {
+  name: string
+  cli: string | null
+  current_task: string | null
+  completed: number
+  session_id: string | null
+  updated_at: string
+  parked_until: string | null
+  parked_reason: string | null
+  parked_task: string | null
+}
+const AGENT_FIELDS = ["cli", "current_task", "completed", "session_id", "parked_until", "parked_reason", "parked_task"] as const
 /** Fields to set on an agent; a key left out keeps its value, `null` clears it. */
-export type AgentUpdate = Partial<Pick<AgentRecord, "cli" | "current_task" | "completed" | "session_id">>
+export type AgentUpdate = Partial<Pick<AgentRecord, (typeof AGENT_FIELDS)[number]>>
 
-const QUESTION_COLUMNS = "id, task_id, agent, text, asked_at, answer, answered_at, answered_by"
+const QUESTION_COLUMNS = "id, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by"
 
 /** Who answers a question: $USER, or `person` when it is unset (never FLOW_AGENT: agents answer nothing). */
 export function answerer(env: Record<string, string | undefined>): string {
@@ -142,6 +167,7 @@ export class StateDb {
     try {
       db = new Database(file, { readwrite: true, create, strict: true })
     } catch (e) {
+      if (isDiskFull(e)) throw diskFullError(project.stateDir, e, `cannot open ${file}`)
       throw new FlowError(`cannot open ${file}: ${(e as Error).message}`, Exit.failure, "check the permissions of the project's .flow folder", { cause: e })
     }
     const state = new StateDb(db, file, project.lockTimeoutMs)
@@ -150,6 +176,8 @@ export class StateDb {
       await state.setUp()
     } catch (e) {
       db.close()
+      // A WAL database needs room for its index (-shm) even to be read: on a full disk opening fails.
+      if (isDiskFull(e)) throw diskFullError(project.stateDir, e, `cannot open ${file}`)
       throw e
     }
     return state
@@ -201,17 +229,21 @@ export class StateDb {
   }
 
   readonly questions = {
-    /** Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... */
-    ask: (q: { task_id: string; agent?: string | null; text: string }): Promise<Question> =>
+    /**
+     * Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... `kind`:
+     * null for an agent's question, `budget:<unit>` for flow's own about a task's budget (lib/run/budget.ts).
+     */
+    ask: (q: { task_id: string; agent?: string | null; text: string; kind?: string | null }): Promise<Question> =>
       this.write(() => {
         const seq = this.db.query<{ n: number }, []>("SELECT coalesce(max(seq), 0) + 1 AS n FROM questions").get()?.n ?? 1
         const id = `q-${seq}`
         const at = now()
         this.db
-          .query("INSERT INTO questions (id, seq, task_id, agent, text, asked_at) VALUES ($id, $seq, $task, $agent, $text, $at)")
-          .run({ id, seq, task: q.task_id, agent: q.agent ?? null, text: q.text, at })
+          .query("INSERT INTO questions (id, seq, task_id, agent, text, kind, asked_at) VALUES ($id, $seq, $task, $agent, $text, $kind, $at)")
+          .run({ id, seq, task: q.task_id, agent: q.agent ?? null, text: q.text, kind: q.kind ?? null, at })
         this.insertEvent({ kind: "question.asked", task_id: q.task_id, agent: q.agent, data: { question: id } }, at)
-        return { id, task_id: q.task_id, agent: q.agent ?? null, text: q.text, asked_at: at, answer: null, answered_at: null, answered_by: null }
+        const kind = q.kind ?? null
+        return { id, task_id: q.task_id, agent: q.agent ?? null, text: q.text, kind, asked_at: at, answer: null, answered_at: null, answered_by: null }
       }),
     get: (id: string): Promise<Question | undefined> =>
       this.retry(() => this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE id = ?`).get(id) ?? undefined),
@@ -219,9 +251,16 @@ export class StateDb {
     pending: (): Promise<Question[]> =>
       this.retry(() => this.db.query<Question, []>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE answer IS NULL ORDER BY seq`).all()),
     all: (): Promise<Question[]> => this.retry(() => this.db.query<Question, []>(`SELECT ${QUESTION_COLUMNS} FROM questions ORDER BY seq`).all()),
-    /** One task's questions, answered or not, oldest first. */
+    /** One task's questions from its agents (not flow's own about its budget), answered or not, oldest first. */
     forTask: (taskId: string): Promise<Question[]> =>
-      this.retry(() => this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? ORDER BY seq`).all(taskId)),
+      this.retry(() =>
+        this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? AND kind IS NULL ORDER BY seq`).all(taskId),
+      ),
+    /** The questions flow asked about one task's budget (lib/run/budget.ts), answered or not, oldest first. */
+    aboutBudget: (taskId: string): Promise<Question[]> =>
+      this.retry(() =>
+        this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? AND kind LIKE 'budget:%' ORDER BY seq`).all(taskId),
+      ),
     /**
      * The task's answered questions whose answer its agent was not given yet, oldest first: no
      * `question.delivered` event since the answer (it asked without --wait and exited before the answer came,
@@ -231,7 +270,7 @@ export class StateDb {
       this.retry(() =>
         this.db
           .query<Question, [string]>(
-            `SELECT ${QUESTION_COLUMNS} FROM questions q WHERE q.task_id = ? AND q.answer IS NOT NULL AND NOT EXISTS (
+            `SELECT ${QUESTION_COLUMNS} FROM questions q WHERE q.task_id = ? AND q.kind IS NULL AND q.answer IS NOT NULL AND NOT EXISTS (
                SELECT 1 FROM events e WHERE e.kind = 'question.delivered' AND e.task_id = q.task_id
                  AND json_extract(e.data, '$.question') = q.id AND e.at >= q.answered_at)
              ORDER BY q.seq`,
@@ -246,12 +285,15 @@ export class StateDb {
       }),
     /**
      * Records the answer unless the question already has one (then `replace` decides). Returns the
-     * question as it was before, so the caller can tell "unknown" and "already answered" apart.
+     * question as it was before, so the caller can tell "unknown" and "already answered" apart. An answer a
+     * question of flow's cannot take (a budget question answered with neither an amount nor `block`) is a
+     * usage error, whoever records it (`flow answer`, the run screen, the inspector): nothing is written.
      */
     answer: (id: string, answer: string, by: string, replace = false): Promise<{ before: Question | undefined; after: Question | undefined }> =>
       this.write(() => {
         const before = this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE id = ?`).get(id) ?? undefined
         if (!before || (before.answer !== null && !replace)) return { before, after: undefined }
+        checkBudgetAnswer(before, answer)
         const at = now()
         this.db.query("UPDATE questions SET answer = ?, answered_at = ?, answered_by = ? WHERE id = ?").run(answer, at, by, id)
         this.insertEvent(
@@ -309,12 +351,13 @@ export class StateDb {
   }
 
   private sumUsage(group: "task_id" | "agent" | "'run'", where = "1"): Promise<Map<string, Usage>> {
-    type Row = { key: string | null; input: number | null; output: number | null; cost: number | null }
+    type Row = { key: string | null; input: number | null; output: number | null; cost: number | null; estimated: number | null }
     return this.retry(() => {
       const rows = this.db
         .query<Row, []>(
           `SELECT ${group} AS key, sum(json_extract(data, '$.inputTokens')) AS input, sum(json_extract(data, '$.outputTokens')) AS output,
-           sum(json_extract(data, '$.costUsd')) AS cost FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`,
+           sum(json_extract(data, '$.costUsd')) AS cost, max(json_extract(data, '$.costEstimated')) AS estimated
+           FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`,
         )
         .all()
       const out = new Map<string, Usage>()
@@ -324,6 +367,7 @@ export class StateDb {
         if (r.input !== null) u.input_tokens = r.input
         if (r.output !== null) u.output_tokens = r.output
         if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
+        if (r.cost !== null && r.estimated) u.cost_estimated = true
         if (Object.keys(u).length > 0) out.set(r.key, u)
       }
       return out
@@ -336,7 +380,7 @@ export class StateDb {
       this.write(() => {
         const at = now()
         this.db.query("INSERT INTO agents (name, updated_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING").run(name, at)
-        const keys = (["cli", "current_task", "completed", "session_id"] as const).filter((k) => update[k] !== undefined)
+        const keys = AGENT_FIELDS.filter((k) => update[k] !== undefined)
         const sets = [...keys.map((k) => `${k} = $${k}`), "updated_at = $at"].join(", ")
         const params: Record<string, string | number | null> = { name, at }
         for (const k of keys) params[k] = update[k] ?? null
@@ -382,7 +426,10 @@ export class StateDb {
     return this.retry(() => this.db.transaction(fn).immediate())
   }
 
-  /** Runs `fn`, retrying while the database is busy, with jittered back-off, until the timeout. */
+  /**
+   * Runs `fn`, retrying while the database is busy, with jittered back-off, until the timeout. A full disk
+   * is not retried here: it becomes a DiskFull naming the folder (`flow run` waits it out, commands fail cleanly).
+   */
   private async retry<T>(fn: () => T): Promise<T> {
     const deadline = performance.now() + this.timeoutMs
     let wait = 2
@@ -390,6 +437,7 @@ export class StateDb {
       try {
         return fn()
       } catch (e) {
+        if (isDiskFull(e)) throw diskFullError(dirname(this.file), e, `cannot use ${this.file}`)
         if (!isBusy(e)) throw e
         if (performance.now() > deadline) {
           throw new FlowError(

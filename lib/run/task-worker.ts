@@ -2,7 +2,7 @@
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { adapterFor } from "../agents"
+import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
 import { FlowError } from "../cli/errors"
 import { commitAll, ensureWorktree } from "./git"
@@ -16,11 +16,20 @@ import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
 import type { RunSettings } from "./settings"
+import type { SpaceWait } from "./space-wait"
+import { isDiskFull } from "../store/disk-full"
+import { formatDuration, parseDuration } from "../cli/duration"
+import { turnLimit, waitingMs } from "./turn-limit"
+import { prepareWorktree, type Preparation } from "./prepare"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import { timed } from "./trace"
 import type { Workspace, Workspaces } from "./workspace"
+import { budgetNote, TaskBudget } from "./budget-gate"
+import { sleepUnlessStopped } from "./stop-sleep"
+import type { SpendMeter } from "./budget-meter"
+import { limitNote, type Parking, parkAndSay } from "./parking"
 
 export type WorkerShared = {
   settings: RunSettings
@@ -29,88 +38,196 @@ export type WorkerShared = {
   landing: Landing
   /** the agents' process groups, recorded for the reaper */
   groups: AgentGroups
+  /** a full disk: said once, waited out on a timer by whoever met it */
+  space: SpaceWait
   /** clean-ups that need not hold up the next task (worktree removal); awaited before the run ends */
   background: Set<Promise<unknown>>
   /** pushes and pull requests of a repository, one after another (pushes of the target must not race) */
   publishQueues: Map<string, Promise<unknown>>
-  sessions: Map<string, string>
+  /** each task's agent session in this run, with the CLI it belongs to (a task may move to another CLI) */
+  sessions: Map<string, { cli: string; id: string }>
+  /** what tasks, agents and the run spent so far (docs/BUDGETS.md) */
+  meter: SpendMeter
+  /** agents parked by their CLI's usage limit, and their tasks */
+  parking: Parking
 }
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
 
-type Outcome = "finished" | "blocked" | "stopped"
+/** paused: the run's or the agent's budget is spent; parked: the agent's CLI reported a usage limit (both: left in progress) */
+type Outcome = "finished" | "blocked" | "stopped" | "paused" | "parked"
 
 /**
  * The block note of an agent that exited without saying how the task went: its exit code, the CLI's error
  * on one line, and its last output unless that is only the same error again.
  */
-function exitNote(turn: TurnResult, missing: string): string {
+function exitNote(turn: Turn, missing: string): string {
   const tail = turn.tail.trim() && turn.tail.trim() !== turn.error?.trim() ? `; its last output:\n${turn.tail}` : ""
+  if (turn.stoppedAfter !== undefined) return `${ended(turn)} ${missing}${tail}`
   return `the agent exited (code ${turn.code}${turn.error ? `: ${turn.error}` : ""}) ${missing}${tail}`
+}
+
+/**
+ * A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms),
+ * `budgetStop` (why) when a budget's ceiling did.
+ */
+type Turn = TurnResult & { stoppedAfter?: number; budgetStop?: string }
+
+/** Why the script agent's turn failed: its exit code, or the time limit that stopped it. */
+function scriptEnd(turn: Turn, what: string): string {
+  return turn.stoppedAfter === undefined
+    ? `${what} failed (exit ${turn.code})`
+    : `${what} was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
+}
+
+/** How a turn ended, for notes and retry reasons: its exit code, or the time limit that stopped it. */
+function ended(turn: Turn): string {
+  return turn.stoppedAfter === undefined
+    ? `the agent exited (code ${turn.code})`
+    : `the agent was stopped after ${formatDuration(turn.stoppedAfter)} (task_timeout)`
 }
 
 export class TaskWorker {
   private ws?: Workspace
+  /** what the worktree was given before the agent (lib/run/prepare.ts); its ports are held until the worker ends */
+  private prep?: Extract<Preparation, { ok: true }>
+  /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
+  private limitMs?: number
+  private readonly budget: TaskBudget
 
+  /** `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts) */
   constructor(
     private shared: WorkerShared,
     private taskId: string,
     private agent: AgentConfig,
-  ) {}
+    private handover?: string,
+  ) {
+    this.budget = new TaskBudget(shared.settings, shared.meter, {
+      taskId,
+      agent: agent.name,
+      budget: () => this.read(),
+      commit: (why) => this.commitWork(why),
+      block: (note) => this.block(note),
+    })
+  }
 
   private get s(): RunSettings {
     return this.shared.settings
   }
 
-  async run(): Promise<void> {
+  /**
+   * Works the task to its end. Returns why, when it failed and even blocking it failed (a tasks.yaml that
+   * may not be written): the run must not take it again at once, or it would fail again in a loop.
+   */
+  async run(): Promise<string | undefined> {
     try {
-      const task = await this.read()
-      if (task.status !== "in_progress" && task.status !== "assigned") {
-        // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
-        await this.shared.landing.journal.close(this.taskId)
-        for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
-      }
-      this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
-      // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
-      this.ws = await this.shared.workspaces.forTask(task)
-      const ws = this.ws
-      // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
-      const [, how] = await Promise.all([
-        task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
-        timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
-      ])
-      await timed(this.taskId, "start", () => this.setStatus("in_progress"))
-      this.s.bus.emit({
-        type: "task-start",
-        taskId: this.taskId,
-        agent: this.agent.name,
-        branch: this.ws.branch,
-        worktree: this.ws.path,
-        resumed: how === "reused",
-      })
-      // A run stopped while the agent waited for answers: wait again before launching anything, then
-      // resume its session with the answers (a fresh session gets them in the full prompt).
-      const started = await this.read()
-      const answers = await this.awaitAnswers(currentStep(started))
-      if (this.s.signal.aborted) return
-      const resumeWith = answers && this.resumable() ? answers : undefined
-      const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
-      if (outcome === "finished") await this.finish(await this.read())
-      else if (outcome === "blocked") await this.afterBlocked()
+      await this.untilRoom((retry) => this.attempt(retry))
     } catch (e) {
       if (!this.s.signal.aborted) {
         // The hint says how to get the task going again: the note is where the person reads it.
         const message = e instanceof FlowError ? `${e.message}${e.hint ? `: ${e.hint}` : ""}` : String((e as Error)?.stack ?? e)
-        await this.block(`flow run: ${message}`).catch(() => {})
+        const unblocked = await this.untilRoom(() => this.block(`flow run: ${message}`)).then(
+          () => undefined,
+          (e2) => {
+            const why = (e2 as Error).message.split("\n")[0]
+            return message.startsWith(why) ? `its status cannot be written: ${why}` : `it failed (${message.split("\n")[0]}) and could not be blocked: ${why}`
+          },
+        )
+        if (unblocked && !this.s.signal.aborted) return unblocked
       }
     } finally {
+      this.prep?.release()
       const status = await this.read().then(
         (t) => t.status,
         () => "unknown",
       )
       this.s.bus.emit({ type: "task-end", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli, status })
     }
+  }
+
+  /**
+   * `fn`, tried again (with `retry` true) after the disk had no room for it: the task keeps its place,
+   * nothing is blocked for it, and the run's stop ends the wait (lib/run/space-wait.ts).
+   */
+  private async untilRoom(fn: (retry: boolean) => Promise<void>): Promise<void> {
+    const space = this.shared.space
+    for (let retry = false; ; retry = true) {
+      try {
+        await fn(retry)
+        if (retry) space.ok()
+        return
+      } catch (e) {
+        if (this.s.signal.aborted || !space.claims(e, this.ws ? [this.ws.path] : [], this.taskId)) throw e
+        await space.wait()
+        if (this.s.signal.aborted) return
+      }
+    }
+  }
+
+  /**
+   * The task from where it is: started (assigned, its worktree, in progress), its agent run, its work landed.
+   * A retry after a full disk goes on from the task's status: a done task is landed, a blocked one's
+   * validated tasks are blocked, anything else starts or resumes.
+   */
+  private async attempt(retry: boolean): Promise<void> {
+    const task = await this.read()
+    this.limitMs = task.task_timeout === undefined ? this.s.taskTimeoutMs : parseDuration(task.task_timeout, `task '${this.taskId}': task_timeout`)
+    if (retry && (task.status === "done" || task.status === "blocked")) {
+      if (!this.ws) return // decided by a person before this worker got its worktree: nothing of ours to land
+      return task.status === "done" ? this.finish(task) : this.afterBlocked()
+    }
+    if (task.status !== "in_progress" && task.status !== "assigned") {
+      // A fresh start (never run, or reset by a person): what an earlier attempt journaled is history.
+      await this.shared.landing.journal.close(this.taskId)
+      for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
+    }
+    if (!retry) this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
+    // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
+    this.ws = await this.shared.workspaces.forTask(task)
+    const ws = this.ws
+    // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
+    const [, how] = await Promise.all([
+      task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
+      timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
+    ])
+    await timed(this.taskId, "start", () => this.setStatus("in_progress"))
+    this.s.bus.emit({
+      type: "task-start",
+      taskId: this.taskId,
+      agent: this.agent.name,
+      branch: this.ws.branch,
+      worktree: this.ws.path,
+      resumed: how === "reused",
+    })
+    // The worktree made ready (flow.yaml copy, ports, setup) before any agent works in it; an earlier
+    // attempt's ports (a retry after a full disk) go back first.
+    this.prep?.release()
+    this.prep = undefined
+    const prep = await prepareWorktree(this.s, {
+      taskId: this.taskId,
+      agent: this.agent.name,
+      ws,
+      env: this.agentEnv(),
+      onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
+    })
+    this.prep = prep.ok ? prep : undefined
+    if (!prep.ok) {
+      if (prep.note === undefined) return // the run stops
+      await this.block(prep.note)
+      return this.afterBlocked()
+    }
+    // A run stopped while the agent waited for answers: wait again before launching anything, then
+    // resume its session with the answers (a fresh session gets them in the full prompt).
+    const started = await this.read()
+    const answers = await this.awaitAnswers(currentStep(started))
+    if (this.s.signal.aborted) return
+    const handover = this.handover
+    this.handover = undefined // told once: a retry after a full disk is no new handover
+    const resumeWith = this.resumable() ? [answers, handover].filter(Boolean).join("\n") || undefined : handover ? await this.continuation(handover) : undefined
+    const outcome = started.steps?.length ? await this.runSteps(resumeWith) : await this.runWhole(resumeWith)
+    if (outcome === "finished") await this.finish(await this.read())
+    else if (outcome === "blocked") await this.afterBlocked()
   }
 
   /** A task without steps: one session, retried (resumed) when the agent exits without done or block. */
@@ -120,14 +237,30 @@ export class TaskWorker {
       const task = await this.read()
       // The script finished before the run died (its mark): land it, never run it again.
       if (this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId))) return "finished"
+      const gate = await this.budget.gate()
+      if (gate !== "go") return gate
       const turn = await this.turn(prompt, task.instructions ?? "", undefined, env)
       if (this.s.signal.aborted) return "stopped"
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
       if (after.status === "done") return "finished"
+      if (turn.budgetStop) {
+        // Stopped by a budget, not failed: the gate asks (or pauses) before the session goes on.
+        prompt = await this.continuation(budgetNote(this.taskId, turn.budgetStop))
+        attempt--
+        continue
+      }
+      if (turn.limit) {
+        if (env === undefined) return this.park(turn)
+        // A fix for the merge queue waits in place: its landing is under way.
+        if (!(await this.waitOutLimit(turn))) return "stopped"
+        prompt = await this.continuation(limitNote(this.taskId, turn.limit!.message))
+        attempt--
+        continue
+      }
       if (this.agent.cli === "script") {
         if (turn.code === 0) return "finished"
-        await this.block(`script failed (exit ${turn.code}):\n${turn.tail}`)
+        await this.block(`${scriptEnd(turn, "script")}:\n${turn.tail}`)
         return "blocked"
       }
       const answers = await this.awaitAnswers(undefined)
@@ -142,7 +275,7 @@ export class TaskWorker {
         await this.block(exitNote(turn, "without 'flow done' or 'flow block'"))
         return "blocked"
       }
-      const reason = `the agent exited (code ${turn.code}) without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
+      const reason = `${ended(turn)} without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
       this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
       prompt = await this.continuation(
         `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`,
@@ -162,13 +295,15 @@ export class TaskWorker {
       if ((step.status ?? "pending") === "pending") await this.stepStatus(step.id, "in_progress")
       const n = (tries.get(step.id) ?? 0) + 1
       tries.set(step.id, n)
-      const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+      const gate = await this.budget.gate()
+      if (gate !== "go") return gate
+      const session = this.session()
       // A session that cannot be resumed starts afresh: it gets the whole task's prompt, then the new part.
-      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step) : await this.taskPrompt()
+      const base = this.resumable() || this.agent.cli === "script" ? stepPrompt(task, step, this.agent.mcp) : await this.taskPrompt()
       const prompt = resumeWith ?? base
       this.s.bus.emit({ type: "step-start", taskId: this.taskId, stepId: step.id, agent: this.agent.name, session })
       const finished = this.agent.cli === "script" && existsSync(doneMark(this.s.project.stateDir, this.taskId, step.id))
-      const turn: TurnResult = finished
+      const turn: Turn = finished
         ? { code: 0, tail: "", seconds: 0 }
         : await this.turn(
             n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt,
@@ -177,9 +312,19 @@ export class TaskWorker {
           )
       resumeWith = undefined
       if (this.s.signal.aborted) return "stopped"
+      if (turn.budgetStop || turn.limit) {
+        const after = await this.read()
+        if (after.status === "blocked") return "blocked"
+        if (!(after.steps?.find((x) => x.id === step.id)?.status === "done")) {
+          if (turn.limit) return this.park(turn)
+          tries.set(step.id, n - 1)
+          resumeWith = await this.continuation(budgetNote(this.taskId, turn.budgetStop!))
+          continue
+        }
+      }
       if (this.agent.cli === "script") {
         if (turn.code !== 0) {
-          await this.block(`script of step ${step.id} failed (exit ${turn.code}):\n${turn.tail}`)
+          await this.block(`${scriptEnd(turn, `script of step ${step.id}`)}:\n${turn.tail}`)
           return "blocked"
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
@@ -200,7 +345,12 @@ export class TaskWorker {
         await this.block(exitNote(turn, `before 'flow step done ${step.id}'`))
         return "blocked"
       }
-      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: n + 1, reason: `step ${step.id} not done (exit ${turn.code})` })
+      this.s.bus.emit({
+        type: "retry",
+        taskId: this.taskId,
+        attempt: n + 1,
+        reason: `step ${step.id} not done (${turn.stoppedAfter === undefined ? `exit ${turn.code}` : `stopped after ${formatDuration(turn.stoppedAfter)}: task_timeout`})`,
+      })
     }
   }
 
@@ -214,28 +364,70 @@ export class TaskWorker {
     return this.launch(await this.taskPrompt(), script, stepId, env)
   }
 
-  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>) {
+  private async launch(prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
     const ws = this.ws!
-    const result = await timed(this.taskId, "agent", () =>
-      runTurn({
-        doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
-        onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
-        agent: this.agent,
-        prompt,
-        script,
-        cwd: ws.path,
-        env: { ...this.agentEnv(), ...env },
-        sessionId: this.shared.sessions.get(this.taskId) ?? this.savedSession(),
-        usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
-        signal: this.s.signal,
-        onEvent: (event) => {
-          if (event.type === "session") this.saveSession(event.id)
-          this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
-        },
-      }),
+    const limitMs = this.limitMs
+    const watch = await this.budget.watch(this.s.signal)
+    const limit = turnLimit(
+      limitMs,
+      watch.signal,
+      async (since) => waitingMs(await this.s.db.questions.forTask(this.taskId), since, Date.now()),
+      () => this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
     )
+    const turn = runTurn({
+      doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
+      onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
+      agent: this.agent,
+      prompt,
+      script,
+      cwd: ws.path,
+      env: { ...this.agentEnv(), ...env },
+      mcp: this.mcpServer(),
+      sessionId: this.session(),
+      usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
+      pricing: { table: this.s.prices, model: this.agent.model },
+      signal: limit.signal,
+      onEvent: (event) => {
+        if (event.type === "session") this.saveSession(event.id)
+        this.s.bus.emit({ type: "agent", taskId: this.taskId, agent: this.agent.name, event })
+      },
+    }).finally(() => {
+      limit.clear()
+      watch.clear()
+    })
+    const result = await timed(this.taskId, "agent", () => turn)
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
-    return result
+    if (!result.limit) this.shared.parking.ok(this.agent.name)
+    const budgetStop = watch.stopped()
+    if (budgetStop && !this.s.signal.aborted) return { ...result, budgetStop }
+    return limit.expired() && !this.s.signal.aborted ? { ...result, stoppedAfter: limitMs } : result
+  }
+
+  /**
+   * The agent's CLI reported a usage limit: its work is committed, the agent parked until the reset (or a
+   * back-off), and the task handed back to the run, in progress with its session, for this agent once the
+   * reset comes or for a fallback agent now (lib/run/parking.ts).
+   */
+  private async park(turn: Turn): Promise<Outcome> {
+    await this.commitWork("its agent's usage limit is reached")
+    const pinned = (await this.read()).agent_name !== undefined
+    parkAndSay({ parking: this.shared.parking, bus: this.s.bus, taskId: this.taskId, agent: this.agent, limit: turn.limit!, pinned })
+    return "parked"
+  }
+
+  /** A limited turn of a fix waits for the reset where it is (or the run's stop: false). */
+  private async waitOutLimit(turn: Turn): Promise<boolean> {
+    const until = parkAndSay({ parking: this.shared.parking, bus: this.s.bus, taskId: this.taskId, agent: this.agent, limit: turn.limit!, inPlace: true })
+    await sleepUnlessStopped(until.getTime() - Date.now(), this.s.signal)
+    return !this.s.signal.aborted
+  }
+
+  /** Commits what the agent left in its worktree on its branch, so that no work is lost where it stops. */
+  private async commitWork(why: string): Promise<void> {
+    const ws = this.ws
+    if (!ws || !existsSync(ws.path)) return
+    const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
+    if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
   }
 
   /**
@@ -249,19 +441,18 @@ export class TaskWorker {
     const asked = (await db.questions.forTask(this.taskId)).filter((q) => q.answer === null).map((q) => q.id)
     if (asked.length > 0) {
       this.s.bus.emit({ type: "question-wait", taskId: this.taskId, questions: asked })
-      const stopped = new Promise<void>((resolve) => this.s.signal.addEventListener("abort", () => resolve(), { once: true }))
       for (;;) {
         if (this.s.signal.aborted) return undefined
         const now = (await Promise.all(asked.map((id) => db.questions.get(id)))).filter((q): q is Question => q !== undefined)
         if (now.every((q) => q.answer !== null)) break
-        await Promise.race([Bun.sleep(ANSWER_POLL_MS), stopped])
+        await sleepUnlessStopped(ANSWER_POLL_MS, this.s.signal)
       }
     }
     const answers = await db.questions.undelivered(this.taskId)
     if (answers.length === 0) return undefined // nothing asked, or the database was reset meanwhile
     this.s.bus.emit({ type: "question-answered", taskId: this.taskId, questions: answers.map((q) => q.id) })
     await this.handedOver(answers)
-    return answersPrompt(await this.read(), answers, step)
+    return answersPrompt(await this.read(), answers, step, this.agent.mcp)
   }
 
   /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
@@ -300,7 +491,8 @@ export class TaskWorker {
         }
         await this.setStatus("in_progress")
         const outcome = await this.runWhole(await this.continuation(prompt), env)
-        return outcome === "finished" ? "fixed" : outcome === "stopped" ? "stopped" : "gave-up"
+        // A budget that stops new work leaves the fix for the next run, as a stop does: not the agent giving up.
+        return outcome === "finished" ? "fixed" : outcome === "stopped" || outcome === "paused" ? "stopped" : "gave-up"
       },
     }
   }
@@ -406,7 +598,7 @@ export class TaskWorker {
   /** Whether the agent's next turn continues its session: a CLI that can resume, and a session to resume. */
   private resumable(): boolean {
     if (this.agent.cli === "script") return false
-    const session = this.shared.sessions.get(this.taskId) ?? this.savedSession()
+    const session = this.session()
     return session !== undefined && adapterFor(this.agent.cli, { command: this.agent.command }).canResume
   }
 
@@ -426,7 +618,12 @@ export class TaskWorker {
   private async taskPrompt(): Promise<string> {
     const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
     const ready = await this.s.db.questions.undelivered(this.taskId)
-    const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, { workspace: { branch: this.ws!.branch }, db: this.s.db })
+    const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, {
+      workspace: { branch: this.ws!.branch },
+      db: this.s.db,
+      prepared: this.prep?.prepared,
+      tools: this.agent.mcp,
+    })
     await this.handedOver(ready)
     return prompt
   }
@@ -447,12 +644,36 @@ export class TaskWorker {
       // Marks every process the agent starts, whatever session it puts them in, for the reaper (reaper.ts).
       FLOW_RUN_ID: RUN_ID,
       PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+      // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
+      ...this.prep?.env,
     }
+  }
+
+  /**
+   * flow's MCP server for an agent with `mcp: true`: this flow (the launcher on the agent's PATH) as `flow mcp`,
+   * knowing the project, the task and the agent as the agent's own `flow` commands do.
+   */
+  private mcpServer(): { server: McpServerSpec; dir: string } | undefined {
+    if (!this.agent.mcp) return undefined
+    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID } = this.agentEnv() as Record<string, string>
+    const server = {
+      name: "flow",
+      command: join(this.s.project.stateDir, "bin", "flow"),
+      args: ["mcp"],
+      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID },
+    }
+    return { server, dir: join(this.s.project.stateDir, "mcp", this.taskId) }
   }
 
   // Sessions survive a stopped run, so an interrupted task resumes in the same agent session (rule 7).
   private sessionFile(): string {
     return join(this.s.project.stateDir, "sessions", `${this.taskId}.json`)
+  }
+
+  /** The task's session to resume on this agent's CLI: this run's, else the one saved by an earlier run. */
+  private session(): string | undefined {
+    const current = this.shared.sessions.get(this.taskId)
+    return current ? (current.cli === this.agent.cli ? current.id : undefined) : this.savedSession()
   }
 
   private savedSession(): string | undefined {
@@ -465,8 +686,14 @@ export class TaskWorker {
   }
 
   private saveSession(id: string): void {
-    this.shared.sessions.set(this.taskId, id)
-    mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
-    writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+    this.shared.sessions.set(this.taskId, { cli: this.agent.cli, id })
+    try {
+      mkdirSync(join(this.s.project.stateDir, "sessions"), { recursive: true })
+      writeFileSync(this.sessionFile(), JSON.stringify({ cli: this.agent.cli, agent: this.agent.name, session: id }))
+    } catch (e) {
+      // Called from the agent's output stream, which must go on: on a full disk the session is kept in
+      // memory for this run; only a later run could not resume it.
+      if (!isDiskFull(e)) throw e
+    }
   }
 }

@@ -4,13 +4,13 @@
 import type { Question } from "../model/json-shapes"
 import { TASK_STATUSES } from "../model/statuses"
 import type { RunEvent } from "./events"
-import { agentLine, logLine } from "./log"
+import { agentLine, clockTime, logLine } from "./log"
 import { sanitize } from "../terminal/screen"
 
 /** What the UI needs of tasks.yaml: each task's title, step ids and status. */
 export type TaskSnapshot = Map<string, { title: string; status: string; steps: string[] }>
 
-export type PaneState = "running" | "waiting for an answer" | "idle" | `queue ${string}`
+export type PaneState = "running" | "waiting for an answer" | "idle" | `queue ${string}` | `parked until ${string}`
 
 export type Pane = {
   agent: string
@@ -37,6 +37,11 @@ const FOOTER = new Set<RunEvent["type"]>([
   "published",
   "publish-failed",
   "question-answered",
+  "budget",
+  "budget-raised",
+  "parked",
+  "prepared",
+  "hook-end",
 ])
 
 export class RunView {
@@ -51,6 +56,8 @@ export class RunView {
   target = ""
   /** checkpoints announced as waiting for review; shown until tasks.yaml says they are done or blocked */
   readonly checkpoints = new Set<string>()
+  /** agents parked by their CLI's usage limit, until when (ms since the epoch) */
+  readonly parked = new Map<string, number>()
   /** why the run waits with nothing to do, until it moves on */
   waitingFor?: string
   stopping = false
@@ -74,6 +81,7 @@ export class RunView {
       case "task-assigned":
       case "task-start": {
         this.waitingFor = undefined // the run moved on
+        this.parked.delete(e.agent)
         const pane = this.pane(e.agent)
         if (pane.taskId !== e.taskId) {
           pane.taskId = e.taskId
@@ -97,6 +105,13 @@ export class RunView {
       }
       case "agent-exit":
         push(this.pane(e.agent).lines, `── exited ${e.code} after ${e.seconds.toFixed(1)} s`)
+        return
+      // A setup runs in the agent's pane, before the agent; a teardown has no pane (the footer says how it ended).
+      case "hook-start":
+        if (e.agent) push(this.pane(e.agent).lines, `── ${e.hook}: ${sanitize(e.command)}`)
+        return
+      case "hook-output":
+        if (e.agent) push(this.pane(e.agent).lines, sanitize(e.line))
         return
       case "task-end": {
         const pane = this.pane(e.agent)
@@ -125,6 +140,9 @@ export class RunView {
       case "waiting":
         this.waitingFor = e.reason
         return
+      case "parked":
+        this.parked.set(e.agent, new Date(e.until).getTime())
+        return
     }
   }
 
@@ -143,7 +161,9 @@ export class RunView {
   }
 
   /** What an agent is doing now: a pending question about its task means it waits for a person. */
-  stateOf(pane: Pane): PaneState {
+  stateOf(pane: Pane, now = Date.now()): PaneState {
+    const parked = this.parked.get(pane.agent)
+    if (parked !== undefined && parked > now && !pane.taskId) return `parked until ${clockTime(new Date(parked), new Date(now))}`
     if (!pane.taskId) return "idle"
     if (this.waiting.has(pane.taskId) || this.questions.some((q) => q.task_id === pane.taskId)) return "waiting for an answer"
     const queued = this.queued.get(pane.taskId)

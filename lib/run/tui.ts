@@ -53,7 +53,7 @@ const TICK_MS = 1000
 const TASKS_EVERY = 5
 const FLASH_MS = 4000
 const TASK_EVENTS = new Set<RunEvent["type"]>(["run-start", "task-start", "step-start", "status", "merge", "task-end", "checkpoint"])
-const QUESTION_EVENTS = new Set<RunEvent["type"]>(["question-wait", "question-answered", "agent-exit"])
+const QUESTION_EVENTS = new Set<RunEvent["type"]>(["question-wait", "question-answered", "agent-exit", "budget", "budget-raised"])
 
 /** Takes over the terminal and shows the run until `close`. */
 export function startTui(o: TuiOptions): Tui {

@@ -1,14 +1,17 @@
-// Tokens and cost per turn from what a CLI reports. Some CLIs report session running totals (Claude Code's
+// Tokens and cost per turn from what a CLI reports. Some CLIs report running totals (Claude Code's
 // total_cost_usd, Codex's token counts on `exec resume`): a turn's usage is then the difference from the
-// totals last seen for that session, which are kept beside the session file so a stopped and resumed run
-// (a new flow process) still subtracts the right amount. Rules: docs/AGENTS.md "Tokens and cost".
+// totals last seen. A session's totals (what the adapter's totalsPer says for the CLI's version) are kept
+// beside the session file, so a stopped and resumed run (a new flow process) still subtracts the right
+// amount; a process's totals (Claude Code before 2.1.277) start afresh with each CLI process, so they are
+// measured from what this meter saw of the same process only. Rules: docs/AGENTS.md "Tokens and cost".
 import { mkdirSync, readFileSync } from "node:fs"
 import { dirname } from "node:path"
-import type { UsageEvent } from "../agents/types"
+import type { Adapter, AgentEvent, TotalsScope, UsageEvent } from "../agents/types"
 import { writeFileAtomic } from "../store/atomic-write"
+import { type PriceTable, priced } from "./prices"
 
-const FIELDS = { tokens: ["inputTokens", "outputTokens"], cost: ["costUsd"] } as const
-type Field = "inputTokens" | "outputTokens" | "costUsd"
+const FIELDS = { tokens: ["inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"], cost: ["costUsd"] } as const
+type Field = "inputTokens" | "outputTokens" | "cacheReadTokens" | "cacheWriteTokens" | "costUsd"
 
 /** The running totals a session's CLI last reported, per field (only the fields it reports as totals). */
 export type SeenTotals = { cli: string; session: string } & Partial<Record<Field, number>>
@@ -50,9 +53,13 @@ export function turnUsage(
 // Differences of decimal dollars leave binary noise (0.0246 - 0.0123 = 0.012300000000000002).
 const round = (n: number) => Math.round(n * 1e10) / 1e10
 
-/** The totals last seen for a task's session, in `file` (.flow/sessions/<task>.usage.json); in memory without one. */
+/**
+ * The totals last seen for a task's session, in `file` (.flow/sessions/<task>.usage.json); in memory without
+ * one. One meter serves one CLI process (one turn), which is what a process's totals are measured within.
+ */
 export class UsageMeter {
   private seen: SeenTotals | undefined
+  private processSeen: SeenTotals | undefined
 
   constructor(
     private readonly cli: string,
@@ -66,10 +73,16 @@ export class UsageMeter {
   }
 
   /**
-   * The turn's usage from `report` in `session` (resumed from `resumed`, if it was); remembers the totals on
-   * disk before returning, so a crash loses none.
+   * The turn's usage from `report` in `session` (resumed from `resumed`, if it was), its totals counted per
+   * `scope`; remembers a session's totals on disk before returning, so a crash loses none.
    */
-  turn(report: UsageEvent, session: string | undefined, resumed?: string): UsageEvent {
+  turn(report: UsageEvent, session: string | undefined, resumed?: string, scope: TotalsScope = "session"): UsageEvent {
+    if (scope === "process") {
+      // Never the file: the next process counts from zero, whatever this one reached.
+      const r = turnUsage(report, this.processSeen, this.cli, session ?? "")
+      this.processSeen = r.seen
+      return r.usage
+    }
     const r = turnUsage(report, this.seen, this.cli, session ?? "", resumed)
     if (r.seen !== this.seen) {
       this.seen = r.seen
@@ -82,5 +95,46 @@ export class UsageMeter {
       }
     }
     return r.usage
+  }
+}
+
+/** How a turn's tokens are priced: the table, and the model flow.yaml names for the agent (if any). */
+export type Pricing = { table: PriceTable; model?: string }
+
+/**
+ * One CLI process's stdout, line by line: the adapter's events, each usage made the turn's own by what the
+ * stream says of its session and of the CLI's version (the session event's), which decides whether its
+ * running totals are the session's or the process's (the adapter's totalsPer); then priced (lib/run/prices.ts)
+ * by the model the stream names, else flow.yaml's.
+ */
+export class TurnStream {
+  private version: string | undefined
+  private model: string | undefined
+  private readonly meter: UsageMeter
+
+  /** `resumed`: the session this process was asked to resume; `sessionId`: the one it runs, as far as known. */
+  constructor(
+    private readonly adapter: Adapter,
+    usageFile: string | undefined,
+    private readonly resumed: string | undefined,
+    public sessionId: string | undefined = resumed,
+    private readonly pricing?: Pricing,
+  ) {
+    this.meter = new UsageMeter(adapter.cli, usageFile)
+  }
+
+  parse(line: string): AgentEvent[] {
+    return this.adapter.parseLine(line).map((event) => {
+      if (event.type === "usage") {
+        const own = this.meter.turn(event, this.sessionId, this.resumed, this.adapter.totalsPer?.(this.version))
+        return this.pricing ? priced(own, this.pricing.table, this.model ?? this.pricing.model) : own
+      }
+      if (event.type === "session") {
+        this.sessionId = event.id
+        if (event.version) this.version = event.version
+        if (event.model) this.model = event.model
+      }
+      return event
+    })
   }
 }

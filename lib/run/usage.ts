@@ -31,7 +31,7 @@ export async function usageFrom(db: StateDb): Promise<UsageTotals> {
 /** A table cell: the cost when reported, else the tokens in and out together (`3,290 tok`); "" for none. */
 export function usageCell(u: Usage | null | undefined): string {
   if (!u) return ""
-  if (u.cost_usd !== undefined) return `$${u.cost_usd.toFixed(4)}`
+  if (u.cost_usd !== undefined) return `${u.cost_estimated ? "~" : ""}$${u.cost_usd.toFixed(4)}`
   const tokens = (u.input_tokens ?? 0) + (u.output_tokens ?? 0)
   return u.input_tokens === undefined && u.output_tokens === undefined ? "" : `${count(tokens)} tok`
 }
@@ -44,7 +44,7 @@ export function usageText(u: Usage | null | undefined): string | undefined {
     u.output_tokens !== undefined ? `${count(u.output_tokens)} out` : "",
   ].filter(Boolean)
   const tokens = parts.length > 0 ? `tokens ${parts.join(", ")}` : ""
-  const cost = u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}` : ""
+  const cost = u.cost_usd !== undefined ? `$${u.cost_usd.toFixed(4)}${u.cost_estimated ? " (estimated)" : ""}` : ""
   const text = [tokens, cost].filter(Boolean).join(", ")
   return text === "" ? undefined : text
 }
@@ -57,6 +57,7 @@ export function addUsage(usages: Iterable<Usage | null | undefined>): Usage | nu
     if (u.input_tokens !== undefined) out.input_tokens = (out.input_tokens ?? 0) + u.input_tokens
     if (u.output_tokens !== undefined) out.output_tokens = (out.output_tokens ?? 0) + u.output_tokens
     if (u.cost_usd !== undefined) out.cost_usd = Math.round(((out.cost_usd ?? 0) + u.cost_usd) * 1e10) / 1e10
+    if (u.cost_estimated) out.cost_estimated = true
   }
   return Object.keys(out).length === 0 ? null : out
 }

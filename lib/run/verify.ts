@@ -1,15 +1,14 @@
 // The project's check (flow.yaml `verify`), run on a merge in a scratch worktree before the target moves.
 // Its output goes back to the agent, so it is trimmed to what a person would read first: the lines that
 // name a failure, with a little context, and the end.
-import { existsSync, realpathSync } from "node:fs"
 import type { VerifyConfig } from "../store/config"
 import { parseDuration } from "../cli/duration"
-import { repoRoot } from "./git"
 import { spawnGroup } from "../cli/proc"
+import { entryResolver } from "./repo-entries"
 import { lines } from "./script-agent"
-import { insideProject } from "./workspace"
 
-export type Check = { argv: string[]; timeoutMs: number; label: string }
+/** `name`: what the command is to flow.yaml (check, setup, teardown), for its messages */
+export type Check = { argv: string[]; timeoutMs: number; label: string; name: string }
 export type CheckResult = { ok: true; seconds: number } | { ok: false; timedOut: boolean; code: number; output: string; seconds: number }
 
 const DEFAULT_TIMEOUT = "20m"
@@ -19,37 +18,27 @@ const MAX_CHARS = 6000
 
 /** The check of each repository: an entry naming it, else the entry without `repo`, else none. */
 export function checkResolver(projectDir: string, entries: VerifyConfig[]): (repo: string) => Promise<Check | undefined> {
-  const cache = new Map<string, Promise<Check | undefined>>()
-  const resolveOne = async (repo: string) => {
-    const real = realpathSync(repo)
-    for (const e of entries) {
-      if (e.repo === undefined) continue
-      const dir = insideProject(projectDir, e.repo, "flow.yaml: verify repo")
-      const root = existsSync(dir) ? await repoRoot(dir) : undefined
-      if (root && realpathSync(root) === real) return toCheck(e)
-    }
-    const fallback = entries.find((e) => e.repo === undefined)
-    return fallback && toCheck(fallback)
-  }
-  return (repo) => {
-    let found = cache.get(repo)
-    if (!found) cache.set(repo, (found = resolveOne(repo)))
-    return found
+  const entryOf = entryResolver(projectDir, entries, "verify")
+  return async (repo) => {
+    const entry = await entryOf(repo)
+    return entry && toCheck(entry, "verify", DEFAULT_TIMEOUT)
   }
 }
 
-function toCheck(e: VerifyConfig): Check {
+/** A command of flow.yaml (`field`: verify, setup or teardown) as what runs: a shell line runs under `sh -c`. */
+export function toCheck(e: VerifyConfig, field: string, defaultTimeout: string): Check {
   const argv = typeof e.command === "string" ? ["sh", "-c", e.command] : e.command
   return {
     argv,
-    timeoutMs: parseDuration(e.timeout ?? DEFAULT_TIMEOUT, "flow.yaml: verify timeout"),
+    timeoutMs: parseDuration(e.timeout ?? defaultTimeout, `flow.yaml: ${field} timeout`),
     label: typeof e.command === "string" ? e.command : e.command.join(" "),
+    name: field === "verify" ? "check" : field,
   }
 }
 
 /**
  * Runs the check in `cwd`, in a process group of its own (`onGroup` gets its id, to record it for the reaper);
- * a timeout or the run's stop kills the whole group.
+ * a timeout or the run's stop kills the whole group. `onLine` gets each line of its output as it comes.
  */
 export async function runCheck(
   check: Check,
@@ -57,6 +46,7 @@ export async function runCheck(
   env: Record<string, string | undefined>,
   signal: AbortSignal,
   onGroup?: (pid: number) => void,
+  onLine?: (line: string) => void,
 ): Promise<CheckResult> {
   const started = performance.now()
   const seconds = () => Math.round(performance.now() - started) / 1000
@@ -71,6 +61,7 @@ export async function runCheck(
     onGroup?.(proc.pid)
     const collect = async (stream: ReadableStream<Uint8Array>) => {
       for await (const line of lines(stream)) {
+        onLine?.(line)
         out.push(line)
         if (out.length > 5000) out.splice(0, 1000) // a chatty check must not hold the run's memory
       }
@@ -79,11 +70,11 @@ export async function runCheck(
     const code = await proc.exited
     if (code === 0 && !timedOut) return { ok: true, seconds: seconds() }
     const head = timedOut
-      ? [`the check '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`]
-      : [`the check '${check.label}' failed (exit ${code})`]
+      ? [`the ${check.name} '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`]
+      : [`the ${check.name} '${check.label}' failed (exit ${code})`]
     return { ok: false, timedOut, code, output: [...head, trimOutput(out)].filter(Boolean).join("\n"), seconds: seconds() }
   } catch (e) {
-    return { ok: false, timedOut: false, code: 127, output: `cannot start the check '${check.label}': ${(e as Error).message}`, seconds: seconds() }
+    return { ok: false, timedOut: false, code: 127, output: `cannot start the ${check.name} '${check.label}': ${(e as Error).message}`, seconds: seconds() }
   } finally {
     clearTimeout(timer)
     signal.removeEventListener("abort", onAbort)

@@ -4,6 +4,7 @@
 import {
   closeSync,
   constants,
+  fchmodSync,
   fchownSync,
   fstatSync,
   fsyncSync,
@@ -25,19 +26,25 @@ import { isPidDead } from "../cli/pid"
 /**
  * Writes `text` to `file` atomically and durably. A symlink is written through (its target is replaced, the
  * link stays); the file's permission bits (and, where allowed, owner) are kept; a file its user may not
- * write, or one with no write bit at all, is refused rather than replaced. `durable: false` (a cache, whose
- * loss costs only work) leaves out the two fsyncs: still atomic, not kept through a power cut.
+ * write, or one with no write bit at all, is refused rather than replaced. `mode`, when given, is the new
+ * file's permission bits whatever the old one's were (a private file stays private). `beforeRename` may throw
+ * to cancel the write just before the file is replaced (the temp file is removed). `durable: false` (a cache,
+ * whose loss costs only work) leaves out the two fsyncs: still atomic, not kept through a power cut.
  */
-export function writeFileAtomic(file: string, text: string, opts: { durable?: boolean } = {}): void {
+export function writeFileAtomic(file: string, text: string, opts: WriteOptions = {}): void {
+  const { mode, beforeRename } = opts
   const { target, existing, tmp } = prepare(file)
   let fd: number | undefined
   try {
-    fd = openSync(tmp, "wx", existing ? existing.mode & 0o777 : 0o644)
+    fd = openSync(tmp, "wx", mode ?? (existing ? existing.mode & 0o777 : 0o644))
+    if (mode !== undefined) fchmodSync(fd, mode) // the umask takes bits off at creation
     writeAll(fd, Buffer.from(text))
     if (existing) keepOwner(fd, existing.uid, existing.gid)
     if (opts.durable !== false) fsyncSync(fd)
     closeSync(fd)
     fd = undefined
+    // The last moment to refuse (a lock no longer held): everything slow is done, and nothing is replaced yet.
+    beforeRename?.()
     renameSync(tmp, target)
   } catch (e) {
     if (fd !== undefined) {
@@ -57,15 +64,20 @@ export function writeFileAtomic(file: string, text: string, opts: { durable?: bo
   removeDeadTemps(target)
 }
 
+/** How a file is replaced: one shape for the blocking and the async writer. */
+export type WriteOptions = { mode?: number; beforeRename?: () => void; durable?: boolean }
+
 /**
  * writeFileAtomic with its writes and syncs off the main thread: what `flow run` uses, where a blocking fsync
  * (a few ms each, two per write) stalled every agent's output, spawn and git call for as long.
  */
-export async function writeFileAtomicAsync(file: string, text: string, opts: { durable?: boolean } = {}): Promise<void> {
+export async function writeFileAtomicAsync(file: string, text: string, opts: WriteOptions = {}): Promise<void> {
+  const { mode, beforeRename } = opts
   const { target, existing, tmp } = prepare(file)
   let handle: Awaited<ReturnType<typeof open>> | undefined
   try {
-    handle = await open(tmp, "wx", existing ? existing.mode & 0o777 : 0o644)
+    handle = await open(tmp, "wx", mode ?? (existing ? existing.mode & 0o777 : 0o644))
+    if (mode !== undefined) await handle.chmod(mode) // the umask takes bits off at creation
     const buf = Buffer.from(text)
     for (let off = 0; off < buf.length; ) {
       const { bytesWritten } = await handle.write(buf, off, buf.length - off)
@@ -76,6 +88,7 @@ export async function writeFileAtomicAsync(file: string, text: string, opts: { d
     if (opts.durable !== false) await handle.sync()
     await handle.close()
     handle = undefined
+    beforeRename?.()
     await rename(tmp, target)
   } catch (e) {
     await handle?.close().catch(() => {})

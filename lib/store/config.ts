@@ -3,10 +3,13 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
 import { Exit, FlowError } from "../cli/errors"
-import { formatFinding } from "./findings"
-import { parseForPositions, positionOf, syntaxErrors } from "./yaml-position"
+import { closest } from "../cli/suggest"
+import { checkFallbacks } from "./fallback"
+import { formatFinding, type Finding } from "./findings"
+import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
+import { Budget, Duration } from "../model/schema"
 
 export { AGENT_NAME }
 
@@ -18,6 +21,10 @@ export const AgentConfig = type({
   "args?": "string[]",
   /** for cli: command, the argv template with {prompt}, {session}, {model}, {cwd} */
   "command?": "string[]",
+  /** the agents (of other CLIs) a task moves to when this agent's CLI reports its usage limit (docs/BUDGETS.md) */
+  "fallback?": type(AGENT_NAME).or(type(AGENT_NAME).array().atLeastLength(1)),
+  /** hand the agent flow's MCP server (`flow mcp`), so it calls flow_done etc. as tools (claude, codex, gemini, opencode) */
+  "mcp?": "boolean",
 })
 export type AgentConfig = typeof AgentConfig.infer
 
@@ -27,10 +34,57 @@ export const VerifyConfig = type({
   "repo?": "string > 0",
   /** a shell command line (run by `sh -c` in the merge's scratch worktree) or an argv array */
   command: type("string > 0").or(type("string > 0").array().atLeastLength(1)),
-  /** how long it may run before it counts as failed: 90s, 20m, 1h (default 20m) */
-  "timeout?": /^(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/,
+  /** how long it may run before it counts as failed: 90s, 20m, 1h (default 20m); lib/cli/duration.ts reads it */
+  "timeout?": type(/^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/).describe("a duration such as 90s, 20m, 1h or 1h30m"),
 })
 export type VerifyConfig = typeof VerifyConfig.infer
+
+/**
+ * A command run in a task's worktree: `setup` before its agent starts, `teardown` before it is removed
+ * (docs/RUN.md, "Preparing worktrees"). The same shape as `verify`, with its own default timeouts.
+ */
+export const HookConfig = VerifyConfig
+export type HookConfig = VerifyConfig
+
+/** A file or glob of files inside the repository: relative, no `..`, nothing in `.git`. */
+const CopyGlob = type(/^(?!\/)(?!.*(?:^|\/)\.\.(?:\/|$))(?!(?:.*\/)?\.git(?:\/|$)).+$/).describe(
+  "a path or glob inside the repository (relative, without '..' or '.git')",
+)
+
+/** Files copied from the person's checkout into each worktree of a repository (docs/RUN.md, "Preparing worktrees"). */
+export const CopyConfig = type({
+  /** the repository it applies to, as in a task's `repo` (default: every repository not named by another entry) */
+  "repo?": "string > 0",
+  /** paths or globs (`*`, `**`, `{a,b}`) relative to the repository's top folder */
+  files: CopyGlob.array(),
+})
+export type CopyConfig = typeof CopyConfig.infer
+
+const PortCount = type("1 <= number.integer <= 64")
+
+/** How many free TCP ports each task of a repository is given (FLOW_PORT, FLOW_PORT_1, ...). */
+export const PortsConfig = type({
+  /** the repository it applies to, as in a task's `repo` (default: every repository not named by another entry) */
+  "repo?": "string > 0",
+  count: PortCount,
+})
+export type PortsConfig = typeof PortsConfig.infer
+
+const PullRequestConfig = type({ "base?": "string > 0", "draft?": "boolean" })
+
+/** What each task, each agent (in one run) and the whole run may spend (docs/BUDGETS.md). */
+export const BudgetConfig = type({
+  "task?": Budget,
+  "agent?": Budget,
+  "run?": Budget,
+  /** past this multiple of a cap the agent is stopped at once, not at the end of its turn (default 1.5) */
+  "ceiling?": "number >= 1",
+})
+export type BudgetConfig = typeof BudgetConfig.infer
+
+/** A model's price in dollars per million tokens: input, output, and cached input read and written when they differ. */
+export const PriceConfig = type({ input: "number >= 0", output: "number >= 0", "cached_input?": "number >= 0", "cache_write?": "number >= 0" })
+export type PriceConfig = typeof PriceConfig.infer
 
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
@@ -42,8 +96,18 @@ export const FlowConfig = type({
   "merge_target?": "string",
   /** how many times a task whose agent failed is tried again before it is blocked (default 1) */
   "retries?": "number.integer >= 0",
+  /** how long one turn of an agent may run before it is stopped and counted as failed (default: no limit) */
+  "task_timeout?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */
   "verify?": VerifyConfig.or(VerifyConfig.array()),
+  /** run in each new worktree before its agent starts: one, or one per repository */
+  "setup?": HookConfig.or(HookConfig.array()),
+  /** run in a worktree before it is removed: one, or one per repository */
+  "teardown?": HookConfig.or(HookConfig.array()),
+  /** files copied from the person's checkout into each worktree: globs, or entries per repository */
+  "copy?": CopyGlob.array().or(CopyConfig.array()),
+  /** free TCP ports given to each task: a count, or entries per repository */
+  "ports?": PortCount.or(PortsConfig.array()),
   /** how many times a task is sent back to its agent after a failed check or a merge conflict (default 2) */
   "fix_attempts?": "number.integer >= 0",
   /** how many candidates of a target's merge queue are checked at once, each on top of those ahead (default 8; 1: strictly serial) */
@@ -51,11 +115,15 @@ export const FlowConfig = type({
   /** an agent that says done having changed nothing: allow (done, with a note saying so; the default) or block */
   "empty_done?": "'allow' | 'block'",
   /** the git remote that push and pull_request use (default origin) */
-  "remote?": /^[A-Za-z0-9][A-Za-z0-9._-]*$/,
+  "remote?": type(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).describe("a git remote's name (letters, digits, '.', '_', '-')"),
   /** push the merge target to the remote after each merge */
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
-  "pull_request?": type("boolean").or({ "base?": "string > 0", "draft?": "boolean" }),
+  "pull_request?": type("boolean").or(PullRequestConfig),
+  /** caps on spending: per task, per agent, per run */
+  "budget?": BudgetConfig,
+  /** prices per model, for CLIs that report tokens but no dollars; added to (and winning over) flow's own */
+  "prices?": type({ "[string]": PriceConfig }),
 })
 export type FlowConfig = typeof FlowConfig.infer
 
@@ -74,18 +142,23 @@ export function loadConfig(projectDir: string): FlowConfig {
     )
   }
   const data = parsed.doc.toJS() ?? {}
-  const out = FlowConfig.onUndeclaredKey("reject")(data)
-  if (out instanceof type.errors) {
-    const e = out[0]
-    const position = positionOf(
-      parsed,
-      [...e.path].map((k) => (typeof k === "number" ? k : String(k))),
-      e.code === "predicate",
-    )
+  // arktype reads a list as an object whose keys are its methods ("push must be boolean (was Function)").
+  if (!isRecord(data))
     throw new FlowError(
-      `flow.yaml is invalid:\n${formatFinding({ severity: "error", message: e.message, ...position }, file, text).trimEnd()}`,
+      `flow.yaml must be a mapping of settings (field: value), not ${Array.isArray(data) ? "a list" : `the value ${JSON.stringify(data)}`}`,
       Exit.invalid,
-      "see docs/RUN.md for the fields of flow.yaml",
+      "'flow help config' prints every field of flow.yaml with its default",
+    )
+  const out = FlowConfig.onDeepUndeclaredKey("reject")(data)
+  if (out instanceof type.errors) {
+    const findings = configFindings(out, data, parsed)
+    throw new FlowError(
+      `flow.yaml is invalid:\n${findings
+        .map((f) => formatFinding(f, file, text))
+        .join("")
+        .trimEnd()}`,
+      Exit.invalid,
+      "'flow help config' prints every field of flow.yaml with its default",
     )
   }
   const names = new Set<string>()
@@ -93,22 +166,18 @@ export function loadConfig(projectDir: string): FlowConfig {
     if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
     names.add(agent.name)
   }
-  const verifies = out.verify === undefined ? [] : Array.isArray(out.verify) ? out.verify : [out.verify]
-  const repos = new Set<string | undefined>()
-  for (const v of verifies) {
-    if (repos.has(v.repo))
-      throw new FlowError(
-        `flow.yaml has two 'verify' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`,
-        Exit.invalid,
-        "keep one check per repository",
-      )
-    repos.add(v.repo)
-    if (v.timeout !== undefined && !/\d/.test(v.timeout))
-      throw new FlowError(
-        `flow.yaml: verify timeout '${v.timeout}' is not a duration`,
-        Exit.invalid,
-        "write 90s, 20m, 1h or combined largest first, like 1h30m",
-      )
+  checkFallbacks(out.agents ?? [])
+  for (const field of PER_REPO) {
+    const repos = new Set<string | undefined>()
+    for (const v of repoEntries(out, field)) {
+      if (repos.has(v.repo))
+        throw new FlowError(
+          `flow.yaml has two '${field}' entries for ${v.repo === undefined ? "the default repository (no 'repo')" : `repo '${v.repo}'`}`,
+          Exit.invalid,
+          field === "verify" ? "keep one check per repository" : `keep one '${field}' entry per repository`,
+        )
+      repos.add(v.repo)
+    }
   }
   const pr = out.pull_request
   if (out.push && pr && (pr === true || pr.base === undefined || pr.base === out.merge_target)) {
@@ -119,6 +188,117 @@ export function loadConfig(projectDir: string): FlowConfig {
     )
   }
   return out
+}
+
+/** The fields of flow.yaml that take one entry for every repository, or a list of entries each with `repo`. */
+const PER_REPO = ["verify", "setup", "teardown", "copy", "ports"] as const
+
+export type RepoEntries = {
+  verify: VerifyConfig[]
+  setup: HookConfig[]
+  teardown: HookConfig[]
+  copy: CopyConfig[]
+  ports: PortsConfig[]
+}
+
+/** A per-repository field as its list of entries: a single entry (or copy's globs, ports' count) is the one without `repo`. */
+export function repoEntries<K extends keyof RepoEntries>(config: FlowConfig, field: K): RepoEntries[K] {
+  const value = config[field]
+  if (value === undefined) return []
+  if (field === "copy") {
+    const list = value as string[] | CopyConfig[]
+    return (list.length > 0 && typeof list[0] === "string" ? [{ files: list as string[] }] : list) as RepoEntries[K]
+  }
+  if (field === "ports" && typeof value === "number") return [{ count: value }] as RepoEntries[K]
+  return (Array.isArray(value) ? value : [value]) as RepoEntries[K]
+}
+
+type KeyPath = (string | number)[]
+type Problem = { path: KeyPath; message: string; unknown: boolean }
+
+/** The fields that may be written at a path of flow.yaml, for the "did you mean" of an unknown one. */
+function fieldsAt(path: KeyPath): string[] {
+  const [first, second] = path
+  const of = (t: { props: readonly { key: string | symbol }[] }) => t.props.map((p) => String(p.key))
+  if (path.length === 0) return of(FlowConfig)
+  if (first === "agents" && typeof second === "number" && path.length === 2) return of(AgentConfig)
+  const entry = path.length === 1 || (typeof second === "number" && path.length === 2)
+  if ((first === "verify" || first === "setup" || first === "teardown") && entry) return of(VerifyConfig)
+  if (first === "copy" && entry) return of(CopyConfig)
+  if (first === "ports" && entry) return of(PortsConfig)
+  if (first === "pull_request" && path.length === 1) return of(PullRequestConfig)
+  if (first === "budget" && path.length === 1) return of(BudgetConfig)
+  if (first === "budget" && path.length === 2) return of(Budget)
+  if (first === "prices" && path.length === 2) return of(PriceConfig)
+  return []
+}
+
+/** A check of one shape: every problem of `value`, unknown keys at any depth included, or nothing. */
+type ShapeCheck = (value: unknown) => unknown
+
+/** For a field of two shapes, the check of the shape written: its problems are the ones to tell. */
+// What copy and ports take, in words, for a value of neither shape (arktype would call a list "an object").
+const COPY_SHAPE = type("unknown[]").describe("a list of paths or globs, or of { repo, files } entries")
+const PORTS_SHAPE = type("number").describe("a number of ports from 1 to 64, or a list of { repo, count } entries")
+const commandShape = (v: unknown) =>
+  Array.isArray(v) ? VerifyConfig.array().onDeepUndeclaredKey("reject") : isRecord(v) ? VerifyConfig.onDeepUndeclaredKey("reject") : undefined
+const SHAPES: Record<string, (value: unknown) => ShapeCheck | undefined> = {
+  verify: commandShape,
+  setup: commandShape,
+  teardown: commandShape,
+  // copy: globs, or entries with repo (a list that holds a mapping is told as entries)
+  copy: (v) => (Array.isArray(v) ? (v.some(isRecord) ? CopyConfig.array().onDeepUndeclaredKey("reject") : CopyGlob.array()) : COPY_SHAPE),
+  ports: (v) => (Array.isArray(v) ? PortsConfig.array().onDeepUndeclaredKey("reject") : typeof v === "number" ? PortCount : PORTS_SHAPE),
+  pull_request: (v) => (isRecord(v) ? PullRequestConfig.onDeepUndeclaredKey("reject") : undefined),
+}
+
+function isRecord(v: unknown): boolean {
+  return v !== null && typeof v === "object" && !Array.isArray(v)
+}
+
+/** arktype's problems, each with its path from the top of flow.yaml. */
+function problems(errors: InstanceType<typeof type.errors>, data: unknown, base: KeyPath = []): Problem[] {
+  return [...errors].flatMap((e) => {
+    // Spread first: arktype's path is an Array subclass whose `map` of an empty path makes [0] (its constructor takes items).
+    const path: KeyPath = [...base, ...[...e.path].map((k) => (typeof k === "number" ? k : String(k)))]
+    // (A union of a number and a list fails as a predicate; a nested call's own problems are final.)
+    const unknownKey = e.code === "predicate" && e.expected === "removed"
+    const shape =
+      base.length === 0 && path.length === 1 && (e.code === "union" || (e.code === "predicate" && !unknownKey)) ? SHAPES[String(path[0])] : undefined
+    const value = shape ? (data as Record<string, unknown>)[String(path[0])] : undefined
+    // A union stops at the first problem of each shape: the shape written is checked again for all of them.
+    const out = shape?.(value)?.(value)
+    if (out instanceof type.errors) return problems(out, value, path)
+    // A union's problem already names its field; the others are said of the field's whole path.
+    const message = e.code === "union" ? e.message : `${path.length ? fieldName(path) : "flow.yaml"} ${e.problem}`
+    return [{ path, message, unknown: unknownKey }]
+  })
+}
+
+/** `verify[0].timeout` */
+function fieldName(path: KeyPath): string {
+  return path.map((k, i) => (typeof k === "number" ? `[${k}]` : i === 0 ? k : `.${k}`)).join("")
+}
+
+/**
+ * Every problem of flow.yaml in file order, each at its position: an unknown field with the closest known
+ * one, a bad value in words. Where a field takes one of two shapes (verify: an entry or a list; pull_request:
+ * true or a mapping), the problems of the shape written are told, not "or it must be an array".
+ */
+function configFindings(errors: InstanceType<typeof type.errors>, data: unknown, parsed: ParsedForPositions): Finding[] {
+  const findings = problems(errors, data).map(({ path, message, unknown }): Finding => {
+    const position = positionOf(parsed, path, unknown)
+    if (!unknown) return { severity: "error", message, ...position }
+    const fields = fieldsAt(path.slice(0, -1))
+    const near = closest(String(path.at(-1)), fields)
+    return {
+      severity: "error",
+      message: `unknown field '${fieldName(path)}'`,
+      ...position,
+      hint: near ? `did you mean '${near}'?` : `the fields here: ${fields.join(", ")}`,
+    }
+  })
+  return findings.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0))
 }
 
 export type PublishSettings = {

@@ -7,8 +7,41 @@ export type { Finding }
 export type Path = (string | number)[]
 export type Position = { line: number; column: number }
 
+/**
+ * What makes findings repeats of one another: the same kind in the same scope (a task's label, or none for the
+ * whole file). Repeats become one finding with a count (collapse), so a flood of equal findings prints once.
+ */
+export type Group = { kind: string; scope?: string /** what tells repeats apart (a missing id): the first few are named */; item?: string }
+
 /** A finding before its position in the file is known. */
-export type RawFinding = Omit<Finding, "line" | "column"> & { path: Path; atKey?: boolean }
+export type RawFinding = Omit<Finding, "line" | "column"> & { path: Path; atKey?: boolean; group?: Group }
+
+/**
+ * Keeps the first finding of each group, in order, with `count` (how many it stands for) and the message saying
+ * how many more there were; findings without a group are kept as they are. Linear in the number of findings.
+ */
+export function collapse<T extends Omit<Finding, "line" | "column"> & { group?: Group }>(findings: readonly T[]): Omit<T, "group">[] {
+  const first = new Map<string, { at: number; count: number; scope?: string; items: string[] }>()
+  const out: Omit<T, "group">[] = []
+  for (const { group, ...f } of findings) {
+    const key = group && `${group.kind}\0${group.scope ?? ""}`
+    const seen = key === undefined ? undefined : first.get(key)
+    if (seen) {
+      seen.count++
+      if (group?.item !== undefined && seen.items.length < 3) seen.items.push(group.item)
+    } else {
+      if (key !== undefined) first.set(key, { at: out.length, count: 1, scope: group?.scope, items: [] })
+      out.push(f)
+    }
+  }
+  for (const { at, count, scope, items } of first.values()) {
+    if (count === 1) continue
+    const named = items.length > 0 ? `: ${items.map((i) => `'${i}'`).join(", ")}${count - 1 > items.length ? ", ..." : ""}` : ""
+    const more = `${(count - 1).toLocaleString("en")} more like it${scope ? ` in ${scope}` : ""}${named}`
+    out[at] = { ...out[at], message: `${out[at].message} (and ${more})`, count }
+  }
+  return out
+}
 
 /** Text lines of one finding: the spec's `ERROR: <message>`, then where (with the source line), then how to fix it. */
 export function formatFinding(f: Finding, file: string, text?: string, c: Colours = createColors(false)): string {
@@ -31,24 +64,43 @@ export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`
 }
 
-/** The source line and a caret under `column`, for error messages. */
+/** An excerpt shows at most this many characters of its line: a 358 KB line quoted per finding printed 29 GB. */
+export const EXCERPT_WIDTH = 120
+
+/** The source line and a caret under `column`, for error messages; a long line is cut to a window around the column. */
 export function excerpt(text: string, position: Position): string {
-  const start = nthLineStart(text, position.line)
+  const start = lineStart(text, position.line)
   if (start < 0) return ""
-  const end = text.indexOf("\n", start)
-  const source = text
-    .slice(start, end < 0 ? undefined : end)
-    .replace(/\r$/, "")
-    .replace(/\t/g, " ")
+  let end = text.indexOf("\n", start)
+  if (end < 0) end = text.length
+  if (end > start && text.charCodeAt(end - 1) === 13) end--
+  const at = Math.max(0, position.column - 1)
+  let from = start
+  let to = end
+  if (end - start > EXCERPT_WIDTH) {
+    // The column sits a third of the way in, so the text before it (usually the key) shows too.
+    from = Math.max(start, Math.min(start + at - Math.floor(EXCERPT_WIDTH / 3), end - EXCERPT_WIDTH))
+    to = Math.min(end, from + EXCERPT_WIDTH)
+    // Never cut a surrogate pair in half.
+    if (isLowSurrogate(text.charCodeAt(from))) from++
+    if (to < end && isLowSurrogate(text.charCodeAt(to))) to--
+  }
+  const before = from > start ? "…" : ""
+  const source = `${before}${text.slice(from, to).replace(/\t/g, " ")}${to < end ? "…" : ""}`
   const gutter = String(position.line)
-  return `  ${gutter} | ${source}\n  ${" ".repeat(gutter.length)} | ${" ".repeat(Math.max(0, position.column - 1))}^\n`
+  return `  ${gutter} | ${source}\n  ${" ".repeat(gutter.length)} | ${" ".repeat(before.length + Math.max(0, start + at - from))}^\n`
 }
 
-function nthLineStart(text: string, line: number): number {
-  let offset = 0
-  for (let i = 1; i < line; i++) {
-    offset = text.indexOf("\n", offset) + 1
-    if (offset === 0) return -1
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
+
+/** Line starts of the last text asked about: validate formats every finding against one text, each lookup O(1). */
+let lines: { text: string; starts: number[] } | undefined
+
+function lineStart(text: string, line: number): number {
+  if (lines?.text !== text) {
+    const starts = [0]
+    for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) starts.push(i + 1)
+    lines = { text, starts }
   }
-  return offset
+  return line >= 1 && line <= lines.starts.length ? lines.starts[line - 1] : -1
 }

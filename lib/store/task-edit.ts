@@ -3,8 +3,11 @@
 // 10,000-task file into a Document takes seconds, so each edit finds its task's lines, parses only those
 // with `yaml` (which must give back exactly the task Bun.YAML read), and splices the changed value in.
 // Anything unusual (flow-style tasks, odd indentation) falls back to parsing the whole file: slower, same result.
+// A file with CRLF line endings keeps them: new lines are written with the file's ending, inserted before a
+// line's CR, never between its CR and LF.
 import { isMap, isScalar, isSeq, parseDocument, stringify, type Node, type Pair, type YAMLMap, type YAMLSeq } from "yaml"
 import { FlowError } from "../cli/errors"
+import { lineEnding } from "./line-ending"
 import { indexTasks, type Indexed, type Task, type TaskFile } from "../model/task-index"
 
 export type Scalar = string | number | boolean
@@ -22,6 +25,8 @@ export class TasksEditor {
   changed = false
   /** Tasks whose lines were edited in place; undefined once an edit needed the whole file parsed. */
   private touched: Set<string> | undefined = new Set()
+  /** The file's line ending (its first line's), for every line an edit adds. */
+  private readonly eol: string
 
   /** `data` is what Bun.YAML read from `text`; the editor changes it in place (callers hand over a fresh read). */
   constructor(
@@ -30,6 +35,7 @@ export class TasksEditor {
   ) {
     this.data = data
     this.index = indexTasks(this.data)
+    this.eol = lineEnding(text)
   }
 
   task(id: string): Task | undefined {
@@ -75,7 +81,7 @@ export class TasksEditor {
       if (fresh.map.flow) this.insertPair(fresh, key, `[${item}]`)
       else {
         const indent = " ".repeat(columnOf(this.text.slice(fresh.start, fresh.end), keyStart(fresh.map)))
-        this.insertPair(fresh, key, `\n${indent}  - ${item}`, true)
+        this.insertPair(fresh, key, `${this.eol}${indent}  - ${item}`, true)
       }
     } else if (isSeq(pair.value) && pair.value.range) {
       const seq = pair.value as YAMLSeq
@@ -85,7 +91,7 @@ export class TasksEditor {
         this.splice(region.start, [close, close], seq.items.length ? `, ${item}` : item)
       } else {
         const at = lineEndAfter(local, lastContentEnd(seq))
-        this.splice(region.start, [at, at], `\n${" ".repeat(columnOf(local, s))}- ${item}`)
+        this.splice(region.start, [at, at], `${this.eol}${" ".repeat(columnOf(local, s))}- ${item}`)
       }
     } else throw new FlowError(`cannot add to '${key}' of ${describe(target)}: it is not a list`)
     const list = record[key]
@@ -144,7 +150,7 @@ export class TasksEditor {
     }
     const at = lineEndAfter(local, lastContentEnd(map))
     const indent = " ".repeat(columnOf(local, keyStart(map)))
-    this.splice(region.start, [at, at], `\n${indent}${key}:${sep}${rendered}`)
+    this.splice(region.start, [at, at], `${this.eol}${indent}${key}:${sep}${rendered}`)
   }
 
   /** The task's (or step's) mapping node and the text region it was parsed from. */
@@ -167,7 +173,7 @@ export class TasksEditor {
 /** Fast path: the lines of a block-style sequence item `- id: <id>` (or `id:` on a later line of the item). */
 function locateBlockItem(text: string, id: string, expected: Task): Region | undefined {
   const escaped = id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-  const re = new RegExp(`^( *)(- +)?id: *(["']?)${escaped}\\3 *(#.*)?$`)
+  const re = new RegExp(`^( *)(- +)?id: *(["']?)${escaped}\\3 *(#[^\\r]*)?\\r?$`)
   // indexOf finds the few lines holding the id far faster than a multi-line regex over megabytes.
   for (let at = text.indexOf(id); at >= 0; at = text.indexOf(id, at + id.length)) {
     const lineStart = text.lastIndexOf("\n", at) + 1
@@ -202,9 +208,10 @@ function locateBlockItem(text: string, id: string, expected: Task): Region | und
 
 /** The end of the item whose `-` is at column `dash`: the last content line before a line indented no deeper. */
 function itemEnd(text: string, start: number, dash: number): number {
-  let end = text.indexOf("\n", start)
-  if (end < 0) return text.length
-  let p = end + 1
+  const first = text.indexOf("\n", start)
+  if (first < 0) return text.length
+  let end = beforeCr(text, first)
+  let p = first + 1
   while (p < text.length) {
     let next = text.indexOf("\n", p)
     if (next < 0) next = text.length
@@ -212,7 +219,7 @@ function itemEnd(text: string, start: number, dash: number): number {
     const trimmed = line.trimStart()
     if (trimmed !== "" && !trimmed.startsWith("#")) {
       if (line.length - trimmed.length <= dash) break
-      end = next
+      end = beforeCr(text, next)
     }
     p = next + 1
   }
@@ -260,11 +267,16 @@ function lastContentEnd(node: YAMLMap | YAMLSeq): number {
   return n.range![1]
 }
 
-/** The end of the line holding offset `at - 1`: where a new line goes after the content ending at `at`. */
+/** The end of the line holding offset `at - 1` (before its CR LF or LF): where a new line goes after the content ending at `at`. */
 function lineEndAfter(text: string, at: number): number {
-  if (text[at - 1] === "\n") return at - 1
+  if (text[at - 1] === "\n") return beforeCr(text, at - 1)
   const nl = text.indexOf("\n", at)
-  return nl < 0 ? text.length : nl
+  return nl < 0 ? text.length : beforeCr(text, nl)
+}
+
+/** `nl` (an LF's offset), or its CR's when the line ends with CR LF. */
+function beforeCr(text: string, nl: number): number {
+  return nl > 0 && text[nl - 1] === "\r" ? nl - 1 : nl
 }
 
 function columnOf(text: string, offset: number): number {
@@ -283,7 +295,7 @@ function removalRange(text: string, map: YAMLMap, pair: Pair<Node, Node | null>)
   }
   const lineStart = text.lastIndexOf("\n", keyAt - 1)
   const end = lineEndAfter(text, valueEnd)
-  return [Math.max(lineStart, 0), end]
+  return [lineStart < 0 ? 0 : beforeCr(text, lineStart), end]
 }
 
 /** One YAML scalar on one line, as the `yaml` package renders it (quoted only where YAML needs quotes). */

@@ -1,6 +1,7 @@
 // Tasks → the text of a new tasks.yaml, in the layout people write by hand: a comment above each phase,
 // a blank line between tasks, ids in flow lists, instructions as literal blocks. Every scalar goes through
 // the `yaml` package's quoting, and the result is read back and compared before anyone writes it.
+import { basename } from "node:path"
 import { stringify } from "yaml"
 import { FlowError } from "../cli/errors"
 import { renderScalar } from "./task-edit"
@@ -36,15 +37,17 @@ const ONE_LINE = {
   doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER,
 } as const
 
-export const GENERATED_HEADER =
-  "# Made by 'flow generate' from plan.md. Generating again rewrites it from the plan and keeps\n# the status, notes and step progress of every task whose id is still there.\n"
+function generatedHeader(plan: string): string {
+  return `# Made by 'flow generate' from ${plan}. Generating again rewrites it from the plan and keeps\n# the status, notes and step progress of every task whose id is still there.\n`
+}
 
 /**
  * The tasks.yaml text for `tasks`, with a `# Phase <n>: <title>` comment where a new phase starts. With
  * `phaseList`, a top-level `phases:` list of every title in `phases` comes first (kept from a file that had one).
+ * The header names `plan`, the file the tasks were made from.
  */
-export function renderTasks(tasks: readonly Task[], phases: ReadonlyMap<number, string>, phaseList = false): string {
-  const out = [GENERATED_HEADER]
+export function renderTasks(tasks: readonly Task[], phases: ReadonlyMap<number, string>, phaseList = false, plan = "plan.md"): string {
+  const out = [generatedHeader(basename(plan))]
   if (phaseList) {
     out.push("phases:\n")
     for (const [n, title] of [...phases].sort((a, b) => a[0] - b[0])) out.push(`  - number: ${n}\n    title: ${renderScalar(oneLine(title))}\n`)
@@ -67,7 +70,7 @@ export function renderTasks(tasks: readonly Task[], phases: ReadonlyMap<number, 
     throw new FlowError(
       "internal error: the generated tasks.yaml does not read back as the tasks it was made of; nothing was written",
       undefined,
-      "please report this with plan.md",
+      `please report this with ${basename(plan)}`,
     )
   }
   return text

@@ -39,13 +39,14 @@ export async function mutateTasks<T>(project: Project, command: string, edit: (e
   const { TasksEditor } = await import("./task-edit")
   return withLock(
     project.tasksFile,
-    async () => {
+    async (held) => {
       const { text, data } = await readTasks(project)
       const editor = new TasksEditor(text, data)
       const out = edit(editor)
       const next = editor.result()
       if (next !== text) {
-        await writeFileAtomicAsync(project.tasksFile, next)
+        // A lock deleted by hand while this process was stopped lets another writer in: never overwrite its change.
+        await writeFileAtomicAsync(project.tasksFile, next, { beforeRename: held.assertHeld })
         // The edits are typed values on a valid file, and result() proved they read back as intended.
         rememberValid(project.stateDir, next)
       }
@@ -67,11 +68,11 @@ export async function replaceTasks<T>(
 ): Promise<T> {
   return withLock(
     project.tasksFile,
-    async () => {
+    async (held) => {
       const current = existsSync(project.tasksFile) ? await readTasks(project) : undefined
       const { text, result } = await build(current)
       if (text !== undefined && text !== current?.text) {
-        writeFileAtomic(project.tasksFile, text)
+        writeFileAtomic(project.tasksFile, text, { beforeRename: held.assertHeld })
         rememberValid(project.stateDir, text)
       }
       return result

@@ -81,25 +81,37 @@ export type StatusResult = { changes: Change[]; notes: string[] }
 
 /**
  * Sets the status of task `id` as `flow <verb>` does, with every cascade. A task already in that status
- * gives no changes. `done` on a parent whose subtasks are not all done is refused (rule 6).
+ * gives no changes. `done` is refused on a parent whose subtasks are not all done (rule 6) and on a task
+ * whose steps are not all done (SPEC 3.3: the task completes after its last step), unless `force`.
  */
-export function applyStatus(editor: TasksEditor, id: string, to: TaskStatus, now: string): StatusResult {
+export function applyStatus(editor: TasksEditor, id: string, to: TaskStatus, now: string, opts: { force?: boolean } = {}): StatusResult {
   const task = requireTask(editor.tasks, id).task
   if (task.status === to) return { changes: [], notes: [] }
-  if (to === "done") {
-    const open = descendants(task).filter((t) => t.status !== "done")
-    if (open.length > 0) {
-      throw new FlowError(
-        `cannot mark '${id}' done: ${open.length === 1 ? "1 subtask is" : `${open.length} subtasks are`} not done: ${listWithStatus(open)}`,
-        undefined,
-        `a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself`,
-      )
-    }
-  }
+  if (to === "done" && !opts.force) refuseUnfinished(task)
   const first = moveTask(editor, id, to, now)
   if (to !== "done") return { changes: [first], notes: [] }
   const cascade = completeCascade(editor, [id], now)
   return { changes: [first, ...cascade.changes], notes: cascade.notes }
+}
+
+/** `done` waits for the work below a task: its subtasks at every depth, and its steps. */
+function refuseUnfinished(task: Task): void {
+  const open = descendants(task).filter((t) => t.status !== "done")
+  if (open.length > 0) {
+    throw new FlowError(
+      `cannot mark '${task.id}' done: ${open.length === 1 ? "1 subtask is" : `${open.length} subtasks are`} not done: ${listWithStatus(open)}`,
+      undefined,
+      `a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself ('flow done ${task.id} --force' marks it done with them open)`,
+    )
+  }
+  const pending = (task.steps ?? []).filter((s) => stepStatus(s) !== "done")
+  if (pending.length > 0) {
+    throw new FlowError(
+      `cannot mark '${task.id}' done: ${pending.length === 1 ? "1 step is" : `${pending.length} steps are`} not done: ${listWithStatus(pending)}`,
+      undefined,
+      `finish them in order with 'flow step done <step_id>' (next: ${pending[0].id}), then 'flow done ${task.id}'; 'flow done ${task.id} --force' marks it done with them open`,
+    )
+  }
 }
 
 /**

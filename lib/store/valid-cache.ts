@@ -40,11 +40,14 @@ export function rememberValid(stateDir: string, text: string): void {
 /** The .flow folders this process made sure of: a run writes tasks.yaml many times a minute. */
 const ensured = new Set<string>()
 
-/** Creates the project's .flow folder, which ignores itself in git. */
+/** Creates the project's .flow folder, private to its owner, which ignores itself in git. */
 export function ensureStateDir(stateDir: string): void {
   if (ensured.has(stateDir) && existsSync(stateDir)) return
   ensured.add(stateDir)
-  mkdirSync(stateDir, { recursive: true })
+  // The person's alone (0700) when flow makes it: it holds prompts, questions, answers and the inspector's
+  // token files, which another user of the machine must not read (issue 21). An existing folder is left
+  // as its owner set it.
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 })
   const ignore = join(stateDir, ".gitignore")
   try {
     writeFileSync(ignore, "# flow's local state: not for version control\n*\n", { flag: "wx" })

@@ -1,10 +1,11 @@
 // `flow validate`'s checks (SPEC section 7 and more), as data: a list of findings in file order.
-import type { Finding, Path, RawFinding } from "./findings"
+import { collapse, type Finding, type Group, type Path, type RawFinding } from "./findings"
 import { mayHaveDuplicateKeys } from "./duplicate-keys"
-import { findCycles } from "../graph/graph"
-import { STEP_STATUSES, TASK_STATUSES } from "../model/statuses"
 import { isTaskFile, STEP_KEYS, TASK_KEYS } from "../model/generated/task-file-check"
-import { closest, toKebab } from "../cli/suggest"
+import { fencedShellBlocks } from "../model/shell-blocks"
+import { closest } from "../cli/suggest"
+import { dependencyFindings, type Visited } from "./validate-deps"
+import { lowerFirst, schemaFinding, schemaProblems } from "./validate-schema"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 import { branchNameProblem } from "./branch-name"
 import { mayHaveAnchors, textLimitFindings } from "./yaml-limits"
@@ -16,11 +17,9 @@ type Rec = Record<string, unknown>
 
 /** Subtasks nest at most this deep: every level costs each command that walks the tree. */
 const MAX_SUBTASK_DEPTH = 32
-type Visited = { node: Rec; path: Path; label: string; ancestors: string[] }
 
 const isRec = (v: unknown): v is Rec => typeof v === "object" && v !== null && !Array.isArray(v)
 
-/** All findings for the text of a tasks file, errors and warnings, sorted by line. */
 /**
  * A task's `worktree` naming the branch its work merges into: its commits would be on the target already,
  * and landing would report them merged and checked when no check ever ran (docs/RUN.md, "Landing").
@@ -35,7 +34,11 @@ export function targetWorktree(label: string, branch: string, path: (string | nu
   }
 }
 
-/** `targets`: the branches finished work merges into; a task's `worktree` naming one is refused (flow validate). */
+/**
+ * All findings for the text of a tasks file, errors and warnings, sorted by line; repeats (one kind in one task,
+ * or in the file) are one finding with a count. `targets`: the branches finished work merges into; a task's
+ * `worktree` naming one is refused (flow validate). Time and output are linear in the text's size.
+ */
 export async function validateText(text: string, opts: { targets?: string[] } = {}): Promise<Validation> {
   // Checked before any parser sees the text: nesting that would overflow a parser's stack, lone CRs.
   const limits = textLimitFindings(text)
@@ -50,34 +53,36 @@ export async function validateText(text: string, opts: { targets?: string[] } = 
   if (raw.length === 0 && !mayHaveDuplicateKeys(text) && !mayHaveAnchors(text)) return { findings: [], taskCount }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
-  const found: Finding[] = syntaxErrors(parsed).map((e) => ({
-    severity: "error",
-    message: `YAML: ${e.message}`,
-    ...e.position,
-  }))
-  for (const { path, atKey, ...f } of raw) found.push({ ...f, ...positionOf(parsed, path, atKey) })
-  found.push(...anchorFindings(parsed))
+  const found: Finding[] = collapse(
+    syntaxErrors(parsed).map((e) => ({ severity: "error" as const, message: `YAML: ${e.message}`, ...e.position, group: yamlGroup(e.message) })),
+  )
+  for (const { path, atKey, ...f } of collapse(raw)) found.push({ ...f, ...positionOf(parsed, path, atKey) })
+  found.push(...collapse(anchorFindings(parsed)))
   return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)), taskCount }
 }
+
+/** A YAML error repeated through the file (a key written 100,000 times) is one finding with a count. */
+const yamlGroup = (message: string): Group => ({ kind: `yaml ${message}`, scope: "the file" })
 
 /**
  * Anchors and aliases: flow edits a value in place, so an edit through an alias (or of an anchored value that
  * aliases repeat) would change other tasks or not read back; every writer refuses such a file, and so does validate.
  */
-function anchorFindings(parsed: ParsedForPositions): Finding[] {
-  const out: Finding[] = []
+function anchorFindings(parsed: ParsedForPositions): (Finding & { group: Group })[] {
+  const out: (Finding & { group: Group })[] = []
   const hint = "write the value out in each place: flow edits tasks.yaml in place and cannot edit through YAML anchors and aliases"
   visit(parsed.doc, (_key, node) => {
     if (!node) return
     const offset = (node as { range?: number[] }).range?.[0]
     const at = offset === undefined ? {} : (({ line, col }) => ({ line, column: col }))(parsed.lines.linePos(offset))
-    if (isAlias(node)) out.push({ severity: "error", message: `YAML alias '*${node.source}' (flow does not support anchors and aliases)`, hint, ...at })
-    else if ((node as { anchor?: string }).anchor)
+    const [kind, name] = isAlias(node) ? (["alias", `*${node.source}`] as const) : (["anchor", `&${(node as { anchor?: string }).anchor}`] as const)
+    if (kind === "alias" || (node as { anchor?: string }).anchor)
       out.push({
         severity: "error",
-        message: `YAML anchor '&${(node as { anchor?: string }).anchor}' (flow does not support anchors and aliases)`,
+        message: `YAML ${kind} '${name}' (flow does not support anchors and aliases)`,
         hint,
         ...at,
+        group: { kind, scope: "the file" },
       })
   })
   return out
@@ -87,7 +92,7 @@ function syntaxFindings(text: string, cause: unknown): Finding[] {
   const errors = syntaxErrors(parseForPositions(text))
   const hint = "fix the YAML syntax at that position (indentation, a missing colon, or quotes around text with ': ')"
   if (errors.length === 0) return [{ severity: "error", message: `YAML: ${(cause as Error).message}`, hint }]
-  return errors.map((e) => ({ severity: "error", message: `YAML: ${e.message}`, hint, ...e.position }))
+  return collapse(errors.map((e) => ({ severity: "error" as const, message: `YAML: ${e.message}`, hint, ...e.position, group: yamlGroup(e.message) })))
 }
 
 /** The checks that need only the data; each finding carries the path whose position it reports. */
@@ -103,26 +108,23 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
     return { raw, taskCount: 0 }
   }
   for (const key of Object.keys(data)) {
-    if (key !== "tasks" && key !== "phases") raw.push({ severity: "warning", message: `Unknown top-level key '${key}' (kept as is)`, path: [key], atKey: true })
+    if (key !== "tasks" && key !== "phases")
+      raw.push({
+        severity: "warning",
+        message: `Unknown top-level key '${key}' (kept as is)`,
+        path: [key],
+        atKey: true,
+        group: { kind: "top-level key", scope: "the file" },
+      })
   }
 
   const visited = walk(data.tasks)
   const byId = new Map<string, Visited>()
   // The generated check says yes or no without loading arktype; only a file that fails it pays for arktype's
   // import (about 0.2 s) to learn what is wrong.
-  const out = isTaskFile(data) ? undefined : await explainSchemaErrors(data)
-  if (out) {
+  if (!isTaskFile(data)) {
     const labelAt = new Map<string, Visited>(visited.map((v) => [v.path.join("."), v]))
-    for (const e of out)
-      raw.push(
-        schemaFinding(
-          e.code,
-          [...e.path].map((k) => (typeof k === "number" ? k : String(k))),
-          problemOf(e),
-          labelAt,
-          e.data,
-        ),
-      )
+    for (const problem of await schemaProblems(data as Rec & { tasks: unknown[] })) raw.push(schemaFinding(problem, labelAt))
   }
 
   const stepIds = new Set<string>()
@@ -137,6 +139,7 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
           task_id: id,
           path: [...path, "id"],
           hint: "ids must be unique across the whole file, subtasks included: rename one of them",
+          group: { kind: `duplicate id ${id}` },
         })
       } else byId.set(id, v)
     }
@@ -150,7 +153,18 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
         hint: "add 'instructions:' with what to do, or give the task 'steps'",
       })
     }
-    for (const key of Object.keys(node)) if (!TASK_KEYS.has(key)) raw.push(unknownKey(label, key, TASK_KEYS, [...path, key], id))
+    const unknown = unknownKeys(label, Object.keys(node), TASK_KEYS, path, id)
+    if (unknown) raw.push(unknown)
+    if (Array.isArray(node.subtasks) && node.subtasks.length > 0 && typeof node.instructions === "string" && fencedShellBlocks(node.instructions).length > 0) {
+      // flow runs subtasks, never their parent (docs/RUN.md, "Scheduling"): the script agent would not run these.
+      raw.push({
+        severity: "warning",
+        message: `${label} has subtasks, so flow never runs it: the \`\`\`sh block in its instructions never runs`,
+        task_id: id,
+        path: [...path, "instructions"],
+        hint: "move the block into the instructions of the subtask that should run it (or of a new subtask)",
+      })
+    }
     if (steps.length > 0 && Array.isArray(node.subtasks) && node.subtasks.length > 0) {
       // Such a task would wait for its subtasks, then be marked done with its steps never run (as generate refuses it).
       raw.push({
@@ -194,79 +208,19 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
             task_id: id,
             path: [...stepPath, "id"],
             hint: "step ids must be unique across the file: use '<task_id>.<n>'",
+            group: { kind: "duplicate step id", scope: lowerFirst(label) },
           })
         }
         stepIds.add(step.id)
       }
       const stepLabel = `Step ${typeof step.id === "string" ? `'${step.id}'` : `#${i + 1}`} of ${lowerFirst(label)}`
-      for (const key of Object.keys(step)) if (!STEP_KEYS.has(key)) raw.push(unknownKey(stepLabel, key, STEP_KEYS, [...stepPath, key], id))
+      const unknown = unknownKeys(stepLabel, Object.keys(step), STEP_KEYS, stepPath, id)
+      if (unknown) raw.push({ ...unknown, group: { kind: "step field", scope: lowerFirst(label) } })
     })
   }
 
-  const deps = new Map<string, string[]>()
-  for (const [id, v] of byId) {
-    const list = Array.isArray(v.node.depends_on) ? v.node.depends_on : []
-    const seen = new Set<string>()
-    const edges: string[] = []
-    list.forEach((dep, i) => {
-      if (typeof dep !== "string") return
-      const at = [...v.path, "depends_on", i]
-      if (seen.has(dep)) raw.push({ severity: "warning", message: `Task '${id}' lists '${dep}' twice in depends_on`, task_id: id, path: at })
-      seen.add(dep)
-      if (dep === id)
-        raw.push({ severity: "error", message: `Task '${id}' depends on itself`, task_id: id, path: at, hint: `remove '${id}' from its depends_on` })
-      else if (!byId.has(dep)) {
-        const near = closest(
-          dep,
-          [...byId.keys()].filter((k) => k !== id),
-        )
-        raw.push({
-          severity: "error",
-          message: `Task '${id}' depends on '${dep}' which doesn't exist`,
-          task_id: id,
-          path: at,
-          hint: near
-            ? `did you mean '${near}'? Otherwise add the missing task or remove the dependency`
-            : "add the missing task or correct/remove the dependency",
-        })
-      } else if (v.ancestors.includes(dep)) {
-        raw.push({
-          severity: "error",
-          message: `Task '${id}' depends on its parent '${dep}', which cannot be done before its subtasks`,
-          task_id: id,
-          path: at,
-          hint: `remove '${dep}' from depends_on; list what '${dep}' itself depends on instead`,
-        })
-      } else edges.push(dep)
-    })
-    deps.set(id, edges)
-    const vt = v.node.validation_task_id
-    if (typeof vt === "string") {
-      const at = [...v.path, "validation_task_id"]
-      if (vt === id) raw.push({ severity: "error", message: `Task '${id}' names itself as its validation task`, task_id: id, path: at })
-      else if (!byId.has(vt))
-        raw.push({
-          severity: "error",
-          message: `Task '${id}' has validation_task_id '${vt}' which doesn't exist`,
-          task_id: id,
-          path: at,
-          hint: "add the validating task or correct/remove validation_task_id",
-        })
-    }
-  }
+  raw.push(...dependencyFindings(byId))
   raw.push(...checkPhaseList(data.phases, visited))
-  for (const cycle of findCycles([...byId.keys()], deps)) {
-    const [from, to] = cycle.slice(-2)
-    const v = byId.get(from)!
-    const i = (v.node.depends_on as unknown[]).indexOf(to)
-    raw.push({
-      severity: "error",
-      message: `Circular dependency detected: ${cycle.join(" → ")}`,
-      task_id: cycle[0],
-      path: [...v.path, "depends_on", i],
-      hint: "correct or remove one of these dependencies",
-    })
-  }
   return { raw, taskCount: visited.length }
 }
 
@@ -290,6 +244,7 @@ function checkPhaseList(phases: unknown, visited: Visited[]): RawFinding[] {
         severity: "warning",
         message: `Phase ${n} is listed twice in 'phases' (entries #${earlier + 1} and #${i + 1})`,
         path,
+        group: { kind: "phase twice", scope: "the file" },
         hint: `only the first title is shown: remove entry #${i + 1} or give it another number`,
       })
       return
@@ -300,6 +255,7 @@ function checkPhaseList(phases: unknown, visited: Visited[]): RawFinding[] {
         severity: "warning",
         message: `Phase entry #${i + 1} names phase ${n}, which no task has`,
         path,
+        group: { kind: "unused phase", scope: "the file" },
         hint: `give a task 'phase: ${n}', or remove the entry`,
       })
   })
@@ -331,78 +287,34 @@ function walk(tasks: unknown[]): Visited[] {
   return out
 }
 
-function unknownKey(label: string, key: string, known: ReadonlySet<string>, path: Path, taskId?: string): RawFinding {
-  const near = closest(key, known)
+/**
+ * One warning for the fields of a record flow does not know, at the first of them: each named (up to a few)
+ * with the known field it likely meant.
+ */
+function unknownKeys(label: string, keys: string[], known: ReadonlySet<string>, path: Path, taskId?: string): RawFinding | undefined {
+  const unknown = keys.filter((k) => !known.has(k))
+  if (unknown.length === 0) return undefined
+  const named = unknown.slice(0, 3)
+  const near = named.map((k) => [k, closest(k, known)] as const).filter(([, n]) => n !== undefined)
+  const rest = unknown.length - named.length
+  const list = named.map((k) => `'${k}'`)
+  const names =
+    rest > 0 ? `${list.join(", ")} and ${rest.toLocaleString("en")} more` : list.length > 1 ? `${list.slice(0, -1).join(", ")} and ${list.at(-1)}` : list[0]
   return {
     severity: "warning",
-    message: `${label} has unknown field '${key}' (kept as is; flow does not use it)`,
-    path,
+    message:
+      unknown.length === 1
+        ? `${label} has unknown field ${names} (kept as is; flow does not use it)`
+        : `${label} has unknown fields ${names} (kept as is; flow does not use them)`,
+    path: [...path, unknown[0]],
     atKey: true,
     task_id: taskId,
-    hint: near ? `did you mean '${near}'?` : undefined,
+    hint:
+      unknown.length === 1 && near.length === 1
+        ? `did you mean '${near[0][1]}'?`
+        : near.length > 0
+          ? near.map(([k, n]) => `'${k}': did you mean '${n}'?`).join(" ")
+          : undefined,
+    ...(unknown.length > 1 && { count: unknown.length }),
   }
-}
-
-/** Turns one arktype problem into a finding that names the task and the field. */
-function schemaFinding(code: string, path: Path, problem: string, tasks: Map<string, Visited>, actual: unknown): RawFinding {
-  if (path[0] === "phases") return phaseFinding(code, path, problem)
-  let split = path.length
-  while (split > 0 && !tasks.has(path.slice(0, split).join("."))) split--
-  const task = split > 0 ? tasks.get(path.slice(0, split).join(".")) : undefined
-  const label = task?.label ?? "The file"
-  const taskId = typeof task?.node.id === "string" ? task.node.id : undefined
-  const field = path.slice(split)
-  const stepIndex = field[0] === "steps" && typeof field[1] === "number" ? field[1] : undefined
-  const key = String(field[field.length - 1])
-  const step = stepIndex === undefined || !Array.isArray(task?.node.steps) ? undefined : task.node.steps[stepIndex]
-  const stepName = isRec(step) && typeof step.id === "string" && key !== "id" ? `'${step.id}'` : `#${(stepIndex ?? 0) + 1}`
-  const where = stepIndex === undefined ? label : `Step ${stepName} of ${lowerFirst(label)}`
-  const base = { severity: "error" as const, task_id: taskId, path }
-  if (code === "required") return { ...base, message: `${where} is missing required field '${key}'` }
-  if (key === "id" && stepIndex === undefined && typeof actual === "string") {
-    return {
-      ...base,
-      message: `Task id '${actual}' is not kebab-case`,
-      hint: `ids become branch and folder names: use lowercase letters, digits and single hyphens, like '${toKebab(actual) || "my-task"}'`,
-    }
-  }
-  if (key === "id" && typeof actual === "string") {
-    return { ...base, message: `${where}: step id '${actual}' is not of the form '<task_id>.<n>'` }
-  }
-  if (key === "status") {
-    const allowed = stepIndex === undefined ? TASK_STATUSES : STEP_STATUSES
-    return { ...base, message: `${where}: status must be one of ${allowed.join(", ")} (was ${JSON.stringify(actual)})` }
-  }
-  const rest = stepIndex === undefined ? field : field.slice(2)
-  const name = rest.map((k, i) => (typeof k === "number" ? `[${k}]` : i === 0 ? k : `.${k}`)).join("")
-  if (split === 0 && field.length === 2 && field[0] === "tasks") {
-    return { ...base, message: `Task #${Number(field[1]) + 1} must be a mapping of fields ${problem.replace(/^must be an object /, "")}` }
-  }
-  return { ...base, message: `${where}: ${name || "value"} ${problem}` }
-}
-
-/** A problem in the top-level `phases:` list of titles (lib/model/schema.ts Phase). */
-function phaseFinding(code: string, path: Path, problem: string): RawFinding {
-  const where = typeof path[1] === "number" ? `Phase entry #${path[1] + 1}` : "'phases'"
-  const field = path.slice(2).join(".")
-  const hint = "write 'phases:' as a list of '- number: <n>' with 'title: <title>' under it"
-  if (code === "required") return { severity: "error", path, hint, message: `${where} is missing required field '${String(path.at(-1))}'` }
-  return { severity: "error", path, hint, message: `${where}: ${field || "value"} ${problem}` }
-}
-
-/** `Task 'x'` → `task 'x'`: only the leading word, never an id. */
-function lowerFirst(label: string): string {
-  return label[0].toLowerCase() + label.slice(1)
-}
-
-/** arktype's problem without the path it sometimes repeats (in union errors), e.g. "must be boolean (was 3)". */
-function problemOf(e: { problem: string; propString: string }): string {
-  const prefix = e.propString ? `${e.propString} ` : ""
-  return prefix && e.problem.startsWith(prefix) ? e.problem.slice(prefix.length) : e.problem
-}
-
-async function explainSchemaErrors(data: unknown) {
-  const [{ type }, { TaskFile }] = await Promise.all([import("arktype"), import("../model/schema")])
-  const out = TaskFile(data)
-  return out instanceof type.errors ? out : undefined
 }

@@ -15,7 +15,10 @@ import { readProjectQueues } from "../run/queue-report"
 import { openExistingState } from "../run/state-db"
 import { formatChange } from "../store/transitions"
 import { readUsage } from "../run/usage"
+import { readRunBudget } from "../run/budget-report"
+import { readBudgetConfig } from "../store/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
+import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
 
 export type AppOptions = {
@@ -30,7 +33,9 @@ export type AppOptions = {
   heartbeatSeconds?: number
 }
 
-export const TOKEN_HEADER = "x-flow-token"
+export { TOKEN_HEADER }
+/** The prefix of the inspector's cookie; the port completes its name. */
+export const COOKIE_PREFIX = "flow-view"
 
 // The page loads nothing but its own files: scripts and styles only from this origin, no inline script.
 const CSP =
@@ -40,7 +45,8 @@ type ApiError = { error: string; hint?: string }
 
 export function createApp(opts: AppOptions): Hono {
   const { model } = opts
-  const hosts = new Set([`127.0.0.1:${opts.port}`, `localhost:${opts.port}`])
+  const hosts = new Set(loopbackHosts(opts.port))
+  const cookie = tokenCookieName(COOKIE_PREFIX, opts.port)
   const app = new Hono()
   // Names this server to its pages: a page from an earlier `flow view` on the same port holds a dead token,
   // and reloads when the events it reconnects to come from another instance.
@@ -54,9 +60,16 @@ export function createApp(opts: AppOptions): Hono {
         403,
       )
     }
+    // Every request, the page and its scripts included: the page holds the token for writes, and the
+    // rest is the project's instructions and prompts (issue 21).
+    const access = checkToken(opts.token, c.req.raw, cookie)
+    if (!access.allowed) return refuseAccess(c, access.reason, opts.port)
     await next()
     c.header("X-Content-Type-Options", "nosniff")
     c.header("Referrer-Policy", "no-referrer")
+    // The tokened address opened the page: the cookie lets its scripts, API calls and events in after the
+    // page has taken the token out of the address bar.
+    if (access.via === "query") c.header("Set-Cookie", tokenCookie(cookie, opts.token))
   })
 
   app.get("/", (c) => {
@@ -101,7 +114,7 @@ export function createApp(opts: AppOptions): Hono {
   app.get("/api/usage", (c) =>
     guarded(c, async () => {
       const { run, total } = await readUsage(model.project)
-      return c.json<RunUsage>({ run, total })
+      return c.json<RunUsage>({ run, total, budget: await readRunBudget(model.project, await readBudgetConfig(model.project.dir)) })
     }),
   )
 
@@ -191,7 +204,7 @@ async function guarded(c: Context, fn: () => Response | Promise<Response>): Prom
 
 /** The token and same-origin checks of the writing endpoints; a Response when the request is refused. */
 function checkWriter(c: Context, opts: AppOptions): Response | undefined {
-  if (c.req.header(TOKEN_HEADER) !== opts.token) {
+  if (!sameToken(c.req.header(TOKEN_HEADER) ?? "", opts.token)) {
     return c.json<ApiError>({ error: "missing or wrong token", hint: "answer from the page 'flow view' opened, or with 'flow answer'" }, 403)
   }
   const origin = c.req.header("origin")
@@ -201,6 +214,16 @@ function checkWriter(c: Context, opts: AppOptions): Response | undefined {
     return c.json<ApiError>({ error: `cross-origin request refused (origin ${origin ?? "missing"})` }, 403)
   }
   return undefined
+}
+
+/** A request without the token: no data, only what to do. JSON for the API, text for a browser's address bar. */
+function refuseAccess(c: Context, reason: string, port: number): Response {
+  c.header("WWW-Authenticate", 'Bearer realm="flow view"')
+  c.header("Cache-Control", "no-store")
+  const error = `${reason === "no token" ? "this request has no token" : "wrong token"}: flow view answers only requests with the token of the address it printed`
+  const hint = `open the address 'flow view' printed (http://127.0.0.1:${port}/?token=...); a restarted flow view has a new token`
+  if (c.req.path.startsWith("/api/")) return c.json<ApiError>({ error, hint }, 401)
+  return c.text(`flow view: ${error}.\nHint: ${hint}.\n`, 401)
 }
 
 /** The request's JSON object, or the 400 answer for a body that is not one. */

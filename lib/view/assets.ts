@@ -2,6 +2,7 @@
 import appJs from "../../web/app.js" with { type: "text" }
 import graphJs from "../../web/graph.js" with { type: "text" }
 import indexHtml from "../../web/index.html" with { type: "text" }
+import minimapJs from "../../web/minimap.js" with { type: "text" }
 import panelJs from "../../web/panel.js" with { type: "text" }
 import stateJs from "../../web/state.js" with { type: "text" }
 import styleCss from "../../web/style.css" with { type: "text" }
@@ -16,6 +17,7 @@ export const INDEX_HTML = indexHtml as unknown as string
 export const FILES: ReadonlyMap<string, { body: string; type: string }> = new Map([
   ["/app.js", { body: appJs, type: JS }],
   ["/graph.js", { body: graphJs, type: JS }],
+  ["/minimap.js", { body: minimapJs, type: JS }],
   ["/panel.js", { body: panelJs, type: JS }],
   ["/state.js", { body: stateJs, type: JS }],
   ["/text.js", { body: textJs, type: JS }],

@@ -6,8 +6,11 @@
 // The result depends only on the graph's structure (ids, nesting, phases, dependencies): node boxes have
 // a fixed size, so a title or status change never lays out again (see `layoutKey`).
 import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk.bundled.js"
-import type { Indexed, Task } from "../model/task-index"
+import { type Indexed, type Task, topLevelOf } from "../model/task-index"
 import { layoutGraph } from "./layout-engine"
+import { type Box, type LaidEdge, routeEdges } from "./route"
+
+export type { Box, LaidEdge }
 
 export const NODE_WIDTH = 200
 export const NODE_HEIGHT = 48
@@ -15,11 +18,11 @@ export const NODE_HEIGHT = 48
 const PARENT_HEADER = 30
 const BAND_GAP = 80
 const BAND_HEADER = 50
+/** Room below the lowest box of the tallest band, for the routes that pass under a column. */
+const BOTTOM_LANE = 16
 
-export type Box = { x: number; y: number; width: number; height: number }
 /** A phase's band; a large phase is cut into several parts (`part` of `parts`, from 1). */
 export type PhaseBand = Box & { phase: number | null; part: number; parts: number }
-export type LaidEdge = { from: string; to: string; points: [number, number][] }
 
 /** Absolute positions of every task box and phase band, and the routes of the dependencies ELK drew. */
 export type Layout = {
@@ -28,7 +31,7 @@ export type Layout = {
   height: number
   phases: PhaseBand[]
   nodes: Record<string, Box>
-  /** dependencies inside one phase, routed around the boxes; the others are drawn by the page */
+  /** every dependency, routed around the boxes: by ELK inside a band, by route.ts between bands */
   edges: LaidEdge[]
 }
 
@@ -46,7 +49,7 @@ export function phaseGroups(index: Map<string, Indexed>): Map<number | null, Ind
 }
 
 /** Part of every key: changing how layouts are computed or stored makes saved ones stale. */
-const LAYOUT_FORMAT = 2
+const LAYOUT_FORMAT = 3
 /**
  * The most boxes one ELK run gets. ELK's time grows much faster than the graph (2,000 tasks in one run: 12 s;
  * in ten runs of 200: 1.4 s), so a larger phase, or a file without phases, is cut into parts by dependency
@@ -193,10 +196,31 @@ export async function computeLayout(index: Map<string, Indexed>, onProgress?: Pr
     x += width + BAND_GAP
     done++
   }
+  layout.height += BOTTOM_LANE
   for (const band of layout.phases) band.height = layout.height
   layout.width = Math.max(0, x - BAND_GAP)
+  layout.edges.push(...routeBetweenBands(index, todo, layout))
   onProgress?.(done, todo.length)
   return layout
+}
+
+/** The routes of the dependencies whose ends are in different bands (ELK saw only one band at a time). */
+function routeBetweenBands(index: Map<string, Indexed>, todo: Band[], layout: Layout): LaidEdge[] {
+  const bandOf = new Map<string, number>()
+  todo.forEach((band, i) => {
+    for (const top of band.tops) bandOf.set(top.task.id, i)
+  })
+  const parents = new Map<string, string>()
+  const across: { from: string; to: string }[] = []
+  for (const entry of index.values()) {
+    if (entry.parent) parents.set(entry.task.id, entry.parent.id)
+    const band = bandOf.get(topLevelOf(index, entry).task.id)
+    for (const dep of new Set(entry.task.depends_on ?? [])) {
+      const from = index.get(dep)
+      if (from && bandOf.get(topLevelOf(index, from).task.id) !== band) across.push({ from: dep, to: entry.task.id })
+    }
+  }
+  return routeEdges({ nodes: layout.nodes, parents, top: BAND_HEADER - 8, bottom: layout.height }, across)
 }
 
 function elkNode(task: Task, seen: Set<string>): ElkNode {

@@ -14,6 +14,9 @@ import { waitsForReview } from "../graph/checkpoint"
 import { descendantsOf, showReport } from "../graph/show-report"
 import { readUsage } from "../run/usage"
 import { readLandingWaits } from "../run/landing-waits"
+import { parkedUntil, readTaskBudget } from "../run/budget-report"
+import { readBudgetConfig } from "../store/budget-config"
+import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
 import { readTasks } from "../store/tasks"
@@ -22,10 +25,12 @@ import { computeLayout, layoutKey, phaseGroups, type Layout } from "./layout"
 
 export type ViewEvent = { type: "version"; version: number } | { type: "layout"; key: string; done: number; total: number }
 
-type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string }
+type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string; work: WorkLedger }
 
 /** The last layout, in the project's .flow/: a new `flow view` on an unchanged graph starts without ELK. */
 export const LAYOUT_FILE = "view-layout.json"
+/** What flow view writes is for the person only (a shared machine: issue 21), in a .flow/ that is too. */
+export const PRIVATE_FILE = 0o600
 
 export class ViewModel {
   version = 0
@@ -51,9 +56,9 @@ export class ViewModel {
 
   private async read(): Promise<void> {
     try {
-      const { data } = await readTasks(this.project)
+      const [{ data }, work] = await Promise.all([readTasks(this.project), readWork(this.project)])
       const index = indexTasks(data)
-      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index) }
+      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index), work }
       this.error = null
       // Started now, before a page asks; a failure reaches the page that asks for it.
       this.layout(this.loaded.key)?.catch(() => undefined)
@@ -80,13 +85,13 @@ export class ViewModel {
   }
 
   tasks(): ViewTasksReport {
-    const { index, titles, key } = this.current()
+    const { index, titles, key, work } = this.current()
     const phases: ViewTasksReport["phases"] = []
     for (const [phase, tops] of phaseGroups(index)) {
       const tasks: GraphTask[] = []
       for (const top of tops) {
-        tasks.push(graphTask(index, top))
-        for (const d of descendantsOf(top.task, 0)) tasks.push(graphTask(index, index.get(d.task.id) as Indexed))
+        tasks.push(graphTask(index, top, work))
+        for (const d of descendantsOf(top.task, 0)) tasks.push(graphTask(index, index.get(d.task.id) as Indexed, work))
       }
       phases.push({ phase, title: phase === null ? "No phase" : phaseHeader(phase, titles), tasks })
     }
@@ -96,12 +101,21 @@ export class ViewModel {
 
   /** `flow show --json` of one task with its prompts, or undefined for an unknown id. */
   async task(id: string): Promise<ViewTaskReport | undefined> {
-    const { index, titles } = this.current()
+    const { index, titles, work } = this.current()
     const entry = index.get(id)
     if (!entry) return undefined
     const step = currentStep(entry.task)
     return {
-      ...showReport(index, entry, titles, (await readUsage(this.project)).byTask.get(id) ?? null, (await readLandingWaits(this.project)).get(id) ?? null),
+      ...showReport(
+        index,
+        entry,
+        titles,
+        (await readUsage(this.project)).byTask.get(id) ?? null,
+        workedBy(entry.task, work),
+        await readTaskBudget(this.project, await readBudgetConfig(this.project.dir), entry.task),
+        (await readLandingWaits(this.project)).get(id) ?? null,
+      ),
+      parked_until: await parkedUntil(this.project, id),
       prompt: await projectTaskPrompt(this.project, index, id),
       resume_prompt: step ? stepPrompt(entry.task, step) : null,
     }
@@ -134,7 +148,7 @@ export class ViewModel {
     const layout = await computeLayout(index, (done, total) => this.emit({ type: "layout", key, done, total }))
     try {
       ensureStateDir(this.project.stateDir)
-      writeFileAtomic(join(this.project.stateDir, LAYOUT_FILE), JSON.stringify(layout))
+      writeFileAtomic(join(this.project.stateDir, LAYOUT_FILE), JSON.stringify(layout), { mode: PRIVATE_FILE })
     } catch {
       // The saved copy only spares the next `flow view` a layout; a read-only .flow costs nothing else.
     }
@@ -153,11 +167,12 @@ export class ViewModel {
   }
 }
 
-function graphTask(index: Map<string, Indexed>, entry: Indexed): GraphTask {
+function graphTask(index: Map<string, Indexed>, entry: Indexed, work: WorkLedger): GraphTask {
   const { task, parent, depth } = entry
   const steps = task.steps ?? []
   return {
     ...taskSummary(task, parent, depth),
+    worked_by: workedBy(task, work),
     validation_task_id: task.validation_task_id ?? null,
     steps: { done: steps.filter((s) => s.status === "done").length, total: steps.length },
     review: waitsForReview(index, task),

@@ -1,15 +1,26 @@
 // `flow view`'s server: the app on Bun.serve, bound to the loopback interface only, and the browser.
 import { randomBytes } from "node:crypto"
-import { existsSync } from "node:fs"
+import { existsSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Exit, FlowError } from "../cli/errors"
+import { pathToFileURL } from "node:url"
 import type { Project } from "../cli/project"
+import { ensureStateDir } from "../store/valid-cache"
 import { createApp } from "./app"
+import { serveLoopback, withToken } from "../cli/loopback"
 import { startLayoutEngine, stopLayoutEngine } from "./layout-engine"
-import { LAYOUT_FILE, ViewModel } from "./model"
+import { LAYOUT_FILE, PRIVATE_FILE, ViewModel } from "./model"
 import { watchProject } from "./watch"
 
-export type ViewServer = { url: string; model: ViewModel; stop: () => Promise<void> }
+export type ViewServer = {
+  /** the page's address with the token: what the person opens */
+  url: string
+  /** the address alone, for messages that may end up in a log */
+  address: string
+  model: ViewModel
+  /** opens the page in the default browser; the reason it could not, or undefined */
+  open: (platform: string) => Promise<string | undefined>
+  stop: () => Promise<void>
+}
 
 /** Reads the project (a FlowError when tasks.yaml is missing or invalid), then serves it on `port` (0: any free one). */
 export async function startViewServer(project: Project, opts: { port: number; user: string }): Promise<ViewServer> {
@@ -19,41 +30,49 @@ export async function startViewServer(project: Project, opts: { port: number; us
   await model.refresh()
   const token = randomBytes(24).toString("hex")
   let app: ReturnType<typeof createApp> | undefined
-  let server: ReturnType<typeof Bun.serve>
-  try {
-    server = Bun.serve({
-      hostname: "127.0.0.1",
-      port: opts.port,
-      // Bun closes a connection idle for 10 s by default, which would cut a quiet event stream.
-      idleTimeout: 0,
-      fetch: (req) => (app as NonNullable<typeof app>).fetch(req),
-    })
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code
-    throw new FlowError(
-      code === "EADDRINUSE" ? `port ${opts.port} on 127.0.0.1 is in use` : `cannot listen on 127.0.0.1:${opts.port}: ${(e as Error).message}`,
-      Exit.failure,
-      "pass another --port, or leave it out to take a free one",
-      { cause: e },
-    )
-  }
+  // Bun closes a connection idle for 10 s by default, which would cut a quiet event stream: serveLoopback has none.
+  const server = serveLoopback(opts.port, (req) => (app as NonNullable<typeof app>).fetch(req), "pass another --port, or leave it out to take a free one")
   const port = server.port as number
   app = createApp({ model, port, token, user: opts.user })
   const unwatch = watchProject(project, () => void model.refresh())
+  const address = `http://127.0.0.1:${port}/`
+  const url = withToken(address, token)
+  const redirect = join(project.stateDir, `view-open-${port}.html`)
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url,
+    address,
     model,
+    open: (platform) => openBrowser(redirectFile(redirect, url) ?? url, platform),
     stop: async () => {
       await unwatch()
       stopLayoutEngine()
+      rmSync(redirect, { force: true })
       await server.stop(true)
     },
   }
 }
 
-/** Opens `url` in the default browser; the reason it could not, or undefined. */
-export async function openBrowser(url: string, platform: string): Promise<string | undefined> {
-  const argv = platform === "darwin" ? ["open", url] : platform === "win32" ? ["explorer.exe", url] : ["xdg-open", url]
+/**
+ * A page only the person can read that sends the browser on to `url`, as notebook servers do: the browser
+ * is started with this file's address, since an argv holding the token is in every local user's `ps` for
+ * as long as the browser runs. In .flow/ rather than /tmp: a snap browser cannot read /tmp. Undefined when
+ * it cannot be written (a read-only project): the address itself is opened then.
+ */
+function redirectFile(file: string, url: string): string | undefined {
+  const html = `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer"><meta http-equiv="refresh" content="0;url=${url}"><title>flow view</title><p><a href="${url}">Open flow view</a></p>\n`
+  try {
+    ensureStateDir(join(file, ".."))
+    rmSync(file, { force: true }) // a leftover keeps its mode: write a new file
+    writeFileSync(file, html, { mode: PRIVATE_FILE, flag: "wx" })
+    return pathToFileURL(file).href
+  } catch {
+    return undefined
+  }
+}
+
+/** Opens `target` (an address or a file:// URL) in the default browser; the reason it could not, or undefined. */
+export async function openBrowser(target: string, platform: string): Promise<string | undefined> {
+  const argv = platform === "darwin" ? ["open", target] : platform === "win32" ? ["explorer.exe", target] : ["xdg-open", target]
   try {
     const proc = Bun.spawn(argv, { stdin: "ignore", stdout: "ignore", stderr: "ignore" })
     const code = await proc.exited

@@ -1,0 +1,146 @@
+// The MCP server of one project on the official SDK's low-level Server (docs/MCP.md). The SDK brings the
+// protocol: version negotiation, capabilities, JSON-RPC framing, cancellation, the transports. flow brings
+// the tools (lib/mcp/tools.ts) and the resources. The low-level Server rather than McpServer: McpServer takes
+// only zod schemas, and flow's one schema is arktype's (a second one would drift).
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js"
+import { type } from "arktype"
+import type { Ctx } from "../cli/context"
+import { Exit, FlowError } from "../cli/errors"
+import type { Project } from "../cli/project"
+import { VERSION } from "../cli/version"
+import { promptReport } from "../ops/prompt"
+import { TOOLS } from "./tools"
+
+/** The project's files served as resources, by URI. */
+const FILES = [
+  { uri: "flow://project/tasks.yaml", name: "tasks.yaml", title: "The task graph", mimeType: "application/yaml" },
+  { uri: "flow://project/plan.md", name: "plan.md", title: "The implementation plan", mimeType: "text/markdown" },
+  { uri: "flow://project/PRD.md", name: "PRD.md", title: "The requirements document", mimeType: "text/markdown" },
+] as const
+
+const PROMPT_TEMPLATE = "flow://tasks/{task_id}/prompt"
+const PROMPT_URI = /^flow:\/\/tasks\/([^/]+)\/prompt$/
+
+/** How often a long call (flow_ask with wait) tells a client that asked for progress that it is still working. */
+const PROGRESS_MS = 10_000
+
+const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]))
+
+// JSON Schema for tools/list, built once: MCP wants an object schema, without arktype's "$schema" line.
+const LISTED = TOOLS.map((t) => ({
+  name: t.name,
+  title: t.title,
+  description: t.description,
+  inputSchema: jsonSchema(t.input),
+  outputSchema: jsonSchema(t.output),
+  annotations: { title: t.title, readOnlyHint: t.readOnly, destructiveHint: false, idempotentHint: t.idempotent, openWorldHint: false },
+}))
+
+function jsonSchema(t: type.Any): { type: "object"; [key: string]: unknown } {
+  const { $schema: _, ...schema } = t.toJsonSchema() as { type: "object"; $schema?: string }
+  return schema
+}
+
+/**
+ * A server for `project`, to connect to one transport. `env` is the server's environment: FLOW_AGENT and
+ * FLOW_TASK_ID when `flow run` hands it to an agent, USER for who answers.
+ */
+export function createServer(project: Project, env: Ctx["env"]): Server {
+  const task = env.FLOW_TASK_ID
+  const server = new Server(
+    { name: "flow", title: "flow", version: VERSION },
+    {
+      capabilities: { tools: {}, resources: {} },
+      instructions: [
+        `The task graph of the project in ${project.dir} (tasks.yaml), as flow's commands see it: the flow_* tools are the flow commands of the same names, and return what their --json prints.`,
+        ...(task ? [`You work on task '${task}'${env.FLOW_AGENT ? ` as the agent ${env.FLOW_AGENT}` : ""}.`] : []),
+      ].join(" "),
+    },
+  )
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: LISTED }))
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = BY_NAME.get(request.params.name)
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool '${request.params.name}'; flow's tools: ${TOOLS.map((t) => t.name).join(", ")}`)
+    const args = tool.input(request.params.arguments ?? {})
+    if (args instanceof type.errors) {
+      return failed(new FlowError(`invalid arguments to ${tool.name}: ${args.summary}`, Exit.usage, "see the tool's inputSchema for its arguments"))
+    }
+    const token = request.params._meta?.progressToken
+    let ticks = 0
+    const progress =
+      token === undefined
+        ? undefined
+        : setInterval(() => {
+            void extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: ++ticks, message: "still working" } })
+          }, PROGRESS_MS)
+    try {
+      const result = await tool.run({ project, env, signal: extra.signal }, args as never)
+      return { content: [{ type: "text", text: JSON.stringify(result, null, 2) }], structuredContent: result as Record<string, unknown> }
+    } catch (e) {
+      if (e instanceof FlowError) return failed(e)
+      throw e
+    } finally {
+      clearInterval(progress)
+    }
+  })
+
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({
+    resources: FILES.filter((f) => existsSync(join(project.dir, f.name))),
+  }))
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: PROMPT_TEMPLATE,
+        name: "prompt",
+        title: "A task's prompt",
+        description: "The exact prompt an agent receives for the task (flow prompt <task_id>)",
+        mimeType: "text/markdown",
+      },
+    ],
+  }))
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const { uri } = request.params
+    const file = FILES.find((f) => f.uri === uri)
+    if (file) return { contents: [{ uri, mimeType: file.mimeType, text: readProjectFile(project, file.name, uri) }] }
+    const id = PROMPT_URI.exec(uri)?.[1]
+    if (id === undefined)
+      throw new McpError(-32002, `no resource '${uri}'`, { uri, hint: `flow's resources: ${FILES.map((f) => f.uri).join(", ")}, ${PROMPT_TEMPLATE}` })
+    try {
+      return { contents: [{ uri, mimeType: "text/markdown", text: (await promptReport(project, decodeURIComponent(id))).prompt }] }
+    } catch (e) {
+      if (e instanceof FlowError) throw new McpError(-32002, e.message, { uri, hint: e.hint })
+      throw e
+    }
+  })
+
+  return server
+}
+
+/** A failed call as MCP says to report one: a result with isError, carrying the CLI's message and hint. */
+function failed(e: FlowError): CallToolResult {
+  return { isError: true, content: [{ type: "text", text: `error: ${e.message}${e.hint ? `\nhint: ${e.hint}` : ""}` }] }
+}
+
+function readProjectFile(project: Project, name: string, uri: string): string {
+  try {
+    return readFileSync(join(project.dir, name), "utf8")
+  } catch (e) {
+    throw new McpError(-32002, `${name} cannot be read: ${(e as Error).message}`, { uri })
+  }
+}

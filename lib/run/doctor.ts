@@ -1,0 +1,245 @@
+// What a run needs before it starts (`flow doctor`, and `flow run` first of all): git new enough for the merge
+// queue, each agent CLI installed (and not older than flow's adapter was checked against), the programs of
+// flow.yaml's commands on PATH, flow reachable from the agents' worktrees, a state folder that takes writes.
+// Each check says what to fix. The list is open: another part of flow adds its check to DOCTOR_CHECKS (the
+// fleet mode's database, issue 22, goes there).
+import { accessSync, constants, existsSync, readFileSync, realpathSync, statfsSync, statSync } from "node:fs"
+import { dirname, isAbsolute, join, relative, resolve } from "node:path"
+import { adapterFor, type Adapter } from "../agents"
+import { compareVersions, installedVersion, OLDEST_CHECKED, parseVersion, versionWarning } from "../agents/versions"
+import { FlowError } from "../cli/errors"
+import type { Project } from "../cli/project"
+import { run } from "../cli/proc"
+import { type AgentConfig, type FlowConfig, repoEntries } from "../store/config"
+import { GIT_ENV, repoRoot } from "./git"
+import { insideProject } from "./workspace"
+
+/** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
+export type DoctorState = "ok" | "warn" | "fail"
+/** One finding: `what` is one sentence; a failed one names its fix in `hint`. */
+export type DoctorLine = { state: DoctorState; what: string; hint?: string }
+
+/** What every check is given: the run as `flow run` would start it. */
+export type DoctorInput = {
+  project: Project
+  config: FlowConfig
+  /** the agents the run would start (flow.yaml's, or those of --agents and --cli) */
+  agents: readonly AgentConfig[]
+  env: Record<string, string | undefined>
+  /** how the agents start flow (lib/run/flow-shim.ts) */
+  flowArgv: readonly string[]
+}
+
+/** One check: its findings (none when it has nothing to say, as a fleet database check without a database). */
+export type DoctorCheck = (input: DoctorInput) => Promise<DoctorLine[]>
+
+/** The merge queue makes merges with `git merge-tree --write-tree`, new in git 2.38. */
+export const GIT_MINIMUM = "2.38.0"
+
+/**
+ * Every check, in the order they are told; each runs at once with the others. A check of another part of
+ * flow is a function of the input added here (issue 22: the fleet mode's database, [] without one).
+ */
+export const DOCTOR_CHECKS: readonly DoctorCheck[] = [gitVersion, agentClis, commandPrograms, flowOnPath, stateFolder]
+
+/** The findings of every check, in the list's order. */
+export async function doctor(input: DoctorInput, checks: readonly DoctorCheck[] = DOCTOR_CHECKS): Promise<DoctorLine[]> {
+  return (await Promise.all(checks.map((c) => c(input)))).flat()
+}
+
+async function gitVersion(i: DoctorInput): Promise<DoctorLine[]> {
+  const r = await run(["git", "--version"], { cwd: i.project.dir, env: { ...i.env, ...GIT_ENV } }).catch(() => undefined)
+  const version = r?.code === 0 ? parseVersion(r.stdout) : undefined
+  if (!r) return [{ state: "fail", what: "git is not on PATH", hint: `install git ${GIT_MINIMUM.replace(/\.0$/, "")} or newer` }]
+  if (!version) return [{ state: "warn", what: `cannot tell git's version from '${r.stdout.trim() || r.stderr.trim()}'` }]
+  if (compareVersions(version, GIT_MINIMUM) < 0)
+    return [
+      {
+        state: "fail",
+        what: `git ${version} is older than ${GIT_MINIMUM.replace(/\.0$/, "")}, which flow's merge queue needs (git merge-tree --write-tree)`,
+        hint: "update git (https://git-scm.com/downloads)",
+      },
+    ]
+  return [{ state: "ok", what: `git ${version}` }]
+}
+
+/** Each CLI once, however many agents use it: found on PATH, and its version when flow knows the CLI's. */
+async function agentClis(i: DoctorInput): Promise<DoctorLine[]> {
+  const byCli = new Map<string, { adapter: Adapter; agents: AgentConfig[] }>()
+  const unknown: DoctorLine[] = []
+  for (const agent of i.agents) {
+    if (agent.cli === "script") continue // built in
+    let adapter: Adapter
+    try {
+      adapter = adapterFor(agent.cli, { command: agent.command })
+    } catch (e) {
+      if (!(e instanceof FlowError)) throw e
+      unknown.push({ state: "fail", what: `agent ${agent.name}: ${e.message}`, hint: e.hint })
+      continue
+    }
+    const key = `${adapter.cli} ${adapter.binary}`
+    byCli.set(key, { adapter, agents: [...(byCli.get(key)?.agents ?? []), agent] })
+  }
+  if (i.agents.length === 0) return [{ state: "ok", what: "no agents in flow.yaml ('flow doctor --cli <cli>' checks one CLI)" }]
+  const lines = await Promise.all(
+    [...byCli.values()].map(async ({ adapter, agents }): Promise<DoctorLine> => {
+      const names = agents.map((a) => a.name).join(", ")
+      const binary = adapter.binary
+      // A path in a command template is resolved in the worktree when the agent starts; only bare names are looked up.
+      if (binary.includes("/")) return { state: "ok", what: `${names}: ${binary} (a path, found in the worktree when the agent starts)` }
+      const found = Bun.which(binary, { PATH: i.env.PATH ?? "" })
+      if (!found) return { state: "fail", what: `agent ${agents[0].name} needs '${binary}', which is not on PATH`, hint: adapter.install }
+      if (OLDEST_CHECKED[adapter.cli] === undefined) return { state: "ok", what: `${binary} for ${names} (${found})` }
+      const version = await installedVersion(adapter, i.env, i.project.dir)
+      const warning = versionWarning(adapter, version)
+      if (warning) return { state: "warn", what: warning }
+      return { state: "ok", what: `${binary} ${version ?? "(version not told)"} for ${names}` }
+    }),
+  )
+  return [...unknown, ...lines]
+}
+
+const BUILTINS = new Set(
+  ". : [ [[ ! { } alias bg break case cd command continue do done echo elif else esac eval exec exit export false fg fi for function getopts hash if in jobs kill local printf pwd read readonly return set shift source test then time times trap true type ulimit umask unalias unset until wait while".split(
+    " ",
+  ),
+)
+
+/**
+ * The programs a command of flow.yaml starts, as far as can be told without a shell: an argv's first word;
+ * for a shell line, the first word of each command (split at `&&`, `||`, `;`, `|`) but shell builtins, a
+ * variable's assignment, or a word with quotes or substitutions (only the first command of such a line).
+ */
+export function programsOf(command: string | readonly string[]): string[] {
+  if (typeof command !== "string") return [command[0]]
+  const special = /["'`$\\(){}<>*?]/
+  const parts = special.test(command) ? [command] : command.split(/&&|\|\||[;|&\n]/)
+  return parts.flatMap((part) => {
+    const words = part.trim().split(/\s+/)
+    const first = words.find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w))
+    return first && !BUILTINS.has(first) && !special.test(first) ? [first] : []
+  })
+}
+
+/** The programs of setup, teardown and verify: on PATH, or (a path) in the repository they run in. */
+async function commandPrograms(i: DoctorInput): Promise<DoctorLine[]> {
+  const fields = ["setup", "teardown", "verify"] as const
+  const entries = fields.flatMap((field) => repoEntries(i.config, field).map((e) => ({ field, e })))
+  return Promise.all(
+    entries.map(async ({ field, e }): Promise<DoctorLine> => {
+      const label = `${field}${e.repo ? ` of ${e.repo}` : ""} '${typeof e.command === "string" ? e.command : e.command.join(" ")}'`
+      const programs = programsOf(e.command)
+      const missing: string[] = []
+      const absent: string[] = []
+      for (const program of programs) {
+        if (program.includes("/")) {
+          // A file of the repository may come with the task's branch, or from the command's own first step: said, not fatal.
+          const root = await repoOf(i, e.repo)
+          const path = isAbsolute(program) ? program : resolve(root ?? i.project.dir, program)
+          if (!existsSync(path)) absent.push(`'${program}' is not in ${isAbsolute(program) ? "this machine's files" : (root ?? i.project.dir)}`)
+        } else if (!Bun.which(program, { PATH: i.env.PATH ?? "" })) missing.push(`'${program}'`)
+      }
+      if (missing.length)
+        return {
+          state: "fail",
+          what: `${label} needs ${missing.join(", ")}, not on PATH`,
+          hint: `install ${missing.length === 1 ? "it" : "them"}, or change flow.yaml's ${field}`,
+        }
+      if (absent.length) return { state: "warn", what: `${label}: ${absent.join("; ")}` }
+      return { state: "ok", what: `${label}${programs.length ? `: ${programs.join(", ")} found` : ""}` }
+    }),
+  )
+}
+
+/** The top folder of the repository an entry names (or the default repository's), where its commands run. */
+async function repoOf(i: DoctorInput, repo: string | undefined): Promise<string | undefined> {
+  const named = repo ?? i.config.repo
+  try {
+    return await repoRoot(named === undefined ? i.project.dir : insideProject(i.project.dir, named, "flow.yaml: repo"))
+  } catch {
+    return undefined // a repository that is not there: the run says so itself
+  }
+}
+
+/** The agents run `flow` from .flow/bin (lib/run/flow-shim.ts): a shell script that starts this program. */
+async function flowOnPath(i: DoctorInput): Promise<DoctorLine[]> {
+  const shim = relative(i.project.dir, join(i.project.stateDir, "bin", "flow"))
+  const missing = i.flowArgv.find((part, n) => (n === 0 ? !executable(part) : part.endsWith(".ts") && !existsSync(part)))
+  if (missing) return [{ state: "fail", what: `the agents could not start flow: ${missing} cannot be run`, hint: "run flow from where it is installed" }]
+  if (!executable("/bin/sh")) return [{ state: "fail", what: `the agents could not start flow: ${shim} is a /bin/sh script and there is no /bin/sh` }]
+  const mount = mountOf(i.project.stateDir)
+  if (mount?.options.includes("noexec"))
+    return [
+      {
+        state: "fail",
+        what: `the agents could not start flow: ${shim} would be on ${mount.point}, mounted noexec`,
+        hint: "keep the project on a file system that allows running programs",
+      },
+    ]
+  return [{ state: "ok", what: `flow on the agents' PATH: ${shim} starts ${i.flowArgv.join(" ")}` }]
+}
+
+/** The state folder (.flow, or the project folder it will be made in) takes writes; how much room it has is said. */
+async function stateFolder(i: DoctorInput): Promise<DoctorLine[]> {
+  const name = relative(i.project.dir, i.project.stateDir) || i.project.stateDir
+  const dir = existsSync(i.project.stateDir) ? i.project.stateDir : i.project.dir
+  try {
+    if (!statSync(dir).isDirectory()) throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" })
+    accessSync(dir, constants.W_OK)
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    return [
+      {
+        state: "fail",
+        what: `the state folder ${name} cannot be written (${code ?? (e as Error).message})`,
+        hint:
+          code === "ENOTDIR"
+            ? `${dir} is a file: move it away, flow makes its folder there`
+            : `flow keeps its worktrees, state and logs there: make ${dir} writable`,
+      },
+    ]
+  }
+  // Room is said, not judged: a full disk during the run is waited out (lib/run/space-wait.ts).
+  const free = freeBytes(dir)
+  return [{ state: "ok", what: `the state folder ${name} is writable${free === undefined ? "" : ` (${(free / 1e9).toFixed(1)} GB free)`}` }]
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+function freeBytes(dir: string): number | undefined {
+  try {
+    const s = statfsSync(dir)
+    return s.bavail * s.bsize
+  } catch {
+    return undefined
+  }
+}
+
+/** The mount holding `path` (its nearest existing folder), from /proc/self/mountinfo; undefined off Linux. */
+function mountOf(path: string): { point: string; options: string[] } | undefined {
+  let dir = path
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir)
+  let text: string
+  try {
+    text = readFileSync("/proc/self/mountinfo", "utf8")
+    dir = realpathSync(dir)
+  } catch {
+    return undefined
+  }
+  let best: { point: string; options: string[] } | undefined
+  for (const line of text.split("\n")) {
+    const f = line.split(" ")
+    if (f.length < 6) continue
+    const point = f[4].replace(/\\(\d{3})/g, (_, o) => String.fromCharCode(Number.parseInt(o, 8)))
+    const inside = point === "/" || dir === point || dir.startsWith(`${point}/`)
+    if (inside && (!best || point.length >= best.point.length)) best = { point, options: f[5].split(",") }
+  }
+  return best
+}

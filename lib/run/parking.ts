@@ -1,0 +1,181 @@
+// Usage limits under `flow run` (docs/BUDGETS.md "Usage limits"): an agent whose CLI reports a rate limit, a
+// used-up quota or an overloaded API is parked, not failed. Its task goes back to the run's queue, still in
+// progress with its worktree and session; the agent takes nothing until the reset its CLI named (or a back-off),
+// then resumes that task in the same session. An agent with `fallback:` hands the task to another agent, of
+// another CLI, at once: a fresh session with the whole task and the branch's work so far.
+import type { UsageLimit } from "../agents/limits"
+import type { AgentConfig } from "../store/config"
+import { fallbacksOf } from "../store/fallback"
+import type { AgentRecord } from "./state-db"
+import type { EventBus } from "./events"
+
+/** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
+export type ParkedTask = { taskId: string; agent: string; cli: string; until: number; reason: string; fallbacks: string[] }
+
+/** Who takes a parked task, and what its next prompt says about the turn the limit stopped. */
+export type Handover = { taskId: string; note: string }
+
+// Without a reset time: a minute, doubled for each limit in a row, up to half an hour.
+const BACKOFF_MS = 60_000
+const BACKOFF_MAX_MS = 30 * 60_000
+
+export class Parking {
+  /** agent → parked until (ms), and how many limits in a row it met */
+  private readonly agents = new Map<string, { until: number; streak: number }>()
+  private readonly tasks = new Map<string, ParkedTask>()
+  private readonly wakes = new Map<number, ReturnType<typeof setTimeout>>()
+
+  /** `wake`: called when a parked agent's time comes (the scheduler looks again). */
+  constructor(
+    private readonly runAgents: readonly AgentConfig[],
+    private readonly wake: () => void,
+  ) {}
+
+  /** Agents an earlier run left parked (the state database's agents), each until its time. */
+  restore(records: readonly AgentRecord[], now = Date.now()): void {
+    for (const r of records) {
+      const until = r.parked_until ? Date.parse(r.parked_until) : Number.NaN
+      if (!(until > now) || !this.runAgents.some((a) => a.name === r.name)) continue
+      this.agents.set(r.name, { until, streak: 1 })
+      this.timer(until)
+      if (r.parked_task) {
+        const agent = this.runAgents.find((a) => a.name === r.name)!
+        this.tasks.set(r.parked_task, {
+          taskId: r.parked_task,
+          agent: r.name,
+          cli: agent.cli,
+          until,
+          reason: r.parked_reason ?? "usage limit",
+          fallbacks: this.fallbacks(agent),
+        })
+      }
+    }
+  }
+
+  /**
+   * Parks `agent` (its task `taskId`, which may not move when `pinned` by agent_name) after `limit`: until the
+   * reset the CLI named, else a back-off. Returns until when, and the fallback agent the task moves to, if any.
+   */
+  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = Date.now()): { until: Date; to?: string } {
+    const streak = (this.agents.get(agent.name)?.streak ?? 0) + 1
+    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** (streak - 1))
+    const until = limit.resetsAt && limit.resetsAt.getTime() > now ? limit.resetsAt.getTime() : now + backoff
+    this.agents.set(agent.name, { until, streak })
+    this.timer(until)
+    const fallbacks = pinned ? [] : this.fallbacks(agent)
+    this.tasks.set(taskId, { taskId, agent: agent.name, cli: agent.cli, until, reason: limit.message, fallbacks })
+    const to = fallbacks.find((name) => !this.isParked(name, now))
+    return { until: new Date(until), ...(to ? { to } : {}) }
+  }
+
+  /** The agent worked a turn without meeting a limit: its next limit starts the back-off afresh. */
+  ok(agent: string): void {
+    const a = this.agents.get(agent)
+    if (a && a.until <= Date.now()) this.agents.delete(agent)
+  }
+
+  isParked(agent: string, now = Date.now()): boolean {
+    return (this.agents.get(agent)?.until ?? 0) > now
+  }
+
+  /** Whether a task waits here (it is not to be taken as an ordinary task meanwhile). */
+  holds(taskId: string): boolean {
+    return this.tasks.has(taskId)
+  }
+
+  /** How many tasks wait, and the earliest time one of them may go on: for the run's "waiting" line. */
+  waiting(): ParkedTask[] {
+    return [...this.tasks.values()]
+  }
+
+  /**
+   * The parked task `agent` takes now, with the note for its next prompt: its own task once its park is over
+   * (the same session), or a task parked by another agent that lists it as a fallback (a fresh session).
+   * undefined when none; the task leaves the parking.
+   */
+  takeFor(agent: AgentConfig, now = Date.now()): Handover | undefined {
+    if (this.isParked(agent.name, now)) return undefined
+    for (const p of this.tasks.values()) {
+      if (p.agent === agent.name && p.until <= now) {
+        this.tasks.delete(p.taskId)
+        return { taskId: p.taskId, note: resumeNote(p) }
+      }
+    }
+    for (const p of this.tasks.values()) {
+      if (p.agent !== agent.name && p.fallbacks.includes(agent.name) && agent.cli !== p.cli) {
+        this.tasks.delete(p.taskId)
+        return { taskId: p.taskId, note: fallbackNote(p) }
+      }
+    }
+    return undefined
+  }
+
+  /** The task is no longer waiting here (its worker keeps it: a fix waiting in place). */
+  forget(taskId: string): void {
+    this.tasks.delete(taskId)
+  }
+
+  /** Stops the timers (the run ends). */
+  close(): void {
+    for (const t of this.wakes.values()) clearTimeout(t)
+    this.wakes.clear()
+  }
+
+  private fallbacks(agent: AgentConfig): string[] {
+    return fallbacksOf(agent).filter((name) => this.runAgents.some((a) => a.name === name && a.cli !== agent.cli))
+  }
+
+  private timer(until: number): void {
+    if (this.wakes.has(until)) return
+    const t = setTimeout(
+      () => {
+        this.wakes.delete(until)
+        this.wake()
+      },
+      Math.max(0, until - Date.now()) + 50,
+    )
+    t.unref?.()
+    this.wakes.set(until, t)
+  }
+}
+
+/**
+ * Parks `agent` after `limit` and says so on the bus (`parked`, with the fallback the task moves to); returns
+ * until when. `inPlace`: the task stays with its worker, which waits (a fix for the merge queue under way).
+ */
+export function parkAndSay(o: {
+  parking: Parking
+  bus: EventBus
+  taskId: string
+  agent: AgentConfig
+  limit: UsageLimit
+  pinned?: boolean
+  inPlace?: boolean
+}): Date {
+  const { until, to } = o.parking.park(o.taskId, o.agent, o.limit, Boolean(o.pinned || o.inPlace))
+  if (o.inPlace) o.parking.forget(o.taskId)
+  o.bus.emit({ type: "parked", taskId: o.taskId, agent: o.agent.name, until: until.toISOString(), reason: o.limit.message, ...(to ? { to } : {}) })
+  return until
+}
+
+/** What a session is told when it goes on, in place, after its provider's usage limit reset. */
+export function limitNote(taskId: string, reason: string): string {
+  return `Your last turn was stopped by a usage limit of your provider (${reason}); it has reset. Go on with task '${taskId}' where you left off.\n`
+}
+
+/** What the agent whose limit has reset is told in its own session. */
+function resumeNote(p: ParkedTask): string {
+  return (
+    `Your last turn on task '${p.taskId}' was stopped by a usage limit of your provider (${p.reason}); it has reset. ` +
+    `Go on with the task where you left off. When it is finished, run 'flow done ${p.taskId}'; if you cannot finish it, run 'flow block ${p.taskId} "<reason>"'.\n`
+  )
+}
+
+/** What an agent of another CLI taking over the task is told, after the whole task prompt. */
+function fallbackNote(p: ParkedTask): string {
+  return (
+    `## Work so far\n\nAgent ${p.agent} (${p.cli}) worked on this task before you and was stopped by its provider's usage limit ` +
+    `(${p.reason}). What it did is committed on this branch: read 'git log' and the changes since the branch started before you go on, ` +
+    `and go on from there rather than starting over.\n`
+  )
+}

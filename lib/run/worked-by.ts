@@ -1,0 +1,91 @@
+// Who works on a task: the agent of a `flow run` that holds it or held it last, apart from tasks.yaml's
+// `agent_name` (a restriction on who may take it). Read from the state database (an agent's current_task,
+// set when the run assigns it the task, cleared at the task's end; each task's last `task.end` event)
+// and the run lock, in a fixed number of queries whatever the number of tasks: `flow list` asks for every
+// task at once (docs/CLI.md "Who works on a task").
+import { parseTimestamp } from "../cli/clock"
+import { runLockTarget, type Project } from "../cli/project"
+import type { WorkedBy } from "../model/json-shapes"
+import type { Task } from "../model/task-index"
+import { lockHolder } from "../store/lock"
+import { openExistingState, type StateDb } from "./state-db"
+
+export type { WorkedBy }
+
+type End = { agent: string | null; at: string; status: string }
+
+/** What the state database and the run lock say about every task's agents. */
+export type WorkLedger = {
+  /** per task: the agent whose current task it is (the latest to take it) and when that record last changed */
+  holders: Map<string, { agent: string; at: string }>
+  /** per task: its last end in a run */
+  ends: Map<string, End>
+  /** the live `flow run` (the run lock's holder), if any */
+  run: { pid: number; since: string } | null
+}
+
+export const NO_WORK: WorkLedger = { holders: new Map(), ends: new Map(), run: null }
+
+/** The ledger of the project; empty when it has no state database (nothing is created). */
+export async function readWork(project: Project): Promise<WorkLedger> {
+  const db = await openExistingState(project)
+  if (!db) return { ...NO_WORK, run: liveRun(project) }
+  using open = db
+  return await workFrom(open, liveRun(project))
+}
+
+/** The ledger from an open database and the live run (`readWork` without opening anything). */
+export async function workFrom(db: StateDb, run: WorkLedger["run"]): Promise<WorkLedger> {
+  const holders: WorkLedger["holders"] = new Map()
+  for (const a of await db.agents.list()) {
+    if (a.current_task === null) continue
+    const known = holders.get(a.current_task)
+    // A run killed outright leaves its agents' records: the agent that took the task last is the one.
+    if (!known || a.updated_at > known.at) holders.set(a.current_task, { agent: a.name, at: a.updated_at })
+  }
+  return { holders, ends: await db.events.lastTaskEnds(), run }
+}
+
+/** The process holding `.flow/run.lock`, if it is alive. */
+export function liveRun(project: Project): WorkLedger["run"] {
+  const holder = lockHolder(runLockTarget(project))
+  return holder ? { pid: holder.pid, since: holder.since } : null
+}
+
+/**
+ * Who works or worked on `task`: `working` while an agent of the live run holds it; `stopped` when its
+ * run is gone (killed: the agent still holds it; or stopped with q or Ctrl-C, which ended the task in the
+ * status it still has and nobody started it since): the next `flow run` resumes it; else `ended`, the
+ * agent that had it last and the status it left. Null when no run ever had it.
+ */
+export function workedBy(task: Task, work: WorkLedger): WorkedBy | null {
+  const held = work.holders.get(task.id)
+  if (held) {
+    const live = work.run !== null && held.at >= work.run.since
+    return { agent: held.agent, state: live ? "working" : "stopped", ended_at: null, ended_status: null }
+  }
+  const end = work.ends.get(task.id)
+  if (!end || end.agent === null) return null
+  const running = task.status === "in_progress" || task.status === "assigned"
+  const state = running && end.status === task.status && !startedAfter(task, end.at) ? "stopped" : "ended"
+  return { agent: end.agent, state, ended_at: end.at, ended_status: end.status }
+}
+
+function startedAfter(task: Task, at: string): boolean {
+  const started = parseTimestamp(task.started_at)
+  const ended = parseTimestamp(at)
+  return started !== undefined && ended !== undefined && started > ended
+}
+
+/** `flow list`'s mark after a task's line: ` (working: claude-1)`, ` (stopped: claude-1)`, ` (by claude-1)`. */
+export function workedByMark(w: WorkedBy | null): string {
+  if (!w) return ""
+  return w.state === "ended" ? ` (by ${w.agent})` : ` (${w.state}: ${w.agent})`
+}
+
+/** `flow show`'s `Worked by:` value, as the inspector words it too (web/text.js workedByText). */
+export function workedByText(w: WorkedBy): string {
+  if (w.state === "working") return `${w.agent} (working on it now)`
+  if (w.state === "stopped") return `${w.agent} (stopped with its run; the next 'flow run' resumes it)`
+  return `${w.agent} (until ${w.ended_at}, leaving it ${w.ended_status})`
+}

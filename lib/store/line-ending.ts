@@ -1,0 +1,13 @@
+// tasks.yaml keeps the line ending it has: a person on Windows (or with core.autocrlf) must not find LF lines
+// mixed into a CRLF file after flow wrote it (issue 26 item 9).
+
+/** The file's line ending, read from its first line: CRLF or LF (LF for a file of one line). */
+export function lineEnding(text: string): "\r\n" | "\n" {
+  const nl = text.indexOf("\n")
+  return nl > 0 && text[nl - 1] === "\r" ? "\r\n" : "\n"
+}
+
+/** `text` (written with LF) with `eol` line endings. */
+export function withLineEnding(text: string, eol: "\r\n" | "\n"): string {
+  return eol === "\n" ? text : text.replace(/\r?\n/g, eol)
+}
