@@ -93,7 +93,7 @@ test.concurrent("the person's uncommitted change to a file a branch brings makes
   expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "300" } })).stdout).toContain(`Needs you:\n  flow show t1  landing waits: ${reason}\n`)
   {
     await using view = await startView(dir)
-    expect(((await (await fetch(`${view.url}api/tasks/t1`)).json()) as { landing_wait: unknown }).landing_wait).toEqual(wait)
+    expect(((await (await view.get("api/tasks/t1")).json()) as { landing_wait: unknown }).landing_wait).toEqual(wait)
   }
   await Bun.sleep(2500)
   expect(run.output().match(/your uncommitted change to shared.txt/g)?.length).toBe(1)
