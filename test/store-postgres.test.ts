@@ -8,8 +8,7 @@ import { join } from "node:path"
 import { projectAt } from "../lib/cli/project"
 import type { TaskFile } from "../lib/model/task-index"
 import { checkBudgetAnswer } from "../lib/run/budget"
-import { openState } from "../lib/run/state-db"
-import { dumpState, loadState } from "../lib/run/state-dump"
+import { openStateDb } from "../lib/state/sqlite/state-db"
 import { PgRunState } from "../lib/state/postgres/pg-state"
 import { database } from "../lib/store/postgres/connection"
 import { PgTaskStore } from "../lib/store/postgres/pg-store"
@@ -148,9 +147,9 @@ describe.skipIf(!HAVE_POSTGRES)("the PostgreSQL task store", () => {
     const dir = mkdtempSync(join(tmpdir(), "flow-state-"))
     try {
       const dump = await state.dump()
-      using file = await openState({ ...projectAt(dir), stateDir: dir })
-      await loadState(file, dump)
-      const back = await dumpState(file)
+      using file = await openStateDb({ ...projectAt(dir), stateDir: dir })
+      await file.load(dump)
+      const back = await file.dump()
       expect(back.questions.map((q) => [q.id, q.kind, q.answer])).toEqual([
         ["q-1", null, null],
         ["q-2", "budget:usd", "5"],

@@ -1,6 +1,7 @@
 // Which project a command works on: FLOW_PROJECT, or the nearest ancestor of the working directory
-// (which `-C <dir>` sets) holding tasks.yaml or PRD.md.
-import { existsSync, statSync } from "node:fs"
+// (which `-C <dir>` sets) holding tasks.yaml or PRD.md, or a flow.yaml naming a shared store (`state:`, whose
+// graph is in the database: docs/FLEET.md).
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import type { Ctx } from "./context"
 import { Exit, FlowError, usage } from "./errors"
@@ -54,7 +55,7 @@ export function findProject(ctx: Ctx): Project {
   }
   let dir = resolve(ctx.cwd)
   for (;;) {
-    if (MARKERS.some((m) => existsSync(join(dir, m)))) return projectAt(dir, ctx.env)
+    if (MARKERS.some((m) => existsSync(join(dir, m))) || sharedAt(dir)) return projectAt(dir, ctx.env)
     const up = dirname(dir)
     if (up === dir) break
     dir = up
@@ -64,6 +65,15 @@ export function findProject(ctx: Ctx): Project {
     Exit.invalid,
     "run 'flow create <name>' to start a project, or pass -C <dir> (or set FLOW_PROJECT) to point at one",
   )
+}
+
+/** Whether `dir` holds a flow.yaml that names a shared store (a `state:` key at the top). */
+function sharedAt(dir: string): boolean {
+  try {
+    return /^state:/m.test(readFileSync(join(dir, "flow.yaml"), "utf8"))
+  } catch {
+    return false
+  }
 }
 
 /** Whether `path` is a folder (following links). */

@@ -9,8 +9,7 @@ import { Exit, FlowError, usage } from "../cli/errors"
 import { PROJECT_KEY, type Project, projectAt, runLockTarget } from "../cli/project"
 import type { ExportReport, ShareReport, UnshareReport } from "../model/json-shapes"
 import { indexTasks, type TaskFile } from "../model/task-index"
-import { dumpState, loadState } from "../run/state-dump"
-import { openExistingState, openState, stateFile } from "../run/state-db"
+import { openExistingStateDb, openStateDb, stateFile } from "../state/sqlite/state-db"
 import type { StateDump } from "../state/run-state"
 import { PgRunState } from "../state/postgres/pg-state"
 import { writeFileAtomic } from "../store/atomic-write"
@@ -114,10 +113,10 @@ function refuseLiveRun(project: Project, verb: string): void {
 }
 
 async function readFileState(project: Project): Promise<StateDump> {
-  const db = await openExistingState(project)
+  const db = await openExistingStateDb(project)
   if (!db) return { questions: [], events: [], agents: [], merges: [], moves: [] }
   using open = db
-  return dumpState(open)
+  return open.dump()
 }
 
 /** .flow/state.db replaced by one holding `dump`: written beside it, then renamed over it. */
@@ -127,8 +126,8 @@ async function writeFileState(project: Project, dump: StateDump): Promise<void> 
   try {
     const fresh = { ...projectAt(project.dir), stateDir: scratch }
     {
-      using db = await openState(fresh)
-      await loadState(db, dump)
+      using db = await openStateDb(fresh)
+      await db.load(dump)
     }
     const target = stateFile(project)
     for (const suffix of ["-wal", "-shm"]) rmSync(`${target}${suffix}`, { force: true })

@@ -187,3 +187,51 @@ export interface RunState extends Disposable {
 export function answerer(env: Record<string, string | undefined>): string {
   return env.USER || "person"
 }
+
+/** The merge journal's row as both backends store it (table `merges`). */
+export type MergeRow = {
+  id: number
+  task_id: string
+  repo: string
+  branch: string
+  branch_head: string
+  target: string
+  target_before: string
+  started_at: string
+  outcome: MergeOutcome | null
+  merge_commit: string | null
+  detail: string | null
+  closed_at: string | null
+}
+
+export const mergeEntry = (r: MergeRow): MergeEntry => ({
+  id: r.id,
+  taskId: r.task_id,
+  repo: r.repo,
+  branch: r.branch,
+  branchHead: r.branch_head,
+  target: r.target,
+  targetBefore: r.target_before,
+  startedAt: r.started_at,
+  outcome: r.outcome,
+  mergeCommit: r.merge_commit,
+  detail: r.detail,
+  closedAt: r.closed_at,
+})
+
+/** Usage sums by key as both backends read them: a key with no report is absent, a field no report had stays absent. */
+export type UsageSum = { key: string | null; input: number | null; output: number | null; cost: number | null; estimated: unknown }
+
+export function usageByKey(rows: readonly UsageSum[]): Map<string, Usage> {
+  const out = new Map<string, Usage>()
+  for (const r of rows) {
+    if (r.key === null) continue
+    const u: Usage = {}
+    if (r.input !== null) u.input_tokens = r.input
+    if (r.output !== null) u.output_tokens = r.output
+    if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
+    if (r.cost !== null && r.estimated) u.cost_estimated = true
+    if (Object.keys(u).length > 0) out.set(r.key, u)
+  }
+  return out
+}

@@ -38,6 +38,8 @@ export type Current = Loaded & { text: string }
 export interface TaskStore {
   /** Where the graph lives, for messages: tasks.yaml's path, or the database's URL without its password and the project. */
   readonly where: string
+  /** True for a graph many machines share (no file event says it changed: readers that follow it poll). */
+  readonly shared: boolean
   /** Whether there is a graph yet (tasks.yaml exists; a shared project always has one). */
   exists(): Promise<boolean>
   /** The whole graph, checked; a missing or invalid one is a FlowError (exit 3). */

@@ -7,24 +7,28 @@ import type { SQL } from "bun"
 import type { SharedSetting } from "../../store/setting"
 import type { Database } from "../../store/postgres/connection"
 import { missingProject } from "../../store/postgres/pg-store"
-import type {
-  AgentGroup,
-  AgentRecord,
-  AgentUpdate,
-  AnswerCheck,
-  CheckoutMove,
-  FlowEvent,
-  LandingWaitRow,
-  MergeEntry,
-  MergeIntent,
-  MergeOutcome,
-  MoveOutcome,
-  NewEvent,
-  Question,
-  RunState,
-  SpendRow,
-  StateDump,
-  Usage,
+import {
+  type AgentGroup,
+  type AgentRecord,
+  type AgentUpdate,
+  type AnswerCheck,
+  type CheckoutMove,
+  type FlowEvent,
+  type LandingWaitRow,
+  type MergeEntry,
+  mergeEntry,
+  type MergeIntent,
+  type MergeOutcome,
+  type MergeRow,
+  type MoveOutcome,
+  type NewEvent,
+  type Question,
+  type RunState,
+  type SpendRow,
+  type StateDump,
+  type Usage,
+  usageByKey,
+  type UsageSum,
 } from "../run-state"
 
 /** Events inserted per statement when a whole log is loaded. */
@@ -37,36 +41,6 @@ const SPEND = `sum((data ->> 'costUsd')::float8) AS cost,
   sum(coalesce((data ->> 'billedTokens')::float8, coalesce((data ->> 'inputTokens')::float8, 0) + coalesce((data ->> 'outputTokens')::float8, 0))) AS tokens,
   sum((data ->> 'seconds')::float8) AS seconds, kind`
 const MERGE = `id::float8 AS id, task_id, repo, branch, branch_head, target, target_before, started_at, outcome, merge_commit, detail, closed_at`
-
-type MergeRow = {
-  id: number
-  task_id: string
-  repo: string
-  branch: string
-  branch_head: string
-  target: string
-  target_before: string
-  started_at: string
-  outcome: MergeOutcome | null
-  merge_commit: string | null
-  detail: string | null
-  closed_at: string | null
-}
-
-const mergeEntry = (r: MergeRow): MergeEntry => ({
-  id: r.id,
-  taskId: r.task_id,
-  repo: r.repo,
-  branch: r.branch,
-  branchHead: r.branch_head,
-  target: r.target,
-  targetBefore: r.target_before,
-  startedAt: r.started_at,
-  outcome: r.outcome,
-  mergeCommit: r.merge_commit,
-  detail: r.detail,
-  closedAt: r.closed_at,
-})
 
 export class PgRunState implements RunState {
   private lastEvent = -1
@@ -249,20 +223,8 @@ export class PgRunState implements RunState {
     )
   }
 
-  private async sumUsage(
-    query: (sql: SQL) => Promise<{ key: string | null; input: number | null; output: number | null; cost: number | null; estimated: boolean | null }[]>,
-  ) {
-    const out = new Map<string, Usage>()
-    for (const r of await this.run(query)) {
-      if (r.key === null) continue
-      const u: Usage = {}
-      if (r.input !== null) u.input_tokens = r.input
-      if (r.output !== null) u.output_tokens = r.output
-      if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
-      if (r.cost !== null && r.estimated) u.cost_estimated = true
-      if (Object.keys(u).length > 0) out.set(r.key, u)
-    }
-    return out
+  private async sumUsage(query: (sql: SQL) => Promise<UsageSum[]>) {
+    return usageByKey(await this.run(query))
   }
 
   readonly spend = {

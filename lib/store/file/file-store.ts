@@ -15,6 +15,8 @@ import { contentKey, rememberValid } from "../valid-cache"
 export class FileStore implements TaskStore {
   constructor(private readonly project: Project) {}
 
+  readonly shared = false
+
   get where(): string {
     return this.project.tasksFile
   }

@@ -74,6 +74,8 @@ export class PgTaskStore implements TaskStore {
     return new PgTaskStore(database(setting), setting, lockTimeoutMs)
   }
 
+  readonly shared = true
+
   get where(): string {
     return `${this.setting.shown} (project ${this.setting.key})`
   }
