@@ -66,6 +66,7 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on a shared project", () => {
     const dashboard = await flow(dir.path, ["dashboard", "--json"])
     expect(dashboard.code).toBe(0)
     expect(JSON.parse(dashboard.stdout).counts).toMatchObject({ done: 4 })
+    expect(await flow(dir.path, ["__complete", "tasks"])).toEqual({ code: 0, stdout: "base\nport\ndocs\nend\n", stderr: "" })
     // Nothing of the run went to files: no tasks.yaml came back, no state database was made.
     expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
     expect(existsSync(dir.file(".flow/state.db"))).toBe(false)

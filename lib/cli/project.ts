@@ -67,8 +67,8 @@ export function findProject(ctx: Ctx): Project {
   )
 }
 
-/** Whether `dir` holds a flow.yaml that names a shared store (a `state:` key at the top). */
-function sharedAt(dir: string): boolean {
+/** Whether `dir` holds a flow.yaml that names a shared store (a `state:` key at the top): a cheap look, no parse. */
+export function sharedAt(dir: string): boolean {
   try {
     return /^state:/m.test(readFileSync(join(dir, "flow.yaml"), "utf8"))
   } catch {
