@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync } from "node:fs"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES } from "./postgres"
+import { startView } from "./view-helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 
@@ -70,5 +71,25 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on a shared project", () => {
     // Nothing of the run went to files: no tasks.yaml came back, no state database was made.
     expect(existsSync(dir.file("tasks.yaml"))).toBe(false)
     expect(existsSync(dir.file(".flow/state.db"))).toBe(false)
+  })
+
+  test("flow view shows the database's graph and questions, and follows what other processes change there", async () => {
+    await using db = await freshDatabase()
+    await using dir = await tempRepo({ "tasks.yaml": TASKS })
+    expect((await flow(dir.path, ["share", db.url])).code).toBe(0)
+    await git(dir.path, ["rm", "-q", "tasks.yaml"])
+    await using view = await startView(dir)
+    const statusOf = async (id: string) => {
+      const report = (await (await view.get("/api/tasks")).json()) as { phases: { tasks: { id: string; status: string }[] }[] }
+      return report.phases.flatMap((p) => p.tasks).find((t) => t.id === id)?.status
+    }
+    expect(await statusOf("base")).toBe("ready_for_agent")
+    expect((await flow(dir.path, ["done", "base"])).code).toBe(0)
+    expect((await flow(dir.path, ["ask", "port", "Which port?"])).code).toBe(0)
+    // No file changed: the page's server finds the change in the database (it looks every 2 s).
+    while ((await statusOf("base")) !== "done") await Bun.sleep(100)
+    expect(await statusOf("port")).toBe("ready_for_agent")
+    const questions = (await (await view.get("/api/questions")).json()) as { questions: { id: string }[] }
+    expect(questions.questions.map((q) => q.id)).toEqual(["q-1"])
   })
 })
