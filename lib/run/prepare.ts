@@ -104,7 +104,8 @@ export async function prepareWorktree(s: RunSettings, o: PrepareOptions): Promis
     if (copied.length > 0) await writeExclude(gitDir, ws.repo, copied)
     writeManifest(gitDir, manifest)
   }
-  const lease = ports ? await leasePorts(s.prepare.portsDir, ports.count, `flow run in ${s.project.dir}: task ${taskId}${o.agent ? "" : "'s check"}`) : undefined
+  const holder = `flow run in ${s.project.dir}: task ${taskId}${o.agent ? "" : "'s check"}`
+  const lease = ports ? await leasePorts(s.prepare.portsDir, ports.count, holder) : undefined
   try {
     const env = { ...portEnv(lease?.ports ?? []), ...excludeEnv(ws.path, { ...process.env, ...o.env }) }
     s.bus.emit({ type: "prepared", taskId, agent: o.agent, copied, refused, ports: lease?.ports ?? [] })
