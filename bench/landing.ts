@@ -3,13 +3,15 @@
 // - 40 independent tasks that each commit one file, on 4 script agents, vs the serial loop (worktree add -b,
 //   write, add, commit, merge --no-ff, worktree remove, branch -D per task). Goal: at most 1.2x the loop.
 // - 4 chains of 6 one-second tasks on 4 agents vs the ideal (6 s: one chain's length). Goal: at most 1.15x.
-// Usage: bun bench/landing.ts   (needs dist/flow: npm run bench builds it)
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+// Usage: bun bench/landing.ts [--trace]   (needs dist/flow: npm run bench builds it; --trace also prints where
+// a task's time goes, phase by phase, from FLOW_TRACE)
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { benchEnv, median, printHeader, printRow, ROOT, type Row } from "./lib"
 
-const FLOW = join(ROOT, "dist", "flow")
+// BENCH_FLOW: another build to compare (the same bench run on an older commit's binary).
+const FLOW = process.env.BENCH_FLOW ?? join(ROOT, "dist", "flow")
 if (!existsSync(FLOW)) throw new Error(`${FLOW} is missing: run 'npm run build' first`)
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 
@@ -44,22 +46,51 @@ function repo(tasksYaml: string): string {
   return dir
 }
 
-async function flowRun(tasksYaml: string, agents: number): Promise<number> {
+/**
+ * CPU time (user + system) of each process and every process it waited for (git, the agents), by case: what a
+ * busy machine disturbs less than wall time, and on 2 shared cores what decides the wall time in the end.
+ */
+const cpu = new Map<string, number[]>()
+const cpuMs = (u: { cpuTime: { total: number | bigint } } | undefined) => Number(u?.cpuTime.total ?? 0) / 1000
+
+/** With --trace, each flow run's FLOW_TRACE lines by case (lib/run/trace.ts): the medians of each phase are printed. */
+const TRACE = process.argv.includes("--trace")
+const traces = new Map<string, string[]>()
+
+async function flowRun(tasksYaml: string, agents: number, label: string): Promise<number> {
   const dir = repo(tasksYaml)
+  const trace = `${dir}.trace`
   try {
     const start = performance.now()
     const proc = Bun.spawn([FLOW, "run", "--agents", String(agents), "--cli", "script", "--headless"], {
       cwd: dir,
-      env: benchEnv(),
+      env: { ...benchEnv(), ...(TRACE ? { FLOW_TRACE: trace } : {}) },
       stdout: "pipe",
       stderr: "pipe",
     })
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     if (code !== 0) throw new Error(`flow run exited ${code}:\n${err}\n${out.slice(-2000)}`)
-    return performance.now() - start
+    const ms = performance.now() - start
+    cpu.set(label, [...(cpu.get(label) ?? []), cpuMs(proc.resourceUsage())])
+    if (TRACE) traces.set(label, [...(traces.get(label) ?? []), ...readFileSync(trace, "utf8").trim().split("\n")])
+    return ms
   } finally {
     rmSync(dir, { recursive: true, force: true })
+    rmSync(trace, { force: true })
   }
+}
+
+/** Each phase's median and total per task, from the trace lines `<at> <task> <phase> <ms>`. */
+function printPhases(label: string, lines: string[]): void {
+  const by = new Map<string, number[]>()
+  const own: number[] = []
+  for (const [, task, phase, ms] of lines.map((l) => l.split(" "))) {
+    if (task === "run") own.push(Number(ms))
+    else by.set(phase, [...(by.get(phase) ?? []), Number(ms)])
+  }
+  console.log(
+    `${label}: ${[...by].map(([p, ms]) => `${p} ${median(ms).toFixed(0)} ms`).join(", ")} (medians per task, waits included); flow's own CPU ${median(own).toFixed(0)} ms per run`,
+  )
 }
 
 /** The serial git loop: what landing n one-file tasks costs git alone, one after another. */
@@ -79,6 +110,7 @@ for i in $(seq 0 ${n - 1}); do
 done`
     const r = Bun.spawnSync(["bash", "-c", script], { cwd: dir })
     if (r.exitCode !== 0) throw new Error(`the git loop failed: ${r.stderr}`)
+    cpu.set("git loop", [...(cpu.get("git loop") ?? []), cpuMs(r.resourceUsage)])
     return performance.now() - start
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -89,12 +121,27 @@ const rows: Row[] = []
 const flowInd: number[] = []
 const loop: number[] = []
 const flowChain: number[] = []
+// Each round measures the loop and both flow cases back to back, so a round's ratio compares like with like
+// on a shared machine; every round is printed with the load average it ran under, then the medians.
+const load = () => loadavg()[0].toFixed(1)
 for (let i = 0; i < RUNS; i++) {
+  const before = load()
   loop.push(gitLoop(40))
-  flowInd.push(await flowRun(independent(40), 4))
-  flowChain.push(await flowRun(chains(4, 6), 4))
+  flowInd.push(await flowRun(independent(40), 4, "40 one-file tasks"))
+  flowChain.push(await flowRun(chains(4, 6), 4, "4 chains x 6"))
+  const [l, f, c] = [loop.at(-1)!, flowInd.at(-1)!, flowChain.at(-1)!]
+  console.log(
+    `round ${i + 1} (load ${before} → ${load()}): git loop ${(l / 1000).toFixed(1)} s, flow ${(f / 1000).toFixed(1)} s (${(f / l).toFixed(2)}x); ` +
+      `chains ${(c / 1000).toFixed(1)} s (${(c / 6000).toFixed(2)}x the ideal, ${((c - 6000) / 6).toFixed(0)} ms per link beyond its second)`,
+  )
 }
 rows.push({ name: "40 one-file tasks, 4 agents vs serial git loop", flowMs: median(flowInd), floorMs: median(loop), goal: 1.2 })
 rows.push({ name: "4 chains x 6 one-second tasks vs ideal 6 s", flowMs: median(flowChain), floorMs: 6000, goal: 1.15 })
+const ratios = flowInd.map((f, i) => f / loop[i])
+console.log(
+  `independent ratio per round: ${ratios.map((r) => r.toFixed(2)).join(", ")}; chains per round: ${flowChain.map((c) => (c / 6000).toFixed(2)).join(", ")}`,
+)
+console.log(`CPU time (median, all processes): ${[...cpu].map(([label, ms]) => `${label} ${(median(ms) / 1000).toFixed(2)} s`).join(", ")}`)
+for (const [label, lines] of traces) printPhases(label, lines)
 printHeader()
 for (const r of rows) printRow(r)

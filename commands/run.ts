@@ -101,7 +101,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 /** The run settings that come from flow.yaml. */
 type ConfigSettings = Pick<
   RunSettings,
-  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "prepare" | "budget" | "prices"
+  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
 >
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
@@ -117,6 +117,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     verify: config.verify === undefined ? [] : [config.verify].flat(),
     fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS,
     queueDepth: config.queue_depth,
+    emptyDone: config.empty_done ?? "allow",
   }
 }
 

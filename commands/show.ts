@@ -28,7 +28,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
   const project = findProject(ctx)
-  const { report, index, entry, usage, worker, budget } = await showTask(project, id)
+  const { report, index, entry, usage, worker, budget, landing } = await showTask(project, id)
   if (values.json) {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
@@ -44,6 +44,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     `Task: ${task.id}`,
     `Title: ${task.title}`,
     `Status: ${pending ? `done, merge pending (${pendingNote(task.id, pending).replace(`${task.id}: `, "")})` : task.status}`,
+    ...(landing ? [`Landing: waiting — ${landing.reason}`] : []),
     `Phase: ${phase === null ? "none" : from === task ? phase : `${phase} (inherited from ${from.id})`}`,
     // `Agent:` is SPEC's agent_name, a restriction: said so when there is none, as the agent at work is another line.
     `Agent: ${task.agent_name ?? "none (any agent may take it)"}`,

@@ -205,6 +205,7 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
     run: { pid: process.pid, since: "2026-03-01T09:00:00.000Z" },
     usage: { run: null, total: null, budget: null },
     queue: [],
+    landing: [],
   })
 })
 

@@ -98,6 +98,30 @@ export function background(cwd: string, args: string[], env: Record<string, stri
   }
 }
 
+/** The pids of processes whose command line is exactly `command` (a marker no other test uses). */
+export function pidsOf(command: string): number[] {
+  return Bun.spawnSync(["pgrep", "-x", "-f", command]).stdout.toString().split("\n").filter(Boolean).map(Number)
+}
+
+/** Waits, up to `ms`, until `cond` holds (a process the kernel is still killing, a file another process writes). */
+export async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  for (const end = Date.now() + ms; !cond() && Date.now() < end; ) await Bun.sleep(50)
+}
+
+/**
+ * Waits until no atomic write is under way in `dir` (no temp file of lib/store/atomic-write.ts): a long-lived
+ * flow (flow mcp, flow view) writes its validation cache without waiting for it, so a snapshot taken at that
+ * moment would catch the half-written temp file.
+ */
+export async function writesSettled(dir: string): Promise<void> {
+  const writing = () =>
+    readdirSync(dir, { recursive: true }).some((p) => {
+      const path = String(p)
+      return !path.startsWith(".git/") && /\.\d+\.[a-z0-9]+\.tmp$/.test(path)
+    })
+  await until(() => !writing())
+}
+
 /**
  * Every path under `dir` (but .git) with its mode and its exact bytes (latin1: one character per byte), a
  * link's target, a folder's mode: what "touched nothing" compares.

@@ -4,8 +4,9 @@
 // edit, a stale git lock, an agent that detaches HEAD) in a real repository, runs the real CLI, and checks
 // that the person's files, index and operation are as they left them and that done means merged.
 import { expect, test } from "bun:test"
-import { existsSync, readFileSync, rmSync } from "node:fs"
+import { chmodSync, existsSync, readFileSync, rmSync } from "node:fs"
 import { background, flow, git, tasksYaml, tempRepo, type TempDir } from "./helpers"
+import { startView } from "./view-helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 const RUN = ["run", "--agents", "2", "--cli", "script", "--headless"]
@@ -79,11 +80,21 @@ test.concurrent("case 2: a branch that changes tasks.yaml, and the person's unco
   }
 })
 
-test.concurrent("the person's uncommitted change to a file a branch brings makes the landing wait, said once; it lands when the person stashes", async () => {
+test.concurrent("the person's uncommitted change to a file a branch brings makes the landing wait, said once in the log, show, dashboard and inspector; it lands when the person stashes", async () => {
   await using dir = await project([task("t1", "echo flow > shared.txt")], { "shared.txt": "base\n" })
   dir.write("shared.txt", "mine, not committed\n")
   const run = background(dir.path, RUN)
   await run.waitFor("your uncommitted change to shared.txt")
+  const reason = `your uncommitted change to shared.txt in ${dir.path} is in the way; commit or stash it and flow lands by itself`
+  const wait = { task: "t1", target: "main", reason, since: expect.any(String) }
+  expect((await flow(dir.path, ["show", "t1"])).stdout).toContain(`\nStatus: in_progress\nLanding: waiting — ${reason}\nPhase:`)
+  expect(JSON.parse((await flow(dir.path, ["show", "t1", "--json"])).stdout).landing_wait).toEqual(wait)
+  expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).landing).toEqual([wait])
+  expect((await flow(dir.path, ["dashboard"], { env: { COLUMNS: "300" } })).stdout).toContain(`Needs you:\n  flow show t1  landing waits: ${reason}\n`)
+  {
+    await using view = await startView(dir)
+    expect(((await (await view.get("api/tasks/t1")).json()) as { landing_wait: unknown }).landing_wait).toEqual(wait)
+  }
   await Bun.sleep(2500)
   expect(run.output().match(/your uncommitted change to shared.txt/g)?.length).toBe(1)
   expect(dir.read("shared.txt")).toBe("mine, not committed\n")
@@ -91,24 +102,65 @@ test.concurrent("the person's uncommitted change to a file a branch brings makes
   const r = await run.done()
   expect(r.code).toBe(0)
   expect(dir.read("shared.txt")).toBe("flow\n")
+  expect((await flow(dir.path, ["show", "t1"])).stdout).not.toContain("Landing:")
+  expect(JSON.parse((await flow(dir.path, ["show", "t1", "--json"])).stdout).landing_wait).toBeNull()
   await git(dir.path, ["stash", "pop", "-q"]).catch(() => {}) // conflicts as git says: the person's to resolve
   expect(await git(dir.path, ["stash", "list"])).toContain("stash@{0}") // kept by git on the conflict
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ t1: "done" })
 })
 
-test.concurrent("case 3: a kill between the checkout's update and the branch's move is finished at the next start; the index is never reversed", async () => {
+test.concurrent("a landing wait of a run killed meanwhile is not shown: show and the dashboard say what is true, the next run what it waits for", async () => {
+  await using dir = await project([task("t1", "echo flow > shared.txt")], { "shared.txt": "base\n" })
+  dir.write("shared.txt", "mine, not committed\n")
+  const first = background(dir.path, RUN)
+  await first.waitFor("your uncommitted change to shared.txt")
+  first.proc.kill("SIGKILL")
+  await first.done()
+  expect((await flow(dir.path, ["show", "t1"])).stdout).not.toContain("Landing:")
+  expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).landing).toEqual([])
+  const again = background(dir.path, RUN)
+  await again.waitFor("your uncommitted change to shared.txt")
+  expect((await flow(dir.path, ["show", "t1"])).stdout).toContain("Landing: waiting — your uncommitted change to shared.txt")
+  await git(dir.path, ["stash", "-q"])
+  expect((await again.done()).code).toBe(0)
+})
+
+// The two moves of a landing, the person's checkout (two-tree read) and the branch (update-ref), cut apart by
+// a kill: between them (flow's kill point), or the instant git has moved the branch (a reference-transaction
+// hook that kills flow: before 3d017cf the branch moved first, and the checkout never followed), with and
+// without a check.
+test.concurrent.each([
+  { cut: "after the checkout's update, before the branch's move", verify: false },
+  { cut: "the instant the branch moved", verify: false },
+  { cut: "the instant the branch moved", verify: true },
+])("case 3: a kill $cut (verify: $verify) is finished at the next start; the index is never reversed", async ({ cut, verify }) => {
   await using dir = await project([task("t1", "echo one > one.txt"), task("t2", "echo two > two.txt", { depends_on: ["t1"] })], { "person.txt": "p\n" })
+  if (verify) await Bun.write(dir.file("flow.yaml"), "verify: { command: 'true' }\n")
+  const once = `${dir.path}.killed`
+  if (cut.startsWith("the instant")) {
+    dir.write(
+      ".git/hooks/reference-transaction",
+      `#!/bin/sh\n[ "$1" = committed ] || exit 0\ngrep -q ' refs/heads/main$' || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\nkill -9 "$FLOW_GIT_OWNER"\n`,
+    )
+    chmodSync(dir.file(".git/hooks/reference-transaction"), 0o755)
+  }
   dir.write("person.txt", "my edit\n")
-  const first = await flow(dir.path, RUN, { env: { FLOW_TEST_KILL_AT: "after-read-tree" } })
-  expect(first.code).not.toBe(0)
-  const r = await flow(dir.path, RUN)
-  expect(`${r.code} ${r.stderr}`).toBe("0 ")
-  expect(r.stdout).toContain("a move of main was cut off")
-  expect(statuses(dir.read("tasks.yaml"))).toEqual({ t1: "done", t2: "done" })
-  expect(await mergesOf(dir, "flow/t1")).toBe(1)
-  // Only the person's edit and flow's own status writes differ from main: nothing staged, nothing reversed.
-  expect((await git(dir.path, ["status", "--porcelain"])).split("\n").filter(Boolean).sort()).toEqual([" M person.txt", " M tasks.yaml"])
-  expect(dir.read("person.txt")).toBe("my edit\n")
+  try {
+    const first = await flow(dir.path, RUN, { env: cut.startsWith("after") ? { FLOW_TEST_KILL_AT: "after-read-tree" } : {} })
+    expect(first.code).toBe(137)
+    const r = await flow(dir.path, RUN)
+    expect(`${r.code} ${r.stderr}`).toBe("0 ")
+    expect(statuses(dir.read("tasks.yaml"))).toEqual({ t1: "done", t2: "done" })
+    expect(await mergesOf(dir, "flow/t1")).toBe(1)
+    // Only the person's edit and flow's own files differ from main: nothing staged, nothing reversed.
+    expect((await git(dir.path, ["status", "--porcelain"])).split("\n").filter(Boolean).sort()).toEqual(
+      [" M person.txt", " M tasks.yaml", ...(verify ? ["?? flow.yaml"] : [])].sort(),
+    )
+    expect(dir.read("person.txt")).toBe("my edit\n")
+    expect(dir.read("one.txt")).toBe("one\n")
+  } finally {
+    rmSync(once, { force: true })
+  }
 })
 
 test.concurrent("case 4: a task whose worktree is the merge target is refused by validate and by run; nothing lands unchecked", async () => {

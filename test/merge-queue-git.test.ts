@@ -90,6 +90,51 @@ test.concurrent("the target moves only from the expected commit, and its checkou
   expect(await j.journal.open()).toEqual([])
 })
 
+test.concurrent("the target checked out in a linked worktree is found there (read from git's files) and moved only as it is there", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await commitOn(dir.path, "y", "b.txt", "y\n")
+  // The repository's own folder is on another branch; main is checked out in a worktree of its own.
+  await git(dir.path, ["checkout", "-q", "-b", "elsewhere", old])
+  const linked = `${dir.path}-main`
+  await git(dir.path, ["worktree", "add", "-q", linked, "main"])
+  try {
+    const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+    if (!m.ok) throw new Error(m.reason)
+    await Bun.write(`${linked}/b.txt`, "mine\n")
+    expect(await moveTarget(dir.path, "main", old, m.commit, "x", j.journal)).toMatchObject({
+      ok: false,
+      why: "wait",
+      detail: `your uncommitted change to b.txt in ${linked} is in the way; commit or stash it and flow lands by itself`,
+    })
+    rmSync(`${linked}/b.txt`)
+    expect(await moveTarget(dir.path, "main", old, m.commit, "x", j.journal)).toEqual({ ok: true })
+    expect(await Bun.file(`${linked}/b.txt`).text()).toBe("y\n")
+    expect((await git(linked, ["status", "--porcelain"])).trim()).toBe("")
+    expect(await Bun.file(dir.file("b.txt")).exists()).toBe(false) // the repository's own folder, on elsewhere, untouched
+  } finally {
+    rmSync(linked, { recursive: true, force: true })
+  }
+})
+
+test.concurrent("a worktree another git is making at that instant (its registration half written) does not hold the move up", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await commitOn(dir.path, "y", "b.txt", "y\n")
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  // What `git worktree add` has written a moment in: its lock and gitdir, an empty commondir. git refuses to
+  // list any worktree meanwhile ("failed to read .../commondir"); a move that asked it blocked the task.
+  dir.write(".git/worktrees/other/locked", "initializing")
+  dir.write(".git/worktrees/other/gitdir", `${dir.path}-other/.git\n`)
+  dir.write(".git/worktrees/other/commondir", "")
+  expect(await moveTarget(dir.path, "main", old, m.commit, "x", j.journal)).toEqual({ ok: true })
+  expect(dir.read("b.txt")).toBe("y\n")
+})
+
 test.concurrent("a move cut off between the checkout's update and the ref's is finished by recovery, never left reversed", async () => {
   await using dir = await tempRepo({ "a.txt": "a\n" })
   await using j = await moveJournal()

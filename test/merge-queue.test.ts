@@ -2,10 +2,11 @@
 // `script` agent, flow.yaml's `verify` check run on every merge before main moves, and the agent sent
 // back to fix a failed check or a conflict (its ```sh fix blocks).
 import { expect, test } from "bun:test"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { Database } from "bun:sqlite"
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, pidsOf, tasksYaml, tempRepo, until } from "./helpers"
 
 const sh = (lines: string, label = "") => `\`\`\`sh${label ? ` ${label}` : ""}\n${lines}\n\`\`\``
 const GIT_ID = `git -c user.name=agent -c user.email=agent@flow.invalid`
@@ -149,6 +150,100 @@ test.concurrent("kill -9 during a check, then a rerun: main moves once, to a mer
     Bun.write(join(gate, "go"), "")
     rmSync(gate, { recursive: true, force: true })
   }
+})
+
+test.concurrent("what a check starts dies with its run: its group at kill -9 of flow, what it put in a session of its own at the next run's start", async () => {
+  // Markers no other test uses: a sleep in the check's process group, and one that setsid takes out of it.
+  const tag = (900 + Math.random() * 99).toFixed(6)
+  const [inGroup, ownSession] = [`sleep ${tag}1`, `sleep ${tag}2`]
+  await using dir = await tempRepo({
+    "flow.yaml": "verify: { command: sh gate.sh, timeout: 1m }\n",
+    "gate.sh": `[ -f "$GATE/go" ] && exit 0\n${inGroup} &\nsetsid -f ${ownSession} </dev/null >/dev/null 2>&1\nwait\n`,
+    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
+  })
+  const gate = mkdtempSync(join(tmpdir(), "flow-gate-"))
+  const runs: ReturnType<typeof background>[] = []
+  try {
+    const first = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], { GATE: gate })
+    runs.push(first)
+    await first.waitFor("work: queue main #1 checking")
+    await until(() => pidsOf(inGroup).length > 0 && pidsOf(ownSession).length > 0, 60_000)
+    // Recorded like an agent's group: the next run's reaper kills it even where no guard leads it.
+    const [sleeper] = pidsOf(inGroup)
+    const pgid = Number(readFileSync(`/proc/${sleeper}/stat`, "utf8").split(") ")[1].split(" ")[2])
+    const db = new Database(join(dir.path, ".flow", "state.db"), { readonly: true })
+    expect(db.query("SELECT pgid, task_id FROM agent_groups").all()).toContainEqual({ pgid, task_id: "work" })
+    db.close()
+    first.proc.kill("SIGKILL")
+    await first.done()
+    await until(() => pidsOf(inGroup).length === 0)
+    expect(pidsOf(inGroup)).toEqual([]) // its group died with flow, at once
+    expect(pidsOf(ownSession)).toHaveLength(1) // out of the group: the next start kills it
+    Bun.write(join(gate, "go"), "")
+    const again = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], { GATE: gate })
+    runs.push(again)
+    await again.waitFor("stopped what a dead run left running for work")
+    await until(() => pidsOf(ownSession).length === 0)
+    expect(pidsOf(ownSession)).toEqual([])
+    const r = await again.done()
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  } finally {
+    for (const run of runs) run.proc.kill("SIGKILL") // a failed expectation must not leave a run behind
+    for (const pid of [...pidsOf(inGroup), ...pidsOf(ownSession)]) process.kill(pid, "SIGKILL")
+    rmSync(gate, { recursive: true, force: true })
+  }
+})
+
+test.concurrent("a check's `git worktree add` killed with the run's whole process group: the next start unlocks and prunes its registration, and the task lands", async () => {
+  await using dir = await tempRepo({
+    "flow.yaml": "verify: { command: 'true', timeout: 1m }\n",
+    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
+  })
+  // git runs this hook while it adds the check's worktree (its HEAD written, the registration locked
+  // "initializing", no file checked out yet): it kills the run's process group, git with it, once.
+  const once = `${dir.path}.killed`
+  dir.write(
+    ".git/hooks/reference-transaction",
+    `#!/bin/sh\n[ "$1" = prepared ] || exit 0\ngrep -q /.flow/verify/ "$GIT_DIR/gitdir" 2>/dev/null || exit 0\n[ -e '${once}' ] && exit 0\ntouch '${once}'\nkill -9 -"$FLOW_GIT_OWNER"\n`,
+  )
+  chmodSync(dir.file(".git/hooks/reference-transaction"), 0o755)
+  try {
+    // setsid: flow leads a process group of its own, which the hook kills.
+    const first = await background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"], {}, ["setsid"]).done()
+    expect(first.code).toBe(137)
+    const scratch = (await git(dir.path, ["worktree", "list", "--porcelain"])).split("\n\n").filter((b) => b.includes("/.flow/verify/"))
+    expect(scratch).toHaveLength(1)
+    expect(scratch[0]).toContain("locked initializing")
+    const again = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+    expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(statuses(dir.read("tasks.yaml"))).toEqual({ work: "done" })
+    expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+    const verify = join(dir.path, ".flow", "verify")
+    expect(
+      readdirSync(verify)
+        .flatMap((q) => readdirSync(join(verify, q)))
+        .filter((n) => n !== ".repo"),
+    ).toEqual([])
+  } finally {
+    rmSync(once, { force: true })
+  }
+})
+
+test.concurrent("a check's scratch worktree whose removal was cut off (its folder gone, its registration left) is pruned at the next start", async () => {
+  await using dir = await tempRepo({
+    "flow.yaml": "verify: { command: 'true', timeout: 1m }\n",
+    "tasks.yaml": tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo done > work.txt") }]),
+  })
+  const first = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: "" })
+  // What `git worktree remove` killed between deleting the folder and its registration leaves.
+  const [queue] = readdirSync(join(dir.path, ".flow", "verify"))
+  const scratch = join(dir.path, ".flow", "verify", queue, "work-1-x")
+  await git(dir.path, ["worktree", "add", "-q", "--detach", scratch, "main"])
+  rmSync(scratch, { recursive: true, force: true })
+  const again = await flow(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  expect({ code: again.code, stderr: again.stderr }).toEqual({ code: 0, stderr: "" })
+  expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
 })
 
 test.concurrent("killed right after the queue moved main (before anything was recorded): the rerun marks it done without a second merge or check", async () => {

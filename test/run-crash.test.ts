@@ -37,6 +37,17 @@ async function project(n: number, sleep = "0.2"): Promise<{ dir: TempDir; log: s
   return { dir, log }
 }
 
+/** `fn` on a fresh project of `n` tasks (project above); the run log outside the repository goes afterwards. */
+async function inProject(n: number, fn: (dir: TempDir, log: string) => Promise<void>): Promise<void> {
+  const { dir, log } = await project(n)
+  await using _ = dir
+  try {
+    await fn(dir, log)
+  } finally {
+    rmSync(log, { force: true })
+  }
+}
+
 /** Live processes working inside `dir` (their cwd is there): what a killed run could have left. */
 function processesIn(dir: string): string[] {
   const found: string[] = []
@@ -82,6 +93,7 @@ async function checkFinished(dir: TempDir, log: string, n: number) {
 // its locks), with and without a check; a person's uncommitted edit is in the checkout all along.
 test.concurrent.each([
   { what: "flow alone", group: false, verify: false },
+  { what: "its whole process group, without verify", group: true, verify: false },
   { what: "its whole process group, with verify", group: true, verify: true },
 ])(
   "random SIGKILLs of $what, each followed by another run: every task done, run once, merged once, nothing left, the person's edit kept",
@@ -90,6 +102,10 @@ test.concurrent.each([
     const { dir, log } = await project(n)
     await using _ = dir
     if (verify) dir.write("flow.yaml", "verify: { command: 'test -f t0.txt || test ! -f t3.txt' }\n")
+    // A file of the person's, committed, then edited and not committed: a reset, a checkout or a stash loses it.
+    dir.write("person.txt", "committed\n")
+    await git(dir.path, ["add", "person.txt"])
+    await git(dir.path, ["-c", "user.name=p", "-c", "user.email=p@p", "commit", "-qm", "person"])
     dir.write("person.txt", "my uncommitted edit\n")
     const seed = Number(process.env.FLOW_CRASH_SEED ?? Date.now() % 100_000)
     let state = seed
@@ -114,7 +130,7 @@ test.concurrent.each([
       expect(dir.read("person.txt")).toBe("my uncommitted edit\n")
       // Nothing staged or reversed in the person's index: only flow's status writes and the person's file.
       expect((await git(dir.path, ["status", "--porcelain"])).split("\n").filter(Boolean).sort()).toEqual(
-        [" M tasks.yaml", ...(verify ? ["?? flow.yaml"] : []), "?? person.txt"].sort(),
+        [" M tasks.yaml", ...(verify ? ["?? flow.yaml"] : []), " M person.txt"].sort(),
       )
     } catch (e) {
       throw new Error(`seed ${seed} (rerun with FLOW_CRASH_SEED=${seed}): ${(e as Error).message}`)
@@ -133,7 +149,9 @@ test.concurrent("kills placed right after the target moved, after the checkout f
     let killed = 0
     for (let i = 0; i < n + 4; i++) {
       const point = ["after-merge", "after-read-tree", "before-done"][i % 3]
-      const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script", "--headless"], { env: { FLOW_TEST_KILL_AT: point } })
+      // One agent: one landing per move, so each run reaches its kill point (two agents' landings would move
+      // the target together, and a run could find nothing left to kill it at).
+      const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: { FLOW_TEST_KILL_AT: point } })
       if (r.code === 0) break
       expect(r.code).toBe(137) // SIGKILL, by the hook
       killed++
@@ -144,6 +162,14 @@ test.concurrent("kills placed right after the target moved, after the checkout f
     rmSync(log, { force: true })
   }
 }, 180_000)
+
+test.concurrent("a run killed after its merge was journaled, before tasks.yaml: the next run marks it done, not 'finished with no changes'", () =>
+  inProject(1, async (dir, log) => {
+    const first = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: { FLOW_TEST_KILL_AT: "before-done" } })
+    expect(first.code).toBe(137)
+    const last = await finishAndCheck(dir, log, 1)
+    expect(last.stdout).not.toContain("finished with no changes")
+  }))
 
 /**
  * A reference-transaction hook (git runs it while it holds the target's ref lock, after flow's two-tree read
@@ -337,25 +363,44 @@ test.concurrent.each(["files", ".git"])(
   180_000,
 )
 
-test.concurrent("a worktree that git never finished making (locked 'initializing', files missing) is made again, not worked in", async () => {
-  const { dir, log } = await project(1)
-  await using _ = dir
-  try {
-    await keepFile(dir)
-    // What a `git worktree add` killed during its checkout leaves.
-    const wt = dir.file(".flow/worktrees/t0")
-    await git(dir.path, ["worktree", "add", "-b", "flow/t0", wt, "main"])
-    await git(dir.path, ["worktree", "lock", "--reason", "initializing", wt])
-    rmSync(join(wt, "keep.txt"))
-    const r = await flow(dir.path, ["run", "--cli", "script", "--headless"])
-    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
-    expect(dir.read("keep.txt")).toBe("kept\n")
-    expect(dir.read("t0.txt")).toBe("t0\n")
-    expect((await git(dir.path, ["log", "--format=%s", "-1", "--name-status", "HEAD^2"])).trim()).toBe("t0: Task 0\n\nA\tt0.txt")
-  } finally {
-    rmSync(log, { force: true })
-  }
-}, 180_000)
+// What a `git worktree add` killed half way leaves: the registration locked "initializing", and files missing
+// (killed during its checkout), its `.git` file empty (killed while writing it: git refuses to remove such a
+// worktree, "'.git' is not a .git file"), no folder at all (killed before it made one: git refuses to add
+// it again, "a missing but locked worktree"), or a registration whose `commondir` is empty (killed while git
+// wrote it: every `git worktree list` in the repository fails); the last three seen in the random-kill loop.
+test.concurrent.each([
+  { what: "files missing", emptyDotGit: false, folder: true, admin: ["commondir", "gitdir", "HEAD"] },
+  { what: "its .git file empty", emptyDotGit: true, folder: true, admin: ["commondir", "gitdir", "HEAD"] },
+  { what: "its folder missing", emptyDotGit: false, folder: false, admin: ["commondir", "gitdir", "HEAD"] },
+  { what: "its registration's commondir empty", emptyDotGit: false, folder: true, admin: ["gitdir"] },
+  { what: "its registration only locked", emptyDotGit: false, folder: false, admin: [] },
+])(
+  "a worktree that git never finished making (locked 'initializing', $what) is made again, not worked in",
+  async ({ emptyDotGit, folder, admin }: { emptyDotGit: boolean; folder: boolean; admin: readonly string[] }) => {
+    const { dir, log } = await project(1)
+    await using _ = dir
+    try {
+      await keepFile(dir)
+      const wt = dir.file(".flow/worktrees/t0")
+      await git(dir.path, ["worktree", "add", "-b", "flow/t0", wt, "main"])
+      await git(dir.path, ["worktree", "lock", "--reason", "initializing", wt])
+      rmSync(join(wt, "keep.txt"))
+      if (emptyDotGit) writeFileSync(join(wt, ".git"), "")
+      if (!folder) rmSync(wt, { recursive: true, force: true })
+      for (const file of ["commondir", "gitdir", "HEAD", "index", "logs", "refs", "ORIG_HEAD"])
+        if (!admin.includes(file)) rmSync(dir.file(`.git/worktrees/t0/${file}`), { recursive: true, force: true })
+      if (admin.includes("gitdir") && !admin.includes("commondir")) writeFileSync(dir.file(".git/worktrees/t0/commondir"), "")
+      const r = await flow(dir.path, ["run", "--cli", "script", "--headless"])
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+      expect(dir.read("keep.txt")).toBe("kept\n")
+      expect(dir.read("t0.txt")).toBe("t0\n")
+      expect((await git(dir.path, ["log", "--format=%s", "-1", "--name-status", "HEAD^2"])).trim()).toBe("t0: Task 0\n\nA\tt0.txt")
+    } finally {
+      rmSync(log, { force: true })
+    }
+  },
+  180_000,
+)
 
 test.concurrent("a task in progress whose worktree lost its .git is blocked with how to clear it; nothing is committed to the person's branch", async () => {
   const { dir, log } = await project(1)
@@ -396,3 +441,19 @@ test.concurrent("lock files a killed git left in a task's worktree (index, HEAD,
     rmSync(log, { force: true })
   }
 }, 180_000)
+
+test.concurrent("a landed task's worktree whose removal a kill cut off after its folder went (its registration left) is pruned at the next start", () =>
+  inProject(1, async (dir, log) => {
+    await finishAndCheck(dir, log, 1)
+    const wt = dir.file(".flow/worktrees/t0")
+    await git(dir.path, ["worktree", "add", "-q", wt, "flow/t0"])
+    rmSync(wt, { recursive: true, force: true })
+    await finishAndCheck(dir, log, 1)
+  }))
+
+test.concurrent("the lock a killed `git worktree add -b` left on a branch it had not made yet is removed; the task runs", () =>
+  inProject(1, async (dir, log) => {
+    dir.write(".git/refs/heads/flow/t0.lock", "")
+    const last = await finishAndCheck(dir, log, 1)
+    expect(last.stdout).toContain("t0: removed flow/t0's lock file, left by a killed git\n")
+  }))

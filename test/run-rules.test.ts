@@ -5,7 +5,7 @@ import { expect, test } from "bun:test"
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, pidsOf, tasksYaml, tempRepo, until } from "./helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 
@@ -58,19 +58,16 @@ test.concurrent("a project folder that is not a repository runs when every task 
   }
 })
 
-/** The pids of processes whose command line is exactly `command` (a marker no other test uses). */
-function pidsOf(command: string): number[] {
-  return Bun.spawnSync(["pgrep", "-x", "-f", command]).stdout.toString().split("\n").filter(Boolean).map(Number)
-}
-
 test.concurrent("what an agent starts in a session of its own dies with the run (SIGTERM), and what a killed run left dies when the next starts", async () => {
   await using dir = await tempRepo({ ".gitignore": ".flow/\n" })
   // Like OpenCode's tools: `setsid` puts the sleep outside the agent's process group, so only the
   // environment (FLOW_RUN_ID) ties it to the run. Started once per run (the marker file is per run).
-  const marker = `sleep ${(900 + Math.random() * 99).toFixed(6)}`
+  // `inGroup` stays in the agent's group: kill -9 of flow kills it at once (the group's guard, lib/cli/proc.ts).
+  const tag = (900 + Math.random() * 99).toFixed(6)
+  const [marker, inGroup] = [`sleep ${tag}1`, `sleep ${tag}2`]
   dir.write(
     "tasks.yaml",
-    tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh(`setsid -f ${marker} </dev/null >/dev/null 2>&1\nsleep 30`) }]),
+    tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh(`setsid -f ${marker} </dev/null >/dev/null 2>&1\n${inGroup}`) }]),
   )
   await git(dir.path, ["add", "-A"])
   await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qm", "tasks"])
@@ -89,9 +86,12 @@ test.concurrent("what an agent starts in a session of its own dies with the run 
   await second.waitFor((o) => /long: (started|resumed) by/.test(o))
   await waitForMarker()
   const left = pidsOf(marker)
+  await until(() => pidsOf(inGroup).length > 0)
   second.proc.kill("SIGKILL")
   await second.proc.exited
-  expect(pidsOf(marker)).toEqual(left) // kill -9 of flow: the kernel kills the agent's leader, not this
+  await until(() => pidsOf(inGroup).length === 0)
+  expect(pidsOf(inGroup)).toEqual([]) // kill -9 of flow: the guard kills the agent's group at once
+  expect(pidsOf(marker)).toEqual(left) // but not what left the group
 
   const third = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
   await third.waitFor("stopped what a dead run left running")

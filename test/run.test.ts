@@ -147,6 +147,33 @@ test.concurrent("a failed validation blocks the validated task too", async () =>
   expect(dir.read("tasks.yaml")).toContain("Validation by check failed: Blocked: f.txt holds 1, expected 2")
 })
 
+test.concurrent.each([
+  { config: "", status: "done" },
+  { config: "empty_done: block\n", status: "blocked" },
+])(
+  "an agent that says done having changed nothing is said in the log and the task's notes; empty_done: block blocks it ($status)",
+  async ({ config, status }) => {
+    await using dir = await tempRepo({
+      "flow.yaml": config,
+      "tasks.yaml": tasksYaml([
+        { id: "idle", title: "Idle", status: "todo", instructions: sh("echo looked, changed nothing") },
+        { id: "work", title: "Work", status: "todo", instructions: sh("echo w > w.txt") },
+        // A validation task checks and changes nothing by design: not said.
+        { id: "feature", title: "Feature", status: "todo", validation_task_id: "check", instructions: sh("echo f > f.txt") },
+        { id: "check", title: "Check", status: "todo", depends_on: ["feature"], instructions: sh("test -f f.txt") },
+      ]),
+    })
+    const r = await flow(dir.path, ["run", "--agents", "2", "--cli", "script", "--headless"])
+    expect(r.code).toBe(status === "done" ? 0 : 4)
+    expect(statuses(dir.read("tasks.yaml"))).toEqual({ idle: status, work: "done", feature: "done", check: "done" })
+    expect(r.stdout).toContain("idle: finished with no changes on flow/idle: nothing to merge into main\n")
+    expect(r.stdout.match(/finished with no changes/g)).toHaveLength(1)
+    const notes = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks.find((t) => t.id === "idle")?.ai_notes
+    expect(notes?.[0]).toStartWith("finished with no changes on flow/idle: nothing to merge into main")
+    if (status === "blocked") expect(notes?.[0]).toContain("(flow.yaml empty_done: block)")
+  },
+)
+
 test.concurrent("a run killed midway is resumed by the next: nothing lost, no finished task run again", async () => {
   await using dir = await tempRepo()
   const log = join(dir.path, "..", `${dir.path.split("/").pop()}-runs.log`)

@@ -260,6 +260,7 @@ test.concurrent("--json: the stored record without subtasks, plus what is derive
     phase: 2,
     phase_title: "API layer and auth",
     usage: null,
+    landing_wait: null,
     budget: null,
     worked_by: null,
   })

@@ -5,11 +5,13 @@
 // opens it, kept in a cookie, gone from the address bar, refused without), and a foreign Host refused.
 // Screenshots go to test-artifacts/. Chromium missing is a failure, not a skip: CI installs it (.ci/run).
 import { afterAll, beforeAll, expect, test } from "bun:test"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { request } from "node:http"
+import { hostname } from "node:os"
 import { join } from "node:path"
 import type { BrowserContext, Page } from "playwright-core"
-import { projectAt } from "../lib/cli/project"
+import { projectAt, runLockTarget } from "../lib/cli/project"
+import { LandingWaits } from "../lib/run/landing-waits"
 import { openState } from "../lib/run/state-db"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
 import { launchChromium } from "./fixtures/chromium"
@@ -313,6 +315,31 @@ test("a run's merge queue shows in the side panel and as a badge on the task's b
   expect(await nodeClass("ui")).toContain("queue-checking")
   expect(await page.textContent('#nodes .node[data-id="ui"] .badge')).toContain("⇉ queue checking")
   expect(await nodeClass("api")).toContain("queue-failed")
+})
+
+test("a landing that waits for the person shows in the open task's panel, and goes when the wait ends, without a reload", async () => {
+  await page.click('#nodes .node[data-id="ui"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "ui")
+  const project = projectAt(dir.path)
+  // A run holds the lock (this process stands for it) and records the wait, as a landing does.
+  const lock = `${runLockTarget(project)}.lock`
+  writeFileSync(lock, JSON.stringify({ pid: process.pid, host: hostname(), command: "flow run", since: new Date().toISOString(), token: "t" }))
+  const reason = "your uncommitted change to a.txt in /repo is in the way; commit or stash it and flow lands by itself"
+  try {
+    {
+      using db = await openState(project)
+      await new LandingWaits(db).set("ui", "main", reason)
+    }
+    await page.waitForSelector("#detail-landing")
+    expect(await page.textContent("#detail-landing")).toBe(`⏸ Landing waits: ${reason}`)
+    {
+      using db = await openState(project)
+      await new LandingWaits(db).clear("ui")
+    }
+    await page.waitForSelector("#detail-landing", { state: "detached" })
+  } finally {
+    rmSync(lock, { force: true })
+  }
 })
 
 test("a checkpoint waiting for review is accepted from the page", async () => {

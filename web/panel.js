@@ -73,6 +73,8 @@ export async function renderDetails(id, keepScroll) {
     `<p><code id="detail-id">${esc(t.id)}</code> <span class="pill ${esc(t.status)}" id="detail-status">${esc(t.status)}</span></p>`,
     // The review itself is in the list at the top of the panel, which keeps what is typed across updates.
     graph?.review ? '<p class="waiting">⚑ This checkpoint waits for your review: accept or block it at the top of this panel.</p>' : "",
+    // Its merge passed, but something of the person's is in the way of their checkout (docs/RUN.md, "Landing").
+    report.landing_wait ? `<p class="waiting" id="detail-landing">⏸ Landing waits: ${esc(report.landing_wait.reason)}</p>` : "",
     fieldRows(report),
     `<h3>Instructions</h3><div class="md" id="detail-instructions">${t.instructions?.trim() ? markdown(t.instructions) : '<p class="hint">none</p>'}</div>`,
     `<h3>Acceptance criteria</h3>${list(t.acceptance_criteria)}`,

@@ -47,16 +47,6 @@ export async function installedVersion(adapter: Adapter, env: Record<string, str
   }
 }
 
-/**
- * The warning for the adapter's installed CLI when it is older than the oldest checked version; undefined
- * when it is not, or cannot be told. Only CLIs of the table are asked: `<binary> --version` of a `command`
- * agent's own program could do anything.
- */
-export async function versionCheck(adapter: Adapter, env: Record<string, string | undefined>, cwd: string): Promise<string | undefined> {
-  if (OLDEST_CHECKED[adapter.cli] === undefined) return undefined
-  return versionWarning(adapter, await installedVersion(adapter, env, cwd))
-}
-
 /** The warning for an installed version older than the oldest checked one; undefined when it is not older. */
 export function versionWarning(adapter: Adapter, version: string | undefined): string | undefined {
   const oldest = OLDEST_CHECKED[adapter.cli]

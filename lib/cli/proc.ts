@@ -44,11 +44,13 @@ export type GroupOptions = { cwd: string; env?: Record<string, string | undefine
  * or an agent's tool process is never left behind holding our pipes open.
  * PWD is set to `cwd`: programs that read their directory from PWD (OpenCode does, and a shell's `pwd`
  * trusts it) would otherwise work in flow's directory, not the one they were started in.
+ * Where it can, the group's leader is a guard (`groupGuard`) that kills the whole group when flow dies.
  */
 export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
-  const proc = Bun.spawn([...deathWrapper(), ...argv], {
+  const env = mergeEnv({ ...opts.env, PWD: resolve(opts.cwd) })
+  const proc = Bun.spawn(guarded(argv, env.PATH, opts.cwd), {
     cwd: opts.cwd,
-    env: mergeEnv({ ...opts.env, PWD: resolve(opts.cwd) }),
+    env,
     stdout: "pipe",
     stderr: "pipe",
     detached: true,
@@ -78,21 +80,45 @@ export function spawnGroup(argv: readonly string[], opts: GroupOptions) {
   return proc
 }
 
-let wrapper: string[] | undefined
+/**
+ * The guard that leads a group: bash, under `setpriv --pdeathsig HUP` (util-linux), runs argv as its child in
+ * the same group and waits for it. When the process that spawned it dies, even by SIGKILL, the kernel sends
+ * it SIGHUP, and it kills its whole group: what argv started (a shell's `sleep`, a check's test servers)
+ * dies with flow at once, not at the next run's start. It survives the group's SIGTERM (the caller's stop)
+ * until argv has exited, so argv keeps its grace period, and exits with argv's status (128 + n after a
+ * signal, as Bun reports one). argv gets SIGINT and SIGQUIT back (bash ignores them in a background job)
+ * and the guard's stdin explicitly (bash gives a background job /dev/null).
+ */
+const GUARD = `trap 'kill -KILL 0' HUP
+trap : TERM INT
+(trap - INT QUIT TERM; exec "$@") <&0 &
+p=$!
+wait "$p"; s=$?
+while kill -0 "$p" 2>/dev/null; do wait "$p"; s=$?; done
+exit "$s"`
+
+let guard: string[] | null | undefined
 
 /**
- * `setpriv --pdeathsig KILL --` (util-linux) when it works here: the kernel then kills the group's leader
- * when the process that spawned it dies, even by SIGKILL. Bun spawns from its main thread, which lives as
- * long as the process, so the signal is not sent early (PR_SET_PDEATHSIG follows the spawning thread).
- * Without setpriv (not Linux, or a minimal image) agents lose only this: the next run's reaper
+ * argv behind the guard when it works here: Linux with setpriv and bash, and argv's program found (else Bun's
+ * own spawn error says so, as without the guard; bash finds it by the same PATH). PR_SET_PDEATHSIG follows the thread that spawned the child;
+ * Bun spawns from its main thread, which lives as long as the process, so the signal is not sent early.
+ * Without setpriv or bash (not Linux, a minimal image) only this layer is lost: the next run's reaper
  * (lib/run/reaper.ts) still kills what a dead run left.
  */
-function deathWrapper(): string[] {
-  if (wrapper) return wrapper
-  const setpriv = process.platform === "linux" ? Bun.which("setpriv") : null
-  const works = setpriv !== null && Bun.spawnSync([setpriv, "--pdeathsig", "KILL", "--", "true"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0
-  wrapper = works ? [setpriv, "--pdeathsig", "KILL", "--"] : []
-  return wrapper
+function guarded(argv: readonly string[], path: string | undefined, cwd: string): string[] {
+  if (guard === undefined) {
+    const setpriv = process.platform === "linux" ? Bun.which("setpriv") : null
+    const bash = Bun.which("bash")
+    const probe = (sig: string, rest: string[]) =>
+      setpriv !== null && Bun.spawnSync([setpriv, "--pdeathsig", sig, "--", ...rest], { stdout: "ignore", stderr: "ignore" }).exitCode === 0
+    if (setpriv && bash && probe("HUP", [bash, "-c", "exit 0"])) guard = [setpriv, "--pdeathsig", "HUP", "--", bash, "-c", GUARD, "flow-guard"]
+    // Without bash, the kernel still kills the leader itself.
+    else guard = setpriv && probe("KILL", ["true"]) ? [setpriv, "--pdeathsig", "KILL", "--"] : null
+  }
+  if (!guard) return [...argv]
+  if (guard.length > 4 && (argv.length === 0 || Bun.which(argv[0], { PATH: path ?? "", cwd }) === null)) return [...argv]
+  return [...guard, ...argv]
 }
 
 /** Runs argv attached to this terminal (stdin, stdout and stderr inherited) and returns its exit code. */

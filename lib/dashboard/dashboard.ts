@@ -3,11 +3,12 @@
 import { basename } from "node:path"
 import { waitsForReview } from "../graph/checkpoint"
 import { isoSeconds, parseTimestamp } from "../cli/clock"
-import type { DashboardReport, MergeQueueReport } from "../model/json-shapes"
+import type { DashboardReport, LandingWait, MergeQueueReport } from "../model/json-shapes"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import type { Project } from "../cli/project"
 import { currentStep } from "../run/prompt"
 import { readQueues } from "../run/queue-report"
+import { landingWaitsOf } from "../run/landing-waits"
 import { openExistingState } from "../run/state-db"
 import { liveRun, NO_WORK, workedBy, workFrom, type WorkLedger } from "../run/worked-by"
 import { TASK_STATUSES } from "../model/statuses"
@@ -30,6 +31,8 @@ export type RuntimeState = {
   queue: MergeQueueReport
   /** spend and caps (docs/BUDGETS.md), parked tasks */
   budget: BudgetState
+  /** the landings of the live run that wait for the person */
+  landing: LandingWait[]
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
@@ -42,6 +45,7 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   let queue: MergeQueueReport = []
   const config = await readBudgetConfig(project.dir)
   let budget: BudgetState = { ...NO_BUDGET_STATE, config }
+  let landing: LandingWait[] = []
   if (db) {
     using open = db
     questions = (await open.questions.pending()).length
@@ -49,8 +53,9 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
     usage = await usageFrom(open)
     queue = await readQueues(open)
     budget = await readBudgetState(open, config)
+    if (run) landing = [...(await landingWaitsOf(open, run.pid)).values()]
   }
-  return { questions, run, work, usage, queue, budget }
+  return { questions, run, work, usage, queue, budget, landing }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -111,6 +116,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     run: runtime.run,
     usage: { run: runtime.usage.run, total: runtime.usage.total, budget: runBudgetFrom(runtime.budget) },
     queue: runtime.queue,
+    landing: runtime.landing,
   }
 }
 

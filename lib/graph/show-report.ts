@@ -1,5 +1,5 @@
 // What `flow show` derives from one task (its --json shape), shared with the inspector's task endpoint.
-import type { BudgetReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
+import type { BudgetReport, LandingWait, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
 import { topLevelOf, type Indexed, type Task } from "../model/task-index"
 import { taskSummary } from "./task-lines"
 
@@ -8,7 +8,8 @@ export type Descendant = { task: Task; parent: Task; depth: number }
 /**
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
  * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/run/usage.ts);
- * `budget` its spend beside its caps (lib/run/budget-report.ts); `worker` who works or worked on it (lib/run/worked-by.ts).
+ * `budget` its spend beside its caps (lib/run/budget-report.ts); `worker` who works or worked on it (lib/run/worked-by.ts);
+ * `landing` what its landing waits for (lib/run/landing-waits.ts).
  */
 export function showReport(
   index: Map<string, Indexed>,
@@ -17,6 +18,7 @@ export function showReport(
   usage: Usage | null,
   worker: WorkedBy | null,
   budget: BudgetReport | null = null,
+  landing: LandingWait | null = null,
 ): ShowReport {
   const { task } = entry
   const { dependents, validates } = pointingAt(index, task.id)
@@ -34,6 +36,7 @@ export function showReport(
     usage,
     budget,
     worked_by: worker,
+    landing_wait: landing,
   }
 }
 

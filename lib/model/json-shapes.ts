@@ -145,6 +145,14 @@ export const StoredTask = Task.omit("subtasks")
 export type StoredTask = typeof StoredTask.infer
 
 /**
+ * A landing that waits for the person (docs/RUN.md, "Landing"): the task's merge passed, but something of theirs
+ * is in the way of moving `target` in their checkout (an uncommitted change, a merge in progress, a git lock);
+ * `reason` says what and what to do, `since` when it was first said. Only while the run that said it lives.
+ */
+export const LandingWait = type({ task: "string", target: "string", reason: "string", since: "string" })
+export type LandingWait = typeof LandingWait.infer
+
+/**
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
  * tasks depending on it, the tasks it validates, its parent's id, its phase (its own, else the nearest
@@ -165,6 +173,8 @@ export const ShowReport = type({
   /** its spend beside its budget (flow.yaml's budget.task, its own `budget:`, what people granted); null when uncapped */
   budget: BudgetReport.or("null"),
   worked_by: WorkedBy.or("null"),
+  /** what its landing waits for in the live run; null when it does not wait */
+  landing_wait: LandingWait.or("null"),
 })
 export type ShowReport = typeof ShowReport.infer
 
@@ -360,6 +370,8 @@ export const DashboardReport = type({
   run: type({ pid: "number", since: "string" }).or("null"),
   usage: RunUsage,
   queue: MergeQueueReport,
+  /** the landings of the live run that wait for the person, oldest first */
+  landing: LandingWait.array(),
 })
 export type DashboardReport = typeof DashboardReport.infer
 

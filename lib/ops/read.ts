@@ -5,10 +5,11 @@ import { availableTasks } from "../graph/availability"
 import { effectivePhase, showReport } from "../graph/show-report"
 import { taskSummary } from "../graph/task-lines"
 import { requireTask } from "../graph/task-lookup"
-import type { BudgetReport, ListReport, NextReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
+import type { BudgetReport, LandingWait, ListReport, NextReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import { readTaskBudget } from "../run/budget-report"
+import { readLandingWaits } from "../run/landing-waits"
 import { readUsage } from "../run/usage"
 import { readWork, workedBy } from "../run/worked-by"
 import { readBudgetConfig } from "../store/budget-config"
@@ -78,6 +79,8 @@ export type ShowData = {
   worker: WorkedBy | null
   /** its spend beside its caps (docs/BUDGETS.md), null when it has none */
   budget: BudgetReport | null
+  /** what its landing waits for in the live run (lib/run/landing-waits.ts), null when it does not wait */
+  landing: LandingWait | null
 }
 
 /** One task (a subtask id works too) and what `flow show` derives from it; a FlowError naming the closest id when there is none. */
@@ -87,14 +90,16 @@ export async function showTask(project: Project, id: string): Promise<ShowData> 
   const entry = requireTask(index, id)
   const { phase } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const [totals, work, budget] = await Promise.all([
+  const [totals, work, budget, waits] = await Promise.all([
     readUsage(project),
     readWork(project),
     readBudgetConfig(project.dir).then((config) => readTaskBudget(project, config, entry.task)),
+    readLandingWaits(project),
   ])
   const usage = totals.byTask.get(entry.task.id) ?? null
   const worker = workedBy(entry.task, work)
-  return { report: showReport(index, entry, titles, usage, worker, budget), index, entry, usage, worker, budget }
+  const landing = waits.get(entry.task.id) ?? null
+  return { report: showReport(index, entry, titles, usage, worker, budget, landing), index, entry, usage, worker, budget, landing }
 }
 
 /** The tasks that may be taken now, for any agent or for `agent` (lib/graph/availability.ts), and `flow next --json`. */

@@ -10,8 +10,8 @@
 // merge, rebase, cherry-pick, revert or bisect, or with a git lock in the way, is not touched at all: the
 // caller waits and tries again. Recovery at start (recoverMoves) finishes or undoes a move a kill cut off.
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
-import { isAbsolute, join, relative, resolve } from "node:path"
-import { GIT_ENV, listWorktrees, revParse } from "./git"
+import { basename, dirname, isAbsolute, join, relative } from "node:path"
+import { GIT_ENV, gitDirs, listWorktrees, looseRef, revParse } from "./git"
 import { run } from "../cli/proc"
 import type { CheckoutMove, MoveJournal } from "./merge-journal"
 import { killPoint } from "./kill-point"
@@ -22,19 +22,6 @@ export type MoveResult =
   | { ok: false; why: "moved"; detail: string }
   /** something of the person's is in the way (a change, an operation, a lock): nothing moved; try again later */
   | { ok: false; why: "wait"; detail: string; lock?: boolean }
-
-/** The folders of a working tree's git state: its own (index, HEAD, MERGE_HEAD) and the repository's common one (refs). */
-export function gitDirs(worktree: string): { gitdir: string; common: string } | undefined {
-  const dotgit = join(worktree, ".git")
-  try {
-    if (statSync(dotgit).isDirectory()) return { gitdir: dotgit, common: dotgit }
-    const gitdir = resolve(worktree, /^gitdir: (.+)$/m.exec(readFileSync(dotgit, "utf8"))?.[1]?.trim() ?? "")
-    const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
-    return { gitdir, common }
-  } catch {
-    return undefined
-  }
-}
 
 /** The branch a worktree's HEAD names, or the commit it is detached at (read from its files: no git call). */
 export function worktreeHead(worktree: string): { branch: string } | { detached: string } | undefined {
@@ -107,23 +94,61 @@ function refusal(stderr: string, checkout: string): { detail: string; lock?: boo
   return { detail: `git refused to update ${checkout}: ${stderr.trim().split("\n")[0]}` }
 }
 
+/** A working tree of a repository: where it is, its own git folder, the branch its HEAD names (none: detached). */
+type Checkout = { path: string; gitdir?: string; branch?: string }
+
+/**
+ * The repository's working trees read from git's own files (no git process: a move must not wait for one,
+ * nor fail on a registration another git is writing at this instant, which `git worktree list` refuses):
+ * the main one beside the common folder, each linked one from `worktrees/<name>/gitdir`. A registration
+ * half written (no gitdir or HEAD yet) is skipped: it has nothing checked out. Undefined where git's rules
+ * are other than that (a bare repository, or `core.worktree` set: a submodule): `git worktree list` then.
+ */
+function checkoutsOf(common: string): Checkout[] | undefined {
+  let config = ""
+  try {
+    config = readFileSync(join(common, "config"), "utf8")
+  } catch {}
+  if (/^\s*(bare\s*=\s*true|worktree\s*=)/im.test(config) || basename(common) !== ".git") return undefined
+  const headOf = (gitdir: string) => /^ref: refs\/heads\/(.+)$/.exec(readFileSync(join(gitdir, "HEAD"), "utf8").trim())?.[1]
+  const out: Checkout[] = [{ path: dirname(common), gitdir: common, branch: headOf(common) }]
+  let names: string[] = []
+  try {
+    names = readdirSync(join(common, "worktrees"))
+  } catch {}
+  for (const name of names) {
+    const gitdir = join(common, "worktrees", name)
+    try {
+      const path = dirname(readFileSync(join(gitdir, "gitdir"), "utf8").trim())
+      out.push({ path, gitdir, branch: headOf(gitdir) })
+    } catch {} // half written, or being removed
+  }
+  return out
+}
+
 /**
  * Moves refs/heads/<target> from `old` to `next`, and the person's checkout of it (if any) with it, only when
  * nothing can be lost (module comment). Never runs anything in a checkout but the two-tree read.
  */
 export async function moveTarget(repo: string, target: string, old: string, next: string, message: string, journal: MoveJournal): Promise<MoveResult> {
   const ref = `refs/heads/${target}`
-  const worktrees = await listWorktrees(repo)
   const dirs = gitDirs(repo)
   if (!dirs) return { ok: false, why: "wait", detail: `${repo} is not a git repository any more` }
+  let worktrees: Checkout[]
+  try {
+    worktrees = checkoutsOf(dirs.common) ?? (await listWorktrees(repo)).map((w) => ({ ...w, gitdir: gitDirs(w.path)?.gitdir }))
+  } catch (e) {
+    // Another git making a worktree at this instant (a person's) leaves its registration half written, and
+    // git refuses to list any: a moment's wait, said only if it lasts.
+    return { ok: false, why: "wait", detail: `git could not list the worktrees of ${repo}: ${(e as Error).message.split("\n").at(-1)}`, lock: true }
+  }
   for (const w of worktrees) {
-    if (w.branch !== undefined) continue
-    const wd = gitDirs(w.path)
-    if (wd && rebasing(wd.gitdir) === target)
+    if (w.branch === undefined && w.gitdir && rebasing(w.gitdir) === target)
       return { ok: false, why: "wait", detail: `${target} is being rebased in ${w.path}; flow lands when the rebase is finished or aborted` }
   }
-  const checkout = worktrees.find((w) => w.branch === target)?.path
-  const cd = checkout ? gitDirs(checkout) : undefined
+  const found = worktrees.find((w) => w.branch === target)
+  const checkout = found?.path
+  const cd = found?.gitdir ? { gitdir: found.gitdir } : undefined
   if (checkout && cd) {
     const op = operationInProgress(cd.gitdir)
     if (op) return { ok: false, why: "wait", detail: `${checkout} is in the middle of ${op}; flow lands when it is concluded or aborted` }
@@ -131,7 +156,7 @@ export async function moveTarget(repo: string, target: string, old: string, next
   const locks = [join(dirs.common, `${ref}.lock`), ...(cd ? [join(cd.gitdir, "index.lock"), join(cd.gitdir, "HEAD.lock")] : [])]
   const lock = locks.find((l) => existsSync(l))
   if (lock) return { ok: false, why: "wait", detail: lockAdvice(lock, checkout ?? repo), lock: true }
-  const [now] = await revParse(repo, ref)
+  const now = looseRef(dirs.common, ref) ?? (await revParse(repo, ref))[0]
   if (now !== old) return { ok: false, why: "moved", detail: `${target} is at ${now?.slice(0, 7) ?? "nothing"}, not ${old.slice(0, 7)}` }
 
   const id = checkout ? await journal.begin({ repo, checkout, ref, old, new: next }) : undefined

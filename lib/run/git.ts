@@ -68,15 +68,42 @@ export async function listWorktrees(repo: string): Promise<Worktree[]> {
 
 /**
  * A worktree at `path` on `branch`: reused when it already exists (an interrupted run resumes there),
- * else created from the existing branch, else a new branch from `base`.
+ * else created from the existing branch, else a new branch from `base`. `serial` runs what must not overlap
+ * the repository's other worktree operations (git fails on a registration another git is writing).
  */
-export async function ensureWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
+export async function ensureWorktree(
+  repo: string,
+  path: string,
+  branch: string,
+  base: string,
+  serial: <T>(fn: () => Promise<T>) => Promise<T> = (fn) => fn(),
+): Promise<"reused" | "created"> {
+  if (!existsSync(path)) {
+    // The common case: the branch is made beside the others' worktree operations (a ref of its own: when it
+    // exists from an earlier run this fails, and that branch is used), then one `git worktree add` of it in
+    // their line: three of git's processes there instead of four, on the path of every task.
+    await run(["git", "branch", "--", branch, base], { cwd: repo, env: GIT_ENV })
+    const fresh = await serial(() => run(["git", "worktree", "add", "--", path, branch], { cwd: repo, env: GIT_ENV }))
+    if (fresh.code === 0) return "created"
+  }
+  return serial(() => repairWorktree(repo, path, branch, base))
+}
+
+/** ensureWorktree's uncommon cases: a worktree there already (reused, or half made), or an add that failed. */
+async function repairWorktree(repo: string, path: string, branch: string, base: string): Promise<"reused" | "created"> {
   if (existsSync(path)) {
     const existing = (await listWorktrees(repo)).find((w) => w.path === path)
     // A `git worktree add` killed during its checkout (Ctrl-C reaches git too) leaves the worktree locked
     // "initializing" with files missing: worked in, its commit would delete them. Nobody worked there: made again.
     if (existing?.locked === "initializing") {
-      await git(repo, ["worktree", "remove", "--force", "--force", "--", path])
+      const r = await run(["git", "worktree", "remove", "--force", "--force", "--", path], { cwd: repo, env: GIT_ENV })
+      // Killed while writing the worktree's `.git` (empty), git will not remove it ("not a .git file"):
+      // the folder goes, then its registration.
+      if (r.code !== 0) {
+        rmSync(path, { recursive: true, force: true })
+        await unlockWorktree(repo, path)
+        await git(repo, ["worktree", "prune"])
+      }
     } else if (existing) {
       if (existing.branch !== branch)
         throw new FlowError(`worktree ${path} is on branch '${existing.branch}', not '${branch}'`, undefined, `remove it with 'flow repo worktree remove'`)
@@ -84,10 +111,10 @@ export async function ensureWorktree(repo: string, path: string, branch: string,
       return "reused"
     }
   }
-  // The common case is one `git worktree add`; the rest only when it fails (a left-over registration
-  // of a deleted folder, or a branch that exists from an earlier run).
-  const fresh = await run(["git", "worktree", "add", "-b", branch, "--", path, base], { cwd: repo, env: GIT_ENV })
-  if (fresh.code === 0) return "created"
+  // The add failed (a left-over registration of a deleted folder), or a half-made worktree was just removed.
+  // A `git worktree add` killed before it made the folder leaves the registration locked ("initializing"),
+  // which prune keeps and add refuses ("a missing but locked worktree"): nobody worked there.
+  if (!existsSync(path)) await unlockWorktree(repo, path)
   await git(repo, ["worktree", "prune"])
   if (await branchExists(repo, branch)) await git(repo, ["worktree", "add", "--", path, branch])
   else await git(repo, ["worktree", "add", "-b", branch, "--", path, base])
@@ -208,11 +235,48 @@ export async function commitAll(path: string, message: string, author: { name: s
   const exclude = excludeArgs(path)
   if ((await git(path, [...exclude, "status", "--porcelain", "--untracked-files=all"])).trim() === "") return false
   await git(path, [...exclude, "add", "-A"])
-  await check(["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "commit", "-q", "--no-verify", "-m", message], {
-    cwd: path,
-    env: GIT_ENV,
-  })
+  // No auto maintenance after each of flow's commits (a process each; the person's own git commands still
+  // run it): a detached gc would also take locks that flow's next git in the repository trips on.
+  await check(
+    ["git", "-c", `user.name=${author.name}`, "-c", `user.email=${author.email}`, "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", message],
+    {
+      cwd: path,
+      env: GIT_ENV,
+    },
+  )
   return true
+}
+
+/** The folders of a working tree's git state: its own (index, HEAD, MERGE_HEAD) and the repository's common one (refs). */
+export function gitDirs(worktree: string): { gitdir: string; common: string } | undefined {
+  const gitdir = worktreeGitDir(worktree)
+  if (!gitdir || gitdir === join(worktree, ".git")) return gitdir ? { gitdir, common: gitdir } : undefined
+  try {
+    return { gitdir, common: resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim()) }
+  } catch {
+    return undefined
+  }
+}
+
+/** A branch's commit from its loose ref file (no git process); undefined when it is packed or unreadable. */
+export function looseRef(common: string, ref: string): string | undefined {
+  try {
+    const sha = readFileSync(join(common, ref), "utf8").trim()
+    return /^[0-9a-f]{40,64}$/.test(sha) ? sha : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The commits of the branches `names` (`refs/heads/<name>`), read from their loose ref files when every one
+ * is loose (a branch just committed to or moved is), else from one `git rev-parse`: on the path of every
+ * landing, a file read instead of a process.
+ */
+export async function branchHeads(repo: string, ...names: string[]): Promise<(string | undefined)[]> {
+  const common = gitDirs(repo)?.common
+  const loose = common ? names.map((n) => looseRef(common, `refs/heads/${n}`)) : []
+  return loose.length && loose.every(Boolean) ? loose : revParse(repo, ...names)
 }
 
 /** The commits `refs` name (one git call), each undefined when it does not exist. */
@@ -232,6 +296,11 @@ export async function unmergedBranches(repo: string, target: string): Promise<Se
 // The merge queue's plumbing: merges are made as commits without touching any checkout, and the target
 // moves only by a compare-and-swap of its ref, so nothing but a verified commit ever lands on it.
 
+/** The tree of a commit. */
+export async function treeOf(repo: string, commit: string): Promise<string> {
+  return (await git(repo, ["rev-parse", `${commit}^{tree}`])).trim()
+}
+
 /** True when every commit of `rev` is already in `into` (a merge would add nothing). */
 export async function isAncestor(repo: string, rev: string, into: string): Promise<boolean> {
   const r = await run(["git", "merge-base", "--is-ancestor", rev, into], { cwd: repo, env: GIT_ENV })
@@ -240,7 +309,7 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
 }
 
 /** `dropped`: paths of flow's own files (keepOut) the branch changed, left as they are in `base` */
-export type MergeCommit = { ok: true; commit: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
+export type MergeCommit = { ok: true; commit: string; tree: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
 
 /**
  * A merge commit of `branch` onto the commit `base` (first parent), made with `git merge-tree` in the object
@@ -256,7 +325,8 @@ export async function makeMergeCommit(
   author: { name: string; email: string },
   keepOut: string[] = [],
 ): Promise<MergeCommit> {
-  const [head] = await revParse(repo, branch)
+  // A commit as the queue gives it (journaled) needs no lookup.
+  const [head] = /^[0-9a-f]{40,64}$/.test(branch) ? [branch] : await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
   if (r.code === 1) {
@@ -265,15 +335,17 @@ export async function makeMergeCommit(
     if (own.length === 0 || own.length < conflicts.length) return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
     // Only flow's own files conflict: they are left out anyway, so the merge is the target's version of them.
   } else if (r.code !== 0) return { ok: false, conflicts: [], reason: (r.stderr || r.stdout).trim().split("\n").slice(0, 6).join("\n") }
-  let tree = r.stdout.split("\n")[0].trim()
-  let dropped: string[] = []
-  if (keepOut.length) {
-    dropped = (await git(repo, ["diff", "--name-only", "--no-renames", base, tree, "--", ...keepOut])).split("\n").filter(Boolean)
-    if (dropped.length) tree = await treeWithPathsOf(repo, tree, base, dropped)
-  }
+  const tree = r.stdout.split("\n")[0].trim()
   const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
-  const commit = (await check(["git", "commit-tree", tree, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
-  return { ok: true, commit, dropped }
+  const commitOf = async (t: string) => (await check(["git", "commit-tree", t, "-p", base, "-p", head, "-m", message], { cwd: repo, env })).trim()
+  if (!keepOut.length) return { ok: true, commit: await commitOf(tree), tree, dropped: [] }
+  // The commit is made while git says whether flow's files changed (they almost never do): on the path of
+  // every landing, the two need not wait for each other. A commit made for nothing is an unreachable object.
+  const [changed, commit] = await Promise.all([git(repo, ["diff", "--name-only", "--no-renames", base, tree, "--", ...keepOut]), commitOf(tree)])
+  const dropped = changed.split("\n").filter(Boolean)
+  if (dropped.length === 0) return { ok: true, commit, tree, dropped }
+  const kept = await treeWithPathsOf(repo, tree, base, dropped)
+  return { ok: true, commit: await commitOf(kept), tree: kept, dropped }
 }
 
 /** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */

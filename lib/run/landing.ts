@@ -14,21 +14,23 @@
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "./checkout-move"
-import { commitAll, GIT_ENV, removeWorktree, revParse } from "./git"
+import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
-import { mutateTasks, readTasks } from "../store/tasks"
+import { type mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
 import { teardownWorktree } from "./prepare"
 import type { Verdict } from "./merge-queue"
 import { MergeQueues } from "./queues"
+import { coalescedWrite } from "./status-writes"
+import { RepoLanes } from "./repo-lanes"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
 import { requireRoom } from "../store/disk-full"
-import { untilValid } from "./tasks-wait"
+import { timed } from "./trace"
 import type { Workspace } from "./workspace"
 
 export const AUTHOR = { name: "flow", email: "flow@localhost" }
@@ -40,33 +42,42 @@ export type Fixer = { canFix: boolean; fix: (prompt: string, env: Record<string,
 
 export class Landing {
   readonly journal: MergeJournal
-  /** one git operation on a repository's shared state (worktrees, merges) at a time: git fails on its own locks */
-  private repoQueues = new Map<string, Promise<unknown>>()
+  /** one git operation on a repository's shared state (worktrees) at a time: git fails on its own locks */
+  private lanes = new RepoLanes()
 
   private queues: MergeQueues
 
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
-    this.queues = new MergeQueues(s, (repo, fn) => this.inRepo(repo, fn), AUTHOR)
+    this.queues = new MergeQueues(s, (repo, fn, later) => this.inRepo(repo, fn, later), AUTHOR)
   }
 
-  /** Runs `fn` after every earlier git operation on `repo` has finished. */
-  inRepo<T>(repo: string, fn: () => Promise<T>): Promise<T> {
-    const result = (this.repoQueues.get(repo) ?? Promise.resolve()).then(fn)
-    this.repoQueues.set(
-      repo,
-      result.catch(() => {}),
-    )
-    return result
+  /** Resolves once no git operation on a repository runs or waits (a run's end waits for the clean-ups). */
+  async idle(): Promise<void> {
+    await this.queues.idle() // the checks' teardowns, then their removals (on the lanes)
+    return this.lanes.idle()
+  }
+
+  /** Runs `fn` after every earlier git operation on `repo` has finished; `later`: a clean-up, after the rest. */
+  inRepo<T>(repo: string, fn: () => Promise<T>, later = false): Promise<T> {
+    return this.lanes.run(repo, fn, later)
   }
 
   /**
    * Lands a task whose work is finished: merged (unless already in the target), then done; or blocked with a
    * note when the merge fails and the agent (`fixer`) could not fix it. `background` collects the worktree's
-   * removal. True when it is done.
+   * removal. With `finished` (its agent said done), a branch with nothing to merge is said, and noted on the
+   * task or blocked as flow.yaml `empty_done` says (not for a validation task). True when it is done.
    */
-  async land(taskId: string, title: string, ws: Workspace, background: Set<Promise<unknown>>, fixer?: Fixer): Promise<boolean> {
-    let result: Verdict
+  async land(
+    taskId: string,
+    title: string,
+    ws: Workspace,
+    background: Set<Promise<unknown>>,
+    opts: { fixer?: Fixer; finished?: boolean } = {},
+  ): Promise<boolean> {
+    const { fixer } = opts
+    let result: Verdict & { empty?: boolean }
     const problem = await worktreeProblem(taskId, ws)
     if (problem) {
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
@@ -75,8 +86,8 @@ export class Landing {
       return false
     }
     for (let attempt = 1; ; attempt++) {
-      if (existsSync(ws.path)) await commitAll(ws.path, `${taskId}: ${title}`, AUTHOR)
-      result = await this.merge(taskId, ws)
+      if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
+      result = await timed(taskId, "land", () => this.merge(taskId, ws))
       if (result.ok || result.kind === "stopped") break
       if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
         result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
@@ -107,16 +118,40 @@ export class Landing {
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
     if (!result.alreadyMerged) killPoint("before-done")
+    // Done with nothing merged is said, never silent: a refused tool call or a confused model looks like this.
+    // A validation task (another's validation_task_id) checks and changes nothing by design.
+    const empty =
+      opts.finished && result.empty && !(await this.validates(taskId))
+        ? `finished with no changes on ${ws.branch}: nothing to merge into ${ws.target}`
+        : undefined
+    if (empty) this.s.bus.emit({ type: "notice", taskId, text: empty })
+    if (empty && this.s.emptyDone === "block") {
+      await blockTask(
+        this.s,
+        taskId,
+        `${empty} (flow.yaml empty_done: block). Do its work on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}', or run 'flow done ${taskId}' if nothing was to change`,
+        true,
+      )
+      await this.journal.close(taskId)
+      return false
+    }
     // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
     // meanwhile must not leave merged work not done.
-    await writeStatus(this.s, `flow run: done ${taskId}`, (editor) => applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes)
+    await timed(taskId, "done", () =>
+      writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
+        if (empty) editor.append({ taskId }, "ai_notes", empty)
+        return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
+      }),
+    )
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
     // flow.yaml's teardown first (outside the repository's git queue: it may take a while), then the removal.
     background.add(
-      teardownWorktree(this.s, taskId, ws)
-        .then((go) => (go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve())) : undefined))
-        .catch(() => {}),
+      timed(taskId, "cleanup", () =>
+        teardownWorktree(this.s, taskId, ws).then((go) =>
+          go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true) : undefined,
+        ),
+      ).catch(() => {}),
     )
     return true
   }
@@ -126,28 +161,40 @@ export class Landing {
    * merge goes through the repository's queue: made off-tree, checked where a check is configured, and the
    * target (with the person's checkout of it, when nothing of theirs is in the way) moved by compare-and-swap.
    */
-  private async merge(taskId: string, ws: Workspace): Promise<Verdict> {
+  private async merge(taskId: string, ws: Workspace): Promise<Verdict & { empty?: boolean }> {
     const queue = await this.queues.for(ws)
-    const [head, before] = await revParse(ws.repo, ws.branch, ws.target)
+    const [head, before] = await branchHeads(ws.repo, ws.branch, ws.target)
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
-    const id =
-      open && open.outcome === null
-        ? open.id
-        : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const v = await queue.submit(taskId, ws.branch, `Merge ${ws.branch}: ${taskId}`)
+    const reused = open && open.outcome === null ? open : undefined
+    const id = reused
+      ? reused.id
+      : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
+    const v = await queue.submit(taskId, ws.branch, head, `Merge ${ws.branch}: ${taskId}`)
     if (v.ok || v.kind !== "stopped")
       await this.journal.outcome(
         id,
         v.ok ? "merged" : "failed",
         v.ok ? { commit: v.alreadyMerged ? undefined : v.commit, reason: v.alreadyMerged ? "already in the target" : undefined } : { reason: v.reason },
       )
+    // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
+    if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, open?.branchHead ?? head, open?.targetBefore ?? before) }
     return v
+  }
+
+  /** Clears the scratch worktrees of a killed run's checks and the landing waits it recorded (recovery, at a run's start). */
+  clearLeft(): Promise<void> {
+    return this.queues.clearLeft()
   }
 
   /** The journal of moves of checked-out targets (recovery finishes what a kill cut off). */
   get moves() {
     return this.queues.moves
+  }
+
+  /** Whether another task names this one its validation_task_id. */
+  private async validates(id: string): Promise<boolean> {
+    return [...indexTasks((await readTasks(this.s.project)).data).values()].some((e) => e.task.validation_task_id === id)
   }
 
   /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */
@@ -180,9 +227,9 @@ export async function worktreeGone(ws: Workspace): Promise<string | undefined> {
   return `its worktree ${ws.path} was deleted before its work was merged; ${ws.branch} is at ${head?.slice(0, 12) ?? "nothing"}. Check what is on it, then run 'flow done' on the task to merge it or 'flow reset' to start it again`
 }
 
-/** One write of tasks.yaml whose status changes go on the event bus. */
+/** An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus. */
 export async function writeStatus(s: RunSettings, command: string, edit: Parameters<typeof mutateTasks<Change[]>>[2]): Promise<void> {
-  const changes = await untilValid(s.signal, () => mutateTasks(s.project, command, edit))
+  const changes = await coalescedWrite(s, command, edit)
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 

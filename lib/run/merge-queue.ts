@@ -4,14 +4,16 @@
 // several checks run together; the target moves, by compare-and-swap, only to a merge whose check passed,
 // and only from the head. A failed or conflicting candidate leaves the queue and the candidates behind it
 // are rebuilt on what is left (their earlier checks, built on it, are dropped). docs/RUN.md, "The merge queue".
-import { mkdirSync, readdirSync, rmSync } from "node:fs"
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { moveTarget } from "./checkout-move"
-import { addScratchWorktree, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, revParse, unlockWorktree } from "./git"
+import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, treeOf, unlockWorktree } from "./git"
 import { killPoint } from "./kill-point"
 import type { MoveJournal } from "./merge-journal"
 import type { EventBus, QueueState } from "./events"
-import { runCheck, type Check } from "./verify"
+import type { Preparation } from "./prepare"
+import { timed } from "./trace"
+import { runCheck, type Check, type CheckResult } from "./verify"
 
 export type Verdict =
   | { ok: true; commit: string; alreadyMerged: boolean }
@@ -26,12 +28,12 @@ export type QueueOptions = {
   target: string
   /** undefined: no check configured (a merge passes once it is built) */
   check: Check | undefined
-  /** where scratch worktrees go; emptied when the queue starts (a killed run's are left there) */
+  /** where scratch worktrees go; what a killed run left there is cleared at the next run's start (clearScratch) */
   scratchDir: string
   /** how many candidates are built and checked at once: 1 is a strictly serial queue */
   depth: number
   /** one git operation on the repository's worktree registrations at a time */
-  serial: <T>(fn: () => Promise<T>) => Promise<T>
+  serial: <T>(fn: () => Promise<T>, later?: boolean) => Promise<T>
   bus: EventBus
   signal: AbortSignal
   author: { name: string; email: string }
@@ -41,11 +43,30 @@ export type QueueOptions = {
   moves: MoveJournal
   /** the check's environment beyond the task's: FLOW_RUN_ID and FLOW_PROJECT, so the reaper knows its processes */
   checkEnv: Record<string, string>
+  /** records each check's process group for the reaper, as agents' are (lib/run/reaper.ts) */
+  track: (pid: number, taskId: string) => void
+  /** where a landing that waits for the person is recorded while it waits (lib/run/landing-waits.ts) */
+  waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
+  /** each check's scratch worktree made ready as a task's is (flow.yaml copy, ports, setup), and torn down */
+  worktree: CheckWorktree
 }
+
+/** lib/run/prepare.ts's preparation of a worktree, for a check's: a check must see what the agent saw. */
+export type CheckWorktree = {
+  /** `env`: the check's own (the setup's too); `signal`: stops the setup with the check */
+  prepare: (taskId: string, path: string, env: Record<string, string>, signal: AbortSignal) => Promise<Preparation>
+  /** flow.yaml's teardown, before the scratch worktree is removed */
+  teardown: (taskId: string, path: string) => Promise<unknown>
+}
+
+/** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
+export const SCRATCH_REPO = ".repo"
 
 type Entry = {
   taskId: string
   branch: string
+  /** the branch's commit that lands: the one journaled when it was handed over */
+  head: string
   message: string
   resolve: (v: Verdict) => void
   /** what its merge is built on, and the merge; undefined until (re)built */
@@ -68,10 +89,16 @@ export class MergeQueue {
   /** what the head waits for, as last said (said once, not every retry) and as last seen */
   private waitSaid = ""
   private waitSeen = ""
-  private ready: Promise<void>
+  /** the task whose wait is recorded (waits) */
+  private waiting?: string
+  /** the trees of the merges this queue made, by commit: the next candidate's base is usually one */
+  private trees = new Map<string, string>()
+  /** the scratch worktrees being torn down and removed */
+  private cleanups = new Set<Promise<unknown>>()
 
   constructor(private o: QueueOptions) {
-    this.ready = this.clearScratch()
+    mkdirSync(o.scratchDir, { recursive: true })
+    writeFileSync(join(o.scratchDir, SCRATCH_REPO), o.repo)
     o.signal.addEventListener(
       "abort",
       () => {
@@ -79,19 +106,25 @@ export class MergeQueue {
           e.abort?.abort()
           e.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
         }
+        this.waitEnds()
       },
       { once: true },
     )
   }
 
-  /** Queues a finished branch; resolves when it is merged, or why it was not. */
-  submit(taskId: string, branch: string, message: string): Promise<Verdict> {
+  /** Queues a finished branch at `head` (the commit journaled); resolves when it is merged, or why it was not. */
+  submit(taskId: string, branch: string, head: string, message: string): Promise<Verdict> {
     if (this.o.signal.aborted) return Promise.resolve({ ok: false, kind: "stopped", reason: "the run was stopped" })
     return new Promise((resolve) => {
-      this.entries.push({ taskId, branch, message, resolve, state: "waiting", gen: 0 })
+      this.entries.push({ taskId, branch, head, message, resolve, state: "waiting", gen: 0 })
       this.emit(this.entries.at(-1)!, "waiting")
       void this.pump()
     })
+  }
+
+  /** Resolves once every check's scratch worktree is torn down and removed (a run's end waits for it). */
+  async idle(): Promise<void> {
+    while (this.cleanups.size) await Promise.allSettled([...this.cleanups])
   }
 
   /** The candidates in order, for tests and the screen. */
@@ -103,7 +136,6 @@ export class MergeQueue {
     if (this.pumping) return void (this.again = true)
     this.pumping = true
     try {
-      await this.ready
       do {
         this.again = false
         await this.settleHead()
@@ -120,7 +152,11 @@ export class MergeQueue {
     if (this.again) void this.pump()
   }
 
-  /** Lands the head while it has passed; hands a failed head its verdict. */
+  /**
+   * Lands the head while it has passed; hands a failed head its verdict. The passed candidates at the front
+   * of the line, each built on the one ahead, move the target together: one move to the last one's merge (one
+   * two-tree read of the person's checkout, one compare-and-swap) instead of one move per candidate.
+   */
   private async settleHead(): Promise<void> {
     for (let head = this.entries[0]; head; head = this.entries[0]) {
       if (head.verdict && !head.verdict.ok) {
@@ -129,30 +165,55 @@ export class MergeQueue {
         continue
       }
       if (head.state !== "passed" || !head.base || !head.merge) return
+      const batch = [head]
+      for (const e of this.entries.slice(1)) {
+        if (e.state !== "passed" || (e.verdict && !e.verdict.ok) || e.base !== batch.at(-1)!.merge) break
+        batch.push(e)
+      }
+      const base = head.base
+      const merge = batch.at(-1)!.merge!
+      const what = batch.map((e) => e.message).join("; ")
       const moved =
-        head.merge === head.base
+        merge === base
           ? { ok: true as const }
-          : await moveTarget(this.o.repo, this.o.target, head.base, head.merge, `flow: ${head.message}`, this.o.moves)
+          : await timed(head.taskId, "move", () => moveTarget(this.o.repo, this.o.target, base, merge, `flow: ${what}`, this.o.moves))
       if (!moved.ok && moved.why === "wait") {
         // A lock may be a person's git at work for a moment: said only when it is still there a try later.
-        if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen))
+        if (moved.detail !== this.waitSaid && (!moved.lock || moved.detail === this.waitSeen)) {
           this.o.bus.emit({ type: "waiting", taskId: head.taskId, reason: `landing ${head.taskId}: ${moved.detail}` })
+          this.o.waits.set(head.taskId, moved.detail)
+          this.waiting = head.taskId
+        }
         if (!moved.lock || moved.detail === this.waitSeen) this.waitSaid = moved.detail
         this.waitSeen = moved.detail
         setTimeout(() => void this.pump(), WAIT_RETRY_MS).unref?.()
         return
       }
-      this.waitSaid = this.waitSeen = ""
+      this.waitEnds()
       if (!moved.ok) return this.invalidate() // someone else moved the target: rebuild everything on it
-      if (head.merge !== head.base) killPoint("after-merge")
-      this.entries.shift()
-      head.resolve({ ok: true, commit: head.merge, alreadyMerged: head.merge === head.base })
+      if (merge !== base) killPoint("after-merge")
+      this.entries.splice(0, batch.length)
+      for (const e of batch) e.resolve({ ok: true, commit: e.merge!, alreadyMerged: e.merge === e.base })
     }
+  }
+
+  /** A commit's tree: known for the merges this queue made, asked of git once for any other. */
+  private async treeOf(commit: string): Promise<string> {
+    let tree = this.trees.get(commit)
+    if (tree === undefined) this.trees.set(commit, (tree = await treeOf(this.o.repo, commit)))
+    return tree
+  }
+
+  /** The head waits for the person no more (it moves, it is rebuilt, the run stops): the record goes. */
+  private waitEnds(): void {
+    this.waitSaid = this.waitSeen = ""
+    if (this.waiting) this.o.waits.clear(this.waiting)
+    this.waiting = undefined
   }
 
   /** Builds (or rebuilds) each candidate's merge on the one ahead of it and starts its check. */
   private async build(): Promise<void> {
-    let [base] = await revParse(this.o.repo, this.o.target)
+    let [base] = await branchHeads(this.o.repo, this.o.target)
     if (!base) throw new Error(`the target branch '${this.o.target}' does not exist in ${this.o.repo}`)
     for (const [i, e] of this.entries.entries()) {
       if (e.base === base && e.merge) {
@@ -162,14 +223,18 @@ export class MergeQueue {
       }
       if (i >= this.o.depth) return
       this.reset(e, i === 0 ? undefined : `rebuilt on ${this.entries[i - 1].taskId}`)
-      if (await isAncestor(this.o.repo, e.branch, base)) {
+      const on: string = base
+      const m = await timed(e.taskId, "build", () => makeMergeCommit(this.o.repo, on, e.head, e.message, this.o.author, this.o.keepOut))
+      // A branch in the target already merges to the target's own tree; only then is git asked whether it is
+      // (the tree of a merge this queue made is known: on a target only flow moves, no question at all).
+      if (m.ok && m.tree === (await this.treeOf(on)) && (await isAncestor(this.o.repo, e.head, on))) {
         // Merged already (a run killed after the move, before the status write): never a second merge.
         Object.assign(e, { base, merge: base, state: "passed" })
         this.emit(e, "passed", "already in the target")
         if (i === 0) this.again = true
         continue
       }
-      const m = await makeMergeCommit(this.o.repo, base, e.branch, e.message, this.o.author, this.o.keepOut)
+      if (m.ok) this.trees.set(m.commit, m.tree)
       if (!m.ok) {
         if (i > 0) return // it conflicts with a candidate ahead: wait for that one to land or leave
         e.verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
@@ -203,19 +268,47 @@ export class MergeQueue {
     this.emit(e, "checking", speculative ? `on top of ${ahead.join(", ")}` : undefined, undefined, ahead)
     const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${Date.now().toString(36)}`)
     const stop = AbortSignal.any([abort.signal, this.o.signal])
-    void (async () => {
+    void (async (): Promise<{ result: CheckResult; setup?: boolean }> => {
+      let added = false
       try {
-        await this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!))
-        return await runCheck(check, path, { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }, stop)
+        await timed(e.taskId, "scratch", () => this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!)))
+        added = true
+        const env = { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }
+        const prep = await timed(e.taskId, "prepare", () => this.o.worktree.prepare(e.taskId, path, env, stop))
+        // Stopped (the run, or a rebuild) during the setup: reported into nothing below.
+        if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
+        try {
+          return { result: await timed(e.taskId, "check", () => runCheck(check, path, { ...env, ...prep.env }, stop, (pid) => this.o.track(pid, e.taskId))) }
+        } finally {
+          prep.release()
+        }
       } finally {
-        void this.o.serial(() => removeWorktree(this.o.repo, path, true)).catch(() => rmSync(path, { recursive: true, force: true }))
+        // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
+        // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
+        // until the next run's start).
+        const cleanup = (added ? this.o.worktree.teardown(e.taskId, path).catch(() => {}) : Promise.resolve())
+          .then(() =>
+            this.o.serial(
+              () =>
+                removeWorktree(this.o.repo, path, true).catch(async () => {
+                  rmSync(path, { recursive: true, force: true })
+                  await pruneWorktrees(this.o.repo)
+                }),
+              true,
+            ),
+          )
+          .catch(() => {})
+          .finally(() => this.cleanups.delete(cleanup))
+        this.cleanups.add(cleanup)
       }
     })().then(
-      (result) => {
+      ({ result, setup }) => {
         if (e.gen !== gen || stop.aborted) return
         e.state = result.ok ? "passed" : "failed"
         if (!result.ok) {
-          const reason = result.timedOut ? `the check timed out after ${Math.round(check.timeoutMs / 1000)} s` : `the check failed (exit ${result.code})`
+          const what = setup ? "the setup of the check's worktree" : "the check"
+          const limit = setup ? "" : ` after ${Math.round(check.timeoutMs / 1000)} s`
+          const reason = result.timedOut ? `${what} timed out${limit}` : `${what} failed (exit ${result.code})`
           e.verdict = { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
           this.emit(e, "failed", reason, result.seconds)
         } else this.emit(e, "passed", undefined, result.seconds)
@@ -246,19 +339,17 @@ export class MergeQueue {
   private emit(e: Entry, state: QueueState, reason?: string, seconds?: number, onTopOf?: string[]): void {
     this.o.bus.emit({ type: "queue", taskId: e.taskId, target: this.o.target, state, position: this.entries.indexOf(e) + 1, reason, seconds, onTopOf })
   }
+}
 
-  /**
-   * A killed run's scratch worktrees: removed before the first check. A `git worktree add` killed half way
-   * leaves its registration locked ("initializing"), which `git worktree prune` never removes: unlocked first.
-   */
-  private async clearScratch(): Promise<void> {
-    mkdirSync(this.o.scratchDir, { recursive: true })
-    const left = readdirSync(this.o.scratchDir)
-    for (const name of left) rmSync(join(this.o.scratchDir, name), { recursive: true, force: true })
-    await this.o.serial(async () => {
-      const ours = (await listWorktrees(this.o.repo)).filter((w) => w.path.startsWith(`${this.o.scratchDir}/`))
-      for (const w of ours) if (w.locked !== undefined) await unlockWorktree(this.o.repo, w.path)
-      if (left.length || ours.length) await pruneWorktrees(this.o.repo)
-    })
-  }
+/**
+ * What a killed run left in a queue's scratch folder: its checks' worktrees, removed, and their registrations.
+ * A `git worktree add` killed half way leaves its registration locked ("initializing"), which `git worktree
+ * prune` never removes: unlocked first. Called at a run's start, before any check (lib/run/recovery.ts).
+ */
+export async function clearScratch(repo: string, scratchDir: string): Promise<void> {
+  const left = readdirSync(scratchDir).filter((name) => name !== SCRATCH_REPO)
+  for (const name of left) rmSync(join(scratchDir, name), { recursive: true, force: true })
+  const ours = (await listWorktrees(repo)).filter((w) => w.path.startsWith(`${scratchDir}/`))
+  for (const w of ours) if (w.locked !== undefined) await unlockWorktree(repo, w.path)
+  if (left.length || ours.length) await pruneWorktrees(repo)
 }

@@ -11,6 +11,7 @@ import { AgentGroups, awaitOrphanGit, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
+import { traceCpu } from "./trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
 import { Workspaces } from "./workspace"
@@ -126,7 +127,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
   // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
   // kept the process from exiting. The loop re-reads the file first, so nothing before is missed.
-  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false }).on("all", () => wake.notify())
+  // chokidar drops a change within 50 ms of the last (its throttle): a script that breaks tasks.yaml just
+  // after the run wrote it went unseen, and the run waited for ever. Its raw events are not throttled.
+  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false })
+    .on("all", () => wake.notify())
+    .on("raw", () => wake.notify())
 
   try {
     while (!s.signal.aborted) {
@@ -234,6 +239,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     s.signal.removeEventListener("abort", onStop)
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
+    await shared.landing.idle() // the checks' scratch worktrees, removed after their checks
     await watcher.close()
     // What agents left behind in their groups (a server started in the background) goes too. On a full disk
     // the groups are killed but their records stay: the next run's reap finds them gone.
@@ -252,6 +258,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     unassignable: unassignable.filter((u) => all.some((t) => t.id === u.id && t.status !== "done")),
   }
   s.bus.emit({ type: "run-end", ...summary, seconds: Math.round((performance.now() - started) / 100) / 10 })
+  traceCpu()
   return summary
 }
 

@@ -1,11 +1,13 @@
 // The run's merge queues, one per repository and target branch, made on first use. Every landing goes
 // through one (docs/RUN.md, "Landing"): merges are made off-tree and the target moves by compare-and-swap;
 // where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it.
-import { existsSync, realpathSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
-import { MergeQueue } from "./merge-queue"
+import { clearScratch, MergeQueue, SCRATCH_REPO } from "./merge-queue"
 import { MoveJournal } from "./merge-journal"
-import { RUN_ID } from "./reaper"
+import { LandingWaits } from "./landing-waits"
+import { prepareWorktree, teardownWorktree } from "./prepare"
+import { AgentGroups, RUN_ID } from "./reaper"
 import type { RunSettings } from "./settings"
 import { checkResolver } from "./verify"
 import type { Workspace } from "./workspace"
@@ -17,15 +19,46 @@ export class MergeQueues {
   private queues = new Map<string, Promise<MergeQueue>>()
   private checkOf: ReturnType<typeof checkResolver>
   readonly moves: MoveJournal
+  private groups: AgentGroups
+  private waits: LandingWaits
 
   constructor(
     private s: RunSettings,
     /** one git operation on a repository's worktrees at a time (lib/run/landing.ts) */
-    private serial: <T>(repo: string, fn: () => Promise<T>) => Promise<T>,
+    private serial: <T>(repo: string, fn: () => Promise<T>, later?: boolean) => Promise<T>,
     private author: { name: string; email: string },
   ) {
     this.checkOf = checkResolver(s.project.dir, s.verify)
     this.moves = new MoveJournal(s.db)
+    this.groups = new AgentGroups(s.db)
+    this.waits = new LandingWaits(s.db)
+  }
+
+  /**
+   * Clears what a killed run left: its checks' scratch worktrees in every queue's folder (clearScratch) and
+   * the landing waits it recorded. At a run's start.
+   */
+  async clearLeft(): Promise<void> {
+    await this.waits.clearAll()
+    const root = join(this.s.project.stateDir, "verify")
+    for (const name of existsSync(root) ? readdirSync(root) : []) {
+      // Even an empty folder: a removal killed half way leaves the registration of a folder already gone.
+      const dir = join(root, name)
+      let repo: string
+      try {
+        repo = readFileSync(join(dir, SCRATCH_REPO), "utf8")
+      } catch {
+        rmSync(dir, { recursive: true, force: true }) // an older flow's: no repository named, nothing to prune
+        continue
+      }
+      if (existsSync(repo)) await this.serial(repo, () => clearScratch(repo, dir))
+      else rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  /** Resolves once every queue's scratch worktrees are torn down and removed. */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.queues.values()].map((q) => q.then((queue) => queue.idle())))
   }
 
   /** The queue of the workspace's repository and target. */
@@ -34,13 +67,14 @@ export class MergeQueues {
     let queue = this.queues.get(key)
     if (!queue) {
       const s = this.s
+      const track = (pid: number, taskId: string) => void this.groups.track(pid, taskId).catch(() => {})
       queue = this.checkOf(ws.repo).then(
         (check) =>
           new MergeQueue({
             repo: ws.repo,
             target: ws.target,
             check,
-            serial: (fn) => this.serial(ws.repo, fn),
+            serial: (fn, later) => this.serial(ws.repo, fn, later),
             bus: s.bus,
             signal: s.signal,
             author: this.author,
@@ -49,6 +83,24 @@ export class MergeQueues {
             keepOut: flowFilesIn(ws.repo, s.project),
             moves: this.moves,
             checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
+            track,
+            // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
+            worktree: {
+              prepare: (taskId, path, env, signal) =>
+                prepareWorktree(s, {
+                  taskId,
+                  ws: { repo: ws.repo, path },
+                  env,
+                  signal,
+                  onGroup: (pid) => track(pid, taskId),
+                }),
+              teardown: (taskId, path) => teardownWorktree(s, taskId, { repo: ws.repo, path }),
+            },
+            // What the screens show; a failed write must not hold up a landing.
+            waits: {
+              set: (taskId, reason) => void this.waits.set(taskId, ws.target, reason).catch(() => {}),
+              clear: (taskId) => void this.waits.clear(taskId).catch(() => {}),
+            },
           }),
       )
       this.queues.set(key, queue)

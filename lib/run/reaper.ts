@@ -1,7 +1,7 @@
-// No agent outlives its run. Each agent runs in a process group of its own, started through
-// `setpriv --pdeathsig KILL` (lib/cli/proc.ts), so the kernel kills its leader when the run dies, even by
-// SIGKILL. What the leader started (a shell's `sleep`, an agent's tools) does not inherit that, so every
-// group is also recorded in the state database (table `agent_groups`) with its leader's start time, and
+// No agent outlives its run. Each agent (and each check) runs in a process group of its own, led by a guard
+// that the kernel signals when the run dies, even by SIGKILL, and that then kills its group (lib/cli/proc.ts).
+// What leaves the group (a session of its own), or a group without the guard (no setpriv or bash), outlives
+// that, so every group is also recorded in the state database (table `agent_groups`) with its leader's start time, and
 // `reap` kills what is left of the recorded groups: at the start of every run (they belong to a dead run:
 // the run lock says no other run is alive) and at its end.
 //

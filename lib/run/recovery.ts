@@ -9,12 +9,15 @@
 // - A done task whose branch holds commits the target lacks (`flow done` after a conflict was resolved, or
 //   by an agent of a dead run) is merged now; a conflict blocks it with a note, as in a run.
 // - A done task whose work is merged and whose worktree is still there is cleaned up.
-// Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per done task and one
-// `git for-each-ref --no-merged` per repository holding done tasks.
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { join, resolve } from "node:path"
+// - The scratch worktrees of a killed run's checks are removed, their registrations unlocked and pruned.
+// Cost when nothing is to recover: one indexed query of the journal, one `existsSync` per task, a read of
+// each repository's worktree registrations (files), one `git for-each-ref --no-merged` per repository
+// holding done tasks, and one `git worktree list` per merge queue a run has used.
+import { existsSync, rmSync } from "node:fs"
+import { join } from "node:path"
 import { recoverMoves } from "./checkout-move"
-import { commitAll, removeWorktree, revParse, unmergedBranches } from "./git"
+import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
+import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
 import { teardownWorktree } from "./prepare"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
@@ -29,7 +32,22 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   const open = await landing.journal.open()
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
+  const repos = new Map<string, string>() // common git folder → a repository using it
+  for (const { task } of index.values()) {
+    const ws = await workspaces.forTask(task).catch(() => undefined)
+    const common = ws && gitDirs(ws.repo)?.common
+    if (!common) continue
+    repos.set(common, ws.repo)
+    if (task.status !== "done" && clearBranchLock(common, ws.branch))
+      s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
+  }
+  for (const [common, repo] of repos) {
+    const { cleared, prune } = clearHalfMade(common, s.project.stateDir, new Set(index.keys()))
+    for (const name of cleared) s.bus.emit({ type: "notice", text: `removed the registration of worktree ${name}, half made by a killed git` })
+    if (prune) await landing.inRepo(repo, () => pruneWorktrees(repo))
+  }
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
+  await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`
@@ -83,7 +101,7 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
         taskId: task.id,
         text: `its work was finished by the last run, which stopped before the end: landing it without running the agent again`,
       })
-      await landing.land(task.id, task.title, ws, shared.background)
+      await landing.land(task.id, task.title, ws, shared.background, { finished: true })
     } else if (open.has(task.id)) {
       await landing.journal.close(task.id) // a person reset or blocked it since: the entry is history
     }
@@ -96,32 +114,4 @@ async function landedAsIs(landing: Landing, ws: Workspace, taskId: string): Prom
   if (last?.outcome !== "merged" || last.closedAt === null) return false
   const [head] = await revParse(ws.repo, ws.branch)
   return head === last.branchHead
-}
-
-/**
- * Removes the lock files git left in flow's worktrees (`.flow/worktrees/*`): the index's, HEAD's, and their
- * branch's. Git, killed while it held one (with its run's process group, or an agent's git reaped), would
- * refuse every later command there. Called once nothing of a dead run is left running (the reaper and
- * `awaitOrphanGit` ran), and never in the person's own checkout. Returns those tasks.
- */
-export function clearStaleLocks(stateDir: string): string[] {
-  const root = join(stateDir, "worktrees")
-  if (!existsSync(root)) return []
-  const cleared: string[] = []
-  for (const id of readdirSync(root)) {
-    const locks: string[] = []
-    try {
-      const path = join(root, id)
-      const gitdir = resolve(path, /^gitdir: (.+)$/m.exec(readFileSync(join(path, ".git"), "utf8"))?.[1] ?? "")
-      const common = resolve(gitdir, readFileSync(join(gitdir, "commondir"), "utf8").trim())
-      const branch = /^ref: (refs\/heads\/.+)$/m.exec(readFileSync(join(gitdir, "HEAD"), "utf8"))?.[1]
-      locks.push(join(gitdir, "index.lock"), join(gitdir, "HEAD.lock"), ...(branch ? [join(common, `${branch}.lock`)] : []))
-    } catch {
-      continue // not a worktree (any more)
-    }
-    const stale = locks.filter((lock) => existsSync(lock))
-    for (const lock of stale) rmSync(lock, { force: true })
-    if (stale.length > 0) cleared.push(id)
-  }
-  return cleared
 }

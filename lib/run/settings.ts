@@ -22,6 +22,8 @@ export type RunSettings = {
   fixAttempts: number
   /** how many candidates of a merge queue are checked at once (1: strictly serial) */
   queueDepth?: number
+  /** a task finished with no changes on its branch: done with a note (allow), or blocked (flow.yaml empty_done) */
+  emptyDone: "allow" | "block"
   /** how each task's worktree is made ready before its agent starts (flow.yaml setup, teardown, copy, ports) */
   prepare: PrepareSettings
   /** push and pull requests after merges (flow.yaml) */

@@ -96,6 +96,15 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE agents ADD COLUMN parked_reason TEXT;
    ALTER TABLE agents ADD COLUMN parked_task TEXT;
    CREATE INDEX events_task_kind ON events (task_id, kind) WHERE task_id IS NOT NULL;`,
+  // What each task's landing waits for (lib/run/landing-waits.ts): the person's change, operation or git lock
+  // in the way of its checkout's move; a row per waiting task, of the run (its pid) that said it.
+  `CREATE TABLE landing_waits (
+     task_id TEXT PRIMARY KEY,
+     target TEXT NOT NULL,
+     reason TEXT NOT NULL,
+     since TEXT NOT NULL,
+     run_pid INTEGER NOT NULL
+   );`,
 ]
 export const SCHEMA_VERSION = MIGRATIONS.length
 

@@ -24,6 +24,7 @@ import { prepareWorktree, type Preparation } from "./prepare"
 import { type AgentGroups, RUN_ID } from "./reaper"
 import { doneMark, doneMarks, shellBlocks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
+import { timed } from "./trace"
 import type { Workspace, Workspaces } from "./workspace"
 import { budgetNote, TaskBudget } from "./budget-gate"
 import { sleepUnlessStopped } from "./stop-sleep"
@@ -183,11 +184,14 @@ export class TaskWorker {
     }
     if (!retry) this.s.bus.emit({ type: "task-assigned", taskId: this.taskId, agent: this.agent.name, cli: this.agent.cli })
     // SPEC rule 3: the orchestrator hands the task to an agent (assigned), then the agent works (in_progress).
-    if (task.status !== "in_progress") await this.setStatus("assigned")
     this.ws = await this.shared.workspaces.forTask(task)
     const ws = this.ws
-    const how = await this.shared.landing.inRepo(ws.repo, () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target))
-    await this.setStatus("in_progress")
+    // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
+    const [, how] = await Promise.all([
+      task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
+      timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
+    ])
+    await timed(this.taskId, "start", () => this.setStatus("in_progress"))
     this.s.bus.emit({
       type: "task-start",
       taskId: this.taskId,
@@ -370,7 +374,7 @@ export class TaskWorker {
       async (since) => waitingMs(await this.s.db.questions.forTask(this.taskId), since, Date.now()),
       () => this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
     )
-    const result = await runTurn({
+    const turn = runTurn({
       doneMark: this.agent.cli === "script" ? doneMark(this.s.project.stateDir, this.taskId, stepId) : undefined,
       onGroup: (pid) => void this.shared.groups.track(pid, this.taskId).catch(() => {}),
       agent: this.agent,
@@ -391,6 +395,7 @@ export class TaskWorker {
       limit.clear()
       watch.clear()
     })
+    const result = await timed(this.taskId, "agent", () => turn)
     this.s.bus.emit({ type: "agent-exit", taskId: this.taskId, agent: this.agent.name, code: result.code, seconds: result.seconds })
     if (!result.limit) this.shared.parking.ok(this.agent.name)
     const budgetStop = watch.stopped()
@@ -458,7 +463,7 @@ export class TaskWorker {
       this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
       return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true)
     }
-    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, this.fixer(task)))) return
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true }))) return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish

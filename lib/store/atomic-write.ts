@@ -18,6 +18,7 @@ import {
   writeSync,
   accessSync,
 } from "node:fs"
+import { open, rename } from "node:fs/promises"
 import { basename, dirname, isAbsolute, join } from "node:path"
 import { FlowError } from "../cli/errors"
 import { isPidDead } from "../cli/pid"
@@ -27,20 +28,19 @@ import { isPidDead } from "../cli/pid"
  * link stays); the file's permission bits (and, where allowed, owner) are kept; a file its user may not
  * write, or one with no write bit at all, is refused rather than replaced. `mode`, when given, is the new
  * file's permission bits whatever the old one's were (a private file stays private). `beforeRename` may throw
- * to cancel the write just before the file is replaced (the temp file is removed).
+ * to cancel the write just before the file is replaced (the temp file is removed). `durable: false` (a cache,
+ * whose loss costs only work) leaves out the two fsyncs: still atomic, not kept through a power cut.
  */
-export function writeFileAtomic(file: string, text: string, { mode, beforeRename }: { mode?: number; beforeRename?: () => void } = {}): void {
-  const target = resolveLinks(file)
-  const existing = statOrUndefined(target)
-  if (existing) refuseReadOnly(file, target, existing.mode)
-  const tmp = tempName(target)
+export function writeFileAtomic(file: string, text: string, opts: WriteOptions = {}): void {
+  const { mode, beforeRename } = opts
+  const { target, existing, tmp } = prepare(file)
   let fd: number | undefined
   try {
     fd = openSync(tmp, "wx", mode ?? (existing ? existing.mode & 0o777 : 0o644))
     if (mode !== undefined) fchmodSync(fd, mode) // the umask takes bits off at creation
     writeAll(fd, Buffer.from(text))
     if (existing) keepOwner(fd, existing.uid, existing.gid)
-    fsyncSync(fd)
+    if (opts.durable !== false) fsyncSync(fd)
     closeSync(fd)
     fd = undefined
     // The last moment to refuse (a lock no longer held): everything slow is done, and nothing is replaced yet.
@@ -52,18 +52,70 @@ export function writeFileAtomic(file: string, text: string, { mode, beforeRename
         closeSync(fd)
       } catch {}
     }
-    try {
-      unlinkSync(tmp)
-    } catch {}
-    throw writeError(file, e)
+    throw failed(file, tmp, e)
   }
   // The rename itself is durable only once the folder is synced.
-  try {
-    const dir = openSync(dirname(target), "r")
-    fsyncSync(dir)
-    closeSync(dir)
-  } catch {}
+  if (opts.durable !== false)
+    try {
+      const dir = openSync(dirname(target), "r")
+      fsyncSync(dir)
+      closeSync(dir)
+    } catch {}
   removeDeadTemps(target)
+}
+
+/** How a file is replaced: one shape for the blocking and the async writer. */
+export type WriteOptions = { mode?: number; beforeRename?: () => void; durable?: boolean }
+
+/**
+ * writeFileAtomic with its writes and syncs off the main thread: what `flow run` uses, where a blocking fsync
+ * (a few ms each, two per write) stalled every agent's output, spawn and git call for as long.
+ */
+export async function writeFileAtomicAsync(file: string, text: string, opts: WriteOptions = {}): Promise<void> {
+  const { mode, beforeRename } = opts
+  const { target, existing, tmp } = prepare(file)
+  let handle: Awaited<ReturnType<typeof open>> | undefined
+  try {
+    handle = await open(tmp, "wx", mode ?? (existing ? existing.mode & 0o777 : 0o644))
+    if (mode !== undefined) await handle.chmod(mode) // the umask takes bits off at creation
+    const buf = Buffer.from(text)
+    for (let off = 0; off < buf.length; ) {
+      const { bytesWritten } = await handle.write(buf, off, buf.length - off)
+      if (bytesWritten <= 0) throw Object.assign(new Error("no space left on device (a write wrote nothing)"), { code: "ENOSPC" })
+      off += bytesWritten
+    }
+    if (existing) keepOwner(handle.fd, existing.uid, existing.gid)
+    if (opts.durable !== false) await handle.sync()
+    await handle.close()
+    handle = undefined
+    beforeRename?.()
+    await rename(tmp, target)
+  } catch (e) {
+    await handle?.close().catch(() => {})
+    throw failed(file, tmp, e)
+  }
+  if (opts.durable !== false)
+    try {
+      const dir = await open(dirname(target), "r")
+      await dir.sync().finally(() => dir.close())
+    } catch {}
+  removeDeadTemps(target)
+}
+
+/** Where a write of `file` goes: the file its links end at, what is there now (refused if read-only), the temp name. */
+function prepare(file: string) {
+  const target = resolveLinks(file)
+  const existing = statOrUndefined(target)
+  if (existing) refuseReadOnly(file, target, existing.mode)
+  return { target, existing, tmp: tempName(target) }
+}
+
+/** A failed write: its temp file removed, and the error said as writeError says it. */
+function failed(file: string, tmp: string, e: unknown): FlowError {
+  try {
+    unlinkSync(tmp)
+  } catch {}
+  return writeError(file, e)
 }
 
 /** Writes the whole buffer: a short write (a full disk, a quota) is retried, and one that writes nothing fails. */

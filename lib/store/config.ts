@@ -112,6 +112,8 @@ export const FlowConfig = type({
   "fix_attempts?": "number.integer >= 0",
   /** how many candidates of a target's merge queue are checked at once, each on top of those ahead (default 8; 1: strictly serial) */
   "queue_depth?": "number.integer >= 1",
+  /** an agent that says done having changed nothing: allow (done, with a note saying so; the default) or block */
+  "empty_done?": "'allow' | 'block'",
   /** the git remote that push and pull_request use (default origin) */
   "remote?": type(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).describe("a git remote's name (letters, digits, '.', '_', '-')"),
   /** push the merge target to the remote after each merge */

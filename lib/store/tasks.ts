@@ -1,7 +1,7 @@
 // The tasks.yaml store: fast validated reads, and the one function every write goes through.
 import { existsSync, readFileSync } from "node:fs"
 import { basename } from "node:path"
-import { writeFileAtomic } from "./atomic-write"
+import { writeFileAtomic, writeFileAtomicAsync } from "./atomic-write"
 import { Exit, FlowError } from "../cli/errors"
 import { formatFinding, summarize } from "./findings"
 import { withLock } from "./lock"
@@ -46,7 +46,7 @@ export async function mutateTasks<T>(project: Project, command: string, edit: (e
       const next = editor.result()
       if (next !== text) {
         // A lock deleted by hand while this process was stopped lets another writer in: never overwrite its change.
-        writeFileAtomic(project.tasksFile, next, { beforeRename: held.assertHeld })
+        await writeFileAtomicAsync(project.tasksFile, next, { beforeRename: held.assertHeld })
         // The edits are typed values on a valid file, and result() proved they read back as intended.
         rememberValid(project.stateDir, next)
       }

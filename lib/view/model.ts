@@ -13,6 +13,7 @@ import { currentStep, stepPrompt } from "../run/prompt"
 import { waitsForReview } from "../graph/checkpoint"
 import { descendantsOf, showReport } from "../graph/show-report"
 import { readUsage } from "../run/usage"
+import { readLandingWaits } from "../run/landing-waits"
 import { parkedUntil, readTaskBudget } from "../run/budget-report"
 import { readBudgetConfig } from "../store/budget-config"
 import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
@@ -112,6 +113,7 @@ export class ViewModel {
         (await readUsage(this.project)).byTask.get(id) ?? null,
         workedBy(entry.task, work),
         await readTaskBudget(this.project, await readBudgetConfig(this.project.dir), entry.task),
+        (await readLandingWaits(this.project)).get(id) ?? null,
       ),
       parked_until: await parkedUntil(this.project, id),
       prompt: await projectTaskPrompt(this.project, index, id),

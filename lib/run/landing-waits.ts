@@ -1,0 +1,58 @@
+// What a landing waits for, kept where every surface reads it (docs/RUN.md, "Landing"): a task whose merge
+// passed but whose target cannot move because something of the person's is in the way of their checkout (an
+// uncommitted change, a merge or rebase in progress, a git lock). The merge queue writes a row when it says
+// the wait (once, like the log) and deletes it when the wait ends; `flow show`, `flow dashboard` and the
+// inspector read it. A row counts only while the run that wrote it holds the run lock: a killed run's rows
+// are never shown, and the next run's start deletes them.
+import type { Project } from "../cli/project"
+import { runLockTarget } from "../cli/project"
+import type { LandingWait } from "../model/json-shapes"
+import { lockHolder } from "../store/lock"
+import { openExistingState, type StateDb } from "./state-db"
+
+export class LandingWaits {
+  constructor(private db: StateDb) {}
+
+  /** Records (or rewords) what the task's landing waits for; `since` stays the wait's first. */
+  async set(taskId: string, target: string, reason: string): Promise<void> {
+    await this.db.transact((db) =>
+      db
+        .query(
+          "INSERT INTO landing_waits (task_id, target, reason, since, run_pid) VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET target = excluded.target, reason = excluded.reason, run_pid = excluded.run_pid",
+        )
+        .run(taskId, target, reason, new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), process.pid),
+    )
+  }
+
+  /** The task's landing waits no more (it moved, left the queue, or the run stops). */
+  async clear(taskId: string): Promise<void> {
+    await this.db.transact((db) => db.query("DELETE FROM landing_waits WHERE task_id = ?").run(taskId))
+  }
+
+  /** Forgets every wait: a run's start (what a dead run said is no longer true). */
+  async clearAll(): Promise<void> {
+    await this.db.transact((db) => db.query("DELETE FROM landing_waits").run())
+  }
+}
+
+/** The landing waits of the live run, by task; none without a state database or a live run. Creates nothing. */
+export async function readLandingWaits(project: Project): Promise<Map<string, LandingWait>> {
+  const run = lockHolder(runLockTarget(project))
+  if (!run) return new Map()
+  const db = await openExistingState(project)
+  if (!db) return new Map()
+  using open = db
+  return landingWaitsOf(open, run.pid)
+}
+
+/** The landing waits that run `pid` wrote, by task, from an open database. */
+export async function landingWaitsOf(db: StateDb, pid: number): Promise<Map<string, LandingWait>> {
+  const rows = await db.read((d) =>
+    d
+      .query<{ task_id: string; target: string; reason: string; since: string }, [number]>(
+        "SELECT task_id, target, reason, since FROM landing_waits WHERE run_pid = ? ORDER BY since, task_id",
+      )
+      .all(pid),
+  )
+  return new Map(rows.map((r) => [r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since }]))
+}
