@@ -68,7 +68,7 @@ export const ASKS_SCRIPTS: Record<string, Turn[]> = {
     // Gemini CLI refuses a command with a substitution ("Blocked: command substitution detected"), and the
     // agent then exited before the answer, which passed only when the answer came within that second.
     {
-      commands: ['flow ask early "Tabs or spaces?"', 'timeout 120 sh -c \'until flow questions --all | grep -q "answer: Tabs"; do sleep 0.2; done\''],
+      commands: ['flow ask early "Tabs or spaces?"', "timeout 120 sh -c 'until flow questions --all | grep -q \"answer: Tabs\"; do sleep 0.2; done'"],
       text: "Asked; exiting now.",
     },
     { commands: ["flow done early"] },
