@@ -64,9 +64,11 @@ export const ASKS_SCRIPTS: Record<string, Turn[]> = {
   port: [{ commands: ['flow ask port "Which port should the server use?" --wait', "flow done port"] }],
   name: [{ commands: ['flow ask name "Which name?"'], text: "Asked; waiting for the answer." }, { commands: ["flow done name"] }],
   early: [
-    // Works on until the answer is given (at most two minutes), and exits without reading it.
+    // Works on until the answer is given (at most two minutes), and exits without reading it. No `$(...)`:
+    // Gemini CLI refuses a command with a substitution ("Blocked: command substitution detected"), and the
+    // agent then exited before the answer, which passed only when the answer came within that second.
     {
-      commands: ['flow ask early "Tabs or spaces?"', 'for i in $(seq 600); do flow questions --all | grep -q "answer: Tabs" && break; sleep 0.2; done'],
+      commands: ['flow ask early "Tabs or spaces?"', "timeout 120 sh -c 'until flow questions --all | grep -q \"answer: Tabs\"; do sleep 0.2; done'"],
       text: "Asked; exiting now.",
     },
     { commands: ["flow done early"] },

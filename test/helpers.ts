@@ -109,6 +109,20 @@ export async function until(cond: () => boolean, ms = 10_000): Promise<void> {
 }
 
 /**
+ * Waits until no atomic write is under way in `dir` (no temp file of lib/store/atomic-write.ts): a long-lived
+ * flow (flow mcp, flow view) writes its validation cache without waiting for it, so a snapshot taken at that
+ * moment would catch the half-written temp file.
+ */
+export async function writesSettled(dir: string): Promise<void> {
+  const writing = () =>
+    readdirSync(dir, { recursive: true }).some((p) => {
+      const path = String(p)
+      return !path.startsWith(".git/") && /\.\d+\.[a-z0-9]+\.tmp$/.test(path)
+    })
+  await until(() => !writing())
+}
+
+/**
  * Every path under `dir` (but .git) with its mode and its exact bytes (latin1: one character per byte), a
  * link's target, a folder's mode: what "touched nothing" compares.
  */

@@ -9,7 +9,7 @@ import { TOOLS } from "../lib/mcp/tools"
 import { projectAt } from "../lib/cli/project"
 import { openState } from "../lib/state/state"
 import { call, callFails, connect, type Transport } from "./mcp-helpers"
-import { flow, flowArgv, snapshot, tasksYaml, tempRepo, type TempDir } from "./helpers"
+import { flow, flowArgv, snapshot, tasksYaml, writesSettled, tempRepo, type TempDir } from "./helpers"
 
 const TASKS = tasksYaml([
   { id: "setup", title: "Set up", status: "done", phase: 1, instructions: "x" },
@@ -157,6 +157,7 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     await using server = await connect(transport, dir.path)
     const { client } = server
     await call(client, "flow_list") // the first read may add .flow/'s validation cache
+    await writesSettled(dir.path)
     const before = snapshot(dir.path)
     const same: [string, Record<string, unknown>, string[]][] = [
       ["flow_show", { task_id: "apx" }, ["show", "apx"]],
@@ -190,10 +191,12 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     const unknown = await client.callTool({ name: "flow_merge", arguments: {} }).catch((e: unknown) => e)
     expect(unknown).toBeInstanceOf(McpError)
     expect((unknown as McpError).message).toContain("no tool 'flow_merge'")
+    await writesSettled(dir.path)
     expect(snapshot(dir.path)).toEqual(before)
 
     // An invalid tasks.yaml: every tool says what `flow` says (exit 3's message), and nothing is written.
     dir.write("tasks.yaml", TASKS.replace("status: todo", "status: doing"))
+    await writesSettled(dir.path)
     const broken = snapshot(dir.path)
     const invalid = await cliError(dir, ["list"])
     expect(invalid).toContain("tasks.yaml is invalid")
@@ -203,6 +206,7 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     const report = await call(client, "flow_validate")
     expect(report).toEqual((await cliJson(dir, ["validate"])) as Record<string, unknown>)
     expect(report.valid).toBe(false)
+    await writesSettled(dir.path)
     expect(snapshot(dir.path)).toEqual(broken)
   })
 
@@ -249,6 +253,7 @@ test.concurrent("a budget question answered with flow_answer is refused and take
   }
   await using server = await connect("stdio", dir.path, { USER: "alice" })
   const { client } = server
+  await writesSettled(dir.path)
   const before = snapshot(dir.path)
   // Neither an amount nor 'block': the command's words (exit 2), and nothing written, through either.
   for (const [id, text] of [
@@ -260,6 +265,7 @@ test.concurrent("a budget question answered with flow_answer is refused and take
     expect(cli).toStartWith(`error: ${id} asks for more budget: answer with `)
     expect(await callFails(client, "flow_answer", { question_id: id, text })).toBe(cli)
   }
+  await writesSettled(dir.path)
   expect(snapshot(dir.path)).toEqual(before)
   expect(await call(client, "flow_answer", { question_id: "1", text: "$10" })).toMatchObject({ id: "q-1", kind: "budget:usd", answer: "$10" })
   expect(await call(client, "flow_answer", { question_id: "q-2", text: "block too slow" })).toMatchObject({ id: "q-2", answer: "block too slow" })

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { bindable, PORT_RANGE } from "../lib/run/ports"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, tasksYaml, tempRepo, until } from "./helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 const notes = (yaml: string, id: string) =>
@@ -280,4 +280,103 @@ test.concurrent("a copy stays out of the agent's commits after a resume, even on
   expect(r.stdout).toContain("a: copied .env\n")
   expect(dir.read("seen.txt")).toBe("KEY=3\n")
   expect((await git(dir.path, ["log", "--format=", "--name-only", "main"])).split("\n")).not.toContain(".env")
+})
+
+test.concurrent("the check's scratch worktree is prepared as the task's: the copies, the setup's files and the ports are there for verify; torn down before it is removed", async () => {
+  using out = scratch()
+  const record = join(out.path, "teardowns")
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\nready.txt\n.env\n",
+    "flow.yaml": [
+      "copy: [.env]",
+      "setup: { command: 'echo made > ready.txt' }",
+      "ports: 1",
+      `teardown: { command: 'echo "$PWD" >> ${record}' }`,
+      `verify: { command: 'test -f ready.txt && test "$(cat .env)" = KEY=3 && test -n "$FLOW_PORT" && echo "port $FLOW_PORT"' }`,
+      "fix_attempts: 0",
+      "",
+    ].join("\n"),
+    "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: sh("echo a > a.txt") }]),
+  })
+  dir.write(".env", "KEY=3\n")
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect({ code: r.code, stderr: r.stderr, out: r.code ? r.stdout : "" }).toEqual({ code: 0, stderr: "", out: "" })
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ a: "done" })
+  expect(r.stdout).toContain("a: queue main #1 passed")
+  expect((await git(dir.path, ["show", "main:a.txt"])).trim()).toBe("a")
+  // The setup ran twice: in the task's worktree, then in the check's.
+  expect(r.stdout.match(/a: setup done after/g)).toHaveLength(2)
+  // Both worktrees were torn down before their removal; neither is left.
+  const torn = readFileSync(record, "utf8").trim().split("\n").sort()
+  expect(torn).toHaveLength(2)
+  expect(torn[0]).toStartWith(dir.file(".flow/verify/"))
+  expect(torn[1]).toBe(dir.file(".flow/worktrees/a"))
+  expect((await git(dir.path, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+})
+
+test.concurrent("a setup that fails only in the check's worktree blocks the task with the setup's output, not the check's", async () => {
+  using out = scratch()
+  const checked = join(out.path, "checked")
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\n",
+    "flow.yaml": [
+      `setup: { command: "test ! -f broken.txt || { echo 'cannot set up: broken.txt is here' >&2; exit 3; }" }`,
+      `verify: { command: 'touch ${checked}' }`,
+      "",
+    ].join("\n"),
+    "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: sh("echo x > broken.txt") }]),
+  })
+  const before = (await git(dir.path, ["rev-parse", "main"])).trim()
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect(r.code).toBe(4)
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ a: "blocked" })
+  expect(r.stdout).toContain("a: queue main #1 failed")
+  expect(r.stdout).toContain("(the setup of the check's worktree failed (exit 3))")
+  const [note] = notes(dir.read("tasks.yaml"), "a")
+  expect(note).toStartWith("merge of flow/a into main failed: the setup of the check's worktree failed (exit 3).")
+  expect(note).toContain(
+    `The check's output:\nthe setup 'test ! -f broken.txt || { echo 'cannot set up: broken.txt is here' >&2; exit 3; }' failed (exit 3)\ncannot set up: broken.txt is here`,
+  )
+  expect(existsSync(checked)).toBe(false) // the check never ran in a worktree its setup failed in
+  expect((await git(dir.path, ["rev-parse", "main"])).trim()).toBe(before)
+})
+
+test.concurrent("a run stopped during the setup of the check's worktree stops it with its children and removes the worktree; the next run lands the task", async () => {
+  using out = scratch()
+  const pid = join(out.path, "setup.pid")
+  const hang = join(out.path, "hang")
+  writeFileSync(hang, "")
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\n",
+    "flow.yaml": [
+      `setup: { command: 'case "$PWD" in */.flow/verify/*) if [ -e ${hang} ]; then sleep 300 & echo $! > ${pid}; echo waiting; wait; fi;; esac' }`,
+      "verify: { command: 'true' }",
+      "",
+    ].join("\n"),
+    "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "todo", instructions: sh("echo a > a.txt") }]),
+  })
+  const before = (await git(dir.path, ["rev-parse", "main"])).trim()
+  const run = background(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  await run.waitFor("a | setup: waiting")
+  const child = Number(readFileSync(pid, "utf8"))
+  run.proc.kill("SIGINT")
+  const stopped = await run.done()
+  expect(stopped.stdout).not.toContain("a: queue main #1 failed")
+  const alive = () => {
+    try {
+      return process.kill(child, 0)
+    } catch {
+      return false
+    }
+  }
+  await until(() => !alive())
+  expect(alive()).toBe(false)
+  expect(statuses(dir.read("tasks.yaml")).a).not.toBe("blocked")
+  expect((await git(dir.path, ["rev-parse", "main"])).trim()).toBe(before)
+  expect((await git(dir.path, ["worktree", "list"])).split("\n").filter((l) => l.includes("/verify/"))).toEqual([])
+  rmSync(hang)
+  const again = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect({ code: again.code, stderr: again.stderr, out: again.code ? again.stdout : "" }).toEqual({ code: 0, stderr: "", out: "" })
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ a: "done" })
+  expect((await git(dir.path, ["show", "main:a.txt"])).trim()).toBe("a")
 })

@@ -21,7 +21,7 @@ export type RunEvent =
   | { type: "hook-output"; taskId: string; agent?: string; hook: Hook; line: string }
   | { type: "hook-end"; taskId: string; agent?: string; hook: Hook; command: string; ok: boolean; code: number; seconds: number; timedOut: boolean }
   /** what was prepared in the task's worktree before its agent starts: files copied (and refused, with why), its ports */
-  | { type: "prepared"; taskId: string; agent: string; copied: string[]; refused: string[]; ports: number[] }
+  | { type: "prepared"; taskId: string; agent?: string; copied: string[]; refused: string[]; ports: number[] }
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }

@@ -53,7 +53,8 @@ export class Landing {
   }
 
   /** Resolves once no git operation on a repository runs or waits (a run's end waits for the clean-ups). */
-  idle(): Promise<void> {
+  async idle(): Promise<void> {
+    await this.queues.idle() // the checks' teardowns, then their removals (on the lanes)
     return this.lanes.idle()
   }
 

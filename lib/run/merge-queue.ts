@@ -11,8 +11,9 @@ import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCo
 import { killPoint } from "./kill-point"
 import type { MoveJournal } from "./merge-journal"
 import type { EventBus, QueueState } from "./events"
+import type { Preparation } from "./prepare"
 import { timed } from "./trace"
-import { runCheck, type Check } from "./verify"
+import { runCheck, type Check, type CheckResult } from "./verify"
 
 export type Verdict =
   | { ok: true; commit: string; alreadyMerged: boolean }
@@ -46,6 +47,16 @@ export type QueueOptions = {
   track: (pid: number, taskId: string) => void
   /** where a landing that waits for the person is recorded while it waits (lib/run/landing-waits.ts) */
   waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
+  /** each check's scratch worktree made ready as a task's is (flow.yaml copy, ports, setup), and torn down */
+  worktree: CheckWorktree
+}
+
+/** lib/run/prepare.ts's preparation of a worktree, for a check's: a check must see what the agent saw. */
+export type CheckWorktree = {
+  /** `env`: the check's own (the setup's too); `signal`: stops the setup with the check */
+  prepare: (taskId: string, path: string, env: Record<string, string>, signal: AbortSignal) => Promise<Preparation>
+  /** flow.yaml's teardown, before the scratch worktree is removed */
+  teardown: (taskId: string, path: string) => Promise<unknown>
 }
 
 /** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
@@ -82,6 +93,8 @@ export class MergeQueue {
   private waiting?: string
   /** the trees of the merges this queue made, by commit: the next candidate's base is usually one */
   private trees = new Map<string, string>()
+  /** the scratch worktrees being torn down and removed */
+  private cleanups = new Set<Promise<unknown>>()
 
   constructor(private o: QueueOptions) {
     mkdirSync(o.scratchDir, { recursive: true })
@@ -107,6 +120,11 @@ export class MergeQueue {
       this.emit(this.entries.at(-1)!, "waiting")
       void this.pump()
     })
+  }
+
+  /** Resolves once every check's scratch worktree is torn down and removed (a run's end waits for it). */
+  async idle(): Promise<void> {
+    while (this.cleanups.size) await Promise.allSettled([...this.cleanups])
   }
 
   /** The candidates in order, for tests and the screen. */
@@ -250,31 +268,47 @@ export class MergeQueue {
     this.emit(e, "checking", speculative ? `on top of ${ahead.join(", ")}` : undefined, undefined, ahead)
     const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${Date.now().toString(36)}`)
     const stop = AbortSignal.any([abort.signal, this.o.signal])
-    void (async () => {
+    void (async (): Promise<{ result: CheckResult; setup?: boolean }> => {
+      let added = false
       try {
         await timed(e.taskId, "scratch", () => this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!)))
+        added = true
         const env = { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }
-        return await timed(e.taskId, "check", () => runCheck(check, path, env, stop, (pid) => this.o.track(pid, e.taskId)))
+        const prep = await timed(e.taskId, "prepare", () => this.o.worktree.prepare(e.taskId, path, env, stop))
+        // Stopped (the run, or a rebuild) during the setup: reported into nothing below.
+        if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
+        try {
+          return { result: await timed(e.taskId, "check", () => runCheck(check, path, { ...env, ...prep.env }, stop, (pid) => this.o.track(pid, e.taskId))) }
+        } finally {
+          prep.release()
+        }
       } finally {
-        // A removal git refuses leaves the folder to go by hand, and its registration to a prune (else it
-        // stays listed, prunable, until the next run's start).
-        void this.o
-          .serial(
-            () =>
-              removeWorktree(this.o.repo, path, true).catch(async () => {
-                rmSync(path, { recursive: true, force: true })
-                await pruneWorktrees(this.o.repo)
-              }),
-            true,
+        // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
+        // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
+        // until the next run's start).
+        const cleanup = (added ? this.o.worktree.teardown(e.taskId, path).catch(() => {}) : Promise.resolve())
+          .then(() =>
+            this.o.serial(
+              () =>
+                removeWorktree(this.o.repo, path, true).catch(async () => {
+                  rmSync(path, { recursive: true, force: true })
+                  await pruneWorktrees(this.o.repo)
+                }),
+              true,
+            ),
           )
           .catch(() => {})
+          .finally(() => this.cleanups.delete(cleanup))
+        this.cleanups.add(cleanup)
       }
     })().then(
-      (result) => {
+      ({ result, setup }) => {
         if (e.gen !== gen || stop.aborted) return
         e.state = result.ok ? "passed" : "failed"
         if (!result.ok) {
-          const reason = result.timedOut ? `the check timed out after ${Math.round(check.timeoutMs / 1000)} s` : `the check failed (exit ${result.code})`
+          const what = setup ? "the setup of the check's worktree" : "the check"
+          const limit = setup ? "" : ` after ${Math.round(check.timeoutMs / 1000)} s`
+          const reason = result.timedOut ? `${what} timed out${limit}` : `${what} failed (exit ${result.code})`
           e.verdict = { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
           this.emit(e, "failed", reason, result.seconds)
         } else this.emit(e, "passed", undefined, result.seconds)

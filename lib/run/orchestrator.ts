@@ -127,7 +127,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
   // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
   // kept the process from exiting. The loop re-reads the file first, so nothing before is missed.
-  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false }).on("all", () => wake.notify())
+  // chokidar drops a change within 50 ms of the last (its throttle): a script that breaks tasks.yaml just
+  // after the run wrote it went unseen, and the run waited for ever. Its raw events are not throttled.
+  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false })
+    .on("all", () => wake.notify())
+    .on("raw", () => wake.notify())
   // A shared graph changes in the database, where no file event says so: it is looked at every few seconds
   // (docs/FLEET.md); a change's read is cheap there (only the rows written since the last one).
   const poll = s.store.shared ? setInterval(() => wake.notify(), SHARED_POLL_MS) : undefined

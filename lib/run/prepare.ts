@@ -2,7 +2,8 @@
 // the files flow.yaml `copy` names, copied from the person's checkout and kept out of every commit; the
 // task's block of free TCP ports (`ports`); and the `setup` command, run once per worktree (again when the
 // worktree is made anew) with its output in the run's log. A setup that fails blocks the task and its agent
-// never starts. Before a worktree is removed its `teardown` runs.
+// never starts. Before a worktree is removed its `teardown` runs. The scratch worktree a merge's check runs
+// in is prepared the same way (lib/run/merge-queue.ts): the check must see what the agent saw.
 //
 // What was done is kept in the worktree's git folder (flow-prepared.json), which goes with the worktree: a
 // resumed run does not run the setup again, and a new worktree has none of it.
@@ -66,18 +67,21 @@ function entriesOf(projectDir: string, p: PrepareSettings): Resolvers {
 export type Preparation =
   /** `env`: what the agent's environment adds (ports, the ignore file); `release`: gives the ports back */
   | { ok: true; prepared: Prepared; env: Record<string, string>; release: () => void }
-  /** the setup failed (`note`: why, for the task's block note) or the run stopped (no note) */
-  | { ok: false; note?: string }
+  /** the setup failed (`note`: why, for the task's block note; `failed`: how it ended) or the run stopped (neither) */
+  | { ok: false; note?: string; failed?: Extract<CheckResult, { ok: false }> }
 
-/** What preparing one task's worktree needs to know. */
+/** What preparing one task's worktree (or the scratch worktree of its merge's check) needs to know. */
 export type PrepareOptions = {
   taskId: string
-  agent: string
-  ws: Workspace
+  /** undefined: the worktree of the task's check (lib/run/merge-queue.ts), which no agent works in */
+  agent?: string
+  ws: Pick<Workspace, "repo" | "path">
   /** the agent's own environment (FLOW_PROJECT, FLOW_TASK_ID, FLOW_RUN_ID, PATH with flow): the setup's too */
   env: Record<string, string | undefined>
   /** each process group the setup starts, recorded for the reaper */
   onGroup: (pid: number) => void
+  /** what stops the setup: the run's stop unless given (a check's also stops when its merge is rebuilt) */
+  signal?: AbortSignal
 }
 
 const NOTHING: Preparation = { ok: true, prepared: { copied: [], ports: [] }, env: {}, release: () => {} }
@@ -85,6 +89,7 @@ const NOTHING: Preparation = { ok: true, prepared: { copied: [], ports: [] }, en
 /** Prepares the task's worktree (the module comment); the ports stay held until `release`. */
 export async function prepareWorktree(s: RunSettings, o: PrepareOptions): Promise<Preparation> {
   const { ws, taskId } = o
+  const signal = o.signal ?? s.signal
   const r = entriesOf(s.project.dir, s.prepare)
   const [setup, copy, ports] = await Promise.all([r.setup(ws.repo), r.copy(ws.repo), r.ports(ws.repo)])
   if (!setup && !copy && !ports) return NOTHING
@@ -99,18 +104,20 @@ export async function prepareWorktree(s: RunSettings, o: PrepareOptions): Promis
     if (copied.length > 0) await writeExclude(gitDir, ws.repo, copied)
     writeManifest(gitDir, manifest)
   }
-  const lease = ports ? await leasePorts(s.prepare.portsDir, ports.count, `flow run in ${s.project.dir}: task ${taskId}`) : undefined
+  const holder = `flow run in ${s.project.dir}: task ${taskId}${o.agent ? "" : "'s check"}`
+  const lease = ports ? await leasePorts(s.prepare.portsDir, ports.count, holder) : undefined
   try {
     const env = { ...portEnv(lease?.ports ?? []), ...excludeEnv(ws.path, { ...process.env, ...o.env }) }
     s.bus.emit({ type: "prepared", taskId, agent: o.agent, copied, refused, ports: lease?.ports ?? [] })
     const check = setup && toCheck(setup, "setup", DEFAULTS.setup)
     if (check && manifest.setup !== check.label) {
-      const result = await runHook(s, "setup", check, { taskId, agent: o.agent, cwd: ws.path, env: { ...o.env, ...env }, onGroup: o.onGroup })
+      const result = await runHook(s, "setup", check, { taskId, agent: o.agent, cwd: ws.path, env: { ...o.env, ...env }, onGroup: o.onGroup, signal })
       if (!result.ok) {
         lease?.release()
-        if (s.signal.aborted) return { ok: false }
+        if (signal.aborted) return { ok: false }
         return {
           ok: false,
+          failed: result,
           note: `${result.output.replace(/\n/, "; the agent was not started. Its output:\n")}\nFix what it needs (or flow.yaml's setup), then 'flow ready ${taskId}' and run again: the setup runs again in the same worktree (${ws.path}).`,
         }
       }
@@ -138,7 +145,7 @@ export async function teardownWorktree(s: RunSettings, taskId: string, ws: Pick<
   const env = teardownEnv(s.project.dir, s.project.stateDir, taskId, ws.path)
   const check = toCheck(entry, "teardown", DEFAULTS.teardown)
   const onGroup = (pid: number) => void groups.track(pid, taskId).catch(() => {})
-  await runHook(s, "teardown", check, { taskId, cwd: ws.path, env, onGroup })
+  await runHook(s, "teardown", check, { taskId, cwd: ws.path, env, onGroup, signal: s.signal })
   return !s.signal.aborted
 }
 
@@ -184,15 +191,15 @@ export async function previewPrepared(project: Project, task: Task): Promise<Pre
   return { setup: setup && toCheck(setup, "setup", DEFAULTS.setup).label, copied: matched.filter((f) => !tracked.has(f)), ports: ports?.count ?? 0 }
 }
 
-type HookRun = { taskId: string; agent?: string; cwd: string; env: Record<string, string | undefined>; onGroup: (pid: number) => void }
+type HookRun = { taskId: string; agent?: string; cwd: string; env: Record<string, string | undefined>; onGroup: (pid: number) => void; signal: AbortSignal }
 
 /** A setup or teardown with its start, each line of its output and its end on the bus. */
 async function runHook(s: RunSettings, hook: Hook, check: ReturnType<typeof toCheck>, o: HookRun): Promise<CheckResult> {
   const { taskId, agent } = o
   // Not started once the run stops (runCheck only hears a stop that comes while it runs).
-  if (s.signal.aborted) return { ok: false, timedOut: false, code: 130, output: `the ${hook} was not run: the run stops`, seconds: 0 }
+  if (o.signal.aborted) return { ok: false, timedOut: false, code: 130, output: `the ${hook} was not run: the run stops`, seconds: 0 }
   s.bus.emit({ type: "hook-start", taskId, agent, hook, command: check.label })
-  const result = await runCheck(check, o.cwd, { ...o.env, FLOW_WORKTREE: o.cwd }, s.signal, o.onGroup, (line) =>
+  const result = await runCheck(check, o.cwd, { ...o.env, FLOW_WORKTREE: o.cwd }, o.signal, o.onGroup, (line) =>
     s.bus.emit({ type: "hook-output", taskId, agent, hook, line }),
   )
   s.bus.emit({
@@ -210,7 +217,7 @@ async function runHook(s: RunSettings, hook: Hook, check: ReturnType<typeof toCh
 }
 
 /** The checkout's files that `patterns` name, but those git tracks (git's to give), copied into the worktree. */
-async function copyInto(s: RunSettings, ws: Workspace, patterns: readonly string[], before: readonly string[]) {
+async function copyInto(s: RunSettings, ws: Pick<Workspace, "repo" | "path">, patterns: readonly string[], before: readonly string[]) {
   const refused: string[] = []
   const matched = matchAll(ws.repo, patterns, s.project.stateDir, refused)
   const tracked = await trackedPaths(ws.repo, matched)

@@ -6,6 +6,7 @@ import { isAbsolute, join, relative } from "node:path"
 import { clearScratch, MergeQueue, SCRATCH_REPO } from "./merge-queue"
 import { MoveJournal } from "./merge-journal"
 import { LandingWaits } from "./landing-waits"
+import { prepareWorktree, teardownWorktree } from "./prepare"
 import { AgentGroups, RUN_ID } from "./reaper"
 import type { RunSettings } from "./settings"
 import { checkResolver } from "./verify"
@@ -55,12 +56,18 @@ export class MergeQueues {
     }
   }
 
+  /** Resolves once every queue's scratch worktrees are torn down and removed. */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.queues.values()].map((q) => q.then((queue) => queue.idle())))
+  }
+
   /** The queue of the workspace's repository and target. */
   for(ws: Workspace): Promise<MergeQueue> {
     const key = `${ws.repo}\0${ws.target}`
     let queue = this.queues.get(key)
     if (!queue) {
       const s = this.s
+      const track = (pid: number, taskId: string) => void this.groups.track(pid, taskId).catch(() => {})
       queue = this.checkOf(ws.repo).then(
         (check) =>
           new MergeQueue({
@@ -76,7 +83,19 @@ export class MergeQueues {
             keepOut: flowFilesIn(ws.repo, s.project),
             moves: this.moves,
             checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
-            track: (pid, taskId) => void this.groups.track(pid, taskId).catch(() => {}),
+            track,
+            // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
+            worktree: {
+              prepare: (taskId, path, env, signal) =>
+                prepareWorktree(s, {
+                  taskId,
+                  ws: { repo: ws.repo, path },
+                  env,
+                  signal,
+                  onGroup: (pid) => track(pid, taskId),
+                }),
+              teardown: (taskId, path) => teardownWorktree(s, taskId, { repo: ws.repo, path }),
+            },
             // What the screens show; a failed write must not hold up a landing.
             waits: {
               set: (taskId, reason) => void this.waits.set(taskId, ws.target, reason).catch(() => {}),
