@@ -88,6 +88,13 @@ export const COMMANDS: Record<string, Entry> = {
     summary: "serve the task graph to MCP clients (Claude Code, Codex, Cursor, VS Code) as tools, on stdio or loopback HTTP",
     load: () => import("./commands/mcp"),
   },
+  share: {
+    group: "Share",
+    summary: "move the project's tasks and run state into a PostgreSQL database that many machines share",
+    load: () => import("./commands/share"),
+  },
+  export: { group: "Share", summary: "write the task graph as tasks.yaml text (a shared project's, comments kept)", load: () => import("./commands/export") },
+  unshare: { group: "Share", summary: "move a shared project back to tasks.yaml and .flow/state.db", load: () => import("./commands/unshare") },
   completion: {
     group: "Setup",
     summary: "print the bash, zsh or fish completion script",

@@ -13,7 +13,7 @@ import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { projectAt } from "../lib/cli/project"
-import { openState } from "../lib/run/state-db"
+import { openState } from "../lib/state/state"
 import {
   buildFlags,
   chainTasks,
@@ -206,25 +206,23 @@ function prepare(c: Case, dir: string): void {
 
 /**
  * A state database as runs leave it: every task assigned, its status moves and usage reports (20 events) and
- * its end, by one of three agents; one agent still on a task. Written through lib/run/state-db.ts, so
+ * its end, by one of three agents; one agent still on a task. Written through the run state (lib/state/), so
  * its schema is the one flow reads.
  */
 async function writeRunState(dir: string, text: string): Promise<void> {
   const ids = [...text.matchAll(/^ {2}- id: (\S+)$/gm)].map((m) => m[1])
   using db = await openState(projectAt(dir))
-  await db.transact((raw) => {
-    const insert = raw.prepare("INSERT INTO events (at, kind, task_id, agent, data) VALUES (?, ?, ?, ?, ?)")
-    const at = new Date().toISOString()
-    ids.forEach((id, i) => {
-      const agent = `claude-${(i % 3) + 1}`
-      for (let k = 0; k < 20; k++) {
-        const [kind, data] =
-          k % 2 ? ["agent.usage", { inputTokens: 1200, outputTokens: 80, costUsd: 0.0123 }] : ["task.status", { from: "todo", to: "in_progress" }]
-        insert.run(at, kind, id, agent, JSON.stringify(data))
-      }
-      insert.run(at, "task.end", id, agent, JSON.stringify({ status: "done" }))
-    })
+  const at = new Date().toISOString()
+  const events = ids.flatMap((id, i) => {
+    const agent = `claude-${(i % 3) + 1}`
+    const moves = Array.from({ length: 20 }, (_, k) =>
+      k % 2
+        ? { at, kind: "agent.usage", task_id: id, agent, data: { inputTokens: 1200, outputTokens: 80, costUsd: 0.0123 } }
+        : { at, kind: "task.status", task_id: id, agent, data: { from: "todo", to: "in_progress" } },
+    )
+    return [...moves, { at, kind: "task.end", task_id: id, agent, data: { status: "done" } }]
   })
+  await db.load({ questions: [], events, agents: [], merges: [], moves: [] })
   await db.agents.upsert("claude-1", { cli: "claude", current_task: ids[0] })
 }
 

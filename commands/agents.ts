@@ -4,9 +4,9 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import type { AgentsReport, Usage } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
-import { openExistingState } from "../lib/run/state-db"
+import { openExistingState } from "../lib/state/state"
 import { indexTasks } from "../lib/model/task-index"
-import { readTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 import { usageText } from "../lib/run/usage"
 import { budgetReport, budgetText, lastRunSpend } from "../lib/run/budget-report"
 import { NO_SPEND } from "../lib/run/budget"
@@ -35,7 +35,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const lastRun = db ? await lastRunSpend(db) : undefined
   db?.close()
   const now = Date.now()
-  const index = indexTasks((await readTasks(project)).data)
+  const index = indexTasks((await (await openStore(project)).read()).data)
 
   const byName = new Map(records.map((r) => [r.name, r]))
   const names = [...configured.map((a) => a.name), ...records.map((r) => r.name).filter((n) => !configured.some((a) => a.name === n))]

@@ -3,7 +3,7 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
 import { answerQuestion } from "../lib/ops/questions"
-import { answerer } from "../lib/run/state-db"
+import { answerer } from "../lib/state/run-state"
 
 export const meta = {
   usage: "flow answer <question_id> <text> [--force]",

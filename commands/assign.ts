@@ -4,7 +4,7 @@ import { parse, positionalsExactly } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { mutateTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 import { requireTask } from "../lib/graph/task-lookup"
 import { writeReport } from "../lib/store/write-report"
 
@@ -25,7 +25,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const clear = values.clear === true
   const [id, agent] = positionalsExactly(positionals, clear ? ["task_id"] : ["task_id", "agent_name"], meta.usage)
   if (!clear && !AGENT_NAME.test(agent)) throw usage(`'${agent}' is not a valid agent name`, AGENT_NAME_HINT)
-  const { before, report } = await mutateTasks(findProject(ctx), `flow assign ${id}${clear ? " --clear" : ""}`, (editor) => {
+  const store = await openStore(findProject(ctx))
+  const { before, report } = await store.mutate(`flow assign ${id}${clear ? " --clear" : ""}`, (editor) => {
     const before = requireTask(editor.tasks, id).task.agent_name
     editor.set({ taskId: id }, "agent_name", clear ? undefined : agent)
     return { before, report: writeReport(editor, id, []) }

@@ -1,9 +1,10 @@
 // `flow __complete tasks|steps`: the ids the completion scripts offer, one a line. Hidden from --help. It runs
 // on every Tab, so it reads tasks.yaml with Bun's native YAML parser and skips the schema (arktype) and
 // validation; and it never prints an error: a shell completing in a folder without a project gets nothing.
+// A shared project's ids come from its database (docs/FLEET.md): tasks.yaml there is stale or gone.
 import { readFileSync } from "node:fs"
 import type { Ctx } from "../lib/cli/context"
-import { findProject } from "../lib/cli/project"
+import { findProject, sharedAt } from "../lib/cli/project"
 
 export const meta = { usage: "flow __complete <tasks|steps>", options: {} } as const
 
@@ -12,7 +13,11 @@ type Node = { id?: unknown; subtasks?: unknown; steps?: unknown }
 export async function run(ctx: Ctx, args: string[]): Promise<void> {
   let data: unknown
   try {
-    data = Bun.YAML.parse(readFileSync(findProject(ctx).tasksFile, "utf8"))
+    const project = findProject(ctx)
+    if (sharedAt(project.dir) || ctx.env.FLOW_DATABASE_URL) {
+      const { openStore } = await import("../lib/store/open")
+      data = (await (await openStore(project)).read()).data
+    } else data = Bun.YAML.parse(readFileSync(project.tasksFile, "utf8"))
   } catch {
     return
   }

@@ -8,7 +8,7 @@ import { FlowError, usage } from "../lib/cli/errors"
 import type { DashboardReport } from "../lib/model/json-shapes"
 import { findProject, type Project } from "../lib/cli/project"
 import { Screen } from "../lib/terminal/screen"
-import { readTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 
 export const meta = {
   usage: "flow dashboard [--interval <seconds>] [--once] [--json]",
@@ -55,7 +55,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 }
 
 async function snapshot(ctx: Ctx, project: Project): Promise<DashboardReport> {
-  const [{ data }, runtime] = await Promise.all([readTasks(project), readRuntime(project)])
+  const [{ data }, runtime] = await Promise.all([openStore(project).then((s) => s.read()), readRuntime(project)])
   return dashboardReport(project, data, runtime, nowMs(ctx.env))
 }
 

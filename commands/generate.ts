@@ -16,7 +16,7 @@ import { ensureStateDir } from "../lib/store/valid-cache"
 import type { GenerateReport } from "../lib/model/json-shapes"
 import { formatNote } from "../lib/plan/plan-notes"
 import { findProject, projectAt, type Project } from "../lib/cli/project"
-import { replaceTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 import { lineEnding, withLineEnding } from "../lib/store/line-ending"
 
 export const meta = {
@@ -48,7 +48,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = projectWithPlan(ctx, positionals[0] !== undefined)
   const planFile = positionals[0] ? resolve(ctx.cwd, positionals[0]) : join(project.dir, "plan.md")
   const shownPlan = relative(ctx.cwd, planFile) || planFile
-  const shownTasks = relative(ctx.cwd, project.tasksFile) || project.tasksFile
+  const store = await openStore(project)
+  const shownTasks = store.shown(ctx.cwd)
   let planText: string
   try {
     planText = readFileSync(planFile, "utf8")
@@ -64,7 +65,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   // The agent works before the lock is taken: it may take minutes, and agents of a run may be writing.
   const proposals = values.enrich || values.agent !== undefined ? await propose(ctx, project, planText, values.agent, Boolean(values.json)) : undefined
 
-  const report = await replaceTasks(project, "flow generate", async (current) => {
+  const report = await store.replace("flow generate", async (current) => {
     const g = await generateTasks(planText, current?.data, proposals?.enrichment, shownPlan)
     // A CRLF file stays CRLF: the plan's tasks are rendered with LF.
     if (g.text !== undefined && current) g.text = withLineEnding(g.text, lineEnding(current.text))
@@ -72,7 +73,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     const ok = g.text !== undefined
     const report: GenerateReport = {
       plan: planFile,
-      file: project.tasksFile,
+      file: store.where,
       written: ok && !dryRun && g.text !== current?.text,
       dry_run: dryRun,
       tasks: ok ? countTasks(g.tasks) : 0,

@@ -6,7 +6,7 @@ import { findProject, type Project } from "../lib/cli/project"
 import { requireTask } from "../lib/graph/task-lookup"
 import { indexTasks } from "../lib/model/task-index"
 import { isTaskLine, KEEP_RUNS, readLines, runIsLive, runLogs, type RunLogFile } from "../lib/run/run-log"
-import { readTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 
 export const meta = {
   usage: "flow log [--follow] [<task_id>]",
@@ -29,7 +29,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const project = findProject(ctx)
   const taskId = positionals[0]
   // A typo gets the closest id, as every command taking a task does.
-  if (taskId !== undefined) requireTask(indexTasks((await readTasks(project)).data), taskId)
+  if (taskId !== undefined) requireTask(indexTasks((await (await openStore(project)).read()).data), taskId)
   const logs = runLogs(project)
   const latest = logs.at(-1)
   if (!latest) {

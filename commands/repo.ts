@@ -10,7 +10,7 @@ import { findProject, folderArgument, type Project } from "../lib/cli/project"
 import { closest } from "../lib/cli/suggest"
 import { indexTasks } from "../lib/model/task-index"
 import { loadConfig, repoEntries } from "../lib/store/config"
-import { readTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 import { insideProject } from "../lib/run/workspace"
 
 export const meta = {
@@ -87,7 +87,8 @@ async function repoFolder(project: Project, arg: string): Promise<string> {
 async function knownRepos(project: Project): Promise<string[]> {
   const config = loadConfig(project.dir)
   const named = [config.repo, ...(["verify", "setup", "teardown", "copy", "ports"] as const).flatMap((f) => repoEntries(config, f).map((v) => v.repo))]
-  if (existsSync(project.tasksFile)) for (const { task } of indexTasks((await readTasks(project)).data).values()) named.push(task.repo)
+  const store = await openStore(project)
+  if (await store.exists()) for (const { task } of indexTasks((await store.read()).data).values()) named.push(task.repo)
   const paths = named.filter((r): r is string => r !== undefined).map((r) => relative(project.dir, resolve(project.dir, r)))
   return [...new Set(paths)].filter((r) => r !== "" && !r.startsWith("..")).sort()
 }

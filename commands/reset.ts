@@ -5,7 +5,7 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { formatDuration, parseDuration } from "../lib/cli/duration"
 import { findProject } from "../lib/cli/project"
-import { mutateTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
 import { findStuck, formatChange, resetTask, type Change } from "../lib/store/transitions"
 
 /** Agent sessions that make progress finish or fail well within this; see docs/STATUS-RULES.md. */
@@ -36,7 +36,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (positionals.length > 1) throw usage(`unexpected argument '${positionals[1]}'`, `usage: ${meta.usage}`)
   const id = positionals[0]
   const now = isoSeconds()
-  const { changes, warnings } = await mutateTasks(findProject(ctx), `flow reset ${id}`, (editor) => resetTask(editor, id, now, "reset"))
+  const store = await openStore(findProject(ctx))
+  const { changes, warnings } = await store.mutate(`flow reset ${id}`, (editor) => resetTask(editor, id, now, "reset"))
   if (changes.length === 0) ctx.stdout(`${id} is already todo; nothing to reset\n`)
   for (const c of changes) ctx.stdout(`${formatChange(c)}\n`)
   for (const w of warnings) ctx.stderr(`warning: ${w}\n`)
@@ -46,7 +47,8 @@ async function resetStuck(ctx: Ctx, olderThan: string): Promise<void> {
   const thresholdMs = parseDuration(olderThan, "--older-than")
   const threshold = formatDuration(thresholdMs)
   const nowMs = Date.now()
-  const { changes, undated } = await mutateTasks(findProject(ctx), "flow reset --stuck", (editor) => {
+  const store = await openStore(findProject(ctx))
+  const { changes, undated } = await store.mutate("flow reset --stuck", (editor) => {
     const scan = findStuck(editor, nowMs, thresholdMs, parseTimestamp)
     // Only in_progress tasks are stuck, so no reset here reopens a done task's dependents.
     const now = isoSeconds(new Date(nowMs))

@@ -11,10 +11,12 @@ import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
 import { startRunLog, type RunLog } from "../lib/run/run-log"
-import { answerer, openState, type StateDb } from "../lib/run/state-db"
+import { answerer, type RunState } from "../lib/state/run-state"
+import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
-import { readTasks } from "../lib/store/tasks"
+import { openStore } from "../lib/store/open"
+import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
 import { reviewCheckpoint } from "../lib/store/checkpoint-review"
 import { formatChange } from "../lib/store/transitions"
@@ -31,7 +33,6 @@ import { parseDuration } from "../lib/cli/duration"
 import { priceOf, priceTable } from "../lib/run/prices"
 import { budgetWarnings, forecast, forecastLines } from "../lib/run/forecast"
 import { spendByTask } from "../lib/run/budget-meter"
-import { openExistingState } from "../lib/run/state-db"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless] [--dry-run]",
@@ -181,11 +182,12 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     if (!terminal) ctx.stdout(`${line}\n`)
     else if (event.type === "run-end") summaryLine = line
   })
-  let db: StateDb | undefined
+  let db: RunState | undefined
   let screen: Screen | undefined
   const restore = () => screen?.close()
   try {
     db = await openState(project)
+    const store = await openStore(project)
     const flush = recordRun(bus, db)
     try {
       if (terminal) {
@@ -201,13 +203,13 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
           project: basename(project.dir),
           agents: options.agents.map((a) => a.name),
           user: answerer(ctx.env),
-          loadTasks: () => taskSnapshot(project),
+          loadTasks: () => taskSnapshot(store),
           stop,
           review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
         })
       }
       writeFlowShim(project.stateDir, selfArgv())
-      const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db })
+      const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
       if (summary.interrupted) return Exit.cancelled
       return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
     } finally {
@@ -235,7 +237,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
 
 /** `flow run --dry-run`: who would work and what the rest may cost; nothing is started, no file is written. */
 async function dryRun(ctx: Ctx, project: Project, agents: AgentConfig[], parallelism: number, config: FlowConfig): Promise<number> {
-  const index = indexTasks((await readTasks(project)).data)
+  const index = indexTasks((await (await openStore(project)).read()).data)
   const db = await openExistingState(project)
   const spends = db ? await spendByTask(db).finally(() => db.close()) : new Map()
   const prices = priceTable(config.prices)
@@ -250,8 +252,8 @@ async function dryRun(ctx: Ctx, project: Project, agents: AgentConfig[], paralle
 }
 
 /** What the terminal UI shows of tasks.yaml. */
-async function taskSnapshot(project: Project): Promise<TaskSnapshot> {
-  const { data } = await readTasks(project)
+async function taskSnapshot(store: TaskStore): Promise<TaskSnapshot> {
+  const { data } = await store.read()
   return new Map(
     [...indexTasks(data).values()].map(({ task }) => [task.id, { title: task.title, status: task.status, steps: (task.steps ?? []).map((s) => s.id) }]),
   )

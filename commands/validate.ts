@@ -1,4 +1,3 @@
-import { relative } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { Exit, usage } from "../lib/cli/errors"
@@ -26,12 +25,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
-  const { report, text } = await validateProject(project)
+  const { report, text, shown } = await validateProject(project, ctx.cwd)
   const { findings, errors } = report
   if (values.json) {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
   } else {
-    const shown = relative(ctx.cwd, project.tasksFile) || project.tasksFile
     const c = colours(ctx)
     for (const f of findings) ctx.stdout(formatFinding(f, shown, text, c))
     if (findings.length > 0) ctx.stdout("\n")

@@ -7,7 +7,7 @@ import { dirname, join, relative } from "node:path"
 import { ROOT } from "./helpers"
 
 /** lib/'s folders, lowest first: a folder may import only itself and the folders before it. */
-export const LAYERS = ["cli", "model", "graph", "terminal", "store", "agents", "plan", "run", "ops", "dashboard", "view", "mcp"] as const
+export const LAYERS = ["cli", "model", "graph", "terminal", "store", "state", "agents", "plan", "run", "ops", "dashboard", "view", "mcp"] as const
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {
@@ -73,4 +73,25 @@ test("no import cycles", () => {
   }
   for (const f of graph.keys()) if (!state.has(f)) visit(f)
   expect(cycles).toEqual([])
+})
+
+/**
+ * The store seam's backends (docs/ARCHITECTURE.md, "The store seam"): each is reached only from inside itself,
+ * from the other backend of its kind (the shared run state uses the shared store's connection), from the
+ * seam's factories, and from the commands that move a project between backends; never across kinds.
+ */
+const BACKENDS = { file: ["lib/store/file/", "lib/state/sqlite/"], postgres: ["lib/store/postgres/", "lib/state/postgres/"] } as const
+const SEAM = ["lib/store/open.ts", "lib/store/setting.ts", "lib/state/state.ts", "lib/ops/share.ts"]
+
+test("a backend is reached only through the seam, and never from the other kind of backend", () => {
+  const kindOf = (f: string) => (Object.keys(BACKENDS) as (keyof typeof BACKENDS)[]).find((k) => BACKENDS[k].some((dir) => f.startsWith(dir)))
+  const wrong: string[] = []
+  for (const [from, targets] of graph) {
+    for (const to of targets) {
+      const [a, b] = [kindOf(from), kindOf(to)]
+      if (b === undefined || a === b || SEAM.includes(from)) continue
+      wrong.push(`${from} → ${to}`)
+    }
+  }
+  expect(wrong).toEqual([])
 })

@@ -43,8 +43,8 @@ test.concurrent("bash completes commands, flags, statuses, task ids and step ids
   await using dir = await setup()
   // Each case sets the words of the command line as bash would and calls the registered function.
   const cases: [string, string[]][] = [
-    ["flow sh", ["show"]],
-    ["flow s", ["schema", "show", "start", "step"]],
+    ["flow sh", ["show", "share"]],
+    ["flow s", ["schema", "show", "start", "step", "share"]],
     ["flow show ", ["api-layer", "web", "web-form"]],
     ["flow done w", ["web", "web-form"]],
     ["flow step ", ["start", "done", "show", "list"]],
@@ -94,6 +94,7 @@ test.concurrent("fish completes commands with their summaries, flags, task ids a
   )
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
   expect(r.stdout).toBe(`# flow sh
+share	move the project's tasks and run state into a PostgreSQL database that many machines share
 show\tshow one task: fields, dependencies, notes, steps and subtasks
 # flow show 
 api-layer

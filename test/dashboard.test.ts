@@ -6,7 +6,7 @@ import { hostname } from "node:os"
 import { basename } from "node:path"
 import { DashboardReport } from "../lib/model/json-shapes"
 import { projectAt, runLockTarget } from "../lib/cli/project"
-import { openState } from "../lib/run/state-db"
+import { openState } from "../lib/state/state"
 import { flow, tasksYaml, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 

@@ -7,7 +7,7 @@ import { TASK_STATUSES } from "../lib/model/statuses"
 import { ID_PATTERN, STEP_ID_PATTERN } from "../lib/model/schema"
 import { TOOLS } from "../lib/mcp/tools"
 import { projectAt } from "../lib/cli/project"
-import { openState } from "../lib/run/state-db"
+import { openState } from "../lib/state/state"
 import { call, callFails, connect, type Transport } from "./mcp-helpers"
 import { flow, flowArgv, snapshot, tasksYaml, writesSettled, tempRepo, type TempDir } from "./helpers"
 

@@ -1,11 +1,12 @@
-// lib/run/state-db.ts in-process: lazy opening, the schema version, events, agents, and the busy retry giving up
+// lib/state/sqlite/state-db.ts in-process: lazy opening, the schema version, events, agents, and the busy retry giving up
 // with a clear error when another connection holds the write lock.
 import { expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
 import { existsSync } from "node:fs"
 import { FlowError } from "../lib/cli/errors"
 import { projectAt } from "../lib/cli/project"
-import { openExistingState, openState, SCHEMA_VERSION, stateFile } from "../lib/run/state-db"
+import { checkBudgetAnswer } from "../lib/run/budget"
+import { openExistingStateDb as openExistingState, openStateDb as openState, SCHEMA_VERSION, stateFile } from "../lib/state/sqlite/state-db"
 import { tempRepo } from "./helpers"
 
 test.concurrent("openExistingState creates nothing; openState makes .flow with its .gitignore and a WAL database", async () => {
@@ -45,7 +46,7 @@ test.concurrent("events: asks and answers are logged; append and since page by i
   await using dir = await tempRepo()
   using db = await openState(projectAt(dir.path))
   const q = await db.questions.ask({ task_id: "api", agent: "claude", text: "?" })
-  await db.questions.answer(q.id, "!", "alice")
+  await db.questions.answer(q.id, "!", "alice", { accept: checkBudgetAnswer })
   const id = await db.events.append({ kind: "task.status", task_id: "api", agent: "claude", data: { from: "todo", to: "in_progress", tokens: 12 } })
   await db.events.append({ kind: "run.started" })
   const all = await db.events.since()
@@ -126,15 +127,15 @@ test.concurrent("delivery: an answer is undelivered until the agent is given it;
   await db.questions.ask({ task_id: "web", text: "c?" })
   const ids = async () => (await db.questions.undelivered("api")).map((q) => q.id)
   expect(await ids()).toEqual([]) // nothing answered: nothing to hand over
-  await db.questions.answer(b.id, "yes", "alice")
-  await db.questions.answer(a.id, "no", "alice")
+  await db.questions.answer(b.id, "yes", "alice", { accept: checkBudgetAnswer })
+  await db.questions.answer(a.id, "no", "alice", { accept: checkBudgetAnswer })
   expect(await ids()).toEqual([a.id, b.id]) // oldest first
   await db.questions.delivered("api", [a.id], "flow ask --wait")
   expect(await ids()).toEqual([b.id])
   await db.questions.delivered("api", [b.id], "flow run")
   expect(await ids()).toEqual([])
   await Bun.sleep(2) // the replacement comes after the delivery, as it would
-  await db.questions.answer(a.id, "maybe", "bob", true)
+  await db.questions.answer(a.id, "maybe", "bob", { replace: true, accept: checkBudgetAnswer })
   expect(await ids()).toEqual([a.id])
   expect((await db.events.since()).filter((e) => e.kind === "question.delivered").map((e) => e.data)).toEqual([
     { question: a.id, via: "flow ask --wait" },
@@ -146,11 +147,11 @@ test.concurrent("a budget question takes an amount or 'block', whoever answers; 
   await using dir = await tempRepo()
   using db = await openState(projectAt(dir.path))
   const q = await db.questions.ask({ task_id: "api", text: "task 'api' spent $5.20 of $5.00: ...", kind: "budget:usd" })
-  const refused = await db.questions.answer(q.id, "sure", "alice").catch((e) => e)
+  const refused = await db.questions.answer(q.id, "sure", "alice", { accept: checkBudgetAnswer }).catch((e) => e)
   expect(refused).toBeInstanceOf(FlowError)
   expect((refused as FlowError).exit).toBe(2)
   expect((await db.questions.get(q.id))?.answer).toBeNull() // nothing written
-  expect((await db.questions.answer(q.id, "$10", "alice")).after?.answer).toBe("$10")
+  expect((await db.questions.answer(q.id, "$10", "alice", { accept: checkBudgetAnswer })).after?.answer).toBe("$10")
   // Not the agent's: not in its questions, not delivered to it as an answer; listed among the task's budget questions.
   expect(await db.questions.forTask("api")).toEqual([])
   expect(await db.questions.undelivered("api")).toEqual([])

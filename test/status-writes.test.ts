@@ -4,6 +4,7 @@ import { expect, test } from "bun:test"
 import { projectAt } from "../lib/cli/project"
 import type { RunSettings } from "../lib/run/settings"
 import { coalescedWrite } from "../lib/run/status-writes"
+import { FileStore } from "../lib/store/file/file-store"
 import { applyStatus } from "../lib/store/transitions"
 import { tasksYaml, tempRepo } from "./helpers"
 
@@ -13,7 +14,8 @@ test.concurrent("edits asked for at once are all applied, each gets its own chan
   await using dir = await tempRepo({
     "tasks.yaml": `# the team's comment\n${tasksYaml(["a", "b", "c"].map((id) => ({ id, title: id, status: "in_progress", instructions: "x" })))}`,
   })
-  const s = { project: projectAt(dir.path), signal: new AbortController().signal } as RunSettings
+  const project = projectAt(dir.path)
+  const s = { project, store: new FileStore(project), signal: new AbortController().signal } as unknown as RunSettings
   const at = "2026-01-01T00:00:00Z"
   const writes = [
     coalescedWrite(s, "a", (e) => applyStatus(e, "a", "done", at).changes),

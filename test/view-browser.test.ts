@@ -12,7 +12,7 @@ import { join } from "node:path"
 import type { BrowserContext, Page } from "playwright-core"
 import { projectAt, runLockTarget } from "../lib/cli/project"
 import { LandingWaits } from "../lib/run/landing-waits"
-import { openState } from "../lib/run/state-db"
+import { openState } from "../lib/state/state"
 import { flow, flowArgv, ROOT, tasksYaml, tempRepo, type TempDir } from "./helpers"
 import { launchChromium } from "./fixtures/chromium"
 

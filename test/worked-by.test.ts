@@ -5,7 +5,7 @@ import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { projectAt } from "../lib/cli/project"
 import { ListReport, ShowReport } from "../lib/model/json-shapes"
-import { openState } from "../lib/run/state-db"
+import { openState } from "../lib/state/state"
 import { strictJson } from "./fixtures/read-sample"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 

@@ -1,9 +1,11 @@
 // Which project a command works on: FLOW_PROJECT, or the nearest ancestor of the working directory
-// (which `-C <dir>` sets) holding tasks.yaml or PRD.md.
-import { existsSync, statSync } from "node:fs"
+// (which `-C <dir>` sets) holding tasks.yaml or PRD.md, or a flow.yaml naming a shared store (`state:`, whose
+// graph is in the database: docs/FLEET.md).
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import type { Ctx } from "./context"
 import { Exit, FlowError, usage } from "./errors"
+import { Secret } from "./secret"
 
 export type Project = {
   dir: string
@@ -11,14 +13,31 @@ export type Project = {
   stateDir: string
   /** how long a write waits for another process's lock on tasks.yaml (FLOW_LOCK_TIMEOUT, in seconds; default 30) */
   lockTimeoutMs: number
+  /** what the environment says about a shared store (docs/FLEET.md); absent: nothing */
+  storeEnv?: StoreEnv
 }
 
+/**
+ * FLOW_DATABASE_URL (a shared store's URL, with its password if any), PGPASSWORD, and FLOW_MACHINE (this
+ * machine's name in the shared run state; default the host name). The secrets never print (lib/cli/secret.ts).
+ */
+export type StoreEnv = { url?: Secret; password?: Secret; machine?: string }
+
 const MARKERS = ["tasks.yaml", "PRD.md"]
+
+/** A project's key in a shared store: what `flow share --project` and flow.yaml's `project:` take. */
+export const PROJECT_KEY = /^[a-z0-9][a-z0-9._-]{0,62}$/
 
 export function projectAt(dir: string, env: Ctx["env"] = {}): Project {
   const seconds = Number(env.FLOW_LOCK_TIMEOUT ?? 30)
   if (!(seconds > 0)) throw new FlowError(`FLOW_LOCK_TIMEOUT must be a positive number of seconds (was '${env.FLOW_LOCK_TIMEOUT}')`, Exit.usage)
-  return { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow"), lockTimeoutMs: seconds * 1000 }
+  const project: Project = { dir, tasksFile: join(dir, "tasks.yaml"), stateDir: join(dir, ".flow"), lockTimeoutMs: seconds * 1000 }
+  const storeEnv: StoreEnv = {}
+  if (env.FLOW_DATABASE_URL) storeEnv.url = new Secret(env.FLOW_DATABASE_URL)
+  if (env.PGPASSWORD) storeEnv.password = new Secret(env.PGPASSWORD)
+  if (env.FLOW_MACHINE) storeEnv.machine = env.FLOW_MACHINE
+  if (Object.keys(storeEnv).length > 0) project.storeEnv = storeEnv
+  return project
 }
 
 /** What `flow run` locks (`.flow/run.lock`): one run per project, and how others tell a run is live. */
@@ -36,7 +55,7 @@ export function findProject(ctx: Ctx): Project {
   }
   let dir = resolve(ctx.cwd)
   for (;;) {
-    if (MARKERS.some((m) => existsSync(join(dir, m)))) return projectAt(dir, ctx.env)
+    if (MARKERS.some((m) => existsSync(join(dir, m))) || sharedAt(dir)) return projectAt(dir, ctx.env)
     const up = dirname(dir)
     if (up === dir) break
     dir = up
@@ -46,6 +65,15 @@ export function findProject(ctx: Ctx): Project {
     Exit.invalid,
     "run 'flow create <name>' to start a project, or pass -C <dir> (or set FLOW_PROJECT) to point at one",
   )
+}
+
+/** Whether `dir` holds a flow.yaml that names a shared store (a `state:` key at the top): a cheap look, no parse. */
+export function sharedAt(dir: string): boolean {
+  try {
+    return /^state:/m.test(readFileSync(join(dir, "flow.yaml"), "utf8"))
+  } catch {
+    return false
+  }
 }
 
 /** Whether `path` is a folder (following links). */

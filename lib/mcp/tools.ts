@@ -27,7 +27,7 @@ import { answerQuestion, askQuestion, listQuestions, waitForAnswer } from "../op
 import { listGroups, listReport, nextTasks, showTask } from "../ops/read"
 import { stepList, stepShow } from "../ops/steps"
 import { validateProject } from "../ops/validate"
-import { answerer } from "../run/state-db"
+import { answerer } from "../state/run-state"
 
 /** What a tool call runs with: the project, the server's environment (FLOW_AGENT, USER) and the call's cancellation. */
 export type ToolContext = { project: Project; env: Ctx["env"]; signal: AbortSignal }

@@ -385,3 +385,21 @@ export const PromptReport = type({
   prompt: "string",
 })
 export type PromptReport = typeof PromptReport.infer
+
+/** `flow share --json`: where the project went (the URL without its password) and what was imported. */
+export const ShareReport = type({ database: "string", project: "string", tasks: "number", questions: "number", events: "number" })
+export type ShareReport = typeof ShareReport.infer
+
+/** `flow export --json`: the file written, its task count, and whether its bytes changed. */
+export const ExportReport = type({ file: "string", tasks: "number", written: "boolean" })
+export type ExportReport = typeof ExportReport.infer
+
+/** `flow unshare --json`: the export it made, the run state written back, and whether the database's copy was deleted. */
+export const UnshareReport = ExportReport.and({
+  database: "string",
+  project: "string",
+  dropped: "boolean",
+  questions: "number",
+  events: "number",
+})
+export type UnshareReport = typeof UnshareReport.infer

@@ -1,5 +1,5 @@
 // The writes of the task commands (ready, start, done, block, todo, note, step start|done) as functions of the
-// project: each is one locked write through mutateTasks, so a failed one writes nothing, and each builds its
+// project: each is one atomic change of the task store (lib/store/store.ts), so a failed one writes nothing, and each builds its
 // WriteReport inside the write (lib/store/write-report.ts). `flow <verb>` prints the result (the report with
 // --json); `flow mcp`'s tools return the report.
 import { isoSeconds } from "../cli/clock"
@@ -8,7 +8,8 @@ import { requireTask } from "../graph/task-lookup"
 import type { Task } from "../model/task-index"
 import type { WriteReport } from "../model/json-shapes"
 import { mergePending, pendingNote } from "../run/merge-pending"
-import { mutateTasks } from "../store/tasks"
+import { openStore } from "../store/open"
+import type { Fence } from "../store/store"
 import {
   applyStatus,
   type Change,
@@ -35,23 +36,28 @@ export async function changeStatus(
   project: Project,
   verb: StatusVerb,
   id: string,
-  opts: { reason?: string; agent?: string; force?: boolean } = {},
+  opts: { reason?: string; agent?: string; force?: boolean; fence?: Fence } = {},
 ): Promise<StatusChange> {
   const to = VERB_STATUS[verb]
   const reason = opts.reason?.trim()
-  const result = await mutateTasks(project, `flow ${verb} ${id}`, (editor) => {
-    // Taken under the lock, so timestamps follow the order of the writes.
-    const now = isoSeconds()
-    const task = requireTask(editor.tasks, id, (stepId, taskId) =>
-      verb === "done" || verb === "start" ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`,
-    ).task
-    const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
-    const applied = applyStatus(editor, id, to, now, { force: opts.force === true })
-    // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.
-    if (reason) editor.append({ taskId: id }, "ai_notes", `Blocked: ${reason}`)
-    const warnings = waiting.length > 0 ? [`${id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`] : []
-    return { ...applied, warnings, task, report: writeReport(editor, id, applied.changes, [...warnings, ...applied.notes]) }
-  })
+  const store = await openStore(project)
+  const result = await store.mutate(
+    `flow ${verb} ${id}`,
+    (editor) => {
+      // Taken under the lock, so timestamps follow the order of the writes.
+      const now = isoSeconds()
+      const task = requireTask(editor.tasks, id, (stepId, taskId) =>
+        verb === "done" || verb === "start" ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`,
+      ).task
+      const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
+      const applied = applyStatus(editor, id, to, now, { force: opts.force === true })
+      // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.
+      if (reason) editor.append({ taskId: id }, "ai_notes", `Blocked: ${reason}`)
+      const warnings = waiting.length > 0 ? [`${id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`] : []
+      return { ...applied, warnings, task, report: writeReport(editor, id, applied.changes, [...warnings, ...applied.notes]) }
+    },
+    opts.fence,
+  )
   if (verb === "done" && !opts.agent) {
     // Done means merged (docs/RUN.md): a branch with work the target lacks is merged by the next run.
     const pending = (await mergePending(project, [{ ...result.task, status: "done" }])).get(id)
@@ -64,19 +70,29 @@ export async function changeStatus(
 }
 
 /** `flow note <id> <text>`: appends the text to the task's ai_notes. */
-export async function addNote(project: Project, id: string, text: string): Promise<WriteReport> {
-  return mutateTasks(project, `flow note ${id}`, (editor) => {
-    requireTask(editor.tasks, id)
-    editor.append({ taskId: id }, "ai_notes", text)
-    return writeReport(editor, id, [])
-  })
+export async function addNote(project: Project, id: string, text: string, fence?: Fence): Promise<WriteReport> {
+  const store = await openStore(project)
+  return store.mutate(
+    `flow note ${id}`,
+    (editor) => {
+      requireTask(editor.tasks, id)
+      editor.append({ taskId: id }, "ai_notes", text)
+      return writeReport(editor, id, [])
+    },
+    fence,
+  )
 }
 
 /** `flow step start|done <step_id>` (lib/store/transitions.ts startStep, finishStep), in one write. */
-export async function changeStep(project: Project, sub: "start" | "done", stepId: string): Promise<StepResult & { report: WriteReport }> {
+export async function changeStep(project: Project, sub: "start" | "done", stepId: string, fence?: Fence): Promise<StepResult & { report: WriteReport }> {
+  const store = await openStore(project)
   // The time is taken under the lock, so a step never ends before it starts.
-  return mutateTasks(project, `flow step ${sub} ${stepId}`, (editor) => {
-    const result = sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds())
-    return { ...result, report: writeReport(editor, result.taskId, result.changes, result.notes) }
-  })
+  return store.mutate(
+    `flow step ${sub} ${stepId}`,
+    (editor) => {
+      const result = sub === "start" ? startStep(editor, stepId, isoSeconds()) : finishStep(editor, stepId, isoSeconds())
+      return { ...result, report: writeReport(editor, result.taskId, result.changes, result.notes) }
+    },
+    fence,
+  )
 }

@@ -7,7 +7,7 @@ import type { PromptReport } from "../model/json-shapes"
 import { indexTasks } from "../model/task-index"
 import { projectTaskPrompt } from "../run/project-prompt"
 import { currentStep, stepPrompt } from "../run/prompt"
-import { readTasks } from "../store/tasks"
+import { openStore } from "../store/open"
 
 /**
  * The prompt of task `id`: the whole one a session starts with, or with `resume` the shorter one that resumes
@@ -15,7 +15,7 @@ import { readTasks } from "../store/tasks"
  * given flow's MCP server gets, naming tools instead of commands.
  */
 export async function promptReport(project: Project, id: string, opts: { resume?: boolean; tools?: boolean } = {}): Promise<PromptReport> {
-  const index = indexTasks((await readTasks(project)).data)
+  const index = indexTasks((await (await openStore(project)).read()).data)
   const { task } = requireTask(index, id)
   if (opts.resume) {
     const step = currentStep(task)

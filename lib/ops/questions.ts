@@ -8,16 +8,17 @@ import { closest } from "../cli/suggest"
 import { requireTask } from "../graph/task-lookup"
 import type { Question, QuestionsReport } from "../model/json-shapes"
 import { indexTasks } from "../model/task-index"
-import { openExistingState, openState } from "../run/state-db"
-import { readTasks } from "../store/tasks"
+import { openExistingState, openState } from "../state/state"
+import { openStore } from "../store/open"
 import { ago } from "../terminal/question-format"
+import { checkBudgetAnswer } from "../run/budget"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */
 const POLL_MS = 100
 
 /** Checks that `taskId` names a task, then records the question; `agent` is the asker's FLOW_AGENT. */
 export async function askQuestion(project: Project, taskId: string, text: string, agent: string | undefined): Promise<Question> {
-  requireTask(indexTasks((await readTasks(project)).data), taskId)
+  requireTask(indexTasks((await (await openStore(project)).read()).data), taskId)
   using db = await openState(project)
   return await db.questions.ask({ task_id: taskId, agent: agent || null, text })
 }
@@ -35,9 +36,9 @@ export async function waitForAnswer(project: Project, id: string, by: string, op
   const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs
   const aborted = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }))
   for (;;) {
-    if (db.changed()) {
+    if (await db.changed()) {
       const q = await db.questions.get(id)
-      if (!q) throw new FlowError(`${id} is no longer in ${db.file}`, Exit.failure, "was .flow/state.db deleted? ask again")
+      if (!q) throw new FlowError(`${id} is no longer in ${db.where}`, Exit.failure, "was .flow/state.db deleted? ask again")
       if (q.answer !== null) {
         await db.questions.delivered(q.task_id, [id], by)
         return q
@@ -56,7 +57,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
   const db = await openExistingState(project)
   if (!db) throw new FlowError(`no question '${id}': no question has been asked in this project`, undefined, "agents ask with 'flow ask <task_id> <text>'")
   using open = db
-  const { before, after } = await open.questions.answer(id, text, by, force)
+  const { before, after } = await open.questions.answer(id, text, by, { replace: force, accept: checkBudgetAnswer })
   if (!before) {
     const pending = (await open.questions.pending()).map((q) => q.id)
     const near = closest(id, pending)

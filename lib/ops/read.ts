@@ -13,7 +13,7 @@ import { readLandingWaits } from "../run/landing-waits"
 import { readUsage } from "../run/usage"
 import { readWork, workedBy } from "../run/worked-by"
 import { readBudgetConfig } from "../store/budget-config"
-import { readTasks } from "../store/tasks"
+import { openStore } from "../store/open"
 
 /**
  * One group of `flow list`: a phase (null: none) with its header line and its shown tasks, each with its
@@ -26,7 +26,7 @@ export type ListGroup = { phase: number | null; title: string; rows: { entry: In
  * `filter`, only tasks of that status, each indented below its nearest shown ancestor. Empty groups are left out.
  */
 export async function listGroups(project: Project, filter?: Task["status"]): Promise<{ groups: ListGroup[]; index: Map<string, Indexed> }> {
-  const { data } = await readTasks(project)
+  const { data } = await (await openStore(project)).read()
   const index = indexTasks(data)
   // One read of the run state for every task (a few queries, never one per task).
   const work = await readWork(project)
@@ -85,7 +85,7 @@ export type ShowData = {
 
 /** One task (a subtask id works too) and what `flow show` derives from it; a FlowError naming the closest id when there is none. */
 export async function showTask(project: Project, id: string): Promise<ShowData> {
-  const { data } = await readTasks(project)
+  const { data } = await (await openStore(project)).read()
   const index = indexTasks(data)
   const entry = requireTask(index, id)
   const { phase } = effectivePhase(entry, index)
@@ -104,7 +104,7 @@ export async function showTask(project: Project, id: string): Promise<ShowData> 
 
 /** The tasks that may be taken now, for any agent or for `agent` (lib/graph/availability.ts), and `flow next --json`. */
 export async function nextTasks(project: Project, agent?: string): Promise<{ report: NextReport; available: Indexed[] }> {
-  const { data } = await readTasks(project)
+  const { data } = await (await openStore(project)).read()
   const available = availableTasks(indexTasks(data), agent)
   return { report: { tasks: available.map((e) => taskSummary(e.task, e.parent, e.depth)) }, available }
 }

@@ -6,11 +6,11 @@ import { requireTask } from "../graph/task-lookup"
 import type { StepListReport, StepReport, StepShowReport } from "../model/json-shapes"
 import { indexTasks, type Step, type Task } from "../model/task-index"
 import { stepStatus } from "../store/transitions"
-import { readTasks } from "../store/tasks"
+import { openStore } from "../store/open"
 
 /** The task's steps; a FlowError when it has none (its work is its instructions). */
 async function stepsOf(project: Project, id: string): Promise<{ task: Task; steps: Step[] }> {
-  const task = requireTask(indexTasks((await readTasks(project)).data), id).task
+  const task = requireTask(indexTasks((await (await openStore(project)).read()).data), id).task
   const steps = task.steps ?? []
   if (steps.length === 0) {
     throw new FlowError(`task '${id}' has no steps`, undefined, `its work is described by its instructions: run 'flow show ${id}'`)

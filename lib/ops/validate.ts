@@ -1,12 +1,10 @@
-// `flow validate` as a function of the project: every finding in tasks.yaml, for the command and for
-// `flow mcp`'s validate tool.
-import { readFileSync } from "node:fs"
-import { Exit, FlowError } from "../cli/errors"
+// `flow validate` as a function of the project: every finding in the task graph (tasks.yaml, or a shared
+// project's graph in the file format `flow export` writes), for the command and for `flow mcp`'s validate tool.
 import type { Project } from "../cli/project"
 import type { ValidateReport } from "../model/json-shapes"
 import { currentBranch, repoRoot } from "../run/git"
 import { loadConfig } from "../store/config"
-import { rememberValid } from "../store/valid-cache"
+import { openStore } from "../store/open"
 import { validateText } from "../store/validate"
 
 /**
@@ -25,16 +23,19 @@ async function mergeTargets(dir: string, text: string): Promise<string[]> {
   return branch ? [branch] : []
 }
 
-/** Checks tasks.yaml from scratch (never the validation cache) and remembers a file without errors as valid. */
-export async function validateProject(project: Project): Promise<{ report: ValidateReport; text: string }> {
-  let text: string
-  try {
-    text = readFileSync(project.tasksFile, "utf8")
-  } catch {
-    throw new FlowError(`${project.tasksFile} does not exist`, Exit.invalid, "run 'flow generate' to make it from plan.md")
-  }
+/**
+ * Checks the graph from scratch (never the validation cache) and remembers a text without errors as valid.
+ * `shown` is where the graph is, as the command prints it (its findings' lines are lines of `text`).
+ */
+export async function validateProject(project: Project, cwd = project.dir): Promise<{ report: ValidateReport; text: string; shown: string }> {
+  const store = await openStore(project)
+  const text = await store.text()
   const { findings, taskCount } = await validateText(text, { targets: await mergeTargets(project.dir, text) })
   const errors = findings.filter((f) => f.severity === "error").length
-  if (errors === 0) rememberValid(project.stateDir, text)
-  return { report: { file: project.tasksFile, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings }, text }
+  if (errors === 0) store.validated(text)
+  return {
+    report: { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings },
+    text,
+    shown: store.shown(cwd),
+  }
 }

@@ -5,6 +5,7 @@
 import type { RunSettings } from "./settings"
 import type { SpendMeter } from "./budget-meter"
 import {
+  checkBudgetAnswer,
   amount,
   budgetKind,
   budgetQuestion,
@@ -133,7 +134,7 @@ export class TaskBudget {
       const now = await this.s.db.questions.get(question.id)
       if (now?.answer != null) {
         const reply = parseBudgetAnswer(over.unit, now.answer)
-        // Refused at the door (StateDb.questions.answer); an answer written around it is taken as a block, the safe side.
+        // Refused at the door (questions.answer checks it); an answer written around it is taken as a block, the safe side.
         await this.s.db.questions.delivered(this.t.taskId, [now.id], "flow run")
         return { question: now, reply: reply ?? { block: `the answer ${JSON.stringify(now.answer)} is not an amount` } }
       }
@@ -145,7 +146,7 @@ export class TaskBudget {
   private async retire(asked: Question[]): Promise<void> {
     for (const q of asked) {
       if (q.answer !== null || unitOf(q) === undefined) continue
-      await this.s.db.questions.answer(q.id, "0", "flow run")
+      await this.s.db.questions.answer(q.id, "0", "flow run", { accept: checkBudgetAnswer })
     }
   }
 

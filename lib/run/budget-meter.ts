@@ -1,19 +1,11 @@
 // What tasks, agents and the run have spent (docs/BUDGETS.md): a task's spend before this run read once from
-// the state database's events, and everything since counted from the run's own events as they happen (the
+// the run state's events, and everything since counted from the run's own events as they happen (the
 // database is written behind the run, so a read could miss the turn that just ended).
-import type { StateDb } from "./state-db"
+import type { RunState, SpendRow } from "../state/run-state"
 import type { EventBus } from "./events"
 import { addSpend, NO_SPEND, type Spend } from "./budget"
 
-type Row = { task_id: string; kind: string; cost: number | null; tokens: number | null; seconds: number | null }
-
-// Tokens as billed where the report says (lib/run/prices.ts), else input and output as reported (an older flow's events).
-const SPEND_SQL = `SELECT task_id, kind, sum(json_extract(data, '$.costUsd')) AS cost,
-  sum(coalesce(json_extract(data, '$.billedTokens'), coalesce(json_extract(data, '$.inputTokens'), 0) + coalesce(json_extract(data, '$.outputTokens'), 0))) AS tokens,
-  sum(json_extract(data, '$.seconds')) AS seconds
-  FROM events WHERE kind IN ('agent.usage', 'agent.exit') AND task_id IS NOT NULL`
-
-function fold(rows: Row[]): Map<string, Spend> {
+function fold(rows: readonly (SpendRow & { task_id: string })[]): Map<string, Spend> {
   const out = new Map<string, Spend>()
   for (const r of rows) {
     const add = r.kind === "agent.exit" ? { minutes: (r.seconds ?? 0) / 60 } : { usd: r.cost ?? 0, tokens: r.tokens ?? 0 }
@@ -23,17 +15,13 @@ function fold(rows: Row[]): Map<string, Spend> {
 }
 
 /** Every task's spend over all runs (each task's own turns: dollars, billed tokens, minutes of its agents' turns). */
-export function spendByTask(db: StateDb): Promise<Map<string, Spend>> {
-  return db.read((d) => fold(d.query<Row, []>(`${SPEND_SQL} GROUP BY task_id, kind`).all()))
+export async function spendByTask(db: RunState): Promise<Map<string, Spend>> {
+  return fold(await db.spend.byTask())
 }
 
 /** One task's spend from the events recorded before `before` (an ISO time), all of them without it. */
-export function taskSpend(db: StateDb, taskId: string, before?: string): Promise<Spend> {
-  return db.read(
-    (d) =>
-      fold(d.query<Row, [string, string]>(`${SPEND_SQL} AND task_id = ? AND at < ? GROUP BY task_id, kind`).all(taskId, before ?? "9999")).get(taskId) ??
-      NO_SPEND,
-  )
+export async function taskSpend(db: RunState, taskId: string, before?: string): Promise<Spend> {
+  return fold(await db.spend.byTask(taskId, before)).get(taskId) ?? NO_SPEND
 }
 
 /**
@@ -52,7 +40,7 @@ export class SpendMeter {
 
   constructor(
     bus: EventBus,
-    private readonly db: StateDb,
+    private readonly db: RunState,
   ) {
     bus.subscribe((e) => {
       if (e.type === "agent" && e.event.type === "usage") {

@@ -4,8 +4,9 @@ import type { BudgetReport, Question } from "../model/json-shapes"
 import type { BudgetConfig } from "../store/config"
 import { addSpend, amount, grantsOf, type Limits, NO_SPEND, type Spend, taskLimits, UNITS, withGrants } from "./budget"
 import { spendByTask, taskSpend } from "./budget-meter"
-import { openExistingState, type StateDb } from "./state-db"
 import type { Project } from "../cli/project"
+import type { RunState } from "../state/run-state"
+import { openExistingState } from "../state/state"
 
 /** Each capped unit with its spend; null when nothing is capped. */
 export function budgetReport(spend: Spend, caps: Limits): BudgetReport | null {
@@ -34,7 +35,7 @@ export function budgetText(r: BudgetReport | null | undefined): string | undefin
  * what people answered to its budget questions. `spend`: when the caller read every task's at once.
  */
 export async function taskBudget(
-  db: StateDb | undefined,
+  db: RunState | undefined,
   config: BudgetConfig | undefined,
   task: { id: string; budget?: Limits },
   spend?: Spend,
@@ -46,34 +47,21 @@ export async function taskBudget(
   return budgetReport(spend ?? (await taskSpend(db, task.id)), granted)
 }
 
-type Row = { agent: string | null; kind: string; cost: number | null; tokens: number | null; seconds: number | null }
-
 /**
  * The latest run's spend, in all and per agent: its usage and turns since its `run.start`, its minutes the
  * time from its start to its end (to now while it runs or when it died without one).
  */
-export async function lastRunSpend(db: StateDb): Promise<{ run: Spend; byAgent: Map<string, Spend> } | undefined> {
-  return db.read((d) => {
-    const start = d.query<{ id: number; at: string }, []>("SELECT id, at FROM events WHERE kind = 'run.start' ORDER BY id DESC LIMIT 1").get()
-    if (!start) return undefined
-    const end = d.query<{ at: string }, [number]>("SELECT at FROM events WHERE kind = 'run.end' AND id > ? ORDER BY id LIMIT 1").get(start.id)
-    const rows = d
-      .query<Row, [number]>(
-        `SELECT agent, kind, sum(json_extract(data, '$.costUsd')) AS cost,
-         sum(coalesce(json_extract(data, '$.billedTokens'), coalesce(json_extract(data, '$.inputTokens'), 0) + coalesce(json_extract(data, '$.outputTokens'), 0))) AS tokens,
-         sum(json_extract(data, '$.seconds')) AS seconds
-         FROM events WHERE id > ? AND kind IN ('agent.usage', 'agent.exit') GROUP BY agent, kind`,
-      )
-      .all(start.id)
-    let run: Spend = { ...NO_SPEND, minutes: ((end ? Date.parse(end.at) : Date.now()) - Date.parse(start.at)) / 60_000 }
-    const byAgent = new Map<string, Spend>()
-    for (const r of rows) {
-      const add = r.kind === "agent.exit" ? { minutes: (r.seconds ?? 0) / 60 } : { usd: r.cost ?? 0, tokens: r.tokens ?? 0 }
-      if (r.kind !== "agent.exit") run = addSpend(run, add)
-      if (r.agent) byAgent.set(r.agent, addSpend(byAgent.get(r.agent) ?? NO_SPEND, add))
-    }
-    return { run, byAgent }
-  })
+export async function lastRunSpend(db: RunState): Promise<{ run: Spend; byAgent: Map<string, Spend> } | undefined> {
+  const last = await db.spend.lastRun()
+  if (!last) return undefined
+  let run: Spend = { ...NO_SPEND, minutes: ((last.endedAt ? Date.parse(last.endedAt) : Date.now()) - Date.parse(last.startedAt)) / 60_000 }
+  const byAgent = new Map<string, Spend>()
+  for (const r of last.rows) {
+    const add = r.kind === "agent.exit" ? { minutes: (r.seconds ?? 0) / 60 } : { usd: r.cost ?? 0, tokens: r.tokens ?? 0 }
+    if (r.kind !== "agent.exit") run = addSpend(run, add)
+    if (r.agent) byAgent.set(r.agent, addSpend(byAgent.get(r.agent) ?? NO_SPEND, add))
+  }
+  return { run, byAgent }
 }
 
 const round = (n: number) => Math.round(n * 1e6) / 1e6
@@ -102,7 +90,7 @@ export type BudgetState = {
 
 export const NO_BUDGET_STATE: BudgetState = { spends: new Map(), grants: new Map(), parked: new Map() }
 
-export async function readBudgetState(db: StateDb, config: BudgetConfig | undefined, now = Date.now()): Promise<BudgetState> {
+export async function readBudgetState(db: RunState, config: BudgetConfig | undefined, now = Date.now()): Promise<BudgetState> {
   const byTask = new Map<string, Question[]>()
   for (const q of await db.questions.all()) if (q.kind?.startsWith("budget:")) byTask.set(q.task_id, [...(byTask.get(q.task_id) ?? []), q])
   const parked = new Map<string, string>()

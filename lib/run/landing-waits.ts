@@ -8,30 +8,25 @@ import type { Project } from "../cli/project"
 import { runLockTarget } from "../cli/project"
 import type { LandingWait } from "../model/json-shapes"
 import { lockHolder } from "../store/lock"
-import { openExistingState, type StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
+import { openExistingState } from "../state/state"
 
 export class LandingWaits {
-  constructor(private db: StateDb) {}
+  constructor(private db: RunState) {}
 
   /** Records (or rewords) what the task's landing waits for; `since` stays the wait's first. */
   async set(taskId: string, target: string, reason: string): Promise<void> {
-    await this.db.transact((db) =>
-      db
-        .query(
-          "INSERT INTO landing_waits (task_id, target, reason, since, run_pid) VALUES (?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET target = excluded.target, reason = excluded.reason, run_pid = excluded.run_pid",
-        )
-        .run(taskId, target, reason, new Date().toISOString().replace(/\.\d{3}Z$/, "Z"), process.pid),
-    )
+    await this.db.landingWaits.set(taskId, target, reason, process.pid)
   }
 
   /** The task's landing waits no more (it moved, left the queue, or the run stops). */
   async clear(taskId: string): Promise<void> {
-    await this.db.transact((db) => db.query("DELETE FROM landing_waits WHERE task_id = ?").run(taskId))
+    await this.db.landingWaits.clear(taskId)
   }
 
   /** Forgets every wait: a run's start (what a dead run said is no longer true). */
   async clearAll(): Promise<void> {
-    await this.db.transact((db) => db.query("DELETE FROM landing_waits").run())
+    await this.db.landingWaits.clearAll()
   }
 }
 
@@ -46,13 +41,7 @@ export async function readLandingWaits(project: Project): Promise<Map<string, La
 }
 
 /** The landing waits that run `pid` wrote, by task, from an open database. */
-export async function landingWaitsOf(db: StateDb, pid: number): Promise<Map<string, LandingWait>> {
-  const rows = await db.read((d) =>
-    d
-      .query<{ task_id: string; target: string; reason: string; since: string }, [number]>(
-        "SELECT task_id, target, reason, since FROM landing_waits WHERE run_pid = ? ORDER BY since, task_id",
-      )
-      .all(pid),
-  )
+export async function landingWaitsOf(db: RunState, pid: number): Promise<Map<string, LandingWait>> {
+  const rows = await db.landingWaits.ofRun(pid)
   return new Map(rows.map((r) => [r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since }]))
 }

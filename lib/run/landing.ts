@@ -18,7 +18,7 @@ import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse }
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
-import { type mutateTasks, readTasks } from "../store/tasks"
+import type { TaskEdits } from "../store/store"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
@@ -194,12 +194,12 @@ export class Landing {
 
   /** Whether another task names this one its validation_task_id. */
   private async validates(id: string): Promise<boolean> {
-    return [...indexTasks((await readTasks(this.s.project)).data).values()].some((e) => e.task.validation_task_id === id)
+    return [...indexTasks((await this.s.store.read()).data).values()].some((e) => e.task.validation_task_id === id)
   }
 
   /** A task of tasks.yaml as it is now (the conflict prompt names the tasks behind the target's commits). */
   private async describe(id: string) {
-    return indexTasks((await readTasks(this.s.project)).data).get(id)?.task
+    return indexTasks((await this.s.store.read()).data).get(id)?.task
   }
 }
 
@@ -228,7 +228,7 @@ export async function worktreeGone(ws: Workspace): Promise<string | undefined> {
 }
 
 /** An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus. */
-export async function writeStatus(s: RunSettings, command: string, edit: Parameters<typeof mutateTasks<Change[]>>[2]): Promise<void> {
+export async function writeStatus(s: RunSettings, command: string, edit: (editor: TaskEdits) => Change[]): Promise<void> {
   const changes = await coalescedWrite(s, command, edit)
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }

@@ -5,7 +5,6 @@
 import { watch } from "chokidar"
 import { availableTasks } from "../graph/availability"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
-import { readTasks } from "../store/tasks"
 import { Landing } from "./landing"
 import { AgentGroups, awaitOrphanGit, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
@@ -24,6 +23,9 @@ import { clockTime } from "./log"
 import { spendByTask } from "./budget-meter"
 import { budgetWarnings, forecast, forecastLines } from "./forecast"
 import { priceOf } from "./prices"
+
+/** How often a run on a shared graph looks for changes others made (docs/FLEET.md). */
+const SHARED_POLL_MS = 2_000
 
 /** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
 class Wake {
@@ -73,7 +75,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     setTimeout(() => killAgentProcesses(s.project.dir), 3_500).unref()
   }
   s.signal.addEventListener("abort", onStop)
-  const first = await readTasks(s.project)
+  const first = await s.store.read()
   // A project folder outside any repository is fine when every task names its repo: the target is then "?".
   const target = await workspaces
     .repoOf({} as Task)
@@ -85,10 +87,10 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
   // A git the dead run left (a merge finishing) is waited for, never killed: killed, it would leave its work half done.
   await awaitOrphanGit()
-  await recover(shared, indexTasks((await readTasks(s.project)).data))
+  await recover(shared, indexTasks((await s.store.read()).data))
   // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
   parking.restore(await s.db.agents.list())
-  const unassignable = restrictedToOthers(indexTasks((await readTasks(s.project)).data), s.agents)
+  const unassignable = restrictedToOthers(indexTasks((await s.store.read()).data), s.agents)
   for (const u of unassignable)
     s.bus.emit({
       type: "notice",
@@ -98,15 +100,13 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // What the rest of the work may cost, when there is a budget or a spend to go by (docs/BUDGETS.md "Forecast").
   const spends = await spendByTask(s.db)
   if (s.budget || spends.size > 0) {
-    for (const line of forecastLines(forecast(indexTasks((await readTasks(s.project)).data), spends, s.budget), s.budget))
+    for (const line of forecastLines(forecast(indexTasks((await s.store.read()).data), spends, s.budget), s.budget))
       s.bus.emit({ type: "notice", text: `forecast: ${line}` })
   }
   for (const warning of budgetWarnings(s.agents, s.budget, (m) => priceOf(s.prices, m) !== undefined)) s.bus.emit({ type: "notice", text: warning })
   // Tasks an earlier run left in progress are resumed first (rule 7), each in its own worktree.
   const resumable = new Set(
-    [...indexTasks((await readTasks(s.project)).data).values()]
-      .filter((e) => e.task.status === "in_progress" || e.task.status === "assigned")
-      .map((e) => e.task.id),
+    [...indexTasks((await s.store.read()).data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id),
   )
   let waitingSaid = ""
   const budgetSaid = new Set<string>()
@@ -132,6 +132,9 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false })
     .on("all", () => wake.notify())
     .on("raw", () => wake.notify())
+  // A shared graph changes in the database, where no file event says so: it is looked at every few seconds
+  // (docs/FLEET.md); a change's read is cheap there (only the rows written since the last one).
+  const poll = s.store.shared ? setInterval(() => wake.notify(), SHARED_POLL_MS) : undefined
 
   try {
     while (!s.signal.aborted) {
@@ -141,7 +144,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         if (s.signal.aborted) break
       }
       try {
-        last = await readTasks(s.project)
+        last = await s.store.read()
         if (invalidSaid) s.bus.emit({ type: "notice", text: "tasks.yaml is valid again: going on" })
         invalidSaid = false
       } catch (e) {
@@ -241,6 +244,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await Promise.allSettled(shared.background)
     await shared.landing.idle() // the checks' scratch worktrees, removed after their checks
     await watcher.close()
+    clearInterval(poll)
     // What agents left behind in their groups (a server started in the background) goes too. On a full disk
     // the groups are killed but their records stay: the next run's reap finds them gone.
     await groups.reap(s.project.dir).catch((e) => {
@@ -248,7 +252,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     })
   }
 
-  const { data } = await readTasks(s.project).catch(() => last)
+  const { data } = await s.store.read().catch(() => last)
   const all = [...indexTasks(data).values()].map((e) => e.task)
   const summary: RunSummary = {
     done: all.filter((t) => t.status === "done").length,

@@ -6,7 +6,7 @@
 import type { UsageLimit } from "../agents/limits"
 import type { AgentConfig } from "../store/config"
 import { fallbacksOf } from "../store/fallback"
-import type { AgentRecord } from "./state-db"
+import type { AgentRecord } from "../state/run-state"
 import type { EventBus } from "./events"
 
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */

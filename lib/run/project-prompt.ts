@@ -7,14 +7,15 @@ import type { Project } from "../cli/project"
 import { previewPrepared } from "./prepare"
 import { taskPrompt, type Prepared, type PromptInput } from "./prompt"
 import { branchOf } from "./workspace"
-import { openExistingState, type StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
+import { openExistingState } from "../state/state"
 import type { Indexed } from "../model/task-index"
 
 export type ProjectPromptOptions = {
   /** where the agent works; without it, the branch the orchestrator would give the task */
   workspace?: PromptInput["workspace"]
   /** an open state database; without one the project's is opened for the call, if it has one */
-  db?: StateDb
+  db?: RunState
   /** what the run prepared in the worktree; without it, what flow.yaml would prepare (lib/run/prepare.ts) */
   prepared?: Prepared
   /** the agent has flow's MCP server: the prompt names tools instead of commands */

@@ -3,7 +3,8 @@
 // no other process needs the run's memory and a finished run's queue can still be read.
 import type { MergeQueueReport } from "../model/json-shapes"
 import type { Project } from "../cli/project"
-import { openExistingState, type FlowEvent, type StateDb } from "./state-db"
+import type { FlowEvent, RunState } from "../state/run-state"
+import { openExistingState } from "../state/state"
 
 /** The kinds `queueReport` reads, as lib/run/record.ts names them. */
 export const QUEUE_EVENT_KINDS = ["queue", "merge", "run.end"] as const
@@ -11,7 +12,7 @@ export const QUEUE_EVENT_KINDS = ["queue", "merge", "run.end"] as const
 type Candidate = MergeQueueReport[number]["candidates"][number]
 
 /** The queues of the latest run; [] before any run, or when no queue was used (no `verify`). */
-export async function readQueues(db: StateDb): Promise<MergeQueueReport> {
+export async function readQueues(db: RunState): Promise<MergeQueueReport> {
   return queueReport(await db.events.ofLastRun(QUEUE_EVENT_KINDS))
 }
 

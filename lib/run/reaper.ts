@@ -22,7 +22,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { processStartTime } from "../cli/pid"
 import { GIT_OWNER } from "./git"
-import type { StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
 
 /** This run's id: every agent and check gets it as FLOW_RUN_ID (module comment). */
 export const RUN_ID = `${process.pid}-${Date.now()}`
@@ -48,24 +48,14 @@ function liveGroups(): Set<number> {
   return groups
 }
 
-type GroupRow = { pgid: number; started: string; task_id: string | null }
-
 export class AgentGroups {
-  constructor(private db: StateDb) {}
+  constructor(private db: RunState) {}
 
   /** Records a group just started (its leader is `pid`); a leader gone already needs no record. */
   async track(pid: number, taskId: string): Promise<void> {
     const started = processStartTime(pid)
     if (started === undefined) return
-    await this.db.transact((db) => {
-      db.query("INSERT OR REPLACE INTO agent_groups (pgid, started, run_pid, task_id, at) VALUES (?, ?, ?, ?, ?)").run(
-        pid,
-        started,
-        process.pid,
-        taskId,
-        new Date().toISOString(),
-      )
-    })
+    await this.db.groups.track({ pgid: pid, started, run_pid: process.pid, task_id: taskId })
   }
 
   /**
@@ -79,7 +69,7 @@ export class AgentGroups {
   }
 
   private async reapGroups(): Promise<string[]> {
-    const rows = await this.db.read((db) => db.query<GroupRow, []>("SELECT pgid, started, task_id FROM agent_groups").all())
+    const rows = await this.db.groups.list()
     const killed: string[] = []
     let live: Set<number> | undefined
     for (const row of rows) {
@@ -91,7 +81,7 @@ export class AgentGroups {
         killed.push(row.task_id ?? String(row.pgid))
       } catch {}
     }
-    if (rows.length > 0) await this.db.transact((db) => db.query("DELETE FROM agent_groups").run())
+    if (rows.length > 0) await this.db.groups.clear()
     return killed
   }
 }

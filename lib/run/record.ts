@@ -1,7 +1,7 @@
 // Keeps the run's history in the state database: every transition with its time and agent, tokens and cost
 // as the CLIs report them, and each agent's current task and completed count (for `flow agents`).
 import { isDiskFull } from "../store/disk-full"
-import type { StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
 import type { EventBus, RunEvent } from "./events"
 
 /**
@@ -9,7 +9,7 @@ import type { EventBus, RunEvent } from "./events"
  * finds the disk full is kept, in order, and tried again before the next one (a full disk must not cost the
  * run's history); what still finds no room when the run ends is given up.
  */
-export function recordRun(bus: EventBus, db: StateDb): () => Promise<void> {
+export function recordRun(bus: EventBus, db: RunState): () => Promise<void> {
   let queue: Promise<unknown> = Promise.resolve()
   const held: (() => Promise<unknown>)[] = []
   const drain = async () => {
@@ -34,7 +34,7 @@ export function recordRun(bus: EventBus, db: StateDb): () => Promise<void> {
 }
 
 /** The writes that record one event, each a transaction of its own (so one is never applied twice). */
-function toRecord(e: RunEvent, db: StateDb): (() => Promise<unknown>)[] {
+function toRecord(e: RunEvent, db: RunState): (() => Promise<unknown>)[] {
   switch (e.type) {
     case "task-assigned":
       return [() => db.agents.upsert(e.agent, { cli: e.cli, current_task: e.taskId, parked_until: null, parked_reason: null, parked_task: null })]

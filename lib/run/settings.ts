@@ -3,7 +3,8 @@
 import type { AgentConfig, BudgetConfig, CopyConfig, HookConfig, PortsConfig, PublishSettings, VerifyConfig } from "../store/config"
 import type { PriceTable } from "./prices"
 import type { Project } from "../cli/project"
-import type { StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
+import type { TaskStore } from "../store/store"
 import type { EventBus } from "./events"
 
 export type RunSettings = {
@@ -37,7 +38,9 @@ export type RunSettings = {
   bus: EventBus
   signal: AbortSignal
   /** the project's runtime state: questions, agents, the event log */
-  db: StateDb
+  db: RunState
+  /** the task graph: tasks.yaml, or the shared database (lib/store/store.ts) */
+  store: TaskStore
 }
 
 export type RunSummary = {

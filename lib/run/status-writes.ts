@@ -3,13 +3,12 @@
 // `in_progress` and `done` writes arrive together; each was a write of its own, one after another under the
 // file's lock, on the path of every task (docs/PERFORMANCE.md, "Landing"). An edit that throws fails alone:
 // its batch is written again edit by edit, so one task's error never costs another its write.
-import type { TasksEditor } from "../store/task-edit"
-import { mutateTasks } from "../store/tasks"
+import type { TaskEdits } from "../store/store"
 import type { Change } from "../store/transitions"
 import type { RunSettings } from "./settings"
 import { untilValid } from "./tasks-wait"
 
-type Edit = (editor: TasksEditor) => Change[]
+type Edit = (editor: TaskEdits) => Change[]
 type Pending = { command: string; edit: Edit; resolve: (c: Change[]) => void; reject: (e: unknown) => void }
 
 const writers = new WeakMap<RunSettings, { busy: boolean; pending: Pending[] }>()
@@ -31,11 +30,11 @@ async function flush(s: RunSettings, w: { busy: boolean; pending: Pending[] }): 
     const batch = w.pending.splice(0)
     try {
       const command = batch.length === 1 ? batch[0].command : `${batch[0].command} (+${batch.length - 1} more)`
-      const out = await untilValid(s.signal, () => mutateTasks(s.project, command, (editor) => batch.map((p) => p.edit(editor))))
+      const out = await untilValid(s.signal, () => s.store.mutate(command, (editor) => batch.map((p) => p.edit(editor))))
       for (const [i, p] of batch.entries()) p.resolve(out[i])
     } catch (e) {
       if (batch.length === 1) batch[0].reject(e)
-      else for (const p of batch) await untilValid(s.signal, () => mutateTasks(s.project, p.command, p.edit)).then(p.resolve, p.reject)
+      else for (const p of batch) await untilValid(s.signal, () => s.store.mutate(p.command, p.edit)).then(p.resolve, p.reject)
     }
   }
   w.busy = false

@@ -10,7 +10,6 @@ import type { Question } from "../model/json-shapes"
 import { projectTaskPrompt } from "./project-prompt"
 import { answersPrompt, currentStep, stepPrompt } from "./prompt"
 import { indexTasks, type Step, type Task } from "../model/task-index"
-import { mutateTasks, readTasks } from "../store/tasks"
 import { applyStatus } from "../store/transitions"
 import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
@@ -551,7 +550,7 @@ export class TaskWorker {
 
   /** A failed validation (this task validates others) blocks the validated tasks too, with the reason. */
   private async afterBlocked(): Promise<void> {
-    const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
+    const { data } = await untilValid(this.s.signal, () => this.s.store.read())
     const index = indexTasks(data)
     const me = index.get(this.taskId)?.task
     const reason = me?.ai_notes?.at(-1) ?? "no reason given"
@@ -566,12 +565,14 @@ export class TaskWorker {
   }
 
   static async approveCheckpoint(shared: WorkerShared, id: string): Promise<void> {
-    await mutateTasks(shared.settings.project, `flow run --yes: ${id}`, (editor) => {
-      editor.append({ taskId: id }, "ai_notes", "Approved automatically by 'flow run --yes'")
-      return applyStatus(editor, id, "done", now()).changes
-    }).then((changes) => {
-      for (const c of changes) shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
-    })
+    await shared.settings.store
+      .mutate(`flow run --yes: ${id}`, (editor) => {
+        editor.append({ taskId: id }, "ai_notes", "Approved automatically by 'flow run --yes'")
+        return applyStatus(editor, id, "done", now()).changes
+      })
+      .then((changes) => {
+        for (const c of changes) shared.settings.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
+      })
   }
 
   private async setStatus(to: "assigned" | "in_progress"): Promise<void> {
@@ -584,7 +585,7 @@ export class TaskWorker {
 
   private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
     await untilValid(this.s.signal, () =>
-      mutateTasks(this.s.project, `flow run: step ${stepId}`, (editor) => {
+      this.s.store.mutate(`flow run: step ${stepId}`, (editor) => {
         editor.set({ taskId: this.taskId, stepId }, "status", to)
         editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
       }),
@@ -608,7 +609,7 @@ export class TaskWorker {
   }
 
   private async read(): Promise<Task> {
-    const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
+    const { data } = await untilValid(this.s.signal, () => this.s.store.read())
     const entry = indexTasks(data).get(this.taskId)
     if (!entry) throw new FlowError(`task '${this.taskId}' is no longer in tasks.yaml`)
     return entry.task
@@ -616,7 +617,7 @@ export class TaskWorker {
 
   /** The whole task's prompt; the answers it lists are given to the agent with it. */
   private async taskPrompt(): Promise<string> {
-    const { data } = await untilValid(this.s.signal, () => readTasks(this.s.project))
+    const { data } = await untilValid(this.s.signal, () => this.s.store.read())
     const ready = await this.s.db.questions.undelivered(this.taskId)
     const prompt = await projectTaskPrompt(this.s.project, indexTasks(data), this.taskId, {
       workspace: { branch: this.ws!.branch },

@@ -6,15 +6,16 @@ import type { Colours } from "../terminal/colour"
 import { formatDuration } from "../cli/duration"
 import { FlowError } from "../cli/errors"
 import type { Question } from "../model/json-shapes"
-import type { StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
 import type { EventBus, RunEvent } from "./events"
 import { type Key, type Screen, textWidth, truncate } from "../terminal/screen"
 import { helpLines } from "./tui-help"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
+import { checkBudgetAnswer } from "./budget"
 
 export type TuiOptions = {
   bus: EventBus
-  db: StateDb
+  db: RunState
   screen: Screen
   colours: Colours
   project: string
@@ -103,7 +104,7 @@ export function startTui(o: TuiOptions): Tui {
 
   const answer = async (question: Question, text: string) => {
     try {
-      const { before, after } = await o.db.questions.answer(question.id, text, o.user)
+      const { before, after } = await o.db.questions.answer(question.id, text, o.user, { accept: checkBudgetAnswer })
       if (!before) flash(`no question '${question.id}' any more`)
       else if (!after) flash(`${question.id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}: ${JSON.stringify(before.answer)}`)
       else flash(`Answered ${question.id} (task ${question.task_id}).`)

@@ -2,7 +2,8 @@
 // words in `flow show`, `flow agents`, the dashboard and the inspector (docs/AGENTS.md "Tokens and cost").
 import type { Usage } from "../model/json-shapes"
 import type { Project } from "../cli/project"
-import { openExistingState, type StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
+import { openExistingState } from "../state/state"
 
 export type UsageTotals = {
   byTask: Map<string, Usage>
@@ -23,7 +24,7 @@ export async function readUsage(project: Project): Promise<UsageTotals> {
   return await usageFrom(open) // awaited before `using` closes the database
 }
 
-export async function usageFrom(db: StateDb): Promise<UsageTotals> {
+export async function usageFrom(db: RunState): Promise<UsageTotals> {
   const byTask = await db.usage.byTask()
   return { byTask, byAgent: await db.usage.byAgent(), run: await db.usage.lastRun(), total: addUsage(byTask.values()) }
 }

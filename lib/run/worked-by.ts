@@ -8,7 +8,8 @@ import { runLockTarget, type Project } from "../cli/project"
 import type { WorkedBy } from "../model/json-shapes"
 import type { Task } from "../model/task-index"
 import { lockHolder } from "../store/lock"
-import { openExistingState, type StateDb } from "./state-db"
+import type { RunState } from "../state/run-state"
+import { openExistingState } from "../state/state"
 
 export type { WorkedBy }
 
@@ -35,7 +36,7 @@ export async function readWork(project: Project): Promise<WorkLedger> {
 }
 
 /** The ledger from an open database and the live run (`readWork` without opening anything). */
-export async function workFrom(db: StateDb, run: WorkLedger["run"]): Promise<WorkLedger> {
+export async function workFrom(db: RunState, run: WorkLedger["run"]): Promise<WorkLedger> {
   const holders: WorkLedger["holders"] = new Map()
   for (const a of await db.agents.list()) {
     if (a.current_task === null) continue

@@ -3,7 +3,7 @@
 import { isoSeconds } from "../cli/clock"
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
-import { mutateTasks } from "./tasks"
+import { openStore } from "./open"
 import { applyStatus, type Change } from "./transitions"
 
 /**
@@ -11,7 +11,8 @@ import { applyStatus, type Change } from "./transitions"
  * as a note. Refuses a task that is not a checkpoint; returns the status changes of the one write.
  */
 export async function reviewCheckpoint(project: Project, id: string, decision: "done" | "block", reason: string, by: string): Promise<Change[]> {
-  return mutateTasks(project, `${by}: review ${id}`, (editor) => {
+  const store = await openStore(project)
+  return store.mutate(`${by}: review ${id}`, (editor) => {
     const task = editor.task(id)
     if (!task) throw new FlowError(`no task '${id}'`, undefined, "it may have been removed from tasks.yaml")
     if (task.checkpoint !== true) throw new FlowError(`'${id}' is not a checkpoint`, undefined, `use 'flow done ${id}' or 'flow block ${id}' in a terminal`)

@@ -9,6 +9,7 @@ import { formatFinding, type Finding } from "./findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 
 import { AGENT_NAME } from "../cli/agent-name"
+import { PROJECT_KEY } from "../cli/project"
 import { Budget, Duration } from "../model/schema"
 
 export { AGENT_NAME }
@@ -124,6 +125,10 @@ export const FlowConfig = type({
   "budget?": BudgetConfig,
   /** prices per model, for CLIs that report tokens but no dollars; added to (and winning over) flow's own */
   "prices?": type({ "[string]": PriceConfig }),
+  /** where the tasks and run state live when shared: a PostgreSQL URL without its password (flow share; docs/FLEET.md) */
+  "state?": type(/^postgres(?:ql)?:\/\//).describe("a postgres:// URL (flow share writes it)"),
+  /** the project's key in the shared database (default: the project folder's name) */
+  "project?": type(PROJECT_KEY).describe("a project key: lowercase letters, digits, '.', '_' and '-'"),
 })
 export type FlowConfig = typeof FlowConfig.infer
 

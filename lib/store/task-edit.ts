@@ -9,17 +9,17 @@ import { isMap, isScalar, isSeq, parseDocument, stringify, type Node, type Pair,
 import { FlowError } from "../cli/errors"
 import { lineEnding } from "./line-ending"
 import { indexTasks, type Indexed, type Task, type TaskFile } from "../model/task-index"
+import { editRecord, notAList, notAValue } from "./edit-target"
+import type { EditTarget as Target, Scalar, TaskEdits } from "./store"
 
-export type Scalar = string | number | boolean
-
-type Target = { taskId: string; stepId?: string }
+export type { Scalar }
 type Region = { start: number; end: number; map: YAMLMap }
 
 /** Up to this many edited tasks are checked one by one; more, and one parse of the whole file is faster. */
 const LOCAL_CHECK_MAX = 8
 
 /** Applies edits to the text and to a copy of the data, and checks that the two agree. */
-export class TasksEditor {
+export class TasksEditor implements TaskEdits {
   private index: Map<string, Indexed>
   readonly data: TaskFile
   changed = false
@@ -61,7 +61,7 @@ export class TasksEditor {
         const [s, e] = pair.value.range
         this.splice(region.start, [s, e], renderScalar(value))
       } else if (pair) {
-        throw new FlowError(`cannot set '${key}' of ${describe(target)}: it holds a ${isSeq(pair.value) ? "list" : "mapping"}, not a value`)
+        throw notAValue(target, key, isSeq(pair.value))
       } else this.insertPair(region, key, renderScalar(value))
       record[key] = value
     }
@@ -93,7 +93,7 @@ export class TasksEditor {
         const at = lineEndAfter(local, lastContentEnd(seq))
         this.splice(region.start, [at, at], `${this.eol}${" ".repeat(columnOf(local, s))}- ${item}`)
       }
-    } else throw new FlowError(`cannot add to '${key}' of ${describe(target)}: it is not a list`)
+    } else throw notAList(target, key)
     const list = record[key]
     record[key] = Array.isArray(list) ? [...list, value] : [value]
     this.changed = true
@@ -127,12 +127,7 @@ export class TasksEditor {
   }
 
   private record(target: Target): Record<string, unknown> {
-    const task = this.index.get(target.taskId)?.task
-    if (!task) throw new FlowError(`no task '${target.taskId}'`)
-    if (target.stepId === undefined) return task as Record<string, unknown>
-    const step = task.steps?.find((s) => s.id === target.stepId)
-    if (!step) throw new FlowError(`task '${target.taskId}' has no step '${target.stepId}'`)
-    return step as Record<string, unknown>
+    return editRecord(this.index, target)
   }
 
   private splice(base: number, [s, e]: [number, number] | number[], replacement: string): void {
@@ -303,8 +298,4 @@ export function renderScalar(value: Scalar): string {
   const plain = stringify(value, { lineWidth: 0 }).trimEnd()
   if (!plain.includes("\n")) return plain
   return stringify(value, { lineWidth: 0, defaultStringType: "QUOTE_DOUBLE", doubleQuotedMinMultiLineLength: Number.MAX_SAFE_INTEGER }).trimEnd()
-}
-
-function describe(target: Target): string {
-  return target.stepId === undefined ? `task '${target.taskId}'` : `step '${target.stepId}'`
 }

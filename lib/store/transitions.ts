@@ -1,10 +1,10 @@
-// The status rules of SPEC section 3.2 as edits on a TasksEditor: one status change and everything it
-// implies (timestamps, promoted dependents, completed parents), so a command makes them all in one write.
-// docs/STATUS-RULES.md explains each decision.
+// The status rules of SPEC section 3.2 as edits (TaskEdits, lib/store/store.ts: the same in every backend):
+// one status change and everything it implies (timestamps, promoted dependents, completed parents), so a
+// command makes them all in one write. docs/STATUS-RULES.md explains each decision.
 import { FlowError } from "../cli/errors"
 import type { STEP_STATUSES, TASK_STATUSES } from "../model/statuses"
 import { closest } from "../cli/suggest"
-import type { TasksEditor } from "./task-edit"
+import type { TaskEdits } from "./store"
 import type { Indexed, Step, Task } from "../model/task-index"
 import { requireTask } from "../graph/task-lookup"
 
@@ -44,7 +44,7 @@ export function formatChange(c: Change): string {
 }
 
 /** Moves one task to `to` with its timestamps; nothing else. */
-export function moveTask(editor: TasksEditor, id: string, to: TaskStatus, now: string, reason?: string): Change {
+export function moveTask(editor: TaskEdits, id: string, to: TaskStatus, now: string, reason?: string): Change {
   const task = requireTask(editor.tasks, id).task
   const from = task.status
   editor.set({ taskId: id }, "status", to)
@@ -69,7 +69,7 @@ export function descendants(task: Task): Task[] {
 }
 
 /** The dependencies of a task that are not done, with their statuses. */
-export function unfinishedDependencies(editor: TasksEditor, task: Task): Task[] {
+export function unfinishedDependencies(editor: TaskEdits, task: Task): Task[] {
   return (task.depends_on ?? []).map((d) => editor.task(d)).filter((t): t is Task => t !== undefined && t.status !== "done")
 }
 
@@ -84,7 +84,7 @@ export type StatusResult = { changes: Change[]; notes: string[] }
  * gives no changes. `done` is refused on a parent whose subtasks are not all done (rule 6) and on a task
  * whose steps are not all done (SPEC 3.3: the task completes after its last step), unless `force`.
  */
-export function applyStatus(editor: TasksEditor, id: string, to: TaskStatus, now: string, opts: { force?: boolean } = {}): StatusResult {
+export function applyStatus(editor: TaskEdits, id: string, to: TaskStatus, now: string, opts: { force?: boolean } = {}): StatusResult {
   const task = requireTask(editor.tasks, id).task
   if (task.status === to) return { changes: [], notes: [] }
   if (to === "done" && !opts.force) refuseUnfinished(task)
@@ -120,7 +120,7 @@ function refuseUnfinished(task: Task): void {
  * every task below the parent is done, and so on up. A parent with `checkpoint: true` is left for human
  * review (rule 5) and reported in `notes`.
  */
-export function completeCascade(editor: TasksEditor, doneIds: string[], now: string): StatusResult {
+export function completeCascade(editor: TaskEdits, doneIds: string[], now: string): StatusResult {
   const changes: Change[] = []
   const notes: string[] = []
   const dependents = dependentsIndex(editor)
@@ -144,7 +144,7 @@ export function completeCascade(editor: TasksEditor, doneIds: string[], now: str
 }
 
 /** For each task id, the tasks that list it in depends_on, in file order. */
-function dependentsIndex(editor: TasksEditor): Map<string, Task[]> {
+function dependentsIndex(editor: TaskEdits): Map<string, Task[]> {
   const out = new Map<string, Task[]>()
   for (const { task } of editor.tasks.values()) {
     for (const dep of new Set(task.depends_on ?? [])) out.set(dep, [...(out.get(dep) ?? []), task])
@@ -160,7 +160,7 @@ export type ResetResult = { changes: Change[]; warnings: string[] }
  * task was done, its dependents that were ready_for_agent go back to todo (rule 1: a dependency is no longer
  * done), and those already assigned or in progress are named in `warnings`.
  */
-export function resetTask(editor: TasksEditor, id: string, now: string, reason?: string): ResetResult {
+export function resetTask(editor: TaskEdits, id: string, now: string, reason?: string): ResetResult {
   const task = requireTask(editor.tasks, id).task
   const wasDone = task.status === "done"
   const changes: Change[] = []
@@ -193,7 +193,7 @@ export function resetTask(editor: TasksEditor, id: string, now: string, reason?:
 export type StuckScan = { stuck: { id: string; forMs: number }[]; undated: string[] }
 
 /** In-progress tasks whose started_at is at least `olderThanMs` before `nowMs`, and those without a usable started_at. */
-export function findStuck(editor: TasksEditor, nowMs: number, olderThanMs: number, parse: (t: unknown) => number | undefined): StuckScan {
+export function findStuck(editor: TaskEdits, nowMs: number, olderThanMs: number, parse: (t: unknown) => number | undefined): StuckScan {
   const scan: StuckScan = { stuck: [], undated: [] }
   for (const { task } of editor.tasks.values()) {
     if (task.status !== "in_progress") continue
@@ -255,7 +255,7 @@ export type StepResult = StatusResult & { taskId: string; already?: StepStatus; 
  * `flow step start`: pending → in_progress with started_at, once every earlier step is done. A task that
  * has not started yet (todo, ready_for_agent, assigned) becomes in_progress in the same write.
  */
-export function startStep(editor: TasksEditor, stepId: string, now: string): StepResult {
+export function startStep(editor: TaskEdits, stepId: string, now: string): StepResult {
   const found = requireStep(editor.tasks, stepId)
   const { task, step } = found
   const status = stepStatus(step)
@@ -287,7 +287,7 @@ export function startStep(editor: TasksEditor, stepId: string, now: string): Ste
  * done (the agent did the work without marking the start). The task's status is left to the orchestrator,
  * which merges after the last step (SPEC 3.3); `lastDone` says this was the last open step.
  */
-export function finishStep(editor: TasksEditor, stepId: string, now: string): StepResult {
+export function finishStep(editor: TaskEdits, stepId: string, now: string): StepResult {
   const found = requireStep(editor.tasks, stepId)
   const { task, step } = found
   const status = stepStatus(step)

@@ -2,14 +2,14 @@
 // WriteReport): one builder for the status verbs, note, assign and the step commands.
 import type { WriteReport } from "../model/json-shapes"
 import { findStep } from "../model/task-index"
-import type { TasksEditor } from "./task-edit"
+import type { TaskEdits } from "./store"
 import type { Change } from "./transitions"
 
 /**
  * The report of one write, built inside it: its changes, and the command's task followed by every other task
  * the changes name (a step's task for a step), each as the write leaves it.
  */
-export function writeReport(editor: TasksEditor, taskId: string, changes: readonly Change[], notes: readonly string[] = []): WriteReport {
+export function writeReport(editor: TaskEdits, taskId: string, changes: readonly Change[], notes: readonly string[] = []): WriteReport {
   const ids = [taskId]
   for (const c of changes) {
     const id = editor.task(c.id) ? c.id : findStep(editor.tasks, c.id)?.task.id

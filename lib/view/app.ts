@@ -12,7 +12,7 @@ import { reviewCheckpoint } from "../store/checkpoint-review"
 import { FlowError } from "../cli/errors"
 import type { Question, QuestionsReport, RunUsage, ViewQueueReport } from "../model/json-shapes"
 import { readProjectQueues } from "../run/queue-report"
-import { openExistingState } from "../run/state-db"
+import { openExistingState } from "../state/state"
 import { formatChange } from "../store/transitions"
 import { readUsage } from "../run/usage"
 import { readRunBudget } from "../run/budget-report"
@@ -20,6 +20,7 @@ import { readBudgetConfig } from "../store/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
 import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
+import { checkBudgetAnswer } from "../run/budget"
 
 export type AppOptions = {
   model: ViewModel
@@ -132,7 +133,7 @@ export function createApp(opts: AppOptions): Hono {
       const db = await openExistingState(model.project)
       if (!db) return c.json<ApiError>({ error: `no question '${id}': no question has been asked in this project` }, 404)
       using open = db
-      const { before, after } = await open.questions.answer(id, text, opts.user)
+      const { before, after } = await open.questions.answer(id, text, opts.user, { accept: checkBudgetAnswer })
       if (!before) return c.json<ApiError>({ error: `no question '${id}'` }, 404)
       if (!after)
         return c.json<ApiError>(

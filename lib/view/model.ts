@@ -19,7 +19,7 @@ import { readBudgetConfig } from "../store/budget-config"
 import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
-import { readTasks } from "../store/tasks"
+import { openStore } from "../store/open"
 import { ensureStateDir } from "../store/valid-cache"
 import { computeLayout, layoutKey, phaseGroups, type Layout } from "./layout"
 
@@ -56,7 +56,7 @@ export class ViewModel {
 
   private async read(): Promise<void> {
     try {
-      const [{ data }, work] = await Promise.all([readTasks(this.project), readWork(this.project)])
+      const [{ data }, work] = await Promise.all([openStore(this.project).then((s) => s.read()), readWork(this.project)])
       const index = indexTasks(data)
       this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index), work }
       this.error = null

@@ -4,6 +4,8 @@ import { existsSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import type { Project } from "../cli/project"
+import { openExistingState } from "../state/state"
+import { openStore } from "../store/open"
 import { ensureStateDir } from "../store/valid-cache"
 import { createApp } from "./app"
 import { serveLoopback, withToken } from "../cli/loopback"
@@ -35,6 +37,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
   const port = server.port as number
   app = createApp({ model, port, token, user: opts.user })
   const unwatch = watchProject(project, () => void model.refresh())
+  const unpoll = await pollShared(project, () => void model.refresh())
   const address = `http://127.0.0.1:${port}/`
   const url = withToken(address, token)
   const redirect = join(project.stateDir, `view-open-${port}.html`)
@@ -45,6 +48,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
     open: (platform) => openBrowser(redirectFile(redirect, url) ?? url, platform),
     stop: async () => {
       await unwatch()
+      unpoll()
       stopLayoutEngine()
       rmSync(redirect, { force: true })
       await server.stop(true)
@@ -80,4 +84,35 @@ export async function openBrowser(target: string, platform: string): Promise<str
   } catch (e) {
     return `${argv[0]} could not be started (${(e as Error).message})`
   }
+}
+
+/** How often the page of a shared project looks for changes others made (docs/FLEET.md). */
+const SHARED_POLL_MS = 2_000
+
+/**
+ * A shared project changes in the database, where no file event says so: its graph's version and its run
+ * state are looked at every few seconds and `onChange` is called when either moved. Nothing for a project in files.
+ */
+async function pollShared(project: Project, onChange: () => void): Promise<() => void> {
+  const store = await openStore(project)
+  if (!store.shared) return () => {}
+  const state = await openExistingState(project)
+  let version = (await store.read()).version
+  await state?.changed()
+  let busy = false
+  const timer = setInterval(async () => {
+    if (busy) return
+    busy = true
+    try {
+      const now = (await store.read()).version
+      const moved = (await state?.changed()) === true
+      if (now !== version || moved) onChange()
+      version = now
+    } catch {
+      // The database away for a moment: the next look tries again; the page keeps what it shows.
+    } finally {
+      busy = false
+    }
+  }, SHARED_POLL_MS)
+  return () => clearInterval(timer)
 }

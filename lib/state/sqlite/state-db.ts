@@ -1,6 +1,7 @@
-// The project's runtime state beside tasks.yaml: questions, agents and an event log, in one SQLite
-// database (.flow/state.db) that many processes (the orchestrator, every agent's `flow ask`, a person's
-// `flow answer`) write at once. tasks.yaml stays the source of truth for tasks; nothing here is about them.
+// The run state's file backend (lib/state/run-state.ts): questions, agents, the event log, the merge journal,
+// checkout moves, process groups and landing waits, in one SQLite database (.flow/state.db) that many
+// processes (the orchestrator, every agent's `flow ask`, a person's `flow answer`) write at once. tasks.yaml
+// stays the source of truth for tasks; nothing here is about them.
 //
 // Concurrency: WAL mode, so readers never wait for the writer. bun:sqlite's busy_timeout is a blocking
 // sleep inside SQLite that stalls the whole event loop (the orchestrator's agents, its UI), so it is kept at
@@ -9,157 +10,69 @@
 import { Database, SQLiteError } from "bun:sqlite"
 import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { Exit, FlowError } from "../cli/errors"
-import { diskFullError, isDiskFull } from "../store/disk-full"
-import type { Question, Usage } from "../model/json-shapes"
-import type { Project } from "../cli/project"
-import { ensureStateDir } from "../store/valid-cache"
-import { checkBudgetAnswer } from "./budget"
+import { Exit, FlowError } from "../../cli/errors"
+import type { Project } from "../../cli/project"
+import { diskFullError, isDiskFull } from "../../store/disk-full"
+import { ensureStateDir } from "../../store/valid-cache"
+import {
+  AGENT_FIELDS,
+  type AgentRecord,
+  type AgentUpdate,
+  type AnswerCheck,
+  type FlowEvent,
+  type NewEvent,
+  type Question,
+  type RunState,
+  type SpendRow,
+  type StateDump,
+  type Usage,
+  usageByKey,
+} from "../run-state"
+import { type Access, groupsOf, landingWaitsOf, mergesOf, movesOf } from "./journals"
+import { MIGRATIONS, SCHEMA_VERSION } from "./migrations"
+
+export { SCHEMA_VERSION }
+import { dumpRows, loadRows } from "./rows"
 
 const BUSY_TIMEOUT_MS = 50
 
-/** Schema migrations: entry i takes `PRAGMA user_version` from i to i + 1. Append only; never edit one. */
-const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE questions (
-     id TEXT PRIMARY KEY,
-     seq INTEGER NOT NULL UNIQUE,
-     task_id TEXT NOT NULL,
-     agent TEXT,
-     text TEXT NOT NULL,
-     asked_at TEXT NOT NULL,
-     answer TEXT,
-     answered_at TEXT,
-     answered_by TEXT
-   );
-   CREATE INDEX questions_pending ON questions (seq) WHERE answer IS NULL;
-   CREATE TABLE events (
-     id INTEGER PRIMARY KEY,
-     at TEXT NOT NULL,
-     kind TEXT NOT NULL,
-     task_id TEXT,
-     agent TEXT,
-     data TEXT
-   );
-   CREATE TABLE agents (
-     name TEXT PRIMARY KEY,
-     cli TEXT,
-     current_task TEXT,
-     completed INTEGER NOT NULL DEFAULT 0,
-     session_id TEXT,
-     updated_at TEXT NOT NULL
-   );`,
-  // The merge journal (lib/run/merge-journal.ts) and the agent process groups of runs (lib/run/reaper.ts).
-  `CREATE TABLE merges (
-     id INTEGER PRIMARY KEY,
-     task_id TEXT NOT NULL,
-     repo TEXT NOT NULL,
-     branch TEXT NOT NULL,
-     branch_head TEXT NOT NULL,
-     target TEXT NOT NULL,
-     target_before TEXT NOT NULL,
-     started_at TEXT NOT NULL,
-     outcome TEXT,
-     merge_commit TEXT,
-     detail TEXT,
-     closed_at TEXT
-   );
-   CREATE INDEX merges_open ON merges (task_id) WHERE closed_at IS NULL;
-   CREATE TABLE agent_groups (
-     pgid INTEGER PRIMARY KEY,
-     started TEXT NOT NULL,
-     run_pid INTEGER NOT NULL,
-     task_id TEXT,
-     at TEXT NOT NULL
-   );`,
-  // Moves of a person's checkout that follows its target branch (lib/run/checkout-move.ts): the intent is
-  // written before the two-tree read, the end after the ref moved (or the move was given up).
-  `CREATE TABLE moves (
-     id INTEGER PRIMARY KEY,
-     repo TEXT NOT NULL,
-     checkout TEXT NOT NULL,
-     ref TEXT NOT NULL,
-     old TEXT NOT NULL,
-     new TEXT NOT NULL,
-     started_at TEXT NOT NULL,
-     ended_at TEXT,
-     outcome TEXT
-   );
-   CREATE INDEX moves_open ON moves (id) WHERE ended_at IS NULL;`,
-  // Each task's last end (lastTaskEnds), which `flow list` reads for every task (lib/run/worked-by.ts):
-  // without it the query scans every event of every run.
-  `CREATE INDEX events_task_end ON events (task_id, id) WHERE kind = 'task.end';`,
-  // Budgets and usage limits (docs/BUDGETS.md): a question flow asks about a task's budget is of a kind of its
-  // own (null: an agent's); an agent parked by its CLI's usage limit waits until parked_until; a task's spend is
-  // summed from its own events.
-  `ALTER TABLE questions ADD COLUMN kind TEXT;
-   ALTER TABLE agents ADD COLUMN parked_until TEXT;
-   ALTER TABLE agents ADD COLUMN parked_reason TEXT;
-   ALTER TABLE agents ADD COLUMN parked_task TEXT;
-   CREATE INDEX events_task_kind ON events (task_id, kind) WHERE task_id IS NOT NULL;`,
-  // What each task's landing waits for (lib/run/landing-waits.ts): the person's change, operation or git lock
-  // in the way of its checkout's move; a row per waiting task, of the run (its pid) that said it.
-  `CREATE TABLE landing_waits (
-     task_id TEXT PRIMARY KEY,
-     target TEXT NOT NULL,
-     reason TEXT NOT NULL,
-     since TEXT NOT NULL,
-     run_pid INTEGER NOT NULL
-   );`,
-]
-export const SCHEMA_VERSION = MIGRATIONS.length
-
-export type { Question }
-
-export type FlowEvent = { id: number; at: string; kind: string; task_id: string | null; agent: string | null; data: unknown }
-export type NewEvent = { kind: string; task_id?: string | null; agent?: string | null; data?: unknown }
-
-/** `parked_until`: the agent's CLI reported a usage limit; it takes no work before then (its task: parked_task). */
-export type AgentRecord = {
-  name: string
-  cli: string | null
-  current_task: string | null
-  completed: number
-  session_id: string | null
-  updated_at: string
-  parked_until: string | null
-  parked_reason: string | null
-  parked_task: string | null
-}
-const AGENT_FIELDS = ["cli", "current_task", "completed", "session_id", "parked_until", "parked_reason", "parked_task"] as const
-/** Fields to set on an agent; a key left out keeps its value, `null` clears it. */
-export type AgentUpdate = Partial<Pick<AgentRecord, (typeof AGENT_FIELDS)[number]>>
-
 const QUESTION_COLUMNS = "id, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by"
-
-/** Who answers a question: $USER, or `person` when it is unset (never FLOW_AGENT: agents answer nothing). */
-export function answerer(env: Record<string, string | undefined>): string {
-  return env.USER || "person"
-}
+// Tokens as billed where the report says (lib/run/prices.ts), else input and output as reported (an older flow's events).
+const SPEND = `kind, sum(json_extract(data, '$.costUsd')) AS cost,
+  sum(coalesce(json_extract(data, '$.billedTokens'), coalesce(json_extract(data, '$.inputTokens'), 0) + coalesce(json_extract(data, '$.outputTokens'), 0))) AS tokens,
+  sum(json_extract(data, '$.seconds')) AS seconds
+  FROM events WHERE kind IN ('agent.usage', 'agent.exit')`
 
 export function stateFile(project: Project): string {
   return join(project.stateDir, "state.db")
 }
 
 /** Opens (creating it and .flow/ when missing) the project's state database. */
-export async function openState(project: Project): Promise<StateDb> {
+export async function openStateDb(project: Project): Promise<StateDb> {
   ensureStateDir(project.stateDir)
   return StateDb.open(project, true)
 }
 
 /** The state database if it exists, else undefined: read-only commands must not create files. */
-export async function openExistingState(project: Project): Promise<StateDb | undefined> {
+export async function openExistingStateDb(project: Project): Promise<StateDb | undefined> {
   if (!existsSync(stateFile(project))) return undefined
   return StateDb.open(project, false)
 }
 
-export class StateDb {
+export class StateDb implements RunState {
   private lastDataVersion = -1
 
   private constructor(
     private readonly db: Database,
     readonly file: string,
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    const access: Access = { db, write: (fn) => this.write(fn), retry: (fn) => this.retry(fn) }
+    this.merges = mergesOf(access)
+    this.moves = movesOf(access)
+    this.groups = groupsOf(access)
+    this.landingWaits = landingWaitsOf(access)
+  }
 
   static async open(project: Project, create: boolean): Promise<StateDb> {
     const file = stateFile(project)
@@ -209,6 +122,10 @@ export class StateDb {
     return this.db.query<{ user_version: number }, []>("PRAGMA user_version").get()?.user_version ?? 0
   }
 
+  get where(): string {
+    return this.file
+  }
+
   close(): void {
     this.db.close()
   }
@@ -221,7 +138,7 @@ export class StateDb {
    * True when another connection committed since the last call (SQLite's data_version): a waiting
    * process re-reads only then. The first call returns true.
    */
-  changed(): boolean {
+  async changed(): Promise<boolean> {
     const v = this.db.query<{ data_version: number }, []>("PRAGMA data_version").get()?.data_version ?? 0
     const changed = v !== this.lastDataVersion
     this.lastDataVersion = v
@@ -285,15 +202,19 @@ export class StateDb {
       }),
     /**
      * Records the answer unless the question already has one (then `replace` decides). Returns the
-     * question as it was before, so the caller can tell "unknown" and "already answered" apart. An answer a
-     * question of flow's cannot take (a budget question answered with neither an amount nor `block`) is a
-     * usage error, whoever records it (`flow answer`, the run screen, the inspector): nothing is written.
+     * question as it was before, so the caller can tell "unknown" and "already answered" apart. `accept`
+     * refuses an answer the question cannot take (a budget question's: lib/run/budget.ts): nothing is written.
      */
-    answer: (id: string, answer: string, by: string, replace = false): Promise<{ before: Question | undefined; after: Question | undefined }> =>
+    answer: (
+      id: string,
+      answer: string,
+      by: string,
+      opts: { replace?: boolean; accept: AnswerCheck },
+    ): Promise<{ before: Question | undefined; after: Question | undefined }> =>
       this.write(() => {
         const before = this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE id = ?`).get(id) ?? undefined
-        if (!before || (before.answer !== null && !replace)) return { before, after: undefined }
-        checkBudgetAnswer(before, answer)
+        if (!before || (before.answer !== null && !opts.replace)) return { before, after: undefined }
+        opts.accept(before, answer)
         const at = now()
         this.db.query("UPDATE questions SET answer = ?, answered_at = ?, answered_by = ? WHERE id = ?").run(answer, at, by, id)
         this.insertEvent(
@@ -360,17 +281,7 @@ export class StateDb {
            FROM events WHERE kind = 'agent.usage' AND ${where} GROUP BY 1`,
         )
         .all()
-      const out = new Map<string, Usage>()
-      for (const r of rows) {
-        if (r.key === null) continue
-        const u: Usage = {}
-        if (r.input !== null) u.input_tokens = r.input
-        if (r.output !== null) u.output_tokens = r.output
-        if (r.cost !== null) u.cost_usd = Math.round(r.cost * 1e10) / 1e10
-        if (r.cost !== null && r.estimated) u.cost_estimated = true
-        if (Object.keys(u).length > 0) out.set(r.key, u)
-      }
-      return out
+      return usageByKey(rows)
     })
   }
 
@@ -403,14 +314,37 @@ export class StateDb {
     list: (): Promise<AgentRecord[]> => this.retry(() => this.db.query<AgentRecord, []>("SELECT * FROM agents ORDER BY name").all()),
   }
 
-  /** Reads through `fn` (retried while busy): for modules that keep their own tables (lib/run/merge-journal.ts). */
-  read<T>(fn: (db: Database) => T): Promise<T> {
-    return this.retry(() => fn(this.db))
+  /** What budgets count (lib/run/budget-meter.ts folds the rows). */
+  readonly spend = {
+    byTask: (taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]> =>
+      this.retry(() =>
+        taskId === undefined
+          ? this.db.query<SpendRow & { task_id: string }, []>(`SELECT task_id, ${SPEND} AND task_id IS NOT NULL GROUP BY task_id, kind`).all()
+          : this.db
+              .query<SpendRow & { task_id: string }, [string, string]>(`SELECT task_id, ${SPEND} AND task_id = ? AND at < ? GROUP BY task_id, kind`)
+              .all(taskId, before ?? "9999"),
+      ),
+    lastRun: (): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null })[] } | undefined> =>
+      this.retry(() => {
+        const start = this.db.query<{ id: number; at: string }, []>("SELECT id, at FROM events WHERE kind = 'run.start' ORDER BY id DESC LIMIT 1").get()
+        if (!start) return undefined
+        const end = this.db.query<{ at: string }, [number]>("SELECT at FROM events WHERE kind = 'run.end' AND id > ? ORDER BY id LIMIT 1").get(start.id)
+        const rows = this.db.query<SpendRow & { agent: string | null }, [number]>(`SELECT agent, ${SPEND} AND id > ? GROUP BY agent, kind`).all(start.id)
+        return { startedAt: start.at, endedAt: end?.at ?? null, rows }
+      }),
   }
 
-  /** `fn` in one write transaction (retried while busy), for the same modules. */
-  transact<T>(fn: (db: Database) => T): Promise<T> {
-    return this.write(() => fn(this.db))
+  readonly merges: RunState["merges"]
+  readonly moves: RunState["moves"]
+  readonly groups: RunState["groups"]
+  readonly landingWaits: RunState["landingWaits"]
+
+  dump(): Promise<StateDump> {
+    return this.retry(() => dumpRows(this.db))
+  }
+
+  load(dump: StateDump): Promise<void> {
+    return this.write(() => loadRows(this.db, dump))
   }
 
   private insertEvent(e: NewEvent, at: string): number {

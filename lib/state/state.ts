@@ -1,0 +1,30 @@
+// The factory of the run state's seam (lib/state/run-state.ts): the one place that picks its backend, as
+// lib/store/open.ts does for the tasks. flow.yaml `state:` (or FLOW_DATABASE_URL) makes it the shared
+// PostgreSQL database (docs/FLEET.md); otherwise it is .flow/state.db. The database's client loads only for a
+// shared project, and the file backend costs a command what it always did.
+import type { Project } from "../cli/project"
+import type { RunState } from "./run-state"
+
+/** The project's run state, created when missing (.flow/ and state.db for a project in files). */
+export async function openState(project: Project): Promise<RunState> {
+  const shared = await sharedState(project)
+  if (shared) return shared
+  const { openStateDb } = await import("./sqlite/state-db")
+  return openStateDb(project)
+}
+
+/** The run state if there is one, else undefined: read-only commands must not create files. */
+export async function openExistingState(project: Project): Promise<RunState | undefined> {
+  const shared = await sharedState(project)
+  if (shared) return shared
+  const { openExistingStateDb } = await import("./sqlite/state-db")
+  return openExistingStateDb(project)
+}
+
+async function sharedState(project: Project): Promise<RunState | undefined> {
+  const { storeSetting } = await import("../store/setting")
+  const setting = await storeSetting(project)
+  if (setting.kind === "file") return undefined
+  const [{ database }, { PgRunState }] = await Promise.all([import("../store/postgres/connection"), import("./postgres/pg-state")])
+  return PgRunState.open(database(setting), setting)
+}

@@ -1,0 +1,96 @@
+// One pool of connections per database per process (Bun's built-in client, `Bun.sql`), migrated on first
+// use, and the one place that turns the client's failures into FlowErrors: a database that cannot be reached,
+// refuses the login or does not exist is said with its URL without the password, and no message carries the
+// password (the client's own text is scrubbed of it too). Any other error is a bug and goes up as it is.
+import { SQL } from "bun"
+import { Exit, FlowError } from "../../cli/errors"
+import type { SharedSetting } from "../setting"
+import { migrate } from "./migrations"
+import { scrub } from "./url"
+
+/** How long a connection may take to open, in seconds, unless the URL's connect_timeout says otherwise. */
+const CONNECT_TIMEOUT_S = 10
+
+export class Database {
+  readonly sql: SQL
+  readonly shown: string
+  private migrated: Promise<void> | undefined
+  private readonly password: string | undefined
+
+  constructor(readonly setting: SharedSetting) {
+    this.shown = setting.shown
+    this.password = typeof setting.password === "string" ? setting.password : setting.password?.reveal()
+    const timeout = /(?:^\?|&)connect_timeout=(\d+)/.exec(setting.url.query)?.[1]
+    this.sql = new SQL({
+      url: setting.shown,
+      ...(this.password !== undefined ? { password: this.password } : {}),
+      connectionTimeout: timeout ? Number(timeout) : CONNECT_TIMEOUT_S,
+    })
+  }
+
+  /** `fn` on the pool, after the schema is current; connection failures become FlowErrors. */
+  async run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
+    try {
+      this.migrated ??= migrate(this.sql, this.shown).catch((e) => {
+        this.migrated = undefined
+        throw e
+      })
+      await this.migrated
+      return await fn(this.sql)
+    } catch (e) {
+      throw this.explain(e)
+    }
+  }
+
+  /** The FlowError a client failure means, or the error itself (a FlowError already, or a bug). */
+  explain(e: unknown): unknown {
+    if (e instanceof FlowError || !(e instanceof Error)) return e
+    const { code, errno } = e as { code?: string; errno?: string }
+    const detail = scrub(e.message, this.password)
+    const sqlState = typeof errno === "string" ? errno : ""
+    if (sqlState.startsWith("28") || code === "ERR_POSTGRES_AUTHENTICATION_FAILED_PBKDF2" || code === "ERR_POSTGRES_UNSUPPORTED_AUTHENTICATION_METHOD") {
+      return new FlowError(
+        `the database at ${this.shown} refused the login: ${detail}`,
+        Exit.failure,
+        "give the password in FLOW_DATABASE_URL (postgres://user:password@host/database) or PGPASSWORD, never in flow.yaml",
+      )
+    }
+    if (sqlState === "3D000") {
+      return new FlowError(`the database at ${this.shown} does not exist: ${detail}`, Exit.failure, "create it (createdb), or correct the URL")
+    }
+    const connection =
+      sqlState.startsWith("08") ||
+      sqlState.startsWith("57P") ||
+      sqlState.startsWith("53") ||
+      (code?.startsWith("ERR_POSTGRES_") === true && code !== "ERR_POSTGRES_SERVER_ERROR") ||
+      /^E[A-Z]+$/.test(code ?? "")
+    if (!connection) return e
+    return new FlowError(
+      `cannot reach the database at ${this.shown}: ${detail}`,
+      Exit.failure,
+      "check that the server runs and that flow.yaml's state (or FLOW_DATABASE_URL) names it; TLS settings go in the URL (sslmode=require)",
+      { cause: new Error(detail) },
+    )
+  }
+}
+
+const pools = new Map<string, Database>()
+
+/** The process's pool for this database and password (made on first use; connections open lazily). */
+export function database(setting: SharedSetting): Database {
+  const password = typeof setting.password === "string" ? setting.password : setting.password?.reveal()
+  const id = `${setting.shown}\n${password ?? ""}`
+  let db = pools.get(id)
+  if (!db) {
+    db = new Database(setting)
+    pools.set(id, db)
+  }
+  return db
+}
+
+/** Closes every pool this process opened (a long-lived process that is done with the database). */
+export async function closeDatabases(): Promise<void> {
+  const all = [...pools.values()]
+  pools.clear()
+  await Promise.all(all.map((d) => d.sql.close()))
+}

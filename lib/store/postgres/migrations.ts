@@ -1,0 +1,195 @@
+// The shared store's schema, migrated by flow itself: entry i takes the database from version i to i + 1, and
+// `flow_schema` records every version applied. Append only; never edit an entry once released. Every table
+// carries the project's key, so one database holds many projects (docs/FLEET.md, "The shared store").
+//
+// The first flow to start on a new database migrates it; others starting at the same instant wait for its
+// transaction on an advisory lock and then find the schema current. A database migrated by a newer flow is
+// refused: this flow would misread tables it does not know.
+import type { SQL } from "bun"
+import { Exit, FlowError } from "../../cli/errors"
+
+/** The advisory lock (two keys: 'flow' in ASCII, 0) that migrations take for their transaction. */
+const MIGRATION_LOCK = [0x666c6f77, 0] as const
+
+const MIGRATIONS: readonly string[] = [
+  // 1. The graph, its progress and the claims of runs; the run state of .flow/state.db with a project key.
+  // Times of the run state are text in the form state.db holds them, from the database's clock (flow_now):
+  // machines' clocks may differ, the database's is one.
+  `CREATE FUNCTION flow_now() RETURNS text LANGUAGE sql VOLATILE
+     AS $$ SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+   CREATE TABLE projects (
+     key text PRIMARY KEY,
+     -- bumped by every write of the graph: a reader that saw version v loads only rows with rev > v
+     version bigint NOT NULL DEFAULT 1,
+     -- bumped when tasks are added or removed (flow generate): a reader reloads every row
+     generation bigint NOT NULL DEFAULT 1,
+     -- tasks.yaml's top-level mapping without the tasks, keys in order ("tasks": [] marks the list's place)
+     top json NOT NULL,
+     -- the text flow export applies the graph onto: the imported tasks.yaml, then the last generated one
+     source text,
+     -- the last question number handed out (q-1, q-2, ... per project)
+     question_seq integer NOT NULL DEFAULT 0,
+     created_at timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE TABLE tasks (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     id text NOT NULL,
+     parent text,
+     -- its place among its parent's subtasks (or the top-level tasks), and in the whole file (depth first)
+     position integer NOT NULL,
+     ord integer NOT NULL,
+     -- the status is this column; doc's "status" only keeps the key's place
+     status text NOT NULL,
+     -- the task as tasks.yaml holds it, without its subtasks ("subtasks": [] marks the list's place), keys in order
+     doc json NOT NULL,
+     depends_on text[] NOT NULL DEFAULT '{}',
+     rev bigint NOT NULL,
+     -- claims (docs/FLEET.md, "Claims and fencing"): how many times the task was claimed, by which run,
+     -- agent and machine, and until when the claim holds without a heartbeat
+     attempt integer NOT NULL DEFAULT 0,
+     claimed_by text,
+     claimed_agent text,
+     machine text,
+     lease_until timestamptz,
+     PRIMARY KEY (project, id)
+   );
+   CREATE INDEX tasks_rev ON tasks (project, rev);
+   CREATE INDEX tasks_status ON tasks (project, status);
+   CREATE INDEX tasks_claimed ON tasks (project, claimed_by) WHERE claimed_by IS NOT NULL;
+   CREATE TABLE questions (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     id text NOT NULL,
+     seq integer NOT NULL,
+     task_id text NOT NULL,
+     agent text,
+     text text NOT NULL,
+     -- null: an agent's question; budget:<unit>: flow's own about a task's budget (docs/BUDGETS.md)
+     kind text,
+     asked_at text NOT NULL,
+     answer text,
+     answered_at text,
+     answered_by text,
+     machine text,
+     PRIMARY KEY (project, id),
+     UNIQUE (project, seq)
+   );
+   CREATE INDEX questions_pending ON questions (project, seq) WHERE answer IS NULL;
+   CREATE TABLE events (
+     id bigserial PRIMARY KEY,
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     at text NOT NULL,
+     kind text NOT NULL,
+     task_id text,
+     agent text,
+     machine text,
+     data json
+   );
+   CREATE INDEX events_project ON events (project, id);
+   CREATE INDEX events_kind ON events (project, kind, id);
+   CREATE INDEX events_task ON events (project, task_id, kind, id) WHERE task_id IS NOT NULL;
+   CREATE TABLE agents (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     name text NOT NULL,
+     cli text,
+     current_task text,
+     completed integer NOT NULL DEFAULT 0,
+     session_id text,
+     parked_until text,
+     parked_reason text,
+     parked_task text,
+     machine text,
+     updated_at text NOT NULL,
+     PRIMARY KEY (project, name)
+   );
+   CREATE TABLE merges (
+     id bigserial PRIMARY KEY,
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     task_id text NOT NULL,
+     repo text NOT NULL,
+     branch text NOT NULL,
+     branch_head text NOT NULL,
+     target text NOT NULL,
+     target_before text NOT NULL,
+     started_at text NOT NULL,
+     outcome text,
+     merge_commit text,
+     detail text,
+     closed_at text,
+     machine text
+   );
+   CREATE INDEX merges_open ON merges (project, task_id) WHERE closed_at IS NULL;
+   CREATE INDEX merges_task ON merges (project, task_id, id);
+   CREATE TABLE agent_groups (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     machine text NOT NULL,
+     pgid integer NOT NULL,
+     started text NOT NULL,
+     run_pid integer NOT NULL,
+     task_id text,
+     at text NOT NULL,
+     PRIMARY KEY (project, machine, pgid)
+   );
+   CREATE TABLE moves (
+     id bigserial PRIMARY KEY,
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     machine text NOT NULL,
+     repo text NOT NULL,
+     checkout text NOT NULL,
+     ref text NOT NULL,
+     old text NOT NULL,
+     new text NOT NULL,
+     started_at text NOT NULL,
+     ended_at text,
+     outcome text
+   );
+   CREATE INDEX moves_open ON moves (project, machine, id) WHERE ended_at IS NULL;
+   CREATE TABLE landing_waits (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     task_id text NOT NULL,
+     target text NOT NULL,
+     reason text NOT NULL,
+     since text NOT NULL,
+     machine text NOT NULL,
+     run_pid integer NOT NULL,
+     PRIMARY KEY (project, task_id)
+   );`,
+]
+
+/** The schema version this flow writes and reads. */
+export const PG_SCHEMA_VERSION = MIGRATIONS.length
+
+/** Brings the database to PG_SCHEMA_VERSION (a no-op when it is there); a newer schema is a FlowError. */
+export async function migrate(sql: SQL, shown: string): Promise<void> {
+  if ((await currentVersion(sql)) === PG_SCHEMA_VERSION) return
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK[0]}, ${MIGRATION_LOCK[1]})`
+    await tx`CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`
+    // Read again under the lock: another flow may have migrated meanwhile.
+    const [{ v }] = await tx`SELECT coalesce(max(version), 0)::int AS v FROM flow_schema`
+    refuseNewer(v, shown)
+    for (let i = v; i < PG_SCHEMA_VERSION; i++) {
+      await tx.unsafe(MIGRATIONS[i])
+      await tx`INSERT INTO flow_schema (version) VALUES (${i + 1})`
+    }
+  })
+}
+
+/** The database's schema version, 0 before flow's first start there; a newer one than this flow's is refused. */
+async function currentVersion(sql: SQL): Promise<number> {
+  try {
+    const [{ v }] = await sql`SELECT coalesce(max(version), 0)::int AS v FROM flow_schema`
+    return v
+  } catch (e) {
+    if ((e as { errno?: string }).errno === "42P01") return 0 // no flow_schema yet
+    throw e
+  }
+}
+
+function refuseNewer(version: number, shown: string): void {
+  if (version <= PG_SCHEMA_VERSION) return
+  throw new FlowError(
+    `the database at ${shown} has flow's schema version ${version}, newer than this flow knows (${PG_SCHEMA_VERSION})`,
+    Exit.invalid,
+    "update flow on this machine to the version the other machines run ('flow --version' there)",
+  )
+}

@@ -1,0 +1,63 @@
+// The task store: the one seam every command that reads or changes the task graph goes through, whichever
+// backend holds it (docs/ARCHITECTURE.md, "The store seam"): tasks.yaml (lib/store/file/, the default) or a
+// PostgreSQL database shared by many machines (lib/store/postgres/, docs/FLEET.md). Callers get a store from
+// `openStore` (lib/store/open.ts) and never ask which one they hold. A change is one `mutate` call, atomic in every backend (a
+// file write under the lock; one SQL transaction), so "mark done and promote the dependents" is never half
+// applied anywhere. The status rules (transitions.ts) are written once, against `TaskEdits`.
+import type { Indexed, Task, TaskFile } from "../model/task-index"
+
+export type Scalar = string | number | boolean
+
+/** A task, or one of its steps. */
+export type EditTarget = { taskId: string; stepId?: string }
+
+/** The edits one change makes to the graph; every backend gives the same behaviour and the same errors. */
+export interface TaskEdits {
+  /** The task with this id (a subtask too), as the change has left it so far. */
+  task(id: string): Task | undefined
+  /** Every task by id, in file order. */
+  readonly tasks: Map<string, Indexed>
+  /** Sets `key` of a task (or of one of its steps) to a scalar; `undefined` removes the key. */
+  set(target: EditTarget, key: string, value: Scalar | undefined): void
+  /** Appends a string to the list under `key` (creating it). */
+  append(target: EditTarget, key: string, value: string): void
+}
+
+/**
+ * A run's hold on a task (docs/FLEET.md, "Claims and fencing"): a write that carries it is refused once the
+ * task's current attempt or claimant differ: the task was taken over. A person's command carries none.
+ */
+export type Fence = { taskId: string; attempt: number; run: string }
+
+/** The graph as read, and a version that changes on every write. */
+export type Loaded = { data: TaskFile; version: string }
+
+/** The graph with its text in the file format: tasks.yaml's bytes, or the shared graph as `flow export` writes it. */
+export type Current = Loaded & { text: string }
+
+export interface TaskStore {
+  /** Where the graph lives, for messages: tasks.yaml's path, or the database's URL without its password and the project. */
+  readonly where: string
+  /** True for a graph many machines share (no file event says it changed: readers that follow it poll). */
+  readonly shared: boolean
+  /** Whether there is a graph yet (tasks.yaml exists; a shared project always has one). */
+  exists(): Promise<boolean>
+  /** The whole graph, checked; a missing or invalid one is a FlowError (exit 3). */
+  read(): Promise<Loaded>
+  /**
+   * The only way the graph changes: `edit` runs on the current graph and its edits are stored atomically;
+   * nothing is stored when it throws or changes nothing. `command` names the writer in lock messages.
+   */
+  mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence): Promise<T>
+  /**
+   * Replaces the graph as a whole (`flow generate`): `build` gets the current graph (undefined when there is
+   * none) and returns the new tasks.yaml text, already validated, or no text to leave the graph as it is.
+   */
+  replace<T>(command: string, build: (current: Current | undefined) => Promise<{ text?: string; result: T }>): Promise<T>
+  /** The graph in the file format, unchecked (what `flow validate` checks and `flow export` writes). */
+  text(): Promise<string>
+  /** Records that `text` passed `flow validate` (the file store's validation cache; the shared store needs none). */
+  validated(text: string): void
+  /** `where` as a command prints it: a path relative to `cwd`. */
+  shown(cwd: string): string
+}
