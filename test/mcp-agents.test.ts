@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { indexTasks, type TaskFile } from "../lib/model/task-index"
 import { mcpHandOver } from "../lib/run/agent-runner"
+import { budgetNote } from "../lib/run/budget-gate"
 import { stepPrompt, taskPrompt } from "../lib/run/prompt"
 import { writeFlowShim } from "../lib/run/flow-shim"
 import { CLIS_BIN, ensureAgentClis } from "./agent-clis/installed"
@@ -127,7 +128,7 @@ test("the prompt of an agent with mcp: true names flow's tools with the task's i
       '- `flow_note` with task_id "api" and the text, to record a decision or finding for the people and agents after you.',
       '- `flow_ask` with task_id "api", the question as text and wait: true when something is unclear: it waits for a person\'s answer and returns it.',
       "  If you cannot wait that long, call it without wait and exit: you will be resumed in this session with the answer.",
-      '- `flow_block` with task_id "api" and the reason when you cannot go on; then exit.',
+      '- `flow_block` with task_id "api" and reason "<reason>" when you cannot go on; then exit.',
       '- `flow_done` with task_id "api" when every acceptance criterion is met, the tests pass and your work is committed; then exit.',
       "",
     ].join("\n"),
@@ -138,6 +139,14 @@ test("the prompt of an agent with mcp: true names flow's tools with the task's i
   expect(stepPrompt(index.get("steps")!.task, index.get("steps")!.task.steps![0]!, true)).toContain('`flow_step_done` with step_id "steps.1"')
   // `check` names `api` as its validation task: api's prompt has it check that work, and block with the tool.
   expect(taskPrompt({ index, taskId: "api", projectName: "p", tools: true })).toContain(
-    'If it falls short, call the `flow_block` tool with task_id "api" and reason "<what is wrong>" instead of fixing it yourself.',
+    'If it falls short, call `flow_block` with task_id "api" and reason "<what is wrong>" instead of fixing it yourself.',
+  )
+  // What a session is told when it goes on (here after a budget stopped its turn) names the same tools, in the
+  // same words; an agent without them is told the commands.
+  expect(budgetNote("api", "over budget", true)).toBe(
+    'Your last turn was stopped (over budget). Go on with task \'api\' where you left off; when it is finished, call `flow_done` with task_id "api", or `flow_block` with task_id "api" and reason "<reason>" if you cannot finish it.\n',
+  )
+  expect(budgetNote("api", "over budget")).toBe(
+    `Your last turn was stopped (over budget). Go on with task 'api' where you left off; when it is finished, run 'flow done api', or 'flow block api "<reason>"' if you cannot finish it.\n`,
   )
 })

@@ -23,10 +23,13 @@ import {
 } from "./budget"
 import type { Question } from "../model/json-shapes"
 import { sleepUnlessStopped } from "./stop-sleep"
+import { callVerb, flowCall } from "./prompt"
 
-/** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more. */
-export function budgetNote(taskId: string, why: string): string {
-  return `Your last turn was stopped (${why}). Go on with task '${taskId}' where you left off; when it is finished, run 'flow done ${taskId}', or 'flow block ${taskId} "<reason>"' if you cannot finish it.\n`
+/** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more; `tools` as in fixPrompt. */
+export function budgetNote(taskId: string, why: string, tools = false): string {
+  const done = flowCall({ done: taskId }, tools, "'")
+  const block = flowCall({ block: taskId, reason: "<reason>" }, tools, "'")
+  return `Your last turn was stopped (${why}). Go on with task '${taskId}' where you left off; when it is finished, ${callVerb(tools)} ${done}, or ${block} if you cannot finish it.\n`
 }
 
 /** How often a task waiting for a budget answer looks for it (one indexed read of the state database). */

@@ -1,14 +1,15 @@
 // What the agent is told when its finished branch comes back: the check's output, or the conflicting files
 // with the target's commits it lacks and the tasks that wrote them. docs/RUN.md, "Sent back to the agent".
 import { commitsBetween } from "./git"
+import { callVerb, flowCall } from "./prompt"
 import type { Task } from "../model/task-index"
 import type { Verdict } from "./merge-queue"
 import type { Workspace } from "./workspace"
 
 type Failed = Extract<Verdict, { kind: "check" | "conflict" }>
 
-const finishLine = (id: string) =>
-  `Then commit on your branch and run 'flow done ${id}'. If you cannot fix it, run 'flow block ${id} "<why>"' and a person will take over.`
+const finishLine = (id: string, tools: boolean) =>
+  `Then commit on your branch and ${callVerb(tools)} ${flowCall({ done: id }, tools, "'")}. If you cannot fix it, ${callVerb(tools)} ${flowCall({ block: id, reason: "<why>" }, tools, "'")} and a person will take over.`
 
 /** The environment of the script agent's ```sh fix blocks. */
 export function fixEnv(ws: Workspace, v: Failed): Record<string, string> {
@@ -20,7 +21,8 @@ export function fixEnv(ws: Workspace, v: Failed): Record<string, string> {
   }
 }
 
-export async function fixPrompt(taskId: string, ws: Workspace, v: Failed, describe: (id: string) => Promise<Task | undefined>): Promise<string> {
+/** `tools`: the agent has flow's MCP server (flow.yaml `mcp: true`), and is told to call its tools. */
+export async function fixPrompt(taskId: string, ws: Workspace, v: Failed, describe: (id: string) => Promise<Task | undefined>, tools = false): Promise<string> {
   if (v.kind === "check") {
     return [
       `Your finished work on branch ${ws.branch} was not merged: the merge of ${ws.branch} into ${ws.target} fails the project's check (${v.reason}).`,
@@ -31,7 +33,7 @@ export async function fixPrompt(taskId: string, ws: Workspace, v: Failed, descri
       "```",
       "",
       `Fix it on your branch ${ws.branch}, in this worktree. If the failure comes from work that reached ${ws.target} after you started, merge ${ws.target} into your branch first (git merge ${ws.target}).`,
-      finishLine(taskId),
+      finishLine(taskId, tools),
       "",
     ].join("\n")
   }
@@ -49,7 +51,7 @@ export async function fixPrompt(taskId: string, ws: Workspace, v: Failed, descri
     ...(tasks.length ? ["", "They come from these tasks:", ...tasks] : []),
     "",
     `Merge ${ws.target} into your branch (git merge ${ws.target}) in this worktree and resolve the conflicts so that both your task and theirs still do what they were meant to.`,
-    finishLine(taskId),
+    finishLine(taskId, tools),
     "",
   ].join("\n")
 }

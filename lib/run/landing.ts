@@ -37,8 +37,11 @@ export const AUTHOR = { name: "flow", email: "flow@localhost" }
 export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
 export type FixOutcome = "fixed" | "gave-up" | "stopped" | "failed"
-/** One round of fixing by the task's agent: its prompt, and the environment of the script agent's fix blocks. */
-export type Fixer = { canFix: boolean; fix: (prompt: string, env: Record<string, string>) => Promise<FixOutcome> }
+/**
+ * One round of fixing by the task's agent: its prompt, and the environment of the script agent's fix blocks.
+ * `tools`: the agent has flow's MCP server, so its prompt names flow's tools.
+ */
+export type Fixer = { canFix: boolean; tools?: boolean; fix: (prompt: string, env: Record<string, string>) => Promise<FixOutcome> }
 
 export class Landing {
   readonly journal: MergeJournal
@@ -95,7 +98,7 @@ export class Landing {
       }
       await this.journal.close(taskId) // what the agent does now is new work
       this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
-      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id))
+      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id), fixer.tools)
       const outcome = await fixer.fix(prompt, fixEnv(ws, result))
       if (outcome === "stopped") return false
       if (outcome === "gave-up") {

@@ -8,6 +8,7 @@ import type { AgentConfig } from "../store/config"
 import { fallbacksOf } from "../store/fallback"
 import type { AgentRecord } from "../state/run-state"
 import type { EventBus } from "./events"
+import { callVerb, flowCall } from "./prompt"
 
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
 export type ParkedTask = { taskId: string; agent: string; cli: string; until: number; reason: string; fallbacks: string[] }
@@ -98,7 +99,7 @@ export class Parking {
     for (const p of this.tasks.values()) {
       if (p.agent === agent.name && p.until <= now) {
         this.tasks.delete(p.taskId)
-        return { taskId: p.taskId, note: resumeNote(p) }
+        return { taskId: p.taskId, note: resumeNote(p, agent.mcp) }
       }
     }
     for (const p of this.tasks.values()) {
@@ -163,11 +164,13 @@ export function limitNote(taskId: string, reason: string): string {
   return `Your last turn was stopped by a usage limit of your provider (${reason}); it has reset. Go on with task '${taskId}' where you left off.\n`
 }
 
-/** What the agent whose limit has reset is told in its own session. */
-function resumeNote(p: ParkedTask): string {
+/** What the agent whose limit has reset is told in its own session; `tools`: it has flow's MCP server. */
+function resumeNote(p: ParkedTask, tools = false): string {
+  const run = callVerb(tools)
   return (
     `Your last turn on task '${p.taskId}' was stopped by a usage limit of your provider (${p.reason}); it has reset. ` +
-    `Go on with the task where you left off. When it is finished, run 'flow done ${p.taskId}'; if you cannot finish it, run 'flow block ${p.taskId} "<reason>"'.\n`
+    `Go on with the task where you left off. When it is finished, ${run} ${flowCall({ done: p.taskId }, tools, "'")}; ` +
+    `if you cannot finish it, ${run} ${flowCall({ block: p.taskId, reason: "<reason>" }, tools, "'")}.\n`
   )
 }
 

@@ -62,9 +62,7 @@ export function taskPrompt(input: PromptInput): string {
       `Check the work of '${target.id}' (${target.title}) against its acceptance criteria:`,
       ...bullets(target.acceptance_criteria?.length ? target.acceptance_criteria : ["(none written: check its instructions)"]),
       "",
-      input.tools
-        ? `If it falls short, call the \`flow_block\` tool with task_id "${task.id}" and reason "<what is wrong>" instead of fixing it yourself.`
-        : `If it falls short, run \`flow block ${task.id} "<what is wrong>"\` instead of fixing it yourself.`,
+      `If it falls short, ${callVerb(input.tools)} ${flowCall({ block: task.id, reason: "<what is wrong>" }, input.tools)} instead of fixing it yourself.`,
     )
   }
   if (task.validation_task_id) out.push("", `Your work will be checked afterwards by the task '${task.validation_task_id}'.`)
@@ -152,29 +150,49 @@ function flowCommands(task: Task, step: Step | undefined, tools = false): string
   const id = task.id
   if (tools) {
     // Tool names as the server gives them; CLIs prefix them with the server's name (Claude Code: mcp__flow__flow_done).
-    const lines = [
+    return [
       "Call these tools of the flow MCP server (your CLI may show their names with a prefix, such as mcp__flow__flow_done):",
       `- \`flow_note\` with task_id "${id}" and the text, to record a decision or finding for the people and agents after you.`,
       `- \`flow_ask\` with task_id "${id}", the question as text and wait: true when something is unclear: it waits for a person's answer and returns it.`,
       `  If you cannot wait that long, call it without wait and exit: you will be resumed in this session with the answer.`,
-      `- \`flow_block\` with task_id "${id}" and the reason when you cannot go on; then exit.`,
+      ...endLines(task, step, true),
     ]
-    if (step)
-      lines.push(`- \`flow_step_done\` with step_id "${step.id}" when this step is finished and committed; then exit. You will be resumed with the next step.`)
-    else lines.push(`- \`flow_done\` with task_id "${id}" when every acceptance criterion is met, the tests pass and your work is committed; then exit.`)
-    return lines
   }
-  const lines = [
+  return [
     "Run these commands from your working directory (flow finds the project through FLOW_PROJECT):",
     `- \`flow note ${id} "<text>"\` to record a decision or finding for the people and agents after you.`,
     `- \`flow ask ${id} "<question>" --wait\` when something is unclear: it waits for a person's answer and prints it.`,
     `  If you cannot wait that long, run it without --wait and exit: you will be resumed in this session with the answer.`,
-    `- \`flow block ${id} "<reason>"\` when you cannot go on; then exit.`,
+    ...endLines(task, step, false),
   ]
-  if (step) lines.push(`- \`flow step done ${step.id}\` when this step is finished and committed; then exit. You will be resumed with the next step.`)
-  else lines.push(`- \`flow done ${id}\` when every acceptance criterion is met, the tests pass and your work is committed; then exit.`)
-  return lines
 }
+
+/** How the agent blocks, and finishes its step or its task: the last lines of what it is told. */
+function endLines(task: Task, step: Step | undefined, tools: boolean): string[] {
+  const block = `- ${flowCall({ block: task.id, reason: "<reason>" }, tools)} when you cannot go on; then exit.`
+  const end = step
+    ? `- ${flowCall({ stepDone: step.id }, tools)} when this step is finished and committed; then exit. You will be resumed with the next step.`
+    : `- ${flowCall({ done: task.id }, tools)} when every acceptance criterion is met, the tests pass and your work is committed; then exit.`
+  return [block, end]
+}
+
+/** A call to flow that ends an agent's turn: finishing its task or its step, or blocking its task (with a reason to give, as a placeholder). */
+export type FlowCall = { done: string } | { stepDone: string } | { block: string; reason?: string }
+
+/**
+ * How an agent is told to make `call`, in every prompt flow sends it (the task's and each follow-up's): the
+ * command, between `quote`s, or for an agent with flow's MCP server (`tools`) the tool with its arguments.
+ * The verb before it: callVerb.
+ */
+export function flowCall(call: FlowCall, tools = false, quote = "`"): string {
+  if ("done" in call) return tools ? `\`flow_done\` with task_id "${call.done}"` : `${quote}flow done ${call.done}${quote}`
+  if ("stepDone" in call) return tools ? `\`flow_step_done\` with step_id "${call.stepDone}"` : `${quote}flow step done ${call.stepDone}${quote}`
+  if (tools) return `\`flow_block\` with task_id "${call.block}"${call.reason ? ` and reason "${call.reason}"` : ""}`
+  return `${quote}flow block ${call.block}${call.reason ? ` "${call.reason}"` : ""}${quote}`
+}
+
+/** "run" a command, "call" a tool. */
+export const callVerb = (tools = false): string => (tools ? "call" : "run")
 
 function bullets(items: readonly string[]): string[] {
   return items.map((item) => `- ${oneLine(item)}`)

@@ -8,7 +8,7 @@ import { FlowError } from "../cli/errors"
 import { commitAll, ensureWorktree } from "./git"
 import type { Question } from "../model/json-shapes"
 import { projectTaskPrompt } from "./project-prompt"
-import { answersPrompt, currentStep, stepPrompt } from "./prompt"
+import { answersPrompt, callVerb, currentStep, type FlowCall, flowCall, stepPrompt } from "./prompt"
 import { indexTasks, type Step, type Task } from "../model/task-index"
 import { applyStatus } from "../store/transitions"
 import { runTurn, type TurnResult } from "./agent-runner"
@@ -245,7 +245,7 @@ export class TaskWorker {
       if (after.status === "done") return "finished"
       if (turn.budgetStop) {
         // Stopped by a budget, not failed: the gate asks (or pauses) before the session goes on.
-        prompt = await this.continuation(budgetNote(this.taskId, turn.budgetStop))
+        prompt = await this.continuation(budgetNote(this.taskId, turn.budgetStop, this.agent.mcp))
         attempt--
         continue
       }
@@ -274,10 +274,13 @@ export class TaskWorker {
         await this.block(exitNote(turn, "without 'flow done' or 'flow block'"))
         return "blocked"
       }
-      const reason = `${ended(turn)} without 'flow done ${this.taskId}' or 'flow block ${this.taskId}'`
-      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason })
+      // The run's log names the commands (a person reads it); the agent is told what it was given to use.
+      const tools = this.agent.mcp
+      const call = (c: FlowCall, withTools = tools) => flowCall(c, withTools, "'")
+      const without = (withTools?: boolean) => `${ended(turn)} without ${call({ done: this.taskId }, withTools)} or ${call({ block: this.taskId }, withTools)}`
+      this.s.bus.emit({ type: "retry", taskId: this.taskId, attempt: attempt + 1, reason: without(false) })
       prompt = await this.continuation(
-        `${reason}. Finish the task, then run 'flow done ${this.taskId}', or run 'flow block ${this.taskId} "<reason>"' if you cannot.\n`,
+        `${without(tools)}. Finish the task, then ${callVerb(tools)} ${call({ done: this.taskId })}, or ${callVerb(tools)} ${call({ block: this.taskId, reason: "<reason>" })} if you cannot.\n`,
       )
     }
   }
@@ -305,7 +308,9 @@ export class TaskWorker {
       const turn: Turn = finished
         ? { code: 0, tail: "", seconds: 0 }
         : await this.turn(
-            n > 1 && !resumeWith ? `${prompt}\nThe last attempt ended before 'flow step done ${step.id}'. Continue the step.\n` : prompt,
+            n > 1 && !resumeWith
+              ? `${prompt}\nThe last attempt ended before ${flowCall({ stepDone: step.id }, this.agent.mcp, "'")}. Continue the step.\n`
+              : prompt,
             step.instruction,
             step.id,
           )
@@ -317,7 +322,7 @@ export class TaskWorker {
         if (!(after.steps?.find((x) => x.id === step.id)?.status === "done")) {
           if (turn.limit) return this.park(turn)
           tries.set(step.id, n - 1)
-          resumeWith = await this.continuation(budgetNote(this.taskId, turn.budgetStop!))
+          resumeWith = await this.continuation(budgetNote(this.taskId, turn.budgetStop!, this.agent.mcp))
           continue
         }
       }
@@ -480,6 +485,7 @@ export class TaskWorker {
     const blocks = shellBlocks(task.instructions ?? "", "fix")
     return {
       canFix: this.agent.cli !== "script" || blocks.length > 0,
+      tools: this.agent.mcp,
       fix: async (prompt, env) => {
         // The finished mark no longer holds: a run killed during the fix reruns it rather than landing as is.
         for (const mark of doneMarks(this.s.project.stateDir, this.taskId)) rmSync(mark, { force: true })
