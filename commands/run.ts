@@ -15,7 +15,7 @@ import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
-import { openStore } from "../lib/store/open"
+import { lockSharedRun, openStore } from "../lib/store/open"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
 import { reviewCheckpoint } from "../lib/store/checkpoint-review"
@@ -145,6 +145,23 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       "wait for it to finish, or stop it with Ctrl-C",
     )
   }
+  // A shared project: one run across every clone and machine, held in the database (docs/FLEET.md).
+  let releaseShared: (() => Promise<void>) | undefined
+  try {
+    releaseShared = await lockSharedRun(
+      project,
+      "flow run",
+      (heldBy, machine) =>
+        new FlowError(
+          `${heldBy}: one run per shared project`,
+          Exit.failure,
+          `wait for it to finish, or stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C); then run 'flow run' again`,
+        ),
+    )
+  } catch (e) {
+    release()
+    throw e
+  }
   const controller = new AbortController()
   let ui: Tui | undefined
   let stops = 0
@@ -231,6 +248,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     onReaderGone(undefined)
     db?.close()
     log?.close()
+    await releaseShared?.()
     release()
   }
 }

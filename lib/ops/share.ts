@@ -16,6 +16,7 @@ import { writeFileAtomic } from "../store/atomic-write"
 import { FileStore } from "../store/file/file-store"
 import { lockHolder } from "../store/lock"
 import { database } from "../store/postgres/connection"
+import { heldBy, tryRunLock } from "../store/postgres/run-lock"
 import { createProject, dropProject } from "../store/postgres/share"
 import { isPostgresUrl, parseUrl, sameDatabase } from "../store/postgres/url"
 import { keyOf, sharedSetting, storeSetting } from "../store/setting"
@@ -80,24 +81,35 @@ export async function unshareProject(project: Project, opts: { drop?: boolean } 
   const setting = await storeSetting(project)
   if (setting.kind !== "postgres") throw new FlowError("this project is not shared: its tasks are in tasks.yaml already", Exit.failure)
   refuseLiveRun(project, "unshare")
-  const store = await openStore(project)
-  const text = await store.text()
-  const state = await PgRunState.open(database(setting), setting)
-  const dump = await state.dump()
-  await writeFileState(project, dump)
-  const written = writeIfChanged(project.tasksFile, text)
-  writeSharedKeys(project.dir, undefined)
-  let dropped = false
-  if (opts.drop) dropped = await database(setting).run((sql) => sql.begin((tx) => dropProject(tx, setting.key)))
-  return {
-    file: project.tasksFile,
-    tasks: countTasks(text),
-    written,
-    database: setting.shown,
-    project: setting.key,
-    dropped,
-    questions: dump.questions.length,
-    events: dump.events.length,
+  // A run of this project on any machine holds the database's run lock; unshare holds it too, so none starts
+  // while the tasks and state move.
+  const lock = await tryRunLock(setting, "flow unshare")
+  if ("holder" in lock) {
+    throw new FlowError(
+      `${heldBy(setting, lock.holder, "flow unshare")}: its tasks and state must not move under it`,
+      Exit.failure,
+      `stop it${lock.holder ? ` on ${lock.holder.machine}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
+    )
+  }
+  try {
+    const text = await (await openStore(project)).text()
+    const dump = await (await PgRunState.open(database(setting), setting)).dump()
+    await writeFileState(project, dump)
+    const written = writeIfChanged(project.tasksFile, text)
+    writeSharedKeys(project.dir, undefined)
+    const dropped = opts.drop ? await database(setting).run((sql) => sql.begin((tx) => dropProject(tx, setting.key))) : false
+    return {
+      file: project.tasksFile,
+      tasks: countTasks(text),
+      written,
+      database: setting.shown,
+      project: setting.key,
+      dropped,
+      questions: dump.questions.length,
+      events: dump.events.length,
+    }
+  } finally {
+    await lock.held.release()
   }
 }
 
