@@ -16,12 +16,11 @@ import { writeFileAtomic } from "../store/atomic-write"
 import { FileStore } from "../store/file/file-store"
 import { lockHolder } from "../store/lock"
 import { database } from "../store/postgres/connection"
-import { heldBy, tryRunLock } from "../store/postgres/run-lock"
 import { createProject, dropProject } from "../store/postgres/share"
 import { isPostgresUrl, parseUrl, sameDatabase } from "../store/postgres/url"
 import { keyOf, sharedSetting, storeSetting } from "../store/setting"
 import { writeSharedKeys } from "../store/setting-edit"
-import { openStore } from "../store/open"
+import { lockSharedRun, openStore } from "../store/open"
 import { ensureStateDir } from "../store/valid-cache"
 
 /** `flow share <url> [--project <key>]`: the project's graph and run state into the database, then flow.yaml. */
@@ -83,14 +82,16 @@ export async function unshareProject(project: Project, opts: { drop?: boolean } 
   refuseLiveRun(project, "unshare")
   // A run of this project on any machine holds the database's run lock; unshare holds it too, so none starts
   // while the tasks and state move.
-  const lock = await tryRunLock(setting, "flow unshare")
-  if ("holder" in lock) {
-    throw new FlowError(
-      `${heldBy(setting, lock.holder, "flow unshare")}: its tasks and state must not move under it`,
-      Exit.failure,
-      `stop it${lock.holder ? ` on ${lock.holder.machine}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
-    )
-  }
+  const release = await lockSharedRun(
+    project,
+    "flow unshare",
+    (heldBy, machine) =>
+      new FlowError(
+        `${heldBy}: its tasks and state must not move under it`,
+        Exit.failure,
+        `stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
+      ),
+  )
   try {
     const text = await (await openStore(project)).text()
     const dump = await (await PgRunState.open(database(setting), setting)).dump()
@@ -109,7 +110,7 @@ export async function unshareProject(project: Project, opts: { drop?: boolean } 
       events: dump.events.length,
     }
   } finally {
-    await lock.held.release()
+    await release?.()
   }
 }
 
