@@ -145,8 +145,11 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       "wait for it to finish, or stop it with Ctrl-C",
     )
   }
-  // A shared project: one run across every clone and machine, held in the database (docs/FLEET.md).
+  const controller = new AbortController()
+  // A shared project: one run across every clone and machine, held in the database (docs/FLEET.md). A lock
+  // lost with its connection and taken by another run meanwhile stops this one.
   let releaseShared: (() => Promise<void>) | undefined
+  let lost: string | undefined
   try {
     releaseShared = await lockSharedRun(
       project,
@@ -157,12 +160,15 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
           Exit.failure,
           `wait for it to finish, or stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C); then run 'flow run' again`,
         ),
+      (heldBy) => {
+        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped, one run per shared project`
+        stop()
+      },
     )
   } catch (e) {
     release()
     throw e
   }
-  const controller = new AbortController()
   let ui: Tui | undefined
   let stops = 0
   const stop = () => {
@@ -227,6 +233,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
+      if (lost !== undefined) throw new FlowError(lost, Exit.failure, "the other run carries on with the tasks ('flow list' shows them)")
       if (summary.interrupted) return Exit.cancelled
       return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
     } finally {

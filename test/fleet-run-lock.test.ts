@@ -148,4 +148,43 @@ describe.skipIf(!HAVE_POSTGRES)("one flow run per shared project", () => {
     const second = await clones.runSecond()
     expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" })
   })
+
+  test("a run whose connection to the database closed takes its lock again, and still refuses a second run", async () => {
+    await using db = await freshDatabase()
+    await using clones = await twoClones(db)
+    const first = clones.runFirst()
+    await waitUntil(clones.started)
+    const [{ backend_pid }] = await db.sql`SELECT backend_pid FROM run_locks WHERE project = 'shop'`
+    await db.sql`SELECT pg_terminate_backend(${backend_pid})`
+    await waitUntil(async () => {
+      const [row] = await db.sql`SELECT backend_pid FROM run_locks WHERE project = 'shop'`
+      return row.backend_pid !== backend_pid && (await runLockSessions(db)) === 1
+    })
+    const refused = await clones.runSecond()
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("error: another 'flow run' holds shared project 'shop' (machine laptop-1, ")
+    clones.go()
+    expect((await first.done()).code).toBe(0)
+  })
+
+  test("a run whose lock was taken by another while its connection was gone stops, exit 1", async () => {
+    await using db = await freshDatabase()
+    await using clones = await twoClones(db)
+    const first = clones.runFirst()
+    await waitUntil(clones.started)
+    const [{ backend_pid, lock_id }] = await db.sql`SELECT backend_pid, lock_id FROM run_locks WHERE project = 'shop'`
+    const other = await db.sql.reserve()
+    try {
+      await db.sql`SELECT pg_terminate_backend(${backend_pid})`
+      // Waits for the ended session to let go, then holds the lock as another run would.
+      await other`SELECT pg_advisory_lock(${0x666c6f72}, ${lock_id})`
+      const result = await first.done()
+      expect(result.code).toBe(1)
+      expect(result.stderr).toContain(
+        "error: this run lost its lock when its connection to the database closed, and meanwhile another flow process holds the run lock of shared project 'shop' (who, it has not recorded yet): this run stopped, one run per shared project\n",
+      )
+    } finally {
+      await other.close()
+    }
+  })
 })

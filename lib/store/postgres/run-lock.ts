@@ -22,30 +22,89 @@ export type RunHolder = { command: string; machine: string; pid: number; since: 
 export type HeldRunLock = { release(): Promise<void> }
 
 /**
- * Takes the project's run lock for `command` (this process, this machine) without waiting: the lock, or who
- * holds it. A FlowError when the database does not hold the project or cannot be reached.
+ * How often a held lock's connection is looked at. A lock whose connection closed (the server restarted, the
+ * session was ended) is gone: it is taken again, or, when another holds it by then, the holder is told.
  */
-export async function tryRunLock(setting: SharedSetting, command: string): Promise<{ held: HeldRunLock } | { holder: RunHolder | undefined }> {
+const WATCH_MS = 5_000
+
+/**
+ * Takes the project's run lock for `command` (this process, this machine) without waiting: the lock, or who
+ * holds it. A FlowError when the database does not hold the project or cannot be reached. `onLost` hears of a
+ * lock lost with its connection that another process took meanwhile (what heldBy says of it).
+ */
+export async function tryRunLock(
+  setting: SharedSetting,
+  command: string,
+  onLost: (heldBy: string) => void = () => {},
+): Promise<{ held: HeldRunLock } | { holder: RunHolder | undefined }> {
   const db = database(setting)
   return db.run(async (sql) => {
     const lockId = await lockIdOf(sql, setting)
-    const conn = await sql.reserve()
-    try {
-      const [{ ok }] = await conn`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
-      if (!ok) {
-        await conn.release()
-        return { holder: await holderOf(sql, lockId) }
-      }
-      await conn`
-        UPDATE run_locks SET command = ${command}, machine = ${setting.machine}, pid = ${process.pid}, backend_pid = pg_backend_pid(), since = now()
-        WHERE lock_id = ${lockId}`
-      return { held: { release: () => unlock(conn, lockId) } }
-    } catch (e) {
-      // A connection that may hold the lock must not go back to the pool: closed, it lets go of it.
-      await conn.close().catch(() => {})
-      throw e
-    }
+    const take = () => db.run((sql) => takeOn(sql, lockId, setting, command))
+    const conn = await takeOn(sql, lockId, setting, command)
+    if (!conn) return { holder: await holderOf(sql, lockId) }
+    return { held: watch(conn, lockId, take, async () => onLost(heldBy(setting, await db.run((sql) => holderOf(sql, lockId)), command))) }
   })
+}
+
+/** A connection of its own holding lock `lockId` for `command`, with its row written; undefined: held elsewhere. */
+async function takeOn(sql: SQL, lockId: number, setting: SharedSetting, command: string): Promise<ReservedSQL | undefined> {
+  const conn = await sql.reserve()
+  try {
+    const [{ ok }] = await conn`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
+    if (!ok) {
+      await conn.release()
+      return undefined
+    }
+    await conn`
+      UPDATE run_locks SET command = ${command}, machine = ${setting.machine}, pid = ${process.pid}, backend_pid = pg_backend_pid(), since = now()
+      WHERE lock_id = ${lockId}`
+    return conn
+  } catch (e) {
+    // A connection that may hold the lock must not go back to the pool: closed, it lets go of it.
+    await conn.close().catch(() => {})
+    throw e
+  }
+}
+
+/** The held lock, looked at every WATCH_MS and taken again when its connection closed. */
+function watch(first: ReservedSQL, lockId: number, take: () => Promise<ReservedSQL | undefined>, lost: () => Promise<void>): HeldRunLock {
+  let conn: ReservedSQL | undefined = first
+  let done = false
+  let looking: Promise<void> = Promise.resolve()
+  const look = async () => {
+    if (conn) {
+      try {
+        await conn`SELECT 1`
+        return
+      } catch {
+        await conn.close().catch(() => {})
+        conn = undefined
+      }
+    }
+    try {
+      conn = await take()
+    } catch {
+      return // the database cannot be reached: nobody there can take the lock from a run that cannot write
+    }
+    if (!conn) {
+      done = true
+      await lost().catch(() => {})
+    }
+  }
+  const timer = setInterval(() => {
+    if (done) return
+    looking = looking.then(look)
+  }, WATCH_MS)
+  timer.unref()
+  return {
+    release: async () => {
+      done = true
+      clearInterval(timer)
+      await looking
+      if (conn) await unlock(conn, lockId)
+    },
+  }
 }
 
 /** The project's lock number, made on the first lock of the project. */
