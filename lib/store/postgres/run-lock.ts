@@ -43,7 +43,11 @@ export async function tryRunLock(
     const take = () => db.run((sql) => takeOn(sql, lockId, setting, command))
     const conn = await takeOn(sql, lockId, setting, command)
     if (!conn) return { holder: await holderOf(sql, lockId) }
-    return { held: watch(conn, lockId, take, async () => onLost(heldBy(setting, await db.run((sql) => holderOf(sql, lockId)), command))) }
+    const lost = async () => {
+      const holder = await db.run((sql) => holderOf(sql, lockId)).catch(() => undefined)
+      onLost(heldBy(setting, holder, command))
+    }
+    return { held: watch(conn, lockId, take, lost) }
   })
 }
 
@@ -89,12 +93,12 @@ function watch(first: ReservedSQL, lockId: number, take: () => Promise<ReservedS
     }
     if (!conn) {
       done = true
-      await lost().catch(() => {})
+      await lost()
     }
   }
   const timer = setInterval(() => {
     if (done) return
-    looking = looking.then(look)
+    looking = looking.then(look).catch(() => {})
   }, WATCH_MS)
   timer.unref()
   return {
