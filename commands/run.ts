@@ -15,7 +15,7 @@ import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
-import { openStore } from "../lib/store/open"
+import { lockSharedRun, openStore } from "../lib/store/open"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
 import { reviewCheckpoint } from "../lib/store/checkpoint-review"
@@ -146,6 +146,29 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     )
   }
   const controller = new AbortController()
+  // A shared project: one run across every clone and machine, held in the database (docs/FLEET.md). A lock
+  // lost with its connection and taken by another run meanwhile stops this one.
+  let releaseShared: (() => Promise<void>) | undefined
+  let lost: string | undefined
+  try {
+    releaseShared = await lockSharedRun(
+      project,
+      "flow run",
+      (heldBy, machine) =>
+        new FlowError(
+          `${heldBy}: one run per shared project`,
+          Exit.failure,
+          `wait for it to finish, or stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C); then run 'flow run' again`,
+        ),
+      (heldBy) => {
+        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped, one run per shared project`
+        stop()
+      },
+    )
+  } catch (e) {
+    release()
+    throw e
+  }
   let ui: Tui | undefined
   let stops = 0
   const stop = () => {
@@ -210,6 +233,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
+      if (lost !== undefined) throw new FlowError(lost, Exit.failure, "the other run carries on with the tasks ('flow list' shows them)")
       if (summary.interrupted) return Exit.cancelled
       return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
     } finally {
@@ -231,6 +255,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     onReaderGone(undefined)
     db?.close()
     log?.close()
+    await releaseShared?.()
     release()
   }
 }

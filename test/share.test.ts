@@ -253,7 +253,7 @@ describe.skipIf(!HAVE_POSTGRES)("a shared project", () => {
     try {
       const results = await Promise.all(dirs.map((d, i) => flow(d.path, ["share", db.url, "--project", `p${i}`])))
       expect(results.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0])
-      expect(await db.sql`SELECT version FROM flow_schema ORDER BY version`).toEqual([{ version: 1 }])
+      expect(await db.sql`SELECT version FROM flow_schema ORDER BY version`).toEqual([{ version: 1 }, { version: 2 }])
     } finally {
       await Promise.all(dirs.map((d) => d[Symbol.asyncDispose]()))
     }

@@ -20,7 +20,7 @@ import { createProject, dropProject } from "../store/postgres/share"
 import { isPostgresUrl, parseUrl, sameDatabase } from "../store/postgres/url"
 import { keyOf, sharedSetting, storeSetting } from "../store/setting"
 import { writeSharedKeys } from "../store/setting-edit"
-import { openStore } from "../store/open"
+import { lockSharedRun, openStore } from "../store/open"
 import { ensureStateDir } from "../store/valid-cache"
 
 /** `flow share <url> [--project <key>]`: the project's graph and run state into the database, then flow.yaml. */
@@ -80,24 +80,37 @@ export async function unshareProject(project: Project, opts: { drop?: boolean } 
   const setting = await storeSetting(project)
   if (setting.kind !== "postgres") throw new FlowError("this project is not shared: its tasks are in tasks.yaml already", Exit.failure)
   refuseLiveRun(project, "unshare")
-  const store = await openStore(project)
-  const text = await store.text()
-  const state = await PgRunState.open(database(setting), setting)
-  const dump = await state.dump()
-  await writeFileState(project, dump)
-  const written = writeIfChanged(project.tasksFile, text)
-  writeSharedKeys(project.dir, undefined)
-  let dropped = false
-  if (opts.drop) dropped = await database(setting).run((sql) => sql.begin((tx) => dropProject(tx, setting.key)))
-  return {
-    file: project.tasksFile,
-    tasks: countTasks(text),
-    written,
-    database: setting.shown,
-    project: setting.key,
-    dropped,
-    questions: dump.questions.length,
-    events: dump.events.length,
+  // A run of this project on any machine holds the database's run lock; unshare holds it too, so none starts
+  // while the tasks and state move.
+  const release = await lockSharedRun(
+    project,
+    "flow unshare",
+    (heldBy, machine) =>
+      new FlowError(
+        `${heldBy}: its tasks and state must not move under it`,
+        Exit.failure,
+        `stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
+      ),
+  )
+  try {
+    const text = await (await openStore(project)).text()
+    const dump = await (await PgRunState.open(database(setting), setting)).dump()
+    await writeFileState(project, dump)
+    const written = writeIfChanged(project.tasksFile, text)
+    writeSharedKeys(project.dir, undefined)
+    const dropped = opts.drop ? await database(setting).run((sql) => sql.begin((tx) => dropProject(tx, setting.key))) : false
+    return {
+      file: project.tasksFile,
+      tasks: countTasks(text),
+      written,
+      database: setting.shown,
+      project: setting.key,
+      dropped,
+      questions: dump.questions.length,
+      events: dump.events.length,
+    }
+  } finally {
+    await release?.()
   }
 }
 

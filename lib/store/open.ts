@@ -16,3 +16,24 @@ export async function openStore(project: Project): Promise<TaskStore> {
   const { PgTaskStore } = await import("./postgres/pg-store")
   return PgTaskStore.open(setting)
 }
+
+/**
+ * A shared project's run lock, taken for `command` (docs/FLEET.md, "One run per shared project"): its release,
+ * or the FlowError `refuse` makes of who holds it (what heldBy says, and the holder's machine). `onLost` hears
+ * of the lock lost with its connection and taken by another process meanwhile. A project in files has none
+ * (its .flow/run.lock is the whole story): undefined.
+ */
+export async function lockSharedRun(
+  project: Project,
+  command: string,
+  refuse: (heldBy: string, machine: string | undefined) => Error,
+  onLost?: (heldBy: string) => void,
+): Promise<(() => Promise<void>) | undefined> {
+  const { storeSetting } = await import("./setting")
+  const setting = await storeSetting(project)
+  if (setting.kind === "file") return undefined
+  const { heldBy, tryRunLock } = await import("./postgres/run-lock")
+  const lock = await tryRunLock(setting, command, onLost)
+  if ("holder" in lock) throw refuse(heldBy(setting, lock.holder, command), lock.holder?.machine)
+  return lock.held.release
+}

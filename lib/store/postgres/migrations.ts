@@ -153,6 +153,18 @@ const MIGRATIONS: readonly string[] = [
      run_pid integer NOT NULL,
      PRIMARY KEY (project, task_id)
    );`,
+  // 2. One live run per shared project (lib/store/postgres/run-lock.ts): the number of the project's advisory
+  // lock, and who took it last (what a refused run quotes; the lock itself says whether that one still runs).
+  `CREATE TABLE run_locks (
+     project text PRIMARY KEY REFERENCES projects (key) ON DELETE CASCADE,
+     lock_id integer GENERATED ALWAYS AS IDENTITY UNIQUE,
+     command text,
+     machine text,
+     pid integer,
+     -- the holder's session (pg_backend_pid): a row counts only while this session holds the lock
+     backend_pid integer,
+     since timestamptz
+   );`,
 ]
 
 /** The schema version this flow writes and reads. */
