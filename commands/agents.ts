@@ -4,7 +4,8 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import type { AgentsReport, Usage } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
-import { openExistingState } from "../lib/state/state"
+import { liveRun, openExistingState } from "../lib/state/state"
+import { storeSetting } from "../lib/store/setting"
 import { indexTasks } from "../lib/model/task-index"
 import { openStore } from "../lib/store/open"
 import { usageText } from "../lib/run/usage"
@@ -17,7 +18,8 @@ export const meta = {
   description: `The agents of this project (flow.yaml's, and any that worked in a run), each with the task it
 is working on now, how many tasks it has completed, the tokens and cost it reported, its spend in the latest run
 beside flow.yaml's budget.agent, and when its CLI's usage limit parked it, until when. An agent's current task is
-set while 'flow run' has it working; its status comes from tasks.yaml.`,
+set while 'flow run' has it working; its status comes from tasks.yaml. On a shared project (docs/FLEET.md) it
+also says where the live run is, whatever the machine, and which agents are that run's.`,
   options: {
     json: { type: "boolean", help: "print the agents as JSON" },
   },
@@ -29,7 +31,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const configured = config.agents ?? []
-  const db = await openExistingState(project)
+  const [db, live, setting] = await Promise.all([openExistingState(project), liveRun(project), storeSetting(project)])
+  const shared = setting.kind !== "file"
   const records = db ? await db.agents.list() : []
   const spent = db ? await db.usage.byAgent() : new Map<string, Usage>()
   const lastRun = db ? await lastRunSpend(db) : undefined
@@ -40,6 +43,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const byName = new Map(records.map((r) => [r.name, r]))
   const names = [...configured.map((a) => a.name), ...records.map((r) => r.name).filter((n) => !configured.some((a) => a.name === n))]
   const report: AgentsReport = {
+    // Only a shared project says where its run is: in files the run is this clone's, and the output stays as it was.
+    ...(shared ? { run: live } : {}),
     agents: names.map((name) => {
       const r = byName.get(name)
       const cli = configured.find((a) => a.name === name)?.cli ?? r?.cli ?? null
@@ -47,20 +52,23 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       const budget = budgetReport(lastRun?.byAgent.get(name) ?? NO_SPEND, config.budget?.agent ?? {})
       const until = r?.parked_until ? Date.parse(r.parked_until) : 0
       const parked = until > now ? { until: r!.parked_until!, reason: r!.parked_reason ?? "usage limit", task: r!.parked_task } : null
-      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(name) ?? null, budget, parked }
+      // One run lives per shared project, so a record changed since it took its lock (the database's clock) is its.
+      const machine = live?.machine !== undefined && r !== undefined && r.updated_at >= live.since ? live.machine : null
+      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(name) ?? null, budget, parked, ...(shared ? { machine } : {}) }
     }),
   }
   if (values.json) {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
+  const header = shared ? `${runLine(report.run ?? null)}\n` : ""
   if (report.agents.length === 0) {
-    ctx.stdout("No agents: list them in flow.yaml, or start some with 'flow run --agents N --cli <cli>'.\n")
+    ctx.stdout(`${header}No agents: list them in flow.yaml, or start some with 'flow run --agents N --cli <cli>'.\n`)
     return
   }
   const out = ["Agents:"]
   for (const a of report.agents) {
-    out.push(`  ${a.name}${a.cli ? ` (${a.cli})` : ""}`)
+    out.push(`  ${a.name}${a.cli ? ` (${a.cli})` : ""}${a.machine ? ` on ${a.machine}` : ""}`)
     out.push(`    Current: ${a.current ? `${a.current.id} (${a.current.status})` : "none"}`)
     // SPEC 2.5's format, `Completed: <n> tasks`, for every n: scripts read the line as written there.
     out.push(`    Completed: ${a.completed} tasks`)
@@ -71,5 +79,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     if (a.parked)
       out.push(`    Parked until ${clockTime(new Date(a.parked.until))}: ${a.parked.reason}${a.parked.task ? ` (its task ${a.parked.task} waits)` : ""}`)
   }
-  ctx.stdout(`${out.join("\n")}\n`)
+  ctx.stdout(`${header}${out.join("\n")}\n`)
+}
+
+/** A shared project's run, first: `Run: live on laptop-1 (pid 4242, since 12:01)`, or `Run: none live`. */
+function runLine(run: AgentsReport["run"] | null): string {
+  if (!run) return "Run: none live"
+  return `Run: live on ${run.machine} (pid ${run.pid}, since ${clockTime(new Date(run.since))})`
 }

@@ -116,6 +116,45 @@ describe.skipIf(!HAVE_POSTGRES)("one flow run per shared project", () => {
     expect((await flow(clones.second, ["unshare"], { env: LAPTOP_2 })).code).toBe(0)
   })
 
+  test("the second clone sees where the first clone's run lives and which agent works on the task, and then that no run lives", async () => {
+    await using db = await freshDatabase()
+    await using clones = await twoClones(db)
+    const first = clones.runFirst()
+    await waitUntil(clones.started)
+    const onSecond = async (args: string[]) => {
+      const r = await flow(clones.second, args, { env: LAPTOP_2 })
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+      return r.stdout
+    }
+    const live = { pid: first.proc.pid, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), machine: "laptop-1" }
+
+    const agents = JSON.parse(await onSecond(["agents", "--json"]))
+    expect(agents.run).toEqual(live)
+    expect(agents.agents).toMatchObject([{ name: "script-1", current: { id: "hold", status: "in_progress" }, machine: "laptop-1" }])
+    expect(await onSecond(["agents"])).toStartWith(`Run: live on laptop-1 (pid ${first.proc.pid}, since `)
+    const dashboard = JSON.parse(await onSecond(["dashboard", "--json"]))
+    expect(dashboard.run).toEqual(live)
+    expect(dashboard.running).toMatchObject([{ id: "hold", agent: "script-1", live: true }])
+    expect(await onSecond(["dashboard", "--once"])).toContain(`flow run live on laptop-1 (pid ${first.proc.pid})`)
+    expect(JSON.parse(await onSecond(["show", "hold", "--json"])).worked_by).toEqual({
+      agent: "script-1",
+      state: "working",
+      ended_at: null,
+      ended_status: null,
+    })
+    expect(await onSecond(["show", "hold"])).toContain("Worked by: script-1 (working on it now)\n")
+    expect(await onSecond(["list"])).toContain("(working: script-1)")
+
+    clones.go()
+    expect((await first.done()).code).toBe(0)
+    const after = JSON.parse(await onSecond(["agents", "--json"]))
+    expect(after.run).toBeNull()
+    expect(after.agents).toMatchObject([{ name: "script-1", current: null, machine: null }])
+    expect(await onSecond(["agents"])).toStartWith("Run: none live\nAgents:\n  script-1 (script)\n")
+    expect(JSON.parse(await onSecond(["dashboard", "--json"])).run).toBeNull()
+    expect(JSON.parse(await onSecond(["show", "hold", "--json"])).worked_by).toMatchObject({ agent: "script-1", state: "ended", ended_status: "done" })
+  })
+
   test("a run killed outright (kill -9) frees the project: the server drops its session's lock, the stale row blocks nothing", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)

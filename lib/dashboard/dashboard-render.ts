@@ -95,7 +95,7 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   }
   out.push("")
 
-  const run = r.run ? ([`flow run live (pid ${r.run.pid})`, c.green] as const) : (["no flow run", c.dim] as const)
+  const run = r.run ? ([`flow run live${r.run.machine ? ` on ${r.run.machine}` : ""} (pid ${r.run.pid})`, c.green] as const) : (["no flow run", c.dim] as const)
   out.push(fit([[`Running (${r.running.length})`, c.bold], ": ", run], w))
   if (r.running.length === 0) out.push(fit([["  none", c.dim]], w))
   else {

@@ -3,14 +3,14 @@
 import { basename } from "node:path"
 import { waitsForReview } from "../graph/checkpoint"
 import { isoSeconds, parseTimestamp } from "../cli/clock"
-import type { DashboardReport, LandingWait, MergeQueueReport } from "../model/json-shapes"
+import type { DashboardReport, LandingWait, LiveRun, MergeQueueReport } from "../model/json-shapes"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import type { Project } from "../cli/project"
 import { currentStep } from "../run/prompt"
 import { readQueues } from "../run/queue-report"
 import { landingWaitsOf } from "../run/landing-waits"
-import { openExistingState } from "../state/state"
-import { liveRun, NO_WORK, workedBy, workFrom, type WorkLedger } from "../run/worked-by"
+import { liveRun, openExistingState } from "../state/state"
+import { NO_WORK, workedBy, workFrom, type WorkLedger } from "../run/worked-by"
 import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../run/usage"
@@ -23,7 +23,8 @@ export const RECENT_LIMIT = 10
 /** What the state database and the run lock say now; everything but tasks.yaml. */
 export type RuntimeState = {
   questions: number
-  run: { pid: number; since: string } | null
+  /** the live run (lib/state/state.ts liveRun): this clone's, or on a shared project any machine's */
+  run: LiveRun | null
   /** who works or worked on each task (lib/run/worked-by.ts) */
   work: WorkLedger
   usage: UsageTotals
@@ -37,8 +38,7 @@ export type RuntimeState = {
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
 export async function readRuntime(project: Project): Promise<RuntimeState> {
-  const db = await openExistingState(project)
-  const run = liveRun(project)
+  const [db, run] = await Promise.all([openExistingState(project), liveRun(project)])
   let questions = 0
   let work: WorkLedger = { ...NO_WORK, run }
   let usage = NO_USAGE
@@ -53,7 +53,7 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
     usage = await usageFrom(open)
     queue = await readQueues(open)
     budget = await readBudgetState(open, config)
-    if (run) landing = [...(await landingWaitsOf(open, run.pid)).values()]
+    if (run) landing = [...(await landingWaitsOf(open, run)).values()]
   }
   return { questions, run, work, usage, queue, budget, landing }
 }

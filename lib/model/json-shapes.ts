@@ -182,7 +182,20 @@ export type ShowReport = typeof ShowReport.infer
 export const NextReport = type({ tasks: TaskSummary.array() })
 export type NextReport = typeof NextReport.infer
 
+/**
+ * The live `flow run` (docs/FLEET.md, "What each command shows"): its pid and since when it lives (ISO); on a
+ * shared project also the machine it runs on (absent in files: the run is this clone's).
+ */
+export const LiveRun = type({ pid: "number", since: "string", "machine?": "string" })
+export type LiveRun = typeof LiveRun.infer
+
+/**
+ * `flow agents --json`. On a shared project only (absent in files, whose output is as it always was): `run`,
+ * the live run wherever it runs (null when none lives), and each agent's `machine`, the live run's when the
+ * agent is that run's (its record changed since the run took its lock), else null.
+ */
 export const AgentsReport = type({
+  "run?": LiveRun.or("null"),
   agents: type({
     name: "string",
     cli: "string | null",
@@ -194,6 +207,7 @@ export const AgentsReport = type({
     budget: BudgetReport.or("null"),
     /** parked by its CLI's usage limit (until a time still to come); null when not */
     parked: Parked.or("null"),
+    "machine?": "string | null",
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
@@ -367,7 +381,7 @@ export const DashboardReport = type({
   questions: "number",
   review: "string[]",
   blocked: type({ id: "string", title: "string", note: "string | null" }).array(),
-  run: type({ pid: "number", since: "string" }).or("null"),
+  run: LiveRun.or("null"),
   usage: RunUsage,
   queue: MergeQueueReport,
   /** the landings of the live run that wait for the person, oldest first */

@@ -2,14 +2,12 @@
 // passed but whose target cannot move because something of the person's is in the way of their checkout (an
 // uncommitted change, a merge or rebase in progress, a git lock). The merge queue writes a row when it says
 // the wait (once, like the log) and deletes it when the wait ends; `flow show`, `flow dashboard` and the
-// inspector read it. A row counts only while the run that wrote it holds the run lock: a killed run's rows
-// are never shown, and the next run's start deletes them.
+// inspector read it. A row counts only while the run that wrote it holds the run lock (on a shared project,
+// the database's, whatever the machine): a killed run's rows are never shown, and the next run's start deletes them.
 import type { Project } from "../cli/project"
-import { runLockTarget } from "../cli/project"
-import type { LandingWait } from "../model/json-shapes"
-import { lockHolder } from "../store/lock"
+import type { LandingWait, LiveRun } from "../model/json-shapes"
 import type { RunState } from "../state/run-state"
-import { openExistingState } from "../state/state"
+import { liveRun, openExistingState } from "../state/state"
 
 export class LandingWaits {
   constructor(private db: RunState) {}
@@ -32,16 +30,16 @@ export class LandingWaits {
 
 /** The landing waits of the live run, by task; none without a state database or a live run. Creates nothing. */
 export async function readLandingWaits(project: Project): Promise<Map<string, LandingWait>> {
-  const run = lockHolder(runLockTarget(project))
+  const run = await liveRun(project)
   if (!run) return new Map()
   const db = await openExistingState(project)
   if (!db) return new Map()
   using open = db
-  return landingWaitsOf(open, run.pid)
+  return landingWaitsOf(open, run)
 }
 
-/** The landing waits that run `pid` wrote, by task, from an open database. */
-export async function landingWaitsOf(db: RunState, pid: number): Promise<Map<string, LandingWait>> {
-  const rows = await db.landingWaits.ofRun(pid)
+/** The landing waits that live run `run` wrote, by task, from an open database. */
+export async function landingWaitsOf(db: RunState, run: LiveRun): Promise<Map<string, LandingWait>> {
+  const rows = await db.landingWaits.ofRun(run.pid, run.machine)
   return new Map(rows.map((r) => [r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since }]))
 }

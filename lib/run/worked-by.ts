@@ -1,15 +1,14 @@
 // Who works on a task: the agent of a `flow run` that holds it or held it last, apart from tasks.yaml's
 // `agent_name` (a restriction on who may take it). Read from the state database (an agent's current_task,
 // set when the run assigns it the task, cleared at the task's end; each task's last `task.end` event)
-// and the run lock, in a fixed number of queries whatever the number of tasks: `flow list` asks for every
+// and the live run (this clone's run lock; on a shared project the database's, whatever the machine), in a fixed number of queries whatever the number of tasks: `flow list` asks for every
 // task at once (docs/CLI.md "Who works on a task").
 import { parseTimestamp } from "../cli/clock"
-import { runLockTarget, type Project } from "../cli/project"
-import type { WorkedBy } from "../model/json-shapes"
+import type { Project } from "../cli/project"
+import type { LiveRun, WorkedBy } from "../model/json-shapes"
 import type { Task } from "../model/task-index"
-import { lockHolder } from "../store/lock"
 import type { RunState } from "../state/run-state"
-import { openExistingState } from "../state/state"
+import { liveRun, openExistingState } from "../state/state"
 
 export type { WorkedBy }
 
@@ -21,18 +20,18 @@ export type WorkLedger = {
   holders: Map<string, { agent: string; at: string }>
   /** per task: its last end in a run */
   ends: Map<string, End>
-  /** the live `flow run` (the run lock's holder), if any */
-  run: { pid: number; since: string } | null
+  /** the live `flow run` (the run lock's holder, lib/state/state.ts liveRun), if any */
+  run: LiveRun | null
 }
 
 export const NO_WORK: WorkLedger = { holders: new Map(), ends: new Map(), run: null }
 
 /** The ledger of the project; empty when it has no state database (nothing is created). */
 export async function readWork(project: Project): Promise<WorkLedger> {
-  const db = await openExistingState(project)
-  if (!db) return { ...NO_WORK, run: liveRun(project) }
+  const [db, run] = await Promise.all([openExistingState(project), liveRun(project)])
+  if (!db) return { ...NO_WORK, run }
   using open = db
-  return await workFrom(open, liveRun(project))
+  return await workFrom(open, run)
 }
 
 /** The ledger from an open database and the live run (`readWork` without opening anything). */
@@ -45,12 +44,6 @@ export async function workFrom(db: RunState, run: WorkLedger["run"]): Promise<Wo
     if (!known || a.updated_at > known.at) holders.set(a.current_task, { agent: a.name, at: a.updated_at })
   }
   return { holders, ends: await db.events.lastTaskEnds(), run }
-}
-
-/** The process holding `.flow/run.lock`, if it is alive. */
-export function liveRun(project: Project): WorkLedger["run"] {
-  const holder = lockHolder(runLockTarget(project))
-  return holder ? { pid: holder.pid, since: holder.since } : null
 }
 
 /**

@@ -171,8 +171,8 @@ export interface RunState extends Disposable {
     set(taskId: string, target: string, reason: string, runPid: number): Promise<void>
     clear(taskId: string): Promise<void>
     clearAll(): Promise<void>
-    /** The waits run `runPid` recorded, oldest first. */
-    ofRun(runPid: number): Promise<LandingWaitRow[]>
+    /** The waits run `runPid` recorded, oldest first; a shared project's run on `machine` (default: this one). */
+    ofRun(runPid: number, machine?: string): Promise<LandingWaitRow[]>
   }
 
   /** Everything held, for `flow share` and `flow unshare`. */

@@ -2,8 +2,12 @@
 // lib/store/open.ts does for the tasks. flow.yaml `state:` (or FLOW_DATABASE_URL) makes it the shared
 // PostgreSQL database (docs/FLEET.md); otherwise it is .flow/state.db. The database's client loads only for a
 // shared project, and the file backend costs a command what it always did.
-import type { Project } from "../cli/project"
+import { runLockTarget, type Project } from "../cli/project"
+import type { LiveRun } from "../model/json-shapes"
+import { lockHolder } from "../store/lock"
 import type { RunState } from "./run-state"
+
+export type { LiveRun }
 
 /** The project's run state, created when missing (.flow/ and state.db for a project in files). */
 export async function openState(project: Project): Promise<RunState> {
@@ -27,4 +31,21 @@ async function sharedState(project: Project): Promise<RunState | undefined> {
   if (setting.kind === "file") return undefined
   const [{ database }, { PgRunState }] = await Promise.all([import("../store/postgres/connection"), import("./postgres/pg-state")])
   return PgRunState.open(database(setting), setting)
+}
+
+/**
+ * The live `flow run` of the project, if any: in files, the live holder of this clone's `.flow/run.lock`; on a
+ * shared project, the holder of the database's run lock whatever the machine (docs/FLEET.md, "What each
+ * command shows"), with its `machine` and `since` on the database's clock, as the run state's times are.
+ */
+export async function liveRun(project: Project): Promise<LiveRun | null> {
+  const { storeSetting } = await import("../store/setting")
+  const setting = await storeSetting(project)
+  if (setting.kind === "file") {
+    const holder = lockHolder(runLockTarget(project))
+    return holder ? { pid: holder.pid, since: holder.since } : null
+  }
+  const { runLockHolder } = await import("../store/postgres/run-lock")
+  const holder = await runLockHolder(setting)
+  return holder ? { pid: holder.pid, since: holder.at, machine: holder.machine } : null
 }

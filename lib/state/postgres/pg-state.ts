@@ -374,11 +374,11 @@ export class PgRunState implements RunState {
     clearAll: async (): Promise<void> => {
       await this.run((sql) => sql`DELETE FROM landing_waits WHERE project = ${this.key} AND machine = ${this.machine}`)
     },
-    ofRun: (runPid: number): Promise<LandingWaitRow[]> =>
+    ofRun: (runPid: number, machine = this.machine): Promise<LandingWaitRow[]> =>
       this.rows(
         (sql) => sql`
           SELECT task_id, target, reason, since FROM landing_waits
-          WHERE project = ${this.key} AND machine = ${this.machine} AND run_pid = ${runPid} ORDER BY since, task_id`,
+          WHERE project = ${this.key} AND machine = ${machine} AND run_pid = ${runPid} ORDER BY since, task_id`,
       ),
   }
 

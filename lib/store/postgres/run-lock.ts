@@ -15,8 +15,11 @@ import { missingProject } from "./pg-store"
  */
 const RUN_LOCK_CLASS = 0x666c6f72
 
-/** Who holds a shared project's run lock, as its row says; absent while the holder has not written it yet. */
-export type RunHolder = { command: string; machine: string; pid: number; since: string }
+/**
+ * Who holds a shared project's run lock, as its row says; absent while the holder has not written it yet.
+ * `since` for messages (`2024-05-01 12:01:07 UTC`), `at` the same instant as the run state's times are written.
+ */
+export type RunHolder = { command: string; machine: string; pid: number; since: string; at: string }
 
 /** A shared project's run lock, held until released (or until this process's connection closes). */
 export type HeldRunLock = { release(): Promise<void> }
@@ -42,9 +45,9 @@ export async function tryRunLock(
     const lockId = await lockIdOf(sql, setting)
     const take = () => db.run((sql) => takeOn(sql, lockId, setting, command))
     const conn = await takeOn(sql, lockId, setting, command)
-    if (!conn) return { holder: await holderOf(sql, lockId) }
+    if (!conn) return { holder: await holderOf(sql, setting.key) }
     const lost = async () => {
-      const holder = await db.run((sql) => holderOf(sql, lockId)).catch(() => undefined)
+      const holder = await db.run((sql) => holderOf(sql, setting.key)).catch(() => undefined)
       onLost(heldBy(setting, holder, command))
     }
     return { held: watch(conn, lockId, take, lost) }
@@ -120,18 +123,27 @@ async function lockIdOf(sql: SQL, setting: SharedSetting): Promise<number> {
 }
 
 /**
- * Who holds lock `lockId`: its row, when the row was written by the session holding the lock now (a row of an
- * earlier holder, or one the holder has not replaced yet, says nothing about this one).
+ * Who holds project `key`'s run lock: its row, when the row was written by the session holding the lock now (a
+ * row of an earlier holder, or one the holder has not replaced yet, says nothing about this one). One query.
  */
-async function holderOf(sql: SQL, lockId: number): Promise<RunHolder | undefined> {
+async function holderOf(sql: SQL, key: string): Promise<RunHolder | undefined> {
   const [row] = await sql`
-    SELECT r.command, r.machine, r.pid, to_char(r.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS since
+    SELECT r.command, r.machine, r.pid, to_char(r.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS since,
+           to_char(r.since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
     FROM run_locks r JOIN pg_locks l
       ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid::bigint = ${RUN_LOCK_CLASS}
          AND l.objid::bigint = r.lock_id AND l.pid = r.backend_pid
          AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    WHERE r.lock_id = ${lockId}`
-  return row ? { command: row.command, machine: row.machine, pid: row.pid, since: row.since } : undefined
+    WHERE r.project = ${key}`
+  return row ? { command: row.command, machine: row.machine, pid: row.pid, since: row.since, at: row.at } : undefined
+}
+
+/**
+ * Who holds the project's run lock now, whatever the machine; undefined when no run lives (or its holder has
+ * not recorded itself yet). Only looks: a project never run has no row, and none is made.
+ */
+export async function runLockHolder(setting: SharedSetting): Promise<RunHolder | undefined> {
+  return database(setting).run((sql) => holderOf(sql, setting.key))
 }
 
 async function unlock(conn: ReservedSQL, lockId: number): Promise<void> {
