@@ -1,6 +1,7 @@
 // Positions in a YAML text. Bun.YAML.parse is fast but reports no positions, so when something is wrong
 // the `yaml` package parses the text again: errors are rare, and exact line:column is worth the time.
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, YAMLParseError, type Document, type Node } from "yaml"
+import { partitionPoint } from "../cli/partition-point"
 import type { Path, Position } from "./findings"
 
 export type ParsedForPositions = { doc: Document; lines: LineCounter }
@@ -63,14 +64,7 @@ function quotedRanges(doc: Document): [number, number][] {
 /** The start of the quoted scalar that runs up to `end`: the opening quote of an unterminated string. */
 function openQuoteAt(quotes: [number, number][], end: number): number | undefined {
   // Scalars do not overlap: the last one starting before `end` is the only candidate.
-  let lo = 0
-  let hi = quotes.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (quotes[mid][0] < end) lo = mid + 1
-    else hi = mid
-  }
-  const q = quotes[lo - 1]
+  const q = quotes[partitionPoint(quotes.length, (i) => quotes[i][0] < end) - 1]
   return q && q[1] >= end ? q[0] : undefined
 }
 

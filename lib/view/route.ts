@@ -6,6 +6,7 @@
 // runs through the channels and crosses each column in a free row, so it never enters a box other than its
 // two ends (and their parents). Orthogonal, like ELK's routes inside a band; a route costs a binary search
 // of the free rows for each column it crosses.
+import { partitionPoint } from "../cli/partition-point"
 
 export type Box = { x: number; y: number; width: number; height: number }
 export type LaidEdge = { from: string; to: string; points: [number, number][] }
@@ -250,13 +251,7 @@ function placeLanes(turns: Turn[]): void {
 function pickRow(free: [number, number][], y: number, goal: number, lane: number): number {
   // The rows are in order and apart: the best is the one holding y, else one of the two beside it (any
   // other is farther from y, and no nearer the goal than the one beside it on the goal's side).
-  let lo = 0
-  let hi = free.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (free[mid][1] < y) lo = mid + 1
-    else hi = mid
-  }
+  const lo = partitionPoint(free.length, (i) => free[i][1] < y)
   if (lo < free.length && free[lo][0] <= y) return y
   let best = y
   let cost = Number.POSITIVE_INFINITY
