@@ -45,14 +45,20 @@ async function moveJournal() {
   return { journal: new MoveJournal(db), [Symbol.asyncDispose]: async () => (db.close(), rmSync(dir, { recursive: true, force: true })) }
 }
 
+/** Branch y adding b.txt off main, back on main, and the merge of y made off-tree: main's commit and the merge. */
+async function mergeOfY(dir: string) {
+  const old = (await revParse(dir, "main"))!
+  await commitOn(dir, "y", "b.txt", "y\n")
+  await git(dir, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  return { old, m }
+}
+
 test.concurrent("the target moves only from the expected commit, and its checkout follows only when git finds nothing in the way", async () => {
   await using dir = await tempRepo({ "a.txt": "a\n", "keep.txt": "k\n" })
   await using j = await moveJournal()
-  const old = (await revParse(dir.path, "main"))!
-  await commitOn(dir.path, "y", "b.txt", "y\n")
-  await git(dir.path, ["checkout", "-q", "main"])
-  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
-  if (!m.ok) throw new Error(m.reason)
+  const { old, m } = await mergeOfY(dir.path)
   const move = () => moveTarget(dir.path, "main", old, m.commit, "x", j.journal)
   // A stale expectation is refused (compare-and-swap).
   expect(await moveTarget(dir.path, "main", m.commit, m.commit, "x", j.journal)).toMatchObject({ ok: false, why: "moved" })
@@ -121,11 +127,7 @@ test.concurrent("the target checked out in a linked worktree is found there (rea
 test.concurrent("a worktree another git is making at that instant (its registration half written) does not hold the move up", async () => {
   await using dir = await tempRepo({ "a.txt": "a\n" })
   await using j = await moveJournal()
-  const old = (await revParse(dir.path, "main"))!
-  await commitOn(dir.path, "y", "b.txt", "y\n")
-  await git(dir.path, ["checkout", "-q", "main"])
-  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
-  if (!m.ok) throw new Error(m.reason)
+  const { old, m } = await mergeOfY(dir.path)
   // What `git worktree add` has written a moment in: its lock and gitdir, an empty commondir. git refuses to
   // list any worktree meanwhile ("failed to read .../commondir"); a move that asked it blocked the task.
   dir.write(".git/worktrees/other/locked", "initializing")
@@ -138,11 +140,7 @@ test.concurrent("a worktree another git is making at that instant (its registrat
 test.concurrent("a move cut off between the checkout's update and the ref's is finished by recovery, never left reversed", async () => {
   await using dir = await tempRepo({ "a.txt": "a\n" })
   await using j = await moveJournal()
-  const old = (await revParse(dir.path, "main"))!
-  await commitOn(dir.path, "y", "b.txt", "y\n")
-  await git(dir.path, ["checkout", "-q", "main"])
-  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
-  if (!m.ok) throw new Error(m.reason)
+  const { old, m } = await mergeOfY(dir.path)
   // The checkout was updated, the ref not yet moved (a kill at that instruction).
   await j.journal.begin({ repo: dir.path, checkout: dir.path, ref: "refs/heads/main", old, new: m.commit })
   await git(dir.path, ["read-tree", "-m", "-u", old, m.commit])
