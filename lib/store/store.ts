@@ -29,6 +29,12 @@ export interface TaskEdits {
  */
 export type Fence = { taskId: string; attempt: number; run: string }
 
+/**
+ * A run's claim of a task on a shared graph (docs/FLEET.md, "Claims, leases, fencing"): its fence, and whether
+ * the claim still holds now (asked just before anything of the task leaves the machine: a push of its merge).
+ */
+export type Claim = Fence & { holds(): Promise<boolean> }
+
 /** The graph as read, and a version that changes on every write. */
 export type Loaded = { data: TaskFile; version: string }
 
