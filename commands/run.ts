@@ -102,7 +102,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 /** The run settings that come from flow.yaml. */
 type ConfigSettings = Pick<
   RunSettings,
-  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
+  "retries" | "taskTimeoutMs" | "leaseMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
 >
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
@@ -113,6 +113,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
+    leaseMs: config.lease === undefined ? DEFAULT_LEASE_MS : parseDuration(config.lease, "flow.yaml: lease"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),
@@ -121,6 +122,9 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     emptyDone: config.empty_done ?? "allow",
   }
 }
+
+/** How long a claim of a shared graph's task holds without a renewal, unless flow.yaml's `lease` says. */
+const DEFAULT_LEASE_MS = 60_000
 
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2

@@ -18,7 +18,7 @@ import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse }
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
-import type { TaskEdits } from "../store/store"
+import type { Claim, Fence, TaskEdits } from "../store/store"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
@@ -77,14 +77,14 @@ export class Landing {
     title: string,
     ws: Workspace,
     background: Set<Promise<unknown>>,
-    opts: { fixer?: Fixer; finished?: boolean } = {},
+    opts: { fixer?: Fixer; finished?: boolean; claim?: Claim } = {},
   ): Promise<boolean> {
-    const { fixer } = opts
+    const { fixer, claim } = opts
     let result: Verdict & { empty?: boolean }
     const problem = await worktreeProblem(taskId, ws)
     if (problem) {
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
-      await blockTask(this.s, taskId, `nothing was merged: ${problem}`, true)
+      await blockTask(this.s, taskId, `nothing was merged: ${problem}`, true, claim)
       await this.journal.close(taskId)
       return false
     }
@@ -115,6 +115,7 @@ export class Landing {
         taskId,
         `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
         true,
+        claim,
       )
       await this.journal.close(taskId)
       return false
@@ -134,6 +135,7 @@ export class Landing {
         taskId,
         `${empty} (flow.yaml empty_done: block). Do its work on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}', or run 'flow done ${taskId}' if nothing was to change`,
         true,
+        claim,
       )
       await this.journal.close(taskId)
       return false
@@ -144,7 +146,7 @@ export class Landing {
       writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
         if (empty) editor.append({ taskId }, "ai_notes", empty)
         return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
-      }),
+      }, claim),
     )
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
@@ -230,9 +232,12 @@ export async function worktreeGone(ws: Workspace): Promise<string | undefined> {
   return `its worktree ${ws.path} was deleted before its work was merged; ${ws.branch} is at ${head?.slice(0, 12) ?? "nothing"}. Check what is on it, then run 'flow done' on the task to merge it or 'flow reset' to start it again`
 }
 
-/** An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus. */
-export async function writeStatus(s: RunSettings, command: string, edit: (editor: TaskEdits) => Change[]): Promise<void> {
-  const changes = await coalescedWrite(s, command, edit)
+/**
+ * An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus;
+ * `fence`: the run's claim of the task on a shared graph (refused once it moved on).
+ */
+export async function writeStatus(s: RunSettings, command: string, edit: (editor: TaskEdits) => Change[], fence?: Fence): Promise<void> {
+  const changes = await coalescedWrite(s, command, edit, fence)
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
@@ -241,7 +246,7 @@ export async function writeStatus(s: RunSettings, command: string, edit: (editor
  * a full disk: what failed may have failed for want of room, so a DiskFull is thrown and the run waits for
  * space and tries again (docs/RUN.md, "A full disk").
  */
-export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false, fence?: Fence): Promise<void> {
   requireRoom([s.project.dir, s.project.stateDir], `${taskId} was not blocked`)
   return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
     editor.append({ taskId }, "ai_notes", note)
@@ -252,5 +257,5 @@ export async function blockTask(s: RunSettings, taskId: string, note: string, de
       }
     }
     return changes
-  })
+  }, fence)
 }

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path"
 import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
+import type { Claim } from "../store/store"
 import { FlowError } from "../cli/errors"
 import { commitAll, ensureWorktree } from "./git"
 import type { Question } from "../model/json-shapes"
@@ -95,12 +96,16 @@ export class TaskWorker {
   private limitMs?: number
   private readonly budget: TaskBudget
 
-  /** `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts) */
+  /**
+   * `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts); `claim`: the
+   * run's claim of the task on a shared graph, which fences every write of the task (docs/FLEET.md).
+   */
   constructor(
     private shared: WorkerShared,
     private taskId: string,
     private agent: AgentConfig,
     private handover?: string,
+    private claim?: Claim,
   ) {
     this.budget = new TaskBudget(shared.settings, shared.meter, {
       taskId,
@@ -465,9 +470,9 @@ export class TaskWorker {
     const gone = await worktreeGone(ws)
     if (gone) {
       this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
-      return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true)
+      return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true, this.claim)
     }
-    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true }))) return
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true, claim: this.claim }))) return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish
@@ -586,7 +591,7 @@ export class TaskWorker {
   }
 
   private block(note: string): Promise<void> {
-    return blockTask(this.s, this.taskId, note)
+    return blockTask(this.s, this.taskId, note, false, this.claim)
   }
 
   private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
@@ -594,12 +599,12 @@ export class TaskWorker {
       this.s.store.mutate(`flow run: step ${stepId}`, (editor) => {
         editor.set({ taskId: this.taskId, stepId }, "status", to)
         editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
-      }),
+      }, this.claim),
     )
   }
 
   private write(command: string, edit: Parameters<typeof writeStatus>[2]): Promise<void> {
-    return writeStatus(this.s, command, edit)
+    return writeStatus(this.s, command, edit, this.claim)
   }
 
   /** Whether the agent's next turn continues its session: a CLI that can resume, and a session to resume. */
@@ -650,6 +655,9 @@ export class TaskWorker {
       FLOW_AGENT: this.agent.name,
       // Marks every process the agent starts, whatever session it puts them in, for the reaper (reaper.ts).
       FLOW_RUN_ID: RUN_ID,
+      // On a shared graph the claim's number: the agent's own writes of its task are fenced by it, so an attempt
+      // that was taken over (its machine paused past its lease) changes nothing (docs/FLEET.md).
+      ...(this.claim ? { FLOW_ATTEMPT: String(this.claim.attempt) } : {}),
       PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
       // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
       ...this.prep?.env,
@@ -662,12 +670,12 @@ export class TaskWorker {
    */
   private mcpServer(): { server: McpServerSpec; dir: string } | undefined {
     if (!this.agent.mcp) return undefined
-    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID } = this.agentEnv() as Record<string, string>
+    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID, FLOW_ATTEMPT } = this.agentEnv() as Record<string, string>
     const server = {
       name: "flow",
       command: join(this.s.project.stateDir, "bin", "flow"),
       args: ["mcp"],
-      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID },
+      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID, ...(FLOW_ATTEMPT ? { FLOW_ATTEMPT } : {}) },
     }
     return { server, dir: join(this.s.project.stateDir, "mcp", this.taskId) }
   }

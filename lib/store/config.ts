@@ -99,6 +99,8 @@ export const FlowConfig = type({
   "retries?": "number.integer >= 0",
   /** how long one turn of an agent may run before it is stopped and counted as failed (default: no limit) */
   "task_timeout?": Duration,
+  /** on a shared graph, how long a run's claim of a task holds without a renewal (default 60s; renewed every third of it) */
+  "lease?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */
   "verify?": VerifyConfig.or(VerifyConfig.array()),
   /** run in each new worktree before its agent starts: one, or one per repository */

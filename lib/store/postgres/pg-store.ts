@@ -17,6 +17,7 @@ import { textOnto } from "../export-text"
 import type { SharedSetting } from "../setting"
 import type { Current, Fence, Loaded, TaskEdits, TaskStore } from "../store"
 import { type Database, database } from "./connection"
+import { PgClaims } from "./claims"
 import { RowEditor } from "./row-editor"
 import { docText, fromRows, toRows, type TaskRow } from "./rows"
 
@@ -52,11 +53,16 @@ export class PgTaskStore implements TaskStore {
   /** The ids in file order, rebuilt when the generation changes. */
   private order: string[] = []
 
+  /** How runs divide this graph's tasks (claims.ts). */
+  readonly claims: PgClaims
+
   private constructor(
     private readonly db: Database,
     private readonly setting: SharedSetting,
     private readonly lockTimeoutMs: number,
-  ) {}
+  ) {
+    this.claims = new PgClaims(db, setting)
+  }
 
   /** The process's store of this project (one cache of rows per project and process). */
   static open(setting: SharedSetting, lockTimeoutMs = 30_000): PgTaskStore {
@@ -91,10 +97,11 @@ export class PgTaskStore implements TaskStore {
     })
   }
 
-  async mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence): Promise<T> {
+  async mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence | readonly Fence[]): Promise<T> {
+    const fences: readonly Fence[] = fence === undefined ? [] : "taskId" in fence ? [fence] : fence
     return this.db.run((sql) =>
       this.locked(sql, command, async (tx, snap) => {
-        if (fence) await this.checkFence(tx, fence)
+        for (const f of fences) await this.checkFence(tx, f)
         const editor = new RowEditor(this.graph())
         const out = edit(editor)
         if (editor.changed.size === 0) return { out }
