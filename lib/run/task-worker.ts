@@ -226,6 +226,9 @@ export class TaskWorker {
     const started = await this.read()
     const answers = await this.awaitAnswers(currentStep(started))
     if (this.s.signal.aborted) return
+    // Taken over from a run that died while landing this task's finished work (its merge journaled, on any
+    // machine): the work is landed as it is, never done again by another agent (docs/FLEET.md).
+    if (this.claim && (await this.shared.landing.journal.open()).has(this.taskId)) return this.finish(await this.read())
     const handover = this.handover
     this.handover = undefined // told once: a retry after a full disk is no new handover
     const resumeWith = this.resumable() ? [answers, handover].filter(Boolean).join("\n") || undefined : handover ? await this.continuation(handover) : undefined

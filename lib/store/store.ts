@@ -51,6 +51,8 @@ export interface Claims {
   holds(fence: Fence): Promise<boolean>
   /** Gives the task back, in whatever status it is: any run may take it at once. Nothing when the claim moved on. */
   release(fence: Fence): Promise<void>
+  /** How many tasks other runs hold by a live claim now (a run with nothing to take waits while any do). */
+  othersLive(run: string): Promise<number>
   /** Calls `wake` whenever a process changes the graph (LISTEN); resolves to its stop. */
   listen(wake: () => void): Promise<() => Promise<void>>
 }

@@ -72,6 +72,15 @@ export class PgClaims implements Claims {
     )
   }
 
+  async othersLive(run: string): Promise<number> {
+    const [row] = await this.db.run(
+      (sql) => sql`
+        SELECT count(*)::int AS n FROM tasks
+        WHERE project = ${this.setting.key} AND claimed_by IS NOT NULL AND claimed_by <> ${run} AND lease_until > now()`,
+    )
+    return (row as { n: number }).n
+  }
+
   async listen(wake: () => void): Promise<() => Promise<void>> {
     // Bun's client keeps one connection for its listeners and subscribes again after a drop (onlisten runs
     // then: what changed while it was away is read at once). A pooler in transaction mode delivers nothing:
