@@ -109,7 +109,8 @@ export const TOOLS: readonly Tool[] = [
     input: type({ task_id: taskId, "force?": "boolean" }),
     output: WriteReport,
     ...write,
-    run: async ({ project, env }, { task_id, force }) => (await changeStatus(project, "done", task_id, { agent: env.FLOW_AGENT, force, fence: agentFence(env) })).report,
+    run: async ({ project, env }, { task_id, force }) =>
+      (await changeStatus(project, "done", task_id, { agent: env.FLOW_AGENT, force, fence: agentFence(env) })).report,
   }),
   tool({
     name: "flow_block",
@@ -119,7 +120,8 @@ export const TOOLS: readonly Tool[] = [
     output: WriteReport,
     readOnly: false,
     idempotent: false,
-    run: async ({ project, env }, { task_id, reason }) => (await changeStatus(project, "block", task_id, { reason, agent: env.FLOW_AGENT, fence: agentFence(env) })).report,
+    run: async ({ project, env }, { task_id, reason }) =>
+      (await changeStatus(project, "block", task_id, { reason, agent: env.FLOW_AGENT, fence: agentFence(env) })).report,
   }),
   tool({
     name: "flow_note",

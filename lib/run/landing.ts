@@ -143,10 +143,15 @@ export class Landing {
     // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
     // meanwhile must not leave merged work not done.
     await timed(taskId, "done", () =>
-      writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
-        if (empty) editor.append({ taskId }, "ai_notes", empty)
-        return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
-      }, claim),
+      writeStatus(
+        this.s,
+        `flow run: done ${taskId}`,
+        (editor) => {
+          if (empty) editor.append({ taskId }, "ai_notes", empty)
+          return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
+        },
+        claim,
+      ),
     )
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
@@ -248,14 +253,19 @@ export async function writeStatus(s: RunSettings, command: string, edit: (editor
  */
 export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false, fence?: Fence): Promise<void> {
   requireRoom([s.project.dir, s.project.stateDir], `${taskId} was not blocked`)
-  return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
-    editor.append({ taskId }, "ai_notes", note)
-    const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes
-    if (demoteDependents) {
-      for (const { task } of editor.tasks.values()) {
-        if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoNow()).changes)
+  return writeStatus(
+    s,
+    `flow run: block ${taskId}`,
+    (editor) => {
+      editor.append({ taskId }, "ai_notes", note)
+      const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes
+      if (demoteDependents) {
+        for (const { task } of editor.tasks.values()) {
+          if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoNow()).changes)
+        }
       }
-    }
-    return changes
-  }, fence)
+      return changes
+    },
+    fence,
+  )
 }

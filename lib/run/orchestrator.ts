@@ -10,6 +10,7 @@ import { AgentGroups, awaitOrphanGit, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
+import { StoreUnreachable } from "../store/store"
 import { traceCpu } from "./trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
@@ -93,11 +94,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
   // A git the dead run left (a merge finishing) is waited for, never killed: killed, it would leave its work half done.
   await awaitOrphanGit()
-  await recover(
-    shared,
-    indexTasks((await s.store.read()).data),
-    fleet && { take: (id) => fleet.take([id], "recovery"), release: (id) => fleet.release(id) },
-  )
+  await recover(shared, indexTasks((await s.store.read()).data), fleet && { take: (id) => fleet.take([id], "recovery"), release: (id) => fleet.release(id) })
   // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
   parking.restore(await s.db.agents.list())
   const unassignable = restrictedToOthers(indexTasks((await s.store.read()).data), s.agents)
@@ -133,6 +130,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   }
   let last = first // the last valid tasks.yaml: a person's half-saved edit is waited out, not fatal
   let invalidSaid = false
+  let awaySaid = false
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
   // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
   // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
@@ -147,10 +145,12 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // Other runs' writes are announced (LISTEN); the poll stays as the backstop for a listener that went quiet
   // (a dropped connection between its reconnects, a pooler in transaction mode that delivers nothing).
   const poll = s.store.shared ? setInterval(() => wake.notify(), SHARED_POLL_MS) : undefined
-  const unlisten = await s.store.claims?.listen(() => wake.notify()).catch((e) => {
-    s.bus.emit({ type: "notice", text: `no wake-ups from the database (${(e as Error).message.split("\n")[0]}): looking every ${SHARED_POLL_MS / 1000} s` })
-    return undefined
-  })
+  const unlisten = await s.store.claims
+    ?.listen(() => wake.notify())
+    .catch((e) => {
+      s.bus.emit({ type: "notice", text: `no wake-ups from the database (${(e as Error).message.split("\n")[0]}): looking every ${SHARED_POLL_MS / 1000} s` })
+      return undefined
+    })
 
   try {
     while (!s.signal.aborted) {
@@ -162,8 +162,20 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       try {
         last = await s.store.read()
         if (invalidSaid) s.bus.emit({ type: "notice", text: "tasks.yaml is valid again: going on" })
-        invalidSaid = false
+        if (awaySaid) s.bus.emit({ type: "notice", text: "the database answers again: going on" })
+        invalidSaid = awaySaid = false
       } catch (e) {
+        if (e instanceof StoreUnreachable) {
+          // The database is away: agents at work go on, their outcomes wait in their workers; nothing new starts.
+          if (!awaySaid)
+            s.bus.emit({
+              type: "notice",
+              text: `${e.message}: starting nothing new; the agents at work go on, and what they finish is written when it answers`,
+            })
+          awaySaid = true
+          await wake.wait()
+          continue
+        }
         if (!isInvalidTasks(e)) throw e
         if (!invalidSaid)
           s.bus.emit({
@@ -181,7 +193,8 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       // it is offered to the claim, which takes it only when no live claim holds it.
       if (fleet)
         for (const e of index.values())
-          if ((e.task.status === "in_progress" || e.task.status === "assigned") && !e.task.subtasks?.length && e.task.checkpoint !== true) resumable.add(e.task.id)
+          if ((e.task.status === "in_progress" || e.task.status === "assigned") && !e.task.subtasks?.length && e.task.checkpoint !== true)
+            resumable.add(e.task.id)
 
       const checkpoints = waitingCheckpoints(index, running)
       let noRoom = false

@@ -18,9 +18,12 @@ export class RunClaims {
     private readonly s: RunSettings,
     private readonly onLost: (taskId: string) => void,
   ) {
-    this.timer = setInterval(() => {
-      this.renewing = this.renewing.then(() => this.renew())
-    }, Math.max(200, Math.floor(s.leaseMs / 3)))
+    this.timer = setInterval(
+      () => {
+        this.renewing = this.renewing.then(() => this.renew())
+      },
+      Math.max(200, Math.floor(s.leaseMs / 3)),
+    )
     this.timer.unref()
   }
 
@@ -70,7 +73,10 @@ export class RunClaims {
       // Cut off from the database: the agents go on; their outcomes are written when it is back, unless the
       // lease lapsed meanwhile and another run took a task over (found at the next renewal that works).
       if (!this.unreachableSaid)
-        this.s.bus.emit({ type: "notice", text: `cannot renew this run's claims: ${(e as Error).message.split("\n")[0]}; trying again every ${Math.round(this.s.leaseMs / 3000)} s` })
+        this.s.bus.emit({
+          type: "notice",
+          text: `cannot renew this run's claims: ${(e as Error).message.split("\n")[0]}; trying again every ${Math.round(this.s.leaseMs / 3000)} s`,
+        })
       this.unreachableSaid = true
       return
     }

@@ -475,7 +475,8 @@ export class TaskWorker {
       this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
       return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true, this.claim)
     }
-    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true, claim: this.claim }))) return
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true, claim: this.claim })))
+      return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish
@@ -599,10 +600,14 @@ export class TaskWorker {
 
   private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
     await untilValid(this.s.signal, () =>
-      this.s.store.mutate(`flow run: step ${stepId}`, (editor) => {
-        editor.set({ taskId: this.taskId, stepId }, "status", to)
-        editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
-      }, this.claim),
+      this.s.store.mutate(
+        `flow run: step ${stepId}`,
+        (editor) => {
+          editor.set({ taskId: this.taskId, stepId }, "status", to)
+          editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
+        },
+        this.claim,
+      ),
     )
   }
 

@@ -4,9 +4,16 @@
 // `openStore` (lib/store/open.ts) and never ask which one they hold. A change is one `mutate` call, atomic in every backend (a
 // file write under the lock; one SQL transaction), so "mark done and promote the dependents" is never half
 // applied anywhere. The status rules (transitions.ts) are written once, against `TaskEdits`.
+import { FlowError } from "../cli/errors"
 import type { Indexed, Task, TaskFile } from "../model/task-index"
 
 export type Scalar = string | number | boolean
+
+/**
+ * A shared store's database that cannot be reached (its message names it, without the password). A run waits
+ * it out (its outcomes held, written when it answers again); a command fails with it (exit 1).
+ */
+export class StoreUnreachable extends FlowError {}
 
 /** A task, or one of its steps. */
 export type EditTarget = { taskId: string; stepId?: string }
