@@ -1,6 +1,7 @@
 // End-to-end runs of Codex, OpenCode and Copilot (test/agents-e2e-openai.test.ts, agents-e2e-copilot.test.ts) against the
 // scripted model server: a HOME per test holding the configuration a user would write to point the CLI at their own provider.
 import { expect } from "bun:test"
+import { Database } from "bun:sqlite"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -41,9 +42,8 @@ export async function userHome(cli: "codex" | "opencode" | "copilot", url: strin
   }
   if (cli === "opencode") {
     // What a user does after writing the config: check the provider's models are listed. It also creates
-    // OpenCode's database: two OpenCode processes starting at once in a fresh HOME race on its migration
-    // and one fails ("Failed query: CREATE TABLE ..."; measured with 1.18.33), which a run of parallel
-    // agents would otherwise meet as a failed first attempt.
+    // the user's own OpenCode database, which a run's agents leave alone (each task has its own:
+    // expectOwnDatabases below).
     const r = await run([join(AGENT_BIN, "opencode"), "models", "scripted"], { cwd: path, env })
     if (r.code !== 0) {
       await home[Symbol.asyncDispose]()
@@ -124,6 +124,26 @@ export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: nu
   }
   // `early` never waited: its answer was there when its agent exited.
   expect(stdout).not.toContain("early: waiting for the answer to")
+  if (cli === "opencode") expectOwnDatabases(dir, home, ["port", "name", "early"])
+}
+
+/**
+ * OpenCode's sessions, with two agents at once: each task's alone in a database of its own under the run's
+ * state (OPENCODE_DB, lib/agents/opencode.ts), none in the one the user's own OpenCode uses (the HOME's,
+ * made by userHome).
+ */
+export function expectOwnDatabases(dir: TempDir, home: UserHome, tasks: string[]): void {
+  const sessionsIn = (file: string) => {
+    const db = new Database(file, { readonly: true })
+    try {
+      return db.query<{ id: string; directory: string }, []>("SELECT id, directory FROM session").all()
+    } finally {
+      db.close()
+    }
+  }
+  const own = Object.fromEntries(tasks.map((t) => [t, sessionsIn(join(dir.path, ".flow", "sessions", t, "opencode.db"))]))
+  expect(own).toEqual(Object.fromEntries(tasks.map((t) => [t, [{ id: session(dir, t), directory: join(dir.path, ".flow", "worktrees", t) }]])))
+  expect(sessionsIn(join(home.path, ".local", "share", "opencode", "opencode.db"))).toEqual([])
 }
 
 /**
@@ -148,6 +168,7 @@ export async function stopScenario(cli: "codex" | "opencode" | "copilot"): Promi
   expect(second.stdout).toContain("long: resumed by")
   expect(session(dir, "long")).toBe(before)
   expect(JSON.stringify(turnRequests(server, "long", 2)[0]?.body)).toContain("touch started.txt && sleep 300")
+  if (cli === "opencode") expectOwnDatabases(dir, home, ["long"]) // resumed from the task's own database
 }
 
 // $CODEX_HOME/config.toml (CODEX_HOME defaults to ~/.codex): a provider speaking the Responses API.

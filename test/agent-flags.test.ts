@@ -1,6 +1,6 @@
 // Every flag an adapter passes is one the real CLI lists in its --help (the CLIs come from test/agent-clis).
 import { describe, expect, test } from "bun:test"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { adapterFor } from "../lib/agents"
@@ -73,4 +73,23 @@ test("the installed CLIs are the versions the adapters name", async () => {
     copilot: "@github/copilot",
   }
   for (const [cli, pkg] of Object.entries(packages)) expect([cli, lock.dependencies[pkg]]).toEqual([cli, adapterFor(cli).testedVersion])
+})
+
+test.concurrent("opencode: the task's own database (OPENCODE_DB) is the one it opens, and a session it lacks is a lost session", async () => {
+  const adapter = adapterFor("opencode")
+  const home = mkdtempSync(join(tmpdir(), "flow-agent-home-"))
+  try {
+    const store = join(home, "sessions", "t1")
+    mkdirSync(store, { recursive: true })
+    const argv = adapter.argv({ prompt: "Next step.", cwd: home, sessionId: "ses_0123456789abcdefABCDEFGHIJ" })
+    const r = await run([join(BIN, adapter.binary), ...argv.slice(1)], {
+      cwd: home,
+      env: { HOME: home, PWD: home, CI: "1", ...adapter.sessionStore!(store) },
+      stdin: "Next step.",
+    })
+    expect({ code: r.code, lost: adapter.lostSession!.test(r.stderr) }).toEqual({ code: 1, lost: true })
+    expect([existsSync(join(store, "opencode.db")), existsSync(join(home, ".local", "share", "opencode", "opencode.db"))]).toEqual([true, false])
+  } finally {
+    rmSync(home, { recursive: true, force: true })
+  }
 })

@@ -1,11 +1,12 @@
 // The merge queue's git plumbing (lib/run/git.ts) on real repositories, the trimming of a check's output
 // (lib/run/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
-import { mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { projectAt } from "../lib/cli/project"
-import { moveTarget, recoverMoves } from "../lib/run/checkout-move"
+import { moveTarget } from "../lib/run/checkout-move"
+import { recoverMoves } from "../lib/run/move-recovery"
 import { makeMergeCommit, revParse as revParseAll } from "../lib/run/git"
 import { MoveJournal } from "../lib/run/merge-journal"
 import { openState } from "../lib/state/state"
@@ -159,6 +160,45 @@ test.concurrent("a move cut off between the checkout's update and the ref's is f
   expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("")
   expect(dir.read("c.txt")).toBe("z\n")
   expect(await j.journal.open()).toEqual([])
+})
+
+test.concurrent("a move whose two-tree read was killed half way (files written, index not, its lock left) is finished by recovery", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n", "d.txt": "d\n", "keep.txt": "k\n", "p.txt": "p\n", "z.txt": "z\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await git(dir.path, ["checkout", "-q", "-b", "y"])
+  for (const [file, text] of Object.entries({ "a.txt": "a2\n", "b.txt": "b\n", "keep.txt": "k2\n", "z.txt": "z2\n" })) dir.write(file, text)
+  rmSync(dir.file("d.txt"))
+  await git(dir.path, ["add", "-A"])
+  await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "y"])
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  dir.write("p.txt", "the person's edit\n")
+  // The read's git killed (with its run) while it wrote keep.txt, by a smudge filter: git had removed d.txt,
+  // written a.txt and b.txt, unlinked keep.txt, not reached z.txt, and never turned its index.lock into the index.
+  await j.journal.begin({ repo: dir.path, checkout: dir.path, ref: "refs/heads/main", old, new: m.commit })
+  dir.write(".git/info/attributes", "keep.txt filter=kill\n")
+  dir.write(".git/kill-smudge", "#!/bin/sh\nkill -9 $PPID\n")
+  chmodSync(dir.file(".git/kill-smudge"), 0o755)
+  await git(dir.path, ["config", "filter.kill.smudge", dir.file(".git/kill-smudge")])
+  expect(await git(dir.path, ["read-tree", "-m", "-u", old, m.commit]).catch((e: Error) => e.message)).toContain("failed (137)")
+  await git(dir.path, ["config", "--unset", "filter.kill.smudge"])
+  rmSync(dir.file(".git/info/attributes"))
+  expect([
+    existsSync(dir.file(".git/index.lock")),
+    existsSync(dir.file("d.txt")),
+    existsSync(dir.file("keep.txt")),
+    dir.read("a.txt"),
+    dir.read("z.txt"),
+  ]).toEqual([true, false, false, "a2\n", "z\n"])
+  expect(await recoverMoves(j.journal)).toEqual([
+    `a move of main was cut off while ${dir.path} was being updated: finished (removed .git/index.lock, left by its git, killed with it)`,
+  ])
+  expect(await revParse(dir.path, "main")).toBe(m.commit)
+  expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("M p.txt")
+  expect(["a.txt", "b.txt", "keep.txt", "p.txt", "z.txt"].map((f) => dir.read(f))).toEqual(["a2\n", "b\n", "k2\n", "the person's edit\n", "z2\n"])
+  expect(existsSync(dir.file("d.txt"))).toBe(false)
 })
 
 test.concurrent("a branch's changes to flow's own files are left out of its merge", async () => {

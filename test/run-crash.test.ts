@@ -97,7 +97,7 @@ test.concurrent.each([
   { what: "its whole process group, with verify", group: true, verify: true },
 ])(
   "random SIGKILLs of $what, each followed by another run: every task done, run once, merged once, nothing left, the person's edit kept",
-  async ({ group, verify }) => {
+  async ({ what, group, verify }) => {
     const n = 9
     const { dir, log } = await project(n)
     await using _ = dir
@@ -108,6 +108,8 @@ test.concurrent.each([
     await git(dir.path, ["-c", "user.name=p", "-c", "user.email=p@p", "commit", "-qm", "person"])
     dir.write("person.txt", "my uncommitted edit\n")
     const seed = Number(process.env.FLOW_CRASH_SEED ?? Date.now() % 100_000)
+    // Said before the kills start: a run that hangs until the test's timeout throws nothing that could carry it.
+    console.error(`random SIGKILLs of ${what}: FLOW_CRASH_SEED=${seed}`)
     let state = seed
     const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
     try {

@@ -1,4 +1,5 @@
 // OpenCode `run --format json` (checked against opencode-ai 1.18.33): one JSON object per finished part.
+import { join } from "node:path"
 import { HTTP_LIMITS, type LimitPattern } from "./limits"
 import { num, obj, parseJsonLine, str, sum, text, tool, usage, withModel } from "./stream"
 import { type Adapter, type AgentEvent, MCP_CALL_TIMEOUT_MS } from "./types"
@@ -24,6 +25,15 @@ export const opencode: Adapter = {
   // quotes), so an argv prompt reaches the model altered; with no message argument it reads stdin as is.
   promptOnStdin: true,
   limits: OPENCODE_LIMITS,
+  // Every OpenCode process of a user shares one SQLite database (<data>/opencode.db, busy_timeout 5 s in
+  // 1.18.33): two agents writing at once under load fail with "database is locked" (anomalyco/opencode
+  // #33320, #47566). OPENCODE_DB, an absolute path, moves the database alone: auth.json, the config and
+  // the snapshots stay where the user has them. One database per task: one process at a time, and the
+  // task's session is there for whichever OpenCode agent takes the task next.
+  sessionStore: (dir) => ({ OPENCODE_DB: join(dir, "opencode.db") }),
+  // What 1.18.33 prints on stderr (exit 1) for a --session its database does not hold: a session saved
+  // before flow gave each task its own database, or a database deleted since.
+  lostSession: /Session not found/,
   // OPENCODE_CONFIG_CONTENT is a config of its own, merged over the user's and the project's: the server is
   // added without a file in the worktree (where opencode.json would be) or a change to the user's config.
   // `timeout` is per request, 5 s by default (1.18.33's schema): flow_ask waits for a person.

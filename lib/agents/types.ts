@@ -79,6 +79,13 @@ export type Adapter = {
    * included. Absent: the session's.
    */
   totalsPer?: (version: string | undefined) => TotalsScope
+  /**
+   * Environment that keeps the CLI's sessions in `dir`, a folder of the task's own outside its worktree, kept
+   * between runs (so the task's next turn, on whichever agent of this CLI, finds its session there): for a
+   * CLI whose processes otherwise share one store that fails when two of them write at once (OpenCode's
+   * SQLite database). The runner makes the folder first.
+   */
+  sessionStore?(dir: string): Record<string, string>
   /** The error of a resume whose session the CLI does not have (it never saved it, or it was deleted). */
   lostSession?: RegExp
   /** The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): for CLIs that rewrite argv text. */

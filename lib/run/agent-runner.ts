@@ -36,6 +36,8 @@ export type Turn = {
   doneMark?: string
   /** each process group started (recorded for the reaper) */
   onGroup?: (pid: number, exited: Promise<number>) => void
+  /** the task's folder for the sessions of a CLI that keeps them in a store of each task's own (Adapter.sessionStore) */
+  sessionDir?: string
   /** flow's MCP server for the agent (flow.yaml `mcp: true`), and the folder for the CLI's config files */
   mcp?: { server: McpServerSpec; dir: string }
 }
@@ -97,9 +99,11 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
   let proc: ReturnType<typeof spawnGroup>
   try {
+    if (adapter.sessionStore && turn.sessionDir) mkdirSync(turn.sessionDir, { recursive: true })
+    const store = turn.sessionDir ? adapter.sessionStore?.(turn.sessionDir) : undefined
     proc = spawnGroup(argv, {
       cwd: turn.cwd,
-      env: { ...adapter.env, ...turn.env, ...handOver?.env },
+      env: { ...adapter.env, ...turn.env, ...store, ...handOver?.env },
       signal: turn.signal,
       stdin: adapter.promptOnStdin ? turn.prompt : undefined,
     })

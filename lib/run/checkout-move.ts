@@ -8,12 +8,12 @@
 // changes nothing, when a local change, staged or not, or an untracked file is in the way) → the ref by
 // compare-and-swap (`update-ref <ref> <new> <old>`) → journal end. A checkout in the middle of the person's
 // merge, rebase, cherry-pick, revert or bisect, or with a git lock in the way, is not touched at all: the
-// caller waits and tries again. Recovery at start (recoverMoves) finishes or undoes a move a kill cut off.
-import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
+// caller waits and tries again. Recovery at start (move-recovery.ts) finishes or undoes a move a kill cut off.
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, relative } from "node:path"
 import { GIT_ENV, gitDirs, listWorktrees, looseRef, revParse } from "./git"
 import { run } from "../cli/proc"
-import type { CheckoutMove, MoveJournal } from "./merge-journal"
+import type { MoveJournal } from "./merge-journal"
 import { killPoint } from "./kill-point"
 
 export type MoveResult =
@@ -60,7 +60,7 @@ function rebasing(gitdir: string): string | undefined {
 }
 
 /** A lock file's path as the person would type it: relative to their checkout when inside it. */
-function shown(path: string, dir: string): string {
+export function shown(path: string, dir: string): string {
   const rel = relative(dir, path)
   return rel.startsWith("..") || isAbsolute(rel) ? path : rel
 }
@@ -80,7 +80,7 @@ function inTheWay(stderr: string): string[] {
   return [...paths]
 }
 
-const list = (paths: string[]) => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
+export const list = (paths: string[]) => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
 
 /** What to tell the person when git refused the checkout's move. */
 function refusal(stderr: string, checkout: string): { detail: string; lock?: boolean } {
@@ -182,98 +182,4 @@ export async function moveTarget(repo: string, target: string, old: string, next
   return held
     ? { ok: false, why: "wait", detail: lockAdvice(held, checkout ?? repo), lock: true }
     : { ok: false, why: "wait", detail: `git could not move ${target}: ${r.stderr.trim().split("\n")[0]}` }
-}
-
-/**
- * The lock files of a move's git (the checkout's index and HEAD, the ref's) that a kill of flow's process
- * group left: the move was under way (journaled, not ended), the lock is no older than the move, and no git
- * is alive any more in that repository (the reaper waited for the gits flow started). Anything else is the
- * person's, and is named, never removed (moveTarget).
- */
-function clearOwnLocks(m: CheckoutMove): string[] {
-  const cd = gitDirs(m.checkout)
-  const rd = gitDirs(m.repo)
-  if (!cd || !rd || gitAliveIn([m.checkout, m.repo])) return []
-  const since = m.started_at ? Date.parse(m.started_at) - 1000 : Number.POSITIVE_INFINITY
-  const cleared: string[] = []
-  for (const lock of [join(cd.gitdir, "index.lock"), join(cd.gitdir, "HEAD.lock"), join(rd.common, `${m.ref}.lock`)]) {
-    try {
-      if (statSync(lock).mtimeMs < since) continue
-      rmSync(lock)
-      cleared.push(shown(lock, m.checkout))
-    } catch {}
-  }
-  return cleared
-}
-
-/** Whether any live git process works in one of `dirs` (its cwd there), from /proc; without /proc, assume so. */
-function gitAliveIn(dirs: string[]): boolean {
-  if (!existsSync("/proc/self/cwd")) return true
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "git") continue
-      const cwd = readlinkSync(`/proc/${pid}/cwd`)
-      if (dirs.some((d) => cwd === d || cwd.startsWith(`${d}/`))) return true
-    } catch {}
-  }
-  return false
-}
-
-/**
- * Finishes or undoes the moves a killed run left half done (journaled, not ended), so that no checkout is
- * left with its branch at one commit and its index at another:
- * - the ref moved (at `new`): the checkout is made to follow if its index still holds `old`'s version of the
- *   moved paths (the two-tree read again);
- * - the ref did not move (at `old`): if the index already holds `new`'s version of the moved paths (the read
- *   was made), the ref is moved; if it holds `old`'s, nothing happened and nothing is done;
- * - the ref is somewhere else (the person committed or reset since): their doing, left alone.
- * Returns one line per move, for the run's notices.
- */
-export async function recoverMoves(journal: MoveJournal): Promise<string[]> {
-  const said: string[] = []
-  for (const m of await journal.open()) {
-    said.push(await recoverMove(m))
-    await journal.end(m.id, "recovered")
-  }
-  return said
-}
-
-async function recoverMove(m: CheckoutMove): Promise<string> {
-  const cleared = clearOwnLocks(m)
-  const [at] = await revParse(m.repo, m.ref)
-  const name = m.ref.replace(/^refs\/heads\//, "")
-  const head = existsSync(m.checkout) ? worktreeHead(m.checkout) : undefined
-  const said = await recoverMoveState(m, at, name, head)
-  return cleared.length ? `${said} (removed ${cleared.join(", ")}, left by its git, killed with it)` : said
-}
-
-async function recoverMoveState(m: CheckoutMove, at: string | undefined, name: string, head: ReturnType<typeof worktreeHead>): Promise<string> {
-  if (!head || !("branch" in head) || head.branch !== name) return `a move of ${name} was cut off; ${m.checkout} is no longer on it: left as it is`
-  const moved = (await run(["git", "diff", "--name-only", "--no-renames", m.old, m.new], { cwd: m.repo, env: GIT_ENV })).stdout.split("\n").filter(Boolean)
-  if (moved.length === 0) {
-    if (at === m.old) await run(["git", "update-ref", m.ref, m.new, m.old], { cwd: m.repo, env: GIT_ENV })
-    return `a move of ${name} was cut off: finished`
-  }
-  const indexAt = async (commit: string) =>
-    (await run(["git", "diff-index", "--cached", "--quiet", "--no-renames", commit, "--", ...moved], { cwd: m.checkout, env: GIT_ENV })).code === 0
-  if (at === m.new) {
-    if (await indexAt(m.old)) {
-      const r = await run(["git", "read-tree", "-m", "-u", m.old, m.new], { cwd: m.checkout, env: GIT_ENV })
-      return r.code === 0
-        ? `a move of ${name} was cut off after the branch moved: ${m.checkout} made to follow`
-        : `a move of ${name} was cut off after the branch moved, and ${m.checkout} could not follow: ${r.stderr.trim().split("\n")[0]}; 'git status' there shows the difference`
-    }
-    return `a move of ${name} was cut off: it had finished`
-  }
-  if (at === m.old) {
-    if (await indexAt(m.new)) {
-      const r = await run(["git", "update-ref", m.ref, m.new, m.old], { cwd: m.repo, env: GIT_ENV })
-      if (r.code === 0) return `a move of ${name} was cut off after ${m.checkout} was updated: the branch moved to match`
-      await run(["git", "read-tree", "-m", "-u", m.new, m.old], { cwd: m.checkout, env: GIT_ENV })
-      return `a move of ${name} was cut off and could not be finished: ${m.checkout} put back`
-    }
-    return `a move of ${name} was cut off before it started: nothing changed`
-  }
-  return `a move of ${name} was cut off; ${name} was moved since by someone else: left as it is`
 }

@@ -15,7 +15,7 @@
 // holding done tasks, and one `git worktree list` per merge queue a run has used.
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { recoverMoves } from "./checkout-move"
+import { recoverMoves } from "./move-recovery"
 import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
 import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
 import { teardownWorktree } from "./prepare"

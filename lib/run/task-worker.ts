@@ -396,6 +396,7 @@ export class TaskWorker {
       env: { ...this.agentEnv(), ...env },
       mcp: this.mcpServer(),
       sessionId: this.session(),
+      sessionDir: join(this.s.project.stateDir, "sessions", this.taskId),
       usageFile: join(this.s.project.stateDir, "sessions", `${this.taskId}.usage.json`),
       pricing: { table: this.s.prices, model: this.agent.model },
       signal: limit.signal,
