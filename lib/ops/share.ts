@@ -80,16 +80,17 @@ export async function unshareProject(project: Project, opts: { drop?: boolean } 
   const setting = await storeSetting(project)
   if (setting.kind !== "postgres") throw new FlowError("this project is not shared: its tasks are in tasks.yaml already", Exit.failure)
   refuseLiveRun(project, "unshare")
-  // A run of this project on any machine holds the database's run lock; unshare holds it too, so none starts
-  // while the tasks and state move.
+  // Every run of this project, on any machine, shares the database's run lock; unshare holds it alone, so it is
+  // refused while any run lives and no run starts while the tasks and state move.
   const release = await lockSharedRun(
     project,
     "flow unshare",
-    (heldBy, machine) =>
+    "exclusive",
+    (heldBy, machines) =>
       new FlowError(
         `${heldBy}: its tasks and state must not move under it`,
         Exit.failure,
-        `stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
+        `stop ${machines.length > 1 ? "them" : "it"}${machines.length ? ` on ${machines.join(", ")}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
       ),
   )
   try {
