@@ -79,9 +79,8 @@ export async function exportTasks(project: Project, cwd: string, file?: string):
 export async function unshareProject(project: Project, opts: { drop?: boolean } = {}): Promise<UnshareReport> {
   const setting = await storeSetting(project)
   if (setting.kind !== "postgres") throw new FlowError("this project is not shared: its tasks are in tasks.yaml already", Exit.failure)
-  refuseLiveRun(project, "unshare")
-  // Every run of this project, on any machine, shares the database's run lock; unshare holds it alone, so it is
-  // refused while any run lives and no run starts while the tasks and state move.
+  // Every run of this project, this clone's too, shares the database's run lock; unshare holds it alone, so it
+  // is refused while any run lives, naming every one, and no run starts while the tasks and state move.
   const release = await lockSharedRun(
     project,
     "flow unshare",
