@@ -137,7 +137,9 @@ describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
       })
     }
     const agentsText = await clones.on("second", ["agents"])
-    expect(agentsText).toMatch(new RegExp(`^Runs: live on laptop-1 \\(pid ${first.proc.pid}, since \\S+\\), laptop-2 \\(pid ${second.proc.pid}, since \\S+\\)\\n`))
+    expect(agentsText).toMatch(
+      new RegExp(`^Runs: live on laptop-1 \\(pid ${first.proc.pid}, since \\S+\\), laptop-2 \\(pid ${second.proc.pid}, since \\S+\\)\\n`),
+    )
     expect(agentsText).toContain("\n  m1-agent (script) on laptop-1\n    Current: one (in_progress)\n")
     expect(agentsText).toContain("\n  m2-agent (script) on laptop-2\n    Current: two (in_progress)\n")
     expect(await clones.on("first", ["dashboard", "--once"])).toContain(`flow runs live on laptop-1 (pid ${first.proc.pid}), laptop-2 (pid ${second.proc.pid})`)
@@ -271,7 +273,10 @@ describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
     // Still live, its agent still working: the run is the one that took the lock first.
     const agents = JSON.parse(await clones.on("second", ["agents", "--json"]))
     expect(agents.runs).toMatchObject([{ pid: first.proc.pid, machine: "laptop-1" }])
-    expect(agents.agents).toMatchObject([{ name: "m2-agent", machine: null }, { name: "m1-agent", working: true }])
+    expect(agents.agents).toMatchObject([
+      { name: "m2-agent", machine: null },
+      { name: "m1-agent", working: true },
+    ])
     clones.go()
     expect(ENDED).toContain((await first.done()).code)
   })

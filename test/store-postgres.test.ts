@@ -165,9 +165,7 @@ describe.skipIf(!HAVE_POSTGRES)("the PostgreSQL task store", () => {
   test.concurrent("agents are one per machine and name: each machine writes its own, and every machine's are read together", async () => {
     await using db = await freshDatabase()
     const setting = await shared(db)
-    const [one, two] = await Promise.all(
-      ["laptop-1", "laptop-2"].map((machine) => PgRunState.open(database({ ...setting, machine }), { ...setting, machine })),
-    )
+    const [one, two] = await Promise.all(["laptop-1", "laptop-2"].map((machine) => PgRunState.open(database({ ...setting, machine }), { ...setting, machine })))
     await one.agents.upsert("claude-1", { cli: "claude", current_task: "a", session_id: "s-1" })
     await two.agents.upsert("claude-1", { cli: "claude", current_task: "b" })
     expect(await two.agents.countCompleted("claude-1")).toBe(1)

@@ -97,7 +97,8 @@ export async function readBudgetState(db: RunState, config: BudgetConfig | undef
   const byTask = new Map<string, Question[]>()
   for (const q of await db.questions.all()) if (q.kind?.startsWith("budget:")) byTask.set(q.task_id, [...(byTask.get(q.task_id) ?? []), q])
   const parked = new Map<string, string>()
-  for (const a of await db.agents.everywhere()) if (a.parked_task && a.parked_until && Date.parse(a.parked_until) > now) parked.set(a.parked_task, a.parked_until)
+  for (const a of await db.agents.everywhere())
+    if (a.parked_task && a.parked_until && Date.parse(a.parked_until) > now) parked.set(a.parked_task, a.parked_until)
   return {
     config,
     spends: await spendByTask(db),

@@ -43,6 +43,7 @@ export async function readLandingWaits(project: Project): Promise<Map<string, La
 export async function landingWaitsOf(db: RunState, runs: readonly LiveRun[]): Promise<Map<string, LandingWait>> {
   const waits = new Map<string, LandingWait>()
   for (const run of runs)
-    for (const r of await db.landingWaits.ofRun(run.pid, run.machine)) waits.set(r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since })
+    for (const r of await db.landingWaits.ofRun(run.pid, run.machine))
+      waits.set(r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since })
   return waits
 }
