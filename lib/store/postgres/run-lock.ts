@@ -215,8 +215,8 @@ export function heldBy(setting: SharedSetting, holders: readonly RunHolder[], co
   const project = `shared project '${setting.key}'`
   if (holders.length === 0) return `another flow process holds the run lock of ${project} (who, it has not recorded yet)`
   const where = holders.map((h) => `machine ${h.machine}, pid ${h.pid}, since ${h.since}`).join("; ")
+  // Many holders are runs (the lock held alone has one holder); one is named as it always was.
   const [{ command: theirs }] = holders
-  if (holders.length > 1 && holders.every((h) => h.command === theirs)) return `${holders.length} '${theirs}'s hold ${project} (${where})`
-  const who = holders.length > 1 ? `${holders.length} flow processes` : theirs === command ? `another '${theirs}'` : `'${theirs}'`
-  return `${who} ${holders.length > 1 ? "hold" : "holds"} ${project} (${where})`
+  if (holders.length > 1) return `${holders.length} '${theirs}'s hold ${project} (${where})`
+  return `${theirs === command ? "another " : ""}'${theirs}' holds ${project} (${where})`
 }
