@@ -10,6 +10,7 @@ import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
+import { RUN_ID } from "../lib/run/reaper"
 import { startRunLog, type RunLog } from "../lib/run/run-log"
 import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
@@ -150,22 +151,24 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     )
   }
   const controller = new AbortController()
-  // A shared project: one run across every clone and machine, held in the database (docs/FLEET.md). A lock
-  // lost with its connection and taken by another run meanwhile stops this one.
+  // A shared project: every run is a peer and shares the database's lock; only 'flow unshare' holds it alone,
+  // and a run waits for nothing: refused meanwhile (docs/FLEET.md). A lock lost with its connection and
+  // refused when taken again (an unshare took it meanwhile) stops this run.
   let releaseShared: (() => Promise<void>) | undefined
   let lost: string | undefined
   try {
     releaseShared = await lockSharedRun(
       project,
       "flow run",
-      (heldBy, machine) =>
+      { run: RUN_ID },
+      (heldBy, machines) =>
         new FlowError(
-          `${heldBy}: one run per shared project`,
+          `${heldBy}: no run starts while the project moves out of the database`,
           Exit.failure,
-          `wait for it to finish, or stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C); then run 'flow run' again`,
+          `wait for it to finish${machines.length ? ` on ${machines.join(", ")}` : ""}; then 'git pull' and see whether flow.yaml still shares the project`,
         ),
       (heldBy) => {
-        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped, one run per shared project`
+        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped`
         stop()
       },
     )
@@ -237,7 +240,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
-      if (lost !== undefined) throw new FlowError(lost, Exit.failure, "the other run carries on with the tasks ('flow list' shows them)")
+      if (lost !== undefined) throw new FlowError(lost, Exit.failure, "its tasks wait for the next 'flow run' ('flow list' shows them)")
       if (summary.interrupted) return Exit.cancelled
       return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
     } finally {
