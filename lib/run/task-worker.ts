@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
 import { FlowError } from "../cli/errors"
-import { commitAll, ensureWorktree } from "./git"
+import { commitAll } from "./git"
 import type { Question } from "../model/json-shapes"
 import { projectTaskPrompt } from "./project-prompt"
 import { answersPrompt, callVerb, currentStep, type FlowCall, flowCall, stepPrompt } from "./prompt"
@@ -14,6 +14,7 @@ import { applyStatus } from "../store/transitions"
 import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
+import { takenOverNote } from "./remote-git"
 import type { RunSettings } from "./settings"
 import type { SpaceWait } from "./space-wait"
 import { isDiskFull } from "../store/disk-full"
@@ -188,8 +189,10 @@ export class TaskWorker {
     // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
     const [, how] = await Promise.all([
       task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
-      timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
+      timed(this.taskId, "worktree", () => this.shared.landing.worktree(ws)),
     ])
+    // Another machine's attempt pushed the branch and died: its work is here, its agent's session is not.
+    if (how === "taken-over") this.handover ??= takenOverNote(ws.branch)
     await timed(this.taskId, "start", () => this.setStatus("in_progress"))
     this.s.bus.emit({
       type: "task-start",
@@ -332,13 +335,17 @@ export class TaskWorker {
           return "blocked"
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
+        await this.shared.landing.pushBranch(this.taskId, this.ws!)
         await this.stepStatus(step.id, "done")
         rmSync(doneMark(this.s.project.stateDir, this.taskId, step.id), { force: true })
         continue
       }
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
-      if (after.steps?.find((x) => x.id === step.id)?.status === "done") continue
+      if (after.steps?.find((x) => x.id === step.id)?.status === "done") {
+        await this.shared.landing.pushBranch(this.taskId, this.ws!) // what the agent committed in the step
+        continue
+      }
       resumeWith = await this.awaitAnswers(step)
       if (this.s.signal.aborted) return "stopped"
       if (resumeWith) {
@@ -432,6 +439,7 @@ export class TaskWorker {
     if (!ws || !existsSync(ws.path)) return
     const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
     if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
+    await this.shared.landing.pushBranch(this.taskId, ws)
   }
 
   /**
