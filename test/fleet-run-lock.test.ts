@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, bareOrigin, flow, git, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
 
 /** A graph whose one task says it started, then waits until the test lets it finish (or has ended). */
@@ -36,7 +36,7 @@ async function twoClones(db: TestDatabase) {
   await git(first.path, ["add", "flow.yaml"])
   await git(first.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "share the project"])
   const second = mkdtempSync(join(tmpdir(), "flow-clone-"))
-  await git(tmpdir(), ["clone", "-q", first.path, second])
+  await git(tmpdir(), ["clone", "-q", await bareOrigin(first.path), second])
   const runs: ReturnType<typeof background>[] = []
   return {
     first: first.path,
