@@ -43,6 +43,8 @@ export type RemoteVerdict = Verdict & { empty?: boolean }
 export class RemoteLanding {
   /** the scratch worktrees of checks being torn down and removed */
   private cleanups = new Set<Promise<unknown>>()
+  /** the landings of this run into this target, one after another */
+  private line: Promise<unknown> = Promise.resolve()
   /** what was said of this clone's target not following the remote's (said once) */
   private said = false
 
@@ -59,8 +61,17 @@ export class RemoteLanding {
     while (this.cleanups.size) await Promise.allSettled([...this.cleanups])
   }
 
-  /** Lands `c` into the remote's target: the verdict the merge queue would give, said of the remote. */
-  async land(c: RemoteCandidate): Promise<RemoteVerdict> {
+  /**
+   * Lands `c` into the remote's target: the verdict the merge queue would give, said of the remote. This run's
+   * landings into one target wait for each other here, so a run holds (and polls for) one lock at a time.
+   */
+  land(c: RemoteCandidate): Promise<RemoteVerdict> {
+    const turn = this.line.then(() => this.landNow(c))
+    this.line = turn.catch(() => {})
+    return turn
+  }
+
+  private async landNow(c: RemoteCandidate): Promise<RemoteVerdict> {
     const { repo, target, signal } = this.o
     const url = await remoteUrl(repo, this.remote)
     const release = await timed(c.taskId, "lock", () => this.lock(`${url}\n${target}`, signal))
