@@ -5,7 +5,7 @@
 // dependency merged there, a push made outside flow meanwhile built on again (or a conflict with it sent
 // back), and a run killed after its push recovered as done without a second merge.
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { bareOrigin, background, flow, git, tasksYaml, tempRepo } from "./helpers"
@@ -150,6 +150,44 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
     expect(next.stdout).toContain("its work was finished by the last run")
     expect((await f.status("once")).status).toBe("done")
     expect(await f.merges()).toEqual(["Merge flow/once: once"])
+  })
+
+  test("a machine killed mid-task: another machine resumes the task from its pushed branch, with a fresh session", async () => {
+    await using db = await freshDatabase()
+    const signals = mkdtempSync(join(tmpdir(), "flow-signals-"))
+    const started = join(signals, "started")
+    try {
+      await using f = await fleet(db, [
+        {
+          id: "long",
+          title: "Long",
+          status: "ready_for_agent",
+          steps: [
+            { id: "long.1", instruction: sh("echo one > one.txt") },
+            // On laptop-1 the second step never ends: its machine dies there.
+            { id: "long.2", instruction: sh(`if [ "$FLOW_MACHINE" = laptop-1 ]; then touch '${started}'; sleep 60; fi\ncat one.txt > two.txt`) },
+          ],
+        },
+      ])
+      const laptop2 = await f.clone("laptop-2")
+      const dying = background(f.laptop1.dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
+        FLOW_MACHINE: "laptop-1",
+        HOME: join(signals, "home-1"),
+      })
+      while (!existsSync(started)) await Bun.sleep(50)
+      dying.proc.kill("SIGKILL")
+      await dying.proc.exited
+      // The first step's commit reached the remote before the machine died.
+      expect(await git(f.bare, ["show", "flow/long:one.txt"])).toBe("one\n")
+
+      const r = await laptop2.run(["--agents", "1"])
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+      expect((await f.status("long")).status).toBe("done")
+      expect(await git(f.bare, ["show", "main:two.txt"])).toBe("one\n")
+      expect(await f.merges()).toEqual(["Merge flow/long: long"])
+    } finally {
+      rmSync(signals, { recursive: true, force: true })
+    }
   })
 
   test("a shared run whose repository lacks the shared remote stops at its start and says how to add it", async () => {
