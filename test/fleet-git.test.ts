@@ -17,6 +17,7 @@ const IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@flow.invalid"]
 /** One shared project 'shop' with its remote, and clones of it as machines. */
 async function fleet(db: TestDatabase, tasks: Record<string, unknown>[], flowYaml = "") {
   const home = mkdtempSync(join(tmpdir(), "flow-homes-"))
+  const scratch = mkdtempSync(join(tmpdir(), "flow-scratch-"))
   const first = await tempRepo({ "tasks.yaml": tasksYaml(tasks), ...(flowYaml ? { "flow.yaml": flowYaml } : {}) })
   expect((await flow(first.path, ["share", db.url, "--project", "shop"])).code).toBe(0)
   await git(first.path, ["add", "flow.yaml"])
@@ -36,6 +37,8 @@ async function fleet(db: TestDatabase, tasks: Record<string, unknown>[], flowYam
   }
   return {
     bare,
+    /** a folder of the test's own (signals, the outside pusher's clones), gone with the fleet */
+    scratch,
     laptop1: machine(first.path, "laptop-1"),
     /** another machine: a clone of the remote as it is now */
     clone: async (name: string) => {
@@ -51,6 +54,7 @@ async function fleet(db: TestDatabase, tasks: Record<string, unknown>[], flowYam
       await first[Symbol.asyncDispose]()
       for (const dir of clones) rmSync(dir, { recursive: true, force: true })
       rmSync(home, { recursive: true, force: true })
+      rmSync(scratch, { recursive: true, force: true })
     },
   }
 }
@@ -106,35 +110,31 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
 
   test("a push made outside flow between the landing's fetch and its push is built on again; one that conflicts sends the task back", async () => {
     await using db = await freshDatabase()
-    const scratch = mkdtempSync(join(tmpdir(), "flow-outside-"))
-    try {
-      await using f = await fleet(db, [
-        { id: "ok", title: "Ok", status: "ready_for_agent", instructions: sh("echo ok > ok.txt") },
-        { id: "clash", title: "Clash", status: "todo", depends_on: ["ok"], instructions: sh("echo clash > same.txt") },
-      ])
-      // The check is configured now that the remote's path is known: flow.yaml is the clone's own file.
-      const yaml = await Bun.file(join(f.laptop1.dir, "flow.yaml")).text()
-      const check = `${outsidePush(f.bare, join(scratch, "ok"), "outside.txt")}\nif [ "$FLOW_TASK_ID" = clash ]; then\n${outsidePush(f.bare, join(scratch, "clash"), "same.txt")}\nfi`
-      mkdirSync(join(scratch, "ok"))
-      mkdirSync(join(scratch, "clash"))
-      await Bun.write(join(f.laptop1.dir, "flow.yaml"), `${yaml}verify:\n  command: ${JSON.stringify(check)}\n`)
+    await using f = await fleet(db, [
+      { id: "ok", title: "Ok", status: "ready_for_agent", instructions: sh("echo ok > ok.txt") },
+      { id: "clash", title: "Clash", status: "todo", depends_on: ["ok"], instructions: sh("echo clash > same.txt") },
+    ])
+    // The check is configured now that the remote's path is known: flow.yaml is the clone's own file.
+    const yaml = await Bun.file(join(f.laptop1.dir, "flow.yaml")).text()
+    const scratch = f.scratch
+    const check = `${outsidePush(f.bare, join(scratch, "ok"), "outside.txt")}\nif [ "$FLOW_TASK_ID" = clash ]; then\n${outsidePush(f.bare, join(scratch, "clash"), "same.txt")}\nfi`
+    mkdirSync(join(scratch, "ok"))
+    mkdirSync(join(scratch, "clash"))
+    await Bun.write(join(f.laptop1.dir, "flow.yaml"), `${yaml}verify:\n  command: ${JSON.stringify(check)}\n`)
 
-      const r = await f.laptop1.run(["--agents", "1"])
-      expect(r.stderr).toBe("")
-      expect(r.stdout).toContain("main of origin moved meanwhile: the merge is built again on it")
-      // ok: merged once, on top of the outside push.
-      expect((await f.status("ok")).status).toBe("done")
-      expect(await git(f.bare, ["show", "main:outside.txt"])).toBe("outside\n")
-      expect(await git(f.bare, ["show", "main:ok.txt"])).toBe("ok\n")
-      // clash: its merge conflicts with what was pushed meanwhile; the script agent has no fix: blocked.
-      const clash = await f.status("clash")
-      expect(clash.status).toBe("blocked")
-      expect(clash.ai_notes.at(-1)).toContain("merge conflict in same.txt")
-      expect(await git(f.bare, ["show", "main:same.txt"])).toBe("outside\n")
-      expect(await f.merges()).toEqual(["Merge flow/ok: ok"])
-    } finally {
-      rmSync(scratch, { recursive: true, force: true })
-    }
+    const r = await f.laptop1.run(["--agents", "1"])
+    expect(r.stderr).toBe("")
+    expect(r.stdout).toContain("main of origin moved meanwhile: the merge is built again on it")
+    // ok: merged once, on top of the outside push.
+    expect((await f.status("ok")).status).toBe("done")
+    expect(await git(f.bare, ["show", "main:outside.txt"])).toBe("outside\n")
+    expect(await git(f.bare, ["show", "main:ok.txt"])).toBe("ok\n")
+    // clash: its merge conflicts with what was pushed meanwhile; the script agent has no fix: blocked.
+    const clash = await f.status("clash")
+    expect(clash.status).toBe("blocked")
+    expect(clash.ai_notes.at(-1)).toContain("merge conflict in same.txt")
+    expect(await git(f.bare, ["show", "main:same.txt"])).toBe("outside\n")
+    expect(await f.merges()).toEqual(["Merge flow/ok: ok"])
   })
 
   test("a run killed after its push, before the task is done, is recovered by the next run as done without a second merge", async () => {
@@ -154,40 +154,35 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
 
   test("a machine killed mid-task: another machine resumes the task from its pushed branch, with a fresh session", async () => {
     await using db = await freshDatabase()
-    const signals = mkdtempSync(join(tmpdir(), "flow-signals-"))
-    const started = join(signals, "started")
-    try {
-      await using f = await fleet(db, [
-        {
-          id: "long",
-          title: "Long",
-          status: "ready_for_agent",
-          steps: [
-            { id: "long.1", instruction: sh("echo one > one.txt") },
-            // On laptop-1 the second step never ends: its machine dies there.
-            { id: "long.2", instruction: sh(`if [ "$FLOW_MACHINE" = laptop-1 ]; then touch '${started}'; sleep 60; fi\ncat one.txt > two.txt`) },
-          ],
-        },
-      ])
-      const laptop2 = await f.clone("laptop-2")
-      const dying = background(f.laptop1.dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
-        FLOW_MACHINE: "laptop-1",
-        HOME: join(signals, "home-1"),
-      })
-      while (!existsSync(started)) await Bun.sleep(50)
-      dying.proc.kill("SIGKILL")
-      await dying.proc.exited
-      // The first step's commit reached the remote before the machine died.
-      expect(await git(f.bare, ["show", "flow/long:one.txt"])).toBe("one\n")
+    await using f = await fleet(db, [
+      {
+        id: "long",
+        title: "Long",
+        status: "ready_for_agent",
+        steps: [
+          { id: "long.1", instruction: sh("echo one > one.txt") },
+          // On laptop-1 the second step never ends: its machine dies there.
+          { id: "long.2", instruction: sh('if [ "$FLOW_MACHINE" = laptop-1 ]; then touch "$SIGNALS/started"; sleep 60; fi\ncat one.txt > two.txt') },
+        ],
+      },
+    ])
+    const laptop2 = await f.clone("laptop-2")
+    const dying = background(f.laptop1.dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
+      FLOW_MACHINE: "laptop-1",
+      HOME: join(f.scratch, "home-1"),
+      SIGNALS: f.scratch,
+    })
+    while (!existsSync(join(f.scratch, "started"))) await Bun.sleep(50)
+    dying.proc.kill("SIGKILL")
+    await dying.proc.exited
+    // The first step's commit reached the remote before the machine died.
+    expect(await git(f.bare, ["show", "flow/long:one.txt"])).toBe("one\n")
 
-      const r = await laptop2.run(["--agents", "1"])
-      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
-      expect((await f.status("long")).status).toBe("done")
-      expect(await git(f.bare, ["show", "main:two.txt"])).toBe("one\n")
-      expect(await f.merges()).toEqual(["Merge flow/long: long"])
-    } finally {
-      rmSync(signals, { recursive: true, force: true })
-    }
+    const r = await laptop2.run(["--agents", "1"])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    expect((await f.status("long")).status).toBe("done")
+    expect(await git(f.bare, ["show", "main:two.txt"])).toBe("one\n")
+    expect(await f.merges()).toEqual(["Merge flow/long: long"])
   })
 
   test("a shared run whose repository lacks the shared remote stops at its start and says how to add it", async () => {
