@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test"
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, bareOrigin, flow, git, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
 
 /** Tasks `one` (for m1-agent) and `two` (for m2-agent), each saying it started, then waiting until the test lets it finish. */
@@ -39,7 +39,7 @@ async function twoClones(db: TestDatabase) {
   await git(first.path, ["add", "flow.yaml"])
   await git(first.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "share the project"])
   const second = mkdtempSync(join(tmpdir(), "flow-clone-"))
-  await git(tmpdir(), ["clone", "-q", first.path, second])
+  await git(tmpdir(), ["clone", "-q", await bareOrigin(first.path), second])
   appendFileSync(join(first.path, "flow.yaml"), "agents:\n  - {name: m1-agent, cli: script}\n")
   appendFileSync(join(second, "flow.yaml"), "agents:\n  - {name: m2-agent, cli: script}\n")
   const runs: ReturnType<typeof background>[] = []

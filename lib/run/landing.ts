@@ -14,11 +14,14 @@
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "./checkout-move"
-import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
+import { branchHeads, commitAll, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
+import { type LandingLock, landingLocks } from "../store/open"
 import type { Claim, Fence, TaskEdits } from "../store/store"
+import { pushTaskBranch, remoteWorktree, tracking } from "./remote-git"
+import type { RemoteVerdict } from "./remote-landing"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
@@ -49,6 +52,8 @@ export class Landing {
   private lanes = new RepoLanes()
 
   private queues: MergeQueues
+  /** a shared project's landing locks (lib/store/open.ts), taken on first use */
+  private locks?: Promise<LandingLock | undefined>
 
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
@@ -70,7 +75,9 @@ export class Landing {
    * Lands a task whose work is finished: merged (unless already in the target), then done; or blocked with a
    * note when the merge fails and the agent (`fixer`) could not fix it. `background` collects the worktree's
    * removal. With `finished` (its agent said done), a branch with nothing to merge is said, and noted on the
-   * task or blocked as flow.yaml `empty_done` says (not for a validation task). True when it is done.
+   * task or blocked as flow.yaml `empty_done` says (not for a validation task). `claim`: the run's claim of the
+   * task on a shared project, asked right before the merge is pushed (nothing lands once it does not hold).
+   * True when it is done.
    */
   async land(
     taskId: string,
@@ -90,7 +97,8 @@ export class Landing {
     }
     for (let attempt = 1; ; attempt++) {
       if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
-      result = await timed(taskId, "land", () => this.merge(taskId, ws))
+      await this.pushBranch(taskId, ws)
+      result = await timed(taskId, "land", () => (this.s.store.shared ? this.remoteMerge(taskId, ws, opts.claim) : this.merge(taskId, ws)))
       if (result.ok || result.kind === "stopped") break
       if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
         result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
@@ -190,6 +198,66 @@ export class Landing {
     // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
     if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, open?.branchHead ?? head, open?.targetBefore ?? before) }
     return v
+  }
+
+  /**
+   * A shared project's merge into its remote's target (lib/run/remote-landing.ts), journaled as the local one
+   * is, but its intent only right before the push: a merge that was never pushed leaves no entry.
+   */
+  private async remoteMerge(taskId: string, ws: Workspace, claim?: Claim): Promise<RemoteVerdict> {
+    const [head] = await branchHeads(ws.repo, ws.branch)
+    if (!head) return { ok: false, kind: "refused", reason: `branch '${ws.branch}' not found in ${ws.repo}` }
+    const lock = await (this.locks ??= landingLocks(this.s.project))
+    if (!lock) throw new Error(`${this.s.store.where} is shared but has no landing locks`)
+    const landing = await this.queues.remote(ws, this.s.publish.remote, lock)
+    const open = (await this.journal.open()).get(taskId)
+    const reused = open && open.outcome === null ? open : undefined
+    let id = reused?.id
+    const intent = async (before: string) =>
+      (id ??= await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before }))
+    const v = await landing.land({ taskId, branch: ws.branch, head, message: `Merge ${ws.branch}: ${taskId}`, claim, intent })
+    if (v.ok) {
+      await this.journal.outcome(await intent(v.commit), "merged", v.alreadyMerged ? { reason: "already in the target" } : { commit: v.commit })
+      // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
+      if (v.alreadyMerged && reused) return { ...v, empty: await isAncestor(ws.repo, reused.branchHead, reused.targetBefore) }
+    } else if (v.kind !== "stopped" && id !== undefined) await this.journal.outcome(id, "failed", { reason: v.reason })
+    return v
+  }
+
+  /**
+   * The task's worktree: as it is, or made. On a shared project started from the remote (lib/run/remote-git.ts):
+   * "taken-over" when its branch is the one an earlier attempt pushed.
+   */
+  worktree(ws: Workspace): Promise<"reused" | "created" | "taken-over"> {
+    const serial = <T>(fn: () => Promise<T>) => this.inRepo(ws.repo, fn)
+    if (this.s.store.shared) return remoteWorktree(ws, this.s.publish.remote, serial)
+    return ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, serial)
+  }
+
+  /**
+   * On a shared project, whether the task's branch (as fetched) was merged into the remote's target (fetched
+   * with it): a merge there has its head as a second parent. A branch with no work of its own is in the target
+   * too, as its ancestor, and was not landed.
+   */
+  async landedOnRemote(ws: Workspace): Promise<boolean> {
+    if (!this.s.store.shared) return false
+    const [head] = await revParse(ws.repo, ws.branch)
+    if (!head) return false
+    const merges = await run(["git", "rev-list", "--merges", "--parents", "--ancestry-path", `${head}..${tracking(this.s.publish.remote, ws.target)}`], {
+      cwd: ws.repo,
+      env: GIT_ENV,
+    })
+    return merges.code === 0 && merges.stdout.split("\n").some((line) => line.split(" ").slice(2).includes(head))
+  }
+
+  /**
+   * On a shared project, pushes the task's branch to the remote after a commit of flow's (never over a newer
+   * attempt's push: lib/run/remote-git.ts). A failure is said; the task goes on (its landing is what counts).
+   */
+  async pushBranch(taskId: string, ws: Workspace): Promise<void> {
+    if (!this.s.store.shared) return
+    const pushed = await timed(taskId, "push-branch", () => pushTaskBranch(ws.repo, this.s.publish.remote, ws.branch))
+    if (!pushed.ok) this.s.bus.emit({ type: "notice", taskId, text: pushed.detail })
   }
 
   /** Clears the scratch worktrees of a killed run's checks and the landing waits it recorded (recovery, at a run's start). */

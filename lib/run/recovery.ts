@@ -19,6 +19,7 @@ import { recoverMoves } from "./move-recovery"
 import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
 import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
 import { teardownWorktree } from "./prepare"
+import { fetchBranch, tracking } from "./remote-git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
 import { AUTHOR, blockTask, type Landing } from "./landing"
@@ -59,9 +60,15 @@ export async function recover(
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
   await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
+  // On a shared project the target that counts is the remote's (fetched once per repository and target).
+  const remote = s.store.shared ? s.publish.remote : undefined
+  const unmergedOf = (ws: Workspace) =>
+    remote === undefined
+      ? unmergedBranches(ws.repo, `refs/heads/${ws.target}`)
+      : fetchBranch(ws.repo, remote, ws.target).then(() => unmergedBranches(ws.repo, tracking(remote, ws.target)))
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`
-    if (!unmerged.has(key)) unmerged.set(key, unmergedBranches(ws.repo, ws.target))
+    if (!unmerged.has(key)) unmerged.set(key, unmergedOf(ws))
     return unmerged.get(key)!.then((set) => set.has(ws.branch))
   }
   const workspace = (task: Task) => workspaces.forTask(task).catch(() => undefined) // a task that cannot run is not recovered
@@ -95,7 +102,7 @@ export async function recover(
       if (claim) return // done on a shared graph is merged on the shared remote: this clone's target may lag it
       if (existsSync(ws.path)) await landing.inRepo(ws.repo, () => commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR))
       if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) return
-      const pending = existsSync(ws.path) ? (await unmergedBranches(ws.repo, ws.target)).has(ws.branch) : await branchUnmerged(ws)
+      const pending = existsSync(ws.path) ? (await unmergedOf(ws)).has(ws.branch) : await branchUnmerged(ws)
       s.bus.emit({
         type: "notice",
         taskId: task.id,

@@ -6,7 +6,7 @@ import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
 import type { Claim } from "../store/store"
 import { FlowError } from "../cli/errors"
-import { commitAll, ensureWorktree } from "./git"
+import { commitAll } from "./git"
 import type { Question } from "../model/json-shapes"
 import { projectTaskPrompt } from "./project-prompt"
 import { answersPrompt, callVerb, currentStep, type FlowCall, flowCall, stepPrompt } from "./prompt"
@@ -15,6 +15,7 @@ import { applyStatus } from "../store/transitions"
 import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
+import { takenOverNote } from "./remote-git"
 import type { RunSettings } from "./settings"
 import type { SpaceWait } from "./space-wait"
 import { isDiskFull } from "../store/disk-full"
@@ -193,9 +194,14 @@ export class TaskWorker {
     // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
     const [, how] = await Promise.all([
       task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
-      timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
+      timed(this.taskId, "worktree", () => this.shared.landing.worktree(ws)),
     ])
+    // Another machine's attempt pushed the branch and died: its work is here, its agent's session is not.
+    if (how === "taken-over") this.handover ??= takenOverNote(ws.branch)
     await timed(this.taskId, "start", () => this.setStatus("in_progress"))
+    // Taken over from a run that died after its merge reached the shared remote, before its done write: the
+    // branch it pushed is in the remote's target. Landed as it is (done, no second merge), its agent never run again.
+    if (how === "taken-over" && (await this.shared.landing.landedOnRemote(ws))) return this.finish(await this.read())
     this.s.bus.emit({
       type: "task-start",
       taskId: this.taskId,
@@ -226,9 +232,6 @@ export class TaskWorker {
     const started = await this.read()
     const answers = await this.awaitAnswers(currentStep(started))
     if (this.s.signal.aborted) return
-    // Taken over from a run that died while landing this task's finished work (its merge journaled, on any
-    // machine): the work is landed as it is, never done again by another agent (docs/FLEET.md).
-    if (this.claim && (await this.shared.landing.journal.open()).has(this.taskId)) return this.finish(await this.read())
     const handover = this.handover
     this.handover = undefined // told once: a retry after a full disk is no new handover
     const resumeWith = this.resumable() ? [answers, handover].filter(Boolean).join("\n") || undefined : handover ? await this.continuation(handover) : undefined
@@ -340,13 +343,17 @@ export class TaskWorker {
           return "blocked"
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
+        await this.shared.landing.pushBranch(this.taskId, this.ws!)
         await this.stepStatus(step.id, "done")
         rmSync(doneMark(this.s.project.stateDir, this.taskId, step.id), { force: true })
         continue
       }
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
-      if (after.steps?.find((x) => x.id === step.id)?.status === "done") continue
+      if (after.steps?.find((x) => x.id === step.id)?.status === "done") {
+        await this.shared.landing.pushBranch(this.taskId, this.ws!) // what the agent committed in the step
+        continue
+      }
       resumeWith = await this.awaitAnswers(step)
       if (this.s.signal.aborted) return "stopped"
       if (resumeWith) {
@@ -441,6 +448,7 @@ export class TaskWorker {
     if (!ws || !existsSync(ws.path)) return
     const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
     if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
+    await this.shared.landing.pushBranch(this.taskId, ws)
   }
 
   /**

@@ -166,7 +166,7 @@ export interface RunState extends Disposable {
     begin(i: MergeIntent): Promise<number>
     outcome(id: number, outcome: MergeOutcome, detail?: { commit?: string; reason?: string }): Promise<void>
     close(taskId: string): Promise<void>
-    /** The latest open entry of each task that has one. */
+    /** The latest open entry of each task that has one (on a shared project: this machine's). */
     open(): Promise<Map<string, MergeEntry>>
     /** The task's latest entry, open or closed. */
     latest(taskId: string): Promise<MergeEntry | undefined>

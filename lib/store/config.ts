@@ -117,7 +117,7 @@ export const FlowConfig = type({
   "queue_depth?": "number.integer >= 1",
   /** an agent that says done having changed nothing: allow (done, with a note saying so; the default) or block */
   "empty_done?": "'allow' | 'block'",
-  /** the git remote that push and pull_request use (default origin) */
+  /** the git remote that push and pull_request use, and a shared project's machines share their work through (default origin) */
   "remote?": type(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).describe("a git remote's name (letters, digits, '.', '_', '-')"),
   /** push the merge target to the remote after each merge */
   "push?": "boolean",

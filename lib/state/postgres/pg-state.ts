@@ -323,7 +323,10 @@ export class PgRunState implements RunState {
       await this.run((sql) => sql`UPDATE merges SET closed_at = flow_now() WHERE project = ${this.key} AND task_id = ${taskId} AND closed_at IS NULL`)
     },
     open: async (): Promise<Map<string, MergeEntry>> => {
-      const rows = await this.run((sql) => sql`SELECT ${sql.unsafe(MERGE)} FROM merges WHERE project = ${this.key} AND closed_at IS NULL ORDER BY id`)
+      // This machine's: another's open entry is a landing that machine finishes (or its task's next attempt closes).
+      const rows = await this.run(
+        (sql) => sql`SELECT ${sql.unsafe(MERGE)} FROM merges WHERE project = ${this.key} AND machine = ${this.machine} AND closed_at IS NULL ORDER BY id`,
+      )
       return new Map(rows.map((r: MergeRow) => [r.task_id, mergeEntry(r)]))
     },
     latest: async (taskId: string): Promise<MergeEntry | undefined> => {
