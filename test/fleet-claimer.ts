@@ -17,11 +17,13 @@ await Bun.stdin.text()
 const taken = await Promise.all(
   Array.from({ length: Number(loops) }, async (_, n) => {
     const mine: string[] = []
-    for (;;) {
+    // More claims than candidates would be a task taken twice: stop there rather than loop on a broken claim.
+    while (mine.length <= candidates.length) {
       const fence = await claims.claim(candidates, { run: `${run}-${n}`, agent: `agent-${n}` }, 60_000)
       if (!fence) return mine
       mine.push(fence.taskId)
     }
+    return mine
   }),
 )
 process.stdout.write(`${JSON.stringify(taken.flat())}\n`)
