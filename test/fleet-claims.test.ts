@@ -96,7 +96,7 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     expect(rows).toEqual([{ attempt: 1, n: 200 }])
   })
 
-  test("a todo task waits for its dependencies in the claim itself; ready_for_agent is claimed regardless; done and blocked never", async () => {
+  test("a todo task waits for its dependencies in the claim itself; ready_for_agent is claimed regardless; done and blocked never; the first candidate free is taken", async () => {
     await using db = await freshDatabase()
     await using p = await sharedProject(db, [
       { id: "base", status: "in_progress" },
@@ -104,6 +104,8 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
       { id: "forced", status: "ready_for_agent", depends_on: ["base"] },
       { id: "over", status: "done" },
       { id: "stopped", status: "blocked" },
+      { id: "x1", status: "ready_for_agent" },
+      { id: "x2", status: "todo" },
     ])
     const store = p.store()
     expect(await store.claims.claim(["next", "over", "stopped"], A, 60_000)).toBeUndefined()
@@ -112,6 +114,8 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     // The candidates' order is the caller's: the first that may be taken is.
     expect(await store.claims.claim(["over", "next"], B, 60_000)).toEqual({ taskId: "next", attempt: 1, run: "run-b" })
     expect(await p.row("next")).toMatchObject({ claimed_by: "run-b", claimed_agent: "b-1", live: true })
+    expect(await store.claims.claim(["x2", "x1"], A, 60_000)).toMatchObject({ taskId: "x2" })
+    expect(await store.claims.claim(["x2", "x1"], A, 60_000)).toMatchObject({ taskId: "x1" })
   })
 
   test("a live claim is not taken by another run; once its lease passed it is, with the next attempt", async () => {
