@@ -27,6 +27,7 @@ import { type SharedSetting, sharedSetting } from "../lib/store/setting"
 import type { TaskStore } from "../lib/store/store"
 import { applyStatus } from "../lib/store/transitions"
 import { freshDatabase, HAVE_POSTGRES } from "../test/postgres"
+import { ready, together } from "../test/together"
 import { median } from "./lib"
 
 const KEY = "bench"
@@ -37,7 +38,8 @@ type Report = { done: string[]; claim: number[]; write: number[]; release: numbe
 
 function tasks(n: number): string {
   const lines = ["tasks:"]
-  for (let i = 0; i < n; i++) lines.push(`  - id: t-${String(i).padStart(5, "0")}`, `    title: Task ${i}`, "    status: todo", `    instructions: Write file ${i}.`)
+  for (let i = 0; i < n; i++)
+    lines.push(`  - id: t-${String(i).padStart(5, "0")}`, `    title: Task ${i}`, "    status: todo", `    instructions: Write file ${i}.`)
   return `${lines.join("\n")}\n`
 }
 
@@ -96,38 +98,10 @@ function settingOf(url: string): SharedSetting {
   return sharedSetting(projectAt(tmpdir()), parseUrl(url, "bench"), KEY, undefined)
 }
 
-/** Says it is ready, then waits for stdin to close: every process of a mode starts at the same instant. */
-async function ready(): Promise<void> {
-  process.stdout.write("ready\n")
-  await Bun.stdin.text()
-}
-
-/** Starts `argv` processes, lets them all go at once; the wall time from the go to the last exit, and their reports. */
+/** Runs the workers of a mode together (test/together.ts): the wall time from their start to the last exit. */
 async function race(argvs: string[][]): Promise<{ ms: number; reports: Report[] }> {
-  const procs = argvs.map((argv) => Bun.spawn([process.execPath, import.meta.path, ...argv], { stdin: "pipe", stdout: "pipe", stderr: "pipe" }))
-  const readers = procs.map((p) => p.stdout.getReader())
-  const outs = procs.map(() => "")
-  const decoder = new TextDecoder()
-  const drain = async (i: number, until?: string) => {
-    while (until === undefined || !outs[i].includes(until)) {
-      const { value, done } = await readers[i].read()
-      if (done) {
-        if (until === undefined) return
-        throw new Error(`a worker ended before it was ready: ${await new Response(procs[i].stderr).text()}`)
-      }
-      outs[i] += decoder.decode(value, { stream: true })
-    }
-  }
-  await Promise.all(procs.map((_, i) => drain(i, "ready\n")))
-  const start = performance.now()
-  for (const p of procs) p.stdin.end()
-  await Promise.all(procs.map((_, i) => drain(i)))
-  const codes = await Promise.all(procs.map((p) => p.exited))
-  const ms = performance.now() - start
-  for (const [i, code] of codes.entries()) {
-    if (code !== 0) throw new Error(`a worker exited ${code}: ${await new Response(procs[i].stderr).text()}`)
-  }
-  return { ms, reports: outs.map((o) => JSON.parse(o.slice(o.indexOf("ready\n") + 6)) as Report) }
+  const { ms, outputs } = await together(argvs.map((argv) => [import.meta.path, ...argv]))
+  return { ms, reports: outputs.map((o) => JSON.parse(o) as Report) }
 }
 
 /** The shared mode once, on a fresh database: its wall time, and every task done exactly once. */
@@ -200,9 +174,13 @@ if (values["shared-worker"]) {
   console.log(`fleet: ${n} independent tasks, ${agents} agents; medians of ${runs} runs of each mode, alternated`)
   console.log(`shared (${procs} processes x ${loops} loops)  ${(sharedMs / 1000).toFixed(2).padStart(6)} s  ${(sharedMs / n).toFixed(2)} ms/task`)
   console.log(`  claims/s ${perSecond.toFixed(0)}, completions/s ${perSecond.toFixed(0)}`)
-  console.log(`  per operation (median ms): claim ${ops(shared, "claim").toFixed(2)}, fenced done ${ops(shared, "write").toFixed(2)}, release ${ops(shared, "release").toFixed(2)}`)
+  console.log(
+    `  per operation (median ms): claim ${ops(shared, "claim").toFixed(2)}, fenced done ${ops(shared, "write").toFixed(2)}, release ${ops(shared, "release").toFixed(2)}`,
+  )
   console.log(`file (1 process x ${agents} loops, floor)   ${(fileMs / 1000).toFixed(2).padStart(6)} s  ${(fileMs / n).toFixed(2)} ms/task`)
-  console.log(`  completions/s ${(n / (fileMs / 1000)).toFixed(0)}; per operation (median ms): assigned ${ops(file, "claim").toFixed(2)}, done ${ops(file, "write").toFixed(2)}`)
+  console.log(
+    `  completions/s ${(n / (fileMs / 1000)).toFixed(0)}; per operation (median ms): assigned ${ops(file, "claim").toFixed(2)}, done ${ops(file, "write").toFixed(2)}`,
+  )
   console.log(`overhead per task, shared / file: ${ratio.toFixed(2)}x`)
   console.log("verdicts:")
   console.log(`  claims/s >= 100: ${perSecond >= 100 ? "met" : "MISSED"} (${perSecond.toFixed(0)})`)

@@ -1,19 +1,19 @@
 // A run of its own for test/fleet-claims.test.ts: a separate process that claims from a shared project until
 // nothing is left, with `loops` claimers at once, each under its own run id (`<run>-<n>`), then prints what
-// each took as JSON. It says "ready" once connected and waits for its stdin to close, so that every claimer
-// of the test starts at the same instant. Usage: bun test/fleet-claimer.ts <url> <key> <run> <loops> <ids,...>
+// each took as JSON. It starts when the test's other claimers are ready too (together.ts).
+// Usage: bun test/fleet-claimer.ts <url> <key> <run> <loops> <ids,...>
 import { projectAt } from "../lib/cli/project"
 import { closeDatabases } from "../lib/store/postgres/connection"
 import { PgTaskStore } from "../lib/store/postgres/pg-store"
 import { parseUrl } from "../lib/store/postgres/url"
 import { sharedSetting } from "../lib/store/setting"
+import { ready } from "./together"
 
 const [url, key, run, loops, ids] = process.argv.slice(2)
 const claims = PgTaskStore.fresh(sharedSetting(projectAt("/tmp"), parseUrl(url, "claimer"), key, undefined)).claims
 const candidates = ids.split(",")
 await claims.holds({ taskId: candidates[0], attempt: -1, run }) // connected and migrated before the start
-process.stdout.write("ready\n")
-await Bun.stdin.text()
+await ready()
 const taken = await Promise.all(
   Array.from({ length: Number(loops) }, async (_, n) => {
     const mine: string[] = []

@@ -13,6 +13,7 @@ import type { Fence } from "../lib/store/store"
 import { applyStatus } from "../lib/store/transitions"
 import { flow, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
+import { together } from "./together"
 
 const KEY = "p"
 const NOW = "2026-01-01T00:00:00.000Z"
@@ -58,42 +59,15 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
       ids.map((id, i) => ({ id, status: i % 2 ? "ready_for_agent" : "todo" })),
     )
     // Every claimer is given the same candidates in the same order: each claim races the others for the first.
-    const procs = ["p1", "p2", "p3", "p4"].map((run) =>
-      Bun.spawn([process.execPath, join(import.meta.dir, "fleet-claimer.ts"), db.url, KEY, run, "2", ids.join(",")], {
-        stdin: "pipe",
-        stdout: "pipe",
-        stderr: "pipe",
-      }),
-    )
-    const readers = procs.map((proc) => proc.stdout.getReader())
-    const outs = procs.map(() => "")
-    const decoder = new TextDecoder()
-    for (const [i, r] of readers.entries()) {
-      while (!outs[i].includes("ready\n")) {
-        const { value, done } = await r.read()
-        if (done) throw new Error(`claimer ${i} ended before it was ready: ${await new Response(procs[i].stderr).text()}`)
-        outs[i] += decoder.decode(value, { stream: true })
-      }
-    }
-    for (const proc of procs) proc.stdin.end()
-    const taken: string[][] = []
-    for (const [i, proc] of procs.entries()) {
-      for (;;) {
-        const { value, done } = await readers[i].read()
-        if (done) break
-        outs[i] += decoder.decode(value, { stream: true })
-      }
-      expect({ code: await proc.exited, stderr: await new Response(proc.stderr).text() }).toEqual({ code: 0, stderr: "" })
-      taken.push(JSON.parse(outs[i].slice(outs[i].indexOf("ready\n") + 6)))
-    }
+    const { outputs } = await together(["p1", "p2", "p3", "p4"].map((run) => [join(import.meta.dir, "fleet-claimer.ts"), db.url, KEY, run, "2", ids.join(",")]))
+    const taken: string[][] = outputs.map((o) => JSON.parse(o))
     const all = taken.flat()
     expect(all).toHaveLength(200)
     expect(new Set(all).size).toBe(200)
     expect(all.toSorted()).toEqual(ids)
-    // The claims were made at once: every process took some of them.
-    for (const mine of taken) expect(mine.length).toBeGreaterThan(0)
     const rows = await db.sql`SELECT attempt, count(*)::int AS n FROM tasks WHERE project = ${KEY} AND claimed_by IS NOT NULL GROUP BY attempt`
     expect(rows).toEqual([{ attempt: 1, n: 200 }])
+    expect(await p.row(ids[0])).toMatchObject({ attempt: 1, live: true })
   })
 
   test("a todo task waits for its dependencies in the claim itself; ready_for_agent is claimed regardless; done and blocked never; the first candidate free is taken", async () => {
@@ -215,11 +189,7 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     const live = (await store.claims.claim(["v"], A, 60_000))!
     const batchBefore = await p.version()
     await expect(
-      store.mutate(
-        "batch",
-        (e) => [applyStatus(e, "v", "done", NOW), e.append({ taskId: "w" }, "ai_notes", "late")],
-        [live, stale],
-      ),
+      store.mutate("batch", (e) => [applyStatus(e, "v", "done", NOW), e.append({ taskId: "w" }, "ai_notes", "late")], [live, stale]),
     ).rejects.toThrow("this run no longer holds task 'w'")
     expect(await p.version()).toBe(batchBefore)
     expect(await p.row("v")).toMatchObject({ status: "in_progress" })
