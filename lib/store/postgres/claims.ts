@@ -8,7 +8,11 @@
 import type { Claims, Fence } from "../store"
 import type { SharedSetting } from "../setting"
 import type { Database } from "./connection"
-import { channelOf } from "./pg-store"
+
+/** The channel a project's writes are announced on (LISTEN "flow_<key>"): pg-store.ts notifies it. */
+export function channelOf(key: string): string {
+  return `flow_${key}`
+}
 
 /** Statuses a claimed task may be in: to start (todo, ready_for_agent) or to resume (assigned, in_progress). */
 const CLAIMABLE = ["todo", "ready_for_agent", "assigned", "in_progress"]

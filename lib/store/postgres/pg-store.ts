@@ -17,7 +17,7 @@ import { textOnto } from "../export-text"
 import type { SharedSetting } from "../setting"
 import type { Current, Fence, Loaded, TaskEdits, TaskStore } from "../store"
 import { type Database, database } from "./connection"
-import { PgClaims } from "./claims"
+import { channelOf, PgClaims } from "./claims"
 import { RowEditor } from "./row-editor"
 import { docText, fromRows, toRows, type TaskRow } from "./rows"
 
@@ -26,10 +26,8 @@ type Cached = { id: string; parent: string | null; ord: number; status: string; 
 /** What a load saw: the project's version and generation, and whether it found the project. */
 type Snapshot = { version: number; generation: number }
 
-/** The channel a project's writes are announced on (LISTEN "flow_<key>"). */
-export function channelOf(key: string): string {
-  return `flow_${key}`
-}
+// The channel's name is claims.ts's, where listeners subscribe: one import between the two files, no cycle.
+export { channelOf } from "./claims"
 
 /** The error of a project the database does not hold. */
 export async function missingProject(sql: SQL, setting: SharedSetting): Promise<FlowError> {
