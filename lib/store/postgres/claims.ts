@@ -8,7 +8,11 @@
 import type { Claims, Fence } from "../store"
 import type { SharedSetting } from "../setting"
 import type { Database } from "./connection"
-import { channelOf } from "./pg-store"
+
+/** The channel a project's writes are announced on (LISTEN "flow_<key>"): pg-store.ts notifies it. */
+export function channelOf(key: string): string {
+  return `flow_${key}`
+}
 
 /** Statuses a claimed task may be in: to start (todo, ready_for_agent) or to resume (assigned, in_progress). */
 const CLAIMABLE = ["todo", "ready_for_agent", "assigned", "in_progress"]
@@ -25,19 +29,23 @@ export class PgClaims implements Claims {
     // A todo task starts only when every dependency is done: done is written after its merge reached the
     // shared remote (docs/FLEET.md, "Git across machines"), so a dependent on any machine starts from a target
     // that holds it. ready_for_agent is a person's word (`flow ready`) or a promotion made by that same write.
+    // Every lookup is by primary key: the candidates in their order until the first that may be taken, each
+    // dependency by its id (one not in the graph is not done, as availableTasks has it). The statement costs
+    // in the candidates it passes over and their dependencies, never in the graph's size times them.
     const rows = await this.db.run(
       (sql) => sql`
         UPDATE tasks t SET attempt = t.attempt + 1, claimed_by = ${who.run}, claimed_agent = ${who.agent},
           machine = ${this.setting.machine}, lease_until = now() + ${leaseMs} * interval '1 millisecond'
         WHERE t.project = ${key} AND t.id = (
-          SELECT c.id FROM tasks c
-          WHERE c.project = ${key} AND c.id = ANY(${sql.array(candidates as string[])}::text[])
-            AND c.status = ANY(${sql.array(CLAIMABLE)}::text[])
+          SELECT c.id FROM unnest(${sql.array(candidates as string[])}::text[]) WITH ORDINALITY AS k(id, n)
+          JOIN tasks c ON c.project = ${key} AND c.id = k.id
+          WHERE c.status = ANY(${sql.array(CLAIMABLE)}::text[])
             AND (c.claimed_by IS NULL OR c.lease_until < now())
             AND (c.status <> 'todo' OR NOT EXISTS (
-              SELECT 1 FROM tasks d WHERE d.project = c.project AND d.id = ANY(c.depends_on) AND d.status <> 'done'))
-          ORDER BY array_position(${sql.array(candidates as string[])}::text[], c.id)
-          LIMIT 1 FOR UPDATE SKIP LOCKED)
+              SELECT 1 FROM unnest(c.depends_on) AS dep(id)
+              WHERE (SELECT d.status FROM tasks d WHERE d.project = c.project AND d.id = dep.id) IS DISTINCT FROM 'done'))
+          ORDER BY k.n
+          LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
         RETURNING t.id, t.attempt`,
     )
     const [row] = rows as { id: string; attempt: number }[]
