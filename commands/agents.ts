@@ -2,9 +2,11 @@ import { parse } from "../lib/cli/args"
 import { loadConfig } from "../lib/store/config"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
-import type { AgentsReport, Usage } from "../lib/model/json-shapes"
+import type { AgentsReport, LiveRun, Usage } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
-import { liveRun, openExistingState } from "../lib/state/state"
+import { liveRuns, openExistingState } from "../lib/state/state"
+import { type AgentRecord, agentKey } from "../lib/state/run-state"
+import { ofLiveRun } from "../lib/run/worked-by"
 import { storeSetting } from "../lib/store/setting"
 import { indexTasks } from "../lib/model/task-index"
 import { openStore } from "../lib/store/open"
@@ -19,7 +21,7 @@ export const meta = {
 is working on now, how many tasks it has completed, the tokens and cost it reported, its spend in the latest run
 beside flow.yaml's budget.agent, and when its CLI's usage limit parked it, until when. An agent's current task is
 set while 'flow run' has it working; its status comes from tasks.yaml. On a shared project (docs/FLEET.md) it
-also says where the live run is, whatever the machine, and which agents are that run's.`,
+also says where runs live, whatever the machine, and each agent's machine (agents are one per machine and name).`,
   options: {
     json: { type: "boolean", help: "print the agents as JSON" },
   },
@@ -31,37 +33,41 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
   const configured = config.agents ?? []
-  const [db, live, setting] = await Promise.all([openExistingState(project), liveRun(project), storeSetting(project)])
+  const [db, runs, setting] = await Promise.all([openExistingState(project), liveRuns(project), storeSetting(project)])
   const shared = setting.kind !== "file"
-  const records = db ? await db.agents.list() : []
+  const records = db ? await db.agents.everywhere() : []
   const spent = db ? await db.usage.byAgent() : new Map<string, Usage>()
   const lastRun = db ? await lastRunSpend(db) : undefined
   db?.close()
   const now = Date.now()
   const index = indexTasks((await (await openStore(project)).read()).data)
 
-  const byName = new Map(records.map((r) => [r.name, r]))
-  const names = [...configured.map((a) => a.name), ...records.map((r) => r.name).filter((n) => !configured.some((a) => a.name === n))]
+  // flow.yaml's agents first, in its order; on a shared project each with a row per machine it worked on.
+  const names = [...new Set([...configured.map((a) => a.name), ...records.map((r) => r.name)])]
+  const rows = names.flatMap((name): { name: string; record?: AgentRecord }[] => {
+    const of = records.filter((r) => r.name === name)
+    return of.length ? of.map((record) => ({ name, record })) : [{ name, record: undefined }]
+  })
   const report: AgentsReport = {
-    // Only a shared project says where its run is: in files the run is this clone's, and the output stays as it was.
-    ...(shared ? { run: live } : {}),
-    agents: names.map((name) => {
-      const r = byName.get(name)
+    // Only a shared project says where its runs are: in files the run is this clone's, and the output stays as it was.
+    ...(shared ? { run: runs[0] ?? null, runs } : {}),
+    agents: rows.map((row) => {
+      const { name, record: r } = row
       const cli = configured.find((a) => a.name === name)?.cli ?? r?.cli ?? null
       const current = r?.current_task ? { id: r.current_task, status: index.get(r.current_task)?.task.status ?? "missing" } : null
-      const budget = budgetReport(lastRun?.byAgent.get(name) ?? NO_SPEND, config.budget?.agent ?? {})
+      const key = agentKey(name, r?.machine)
+      const budget = budgetReport(lastRun?.byAgent.get(key) ?? NO_SPEND, config.budget?.agent ?? {})
       const until = r?.parked_until ? Date.parse(r.parked_until) : 0
       const parked = until > now ? { until: r!.parked_until!, reason: r!.parked_reason ?? "usage limit", task: r!.parked_task } : null
-      // One run lives per shared project, so a record changed since it took its lock (the database's clock) is its.
-      const machine = live?.machine !== undefined && r !== undefined && r.updated_at >= live.since ? live.machine : null
-      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(name) ?? null, budget, parked, ...(shared ? { machine } : {}) }
+      const where = shared ? { machine: r?.machine ?? null, working: r !== undefined && ofLiveRun(runs, { machine: r.machine, at: r.updated_at }) } : {}
+      return { name, cli, current, completed: r?.completed ?? 0, usage: spent.get(key) ?? null, budget, parked, ...where }
     }),
   }
   if (values.json) {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
-  const header = shared ? `${runLine(report.run ?? null)}\n` : ""
+  const header = shared ? `${runsLine(report.runs ?? [])}\n` : ""
   if (report.agents.length === 0) {
     ctx.stdout(`${header}No agents: list them in flow.yaml, or start some with 'flow run --agents N --cli <cli>'.\n`)
     return
@@ -82,8 +88,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   ctx.stdout(`${header}${out.join("\n")}\n`)
 }
 
-/** A shared project's run, first: `Run: live on laptop-1 (pid 4242, since 12:01)`, or `Run: none live`. */
-function runLine(run: AgentsReport["run"] | null): string {
-  if (!run) return "Run: none live"
-  return `Run: live on ${run.machine} (pid ${run.pid}, since ${clockTime(new Date(run.since))})`
+/**
+ * A shared project's runs, first: `Runs: live on laptop-1 (pid 4242, since 12:01), laptop-2 (pid 77, since
+ * 12:03)`, or `Runs: none live`.
+ */
+function runsLine(runs: LiveRun[]): string {
+  if (runs.length === 0) return "Runs: none live"
+  return `Runs: live on ${runs.map((r) => `${r.machine} (pid ${r.pid}, since ${clockTime(new Date(r.since))})`).join(", ")}`
 }

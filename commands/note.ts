@@ -3,6 +3,7 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
 import { addNote } from "../lib/ops/change"
+import { agentFence } from "../lib/ops/fence"
 
 export const meta = {
   usage: "flow note <task_id> <text> [--json]",
@@ -18,6 +19,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
   const text = words.join(" ").trim()
   if (!text) throw usage("missing <text>: the note is empty", `usage: ${meta.usage}`)
-  const report = await addNote(findProject(ctx), id, text)
+  const report = await addNote(findProject(ctx), id, text, agentFence(ctx.env))
   ctx.stdout(values.json ? `${JSON.stringify(report, null, 2)}\n` : `Added a note to ${id}\n`)
 }

@@ -10,6 +10,7 @@ import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
 import { recordRun } from "../lib/run/record"
+import { RUN_ID } from "../lib/run/reaper"
 import { startRunLog, type RunLog } from "../lib/run/run-log"
 import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
@@ -102,7 +103,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 /** The run settings that come from flow.yaml. */
 type ConfigSettings = Pick<
   RunSettings,
-  "retries" | "taskTimeoutMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
+  "retries" | "taskTimeoutMs" | "leaseMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
 >
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
@@ -113,6 +114,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
+    leaseMs: config.lease === undefined ? DEFAULT_LEASE_MS : parseDuration(config.lease, "flow.yaml: lease"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),
@@ -121,6 +123,9 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     emptyDone: config.empty_done ?? "allow",
   }
 }
+
+/** How long a claim of a shared graph's task holds without a renewal, unless flow.yaml's `lease` says. */
+const DEFAULT_LEASE_MS = 60_000
 
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2
@@ -146,22 +151,24 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     )
   }
   const controller = new AbortController()
-  // A shared project: one run across every clone and machine, held in the database (docs/FLEET.md). A lock
-  // lost with its connection and taken by another run meanwhile stops this one.
+  // A shared project: every run is a peer and shares the database's lock; only 'flow unshare' holds it alone,
+  // and a run waits for nothing: refused meanwhile (docs/FLEET.md). A lock lost with its connection and
+  // refused when taken again (an unshare took it meanwhile) stops this run.
   let releaseShared: (() => Promise<void>) | undefined
   let lost: string | undefined
   try {
     releaseShared = await lockSharedRun(
       project,
       "flow run",
-      (heldBy, machine) =>
+      { run: RUN_ID },
+      (heldBy, machines) =>
         new FlowError(
-          `${heldBy}: one run per shared project`,
+          `${heldBy}: no run starts while the project moves out of the database`,
           Exit.failure,
-          `wait for it to finish, or stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C); then run 'flow run' again`,
+          `wait for it to finish${machines.length ? ` on ${machines.join(", ")}` : ""}; then 'git pull' and see whether flow.yaml still shares the project`,
         ),
       (heldBy) => {
-        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped, one run per shared project`
+        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped`
         stop()
       },
     )
@@ -233,7 +240,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
-      if (lost !== undefined) throw new FlowError(lost, Exit.failure, "the other run carries on with the tasks ('flow list' shows them)")
+      if (lost !== undefined) throw new FlowError(lost, Exit.failure, "its tasks wait for the next 'flow run' ('flow list' shows them)")
       if (summary.interrupted) return Exit.cancelled
       return summary.remaining === 0 ? Exit.ok : Exit.tasksFailed
     } finally {

@@ -4,6 +4,7 @@ import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
 import { changeStatus } from "../lib/ops/change"
+import { agentFence } from "../lib/ops/fence"
 import { formatChange, VERB_STATUS, type StatusVerb } from "../lib/store/transitions"
 
 const DESCRIPTIONS: Record<StatusVerb, string> = {
@@ -35,7 +36,12 @@ export function statusCommand(verb: StatusVerb): Command {
     const [id, ...words] = verb === "block" ? positionals : positionalsExactly(positionals, ["task_id"], meta.usage)
     if (!id) throw usage("missing <task_id>", `usage: ${meta.usage}`)
     const reason = words.join(" ").trim()
-    const result = await changeStatus(findProject(ctx), verb, id, { reason, agent: ctx.env.FLOW_AGENT, force: values.force === true })
+    const result = await changeStatus(findProject(ctx), verb, id, {
+      reason,
+      agent: ctx.env.FLOW_AGENT,
+      force: values.force === true,
+      fence: agentFence(ctx.env),
+    })
     if (values.json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
     for (const w of result.warnings) ctx.stderr(`warning: ${w}\n`)
     if (result.changes.length === 0) ctx.stdout(`${id} is already ${to}${reason ? `; added the note 'Blocked: ${reason}'` : ""}\n`)

@@ -7,6 +7,7 @@ import type { StepListReport, StepShowReport } from "../lib/model/json-shapes"
 import { findProject } from "../lib/cli/project"
 import { stepTitle } from "../lib/graph/step-title"
 import { changeStep } from "../lib/ops/change"
+import { agentFence } from "../lib/ops/fence"
 import { stepList, stepShow } from "../lib/ops/steps"
 import { formatChange } from "../lib/store/transitions"
 
@@ -44,7 +45,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 }
 
 async function printStepChange(ctx: Ctx, sub: "start" | "done", stepId: string, json: boolean): Promise<void> {
-  const result = await changeStep(findProject(ctx), sub, stepId)
+  const result = await changeStep(findProject(ctx), sub, stepId, agentFence(ctx.env))
   if (json) return ctx.stdout(`${JSON.stringify(result.report, null, 2)}\n`)
   for (const n of result.notes) ctx.stderr(`warning: ${n}\n`)
   if (result.already) ctx.stdout(`${stepId} is already ${result.already}\n`)

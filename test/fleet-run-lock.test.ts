@@ -1,34 +1,37 @@
-// One live `flow run` per shared project across clones and machines (docs/FLEET.md, "One run per shared
+// Many live `flow run`s per shared project, across clones and machines (docs/FLEET.md, "Many runs per shared
 // project"): two clones of one shared project, each with its own .flow (so its own run lock), stand for two
-// machines (FLOW_MACHINE names them). While the first clone's run lives, the second's `flow run` and
-// `flow unshare` are refused by the database's lock; once the first ended, or was killed outright, the second
-// runs.
+// machines (FLOW_MACHINE names them). Both clones' runs live at once; every view, from either clone, lists
+// both with their machines and agents; `flow unshare` is refused naming both, and a run is refused while an
+// unshare holds the project. Each clone's flow.yaml (a local edit, as a machine's own) gives its run one agent,
+// and each task is pinned to one of them by agent_name, so which run takes which task is fixed.
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, bareOrigin, flow, git, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
 
-/** A graph whose one task says it started, then waits until the test lets it finish (or has ended). */
+/** Tasks `one` (for m1-agent) and `two` (for m2-agent), each saying it started, then waiting until the test lets it finish. */
 function holdingGraph(signals: string): string {
-  const started = join(signals, "started")
   const go = join(signals, "go")
-  return tasksYaml([
-    {
-      id: "hold",
-      title: "Hold",
-      status: "ready_for_agent",
-      instructions: `\`\`\`sh\ntouch '${started}'\nwhile [ -d '${signals}' ] && [ ! -e '${go}' ]; do sleep 0.05; done\necho held > held.txt\n\`\`\``,
-    },
-  ])
+  const task = (id: string, agent: string) => ({
+    id,
+    title: id,
+    status: "ready_for_agent",
+    agent_name: agent,
+    instructions: `\`\`\`sh\ntouch '${join(signals, id)}'\nwhile [ -d '${signals}' ] && [ ! -e '${go}' ]; do sleep 0.05; done\necho ${id} > ${id}.txt\n\`\`\``,
+  })
+  return tasksYaml([task("one", "m1-agent"), task("two", "m2-agent")])
 }
 
-const RUN = ["run", "--cli", "script", "--agents", "1", "--headless"]
+const RUN = ["run", "--headless"]
 const LAPTOP_1 = { FLOW_MACHINE: "laptop-1" }
 const LAPTOP_2 = { FLOW_MACHINE: "laptop-2" }
+/** The first key of flow's run locks: 'flor' in ASCII. */
+const RUN_LOCK_CLASS = 0x666c6f72
+const SINCE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
-/** Two clones of one project shared as 'shop': `first` shared it, `second` cloned it with its flow.yaml. */
+/** Two clones of one project shared as 'shop': `first` (laptop-1, agent m1-agent) shared it, `second` (laptop-2, m2-agent) cloned it. */
 async function twoClones(db: TestDatabase) {
   const signals = mkdtempSync(join(tmpdir(), "flow-signals-"))
   const first = await tempRepo({ "tasks.yaml": holdingGraph(signals) })
@@ -36,25 +39,31 @@ async function twoClones(db: TestDatabase) {
   await git(first.path, ["add", "flow.yaml"])
   await git(first.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "share the project"])
   const second = mkdtempSync(join(tmpdir(), "flow-clone-"))
-  await git(tmpdir(), ["clone", "-q", first.path, second])
+  await git(tmpdir(), ["clone", "-q", await bareOrigin(first.path), second])
+  appendFileSync(join(first.path, "flow.yaml"), "agents:\n  - {name: m1-agent, cli: script}\n")
+  appendFileSync(join(second, "flow.yaml"), "agents:\n  - {name: m2-agent, cli: script}\n")
   const runs: ReturnType<typeof background>[] = []
+  const start = (dir: string, env: Record<string, string>) => {
+    const run = background(dir, RUN, env)
+    runs.push(run)
+    return run
+  }
   return {
     first: first.path,
     second,
     /** `flow run` in the first clone, on machine laptop-1 */
-    runFirst: () => {
-      const run = background(first.path, RUN, LAPTOP_1)
-      runs.push(run)
-      return run
-    },
-    /** `flow run` in the second clone, on machine laptop-2, to its end */
-    runSecond: async () => {
-      const run = background(second, RUN, LAPTOP_2)
-      runs.push(run)
-      return run.done()
-    },
-    started: () => existsSync(join(signals, "started")),
+    runFirst: () => start(first.path, LAPTOP_1),
+    /** `flow run` in the second clone, on machine laptop-2 */
+    runSecond: () => start(second, LAPTOP_2),
+    /** whether task `id`'s agent started */
+    started: (id: string) => () => existsSync(join(signals, id)),
     go: () => writeFileSync(join(signals, "go"), ""),
+    /** `flow <args>` in a clone, on its machine; exit 0 and nothing on stderr expected; its stdout */
+    on: async (clone: "first" | "second", args: string[]) => {
+      const r = await flow(clone === "first" ? first.path : second, args, { env: clone === "first" ? LAPTOP_1 : LAPTOP_2 })
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+      return r.stdout
+    },
     [Symbol.asyncDispose]: async () => {
       // A failed test's run is stopped; an agent left behind by a killed run sees its folder gone and ends.
       for (const run of runs) run.proc.kill("SIGKILL")
@@ -70,157 +79,223 @@ async function waitUntil(cond: () => boolean | Promise<boolean>): Promise<void> 
   while (!(await cond())) await Bun.sleep(50)
 }
 
-/** The sessions holding one of flow's run locks (first key 'flor') in the test's database. */
+/** The sessions holding one of flow's run locks in the test's database. */
 async function runLockSessions(db: TestDatabase): Promise<number> {
   const [{ n }] = await db.sql`
     SELECT count(*)::int AS n FROM pg_locks
-    WHERE locktype = 'advisory' AND granted AND classid::bigint = ${0x666c6f72}
+    WHERE locktype = 'advisory' AND granted AND classid::bigint = ${RUN_LOCK_CLASS}
       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
   return n
 }
 
-describe.skipIf(!HAVE_POSTGRES)("one flow run per shared project", () => {
-  test("a second clone's run and unshare are refused while the first clone's run lives, and it runs once that one ended", async () => {
+/** The project's lock number (made as a first lock would make it). */
+async function lockIdOf(db: TestDatabase): Promise<number> {
+  await db.sql`INSERT INTO run_locks (project) VALUES ('shop') ON CONFLICT (project) DO NOTHING`
+  const [{ lock_id }] = await db.sql`SELECT lock_id FROM run_locks WHERE project = 'shop'`
+  return lock_id
+}
+
+/** A run exits 0 when every task is done, 4 when it ended with the other machine's task not done yet. */
+const ENDED = [0, 4]
+
+describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
+  test("two machines' runs live together: every view from either clone lists both with their agents, and unshare is refused naming both", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
     const first = clones.runFirst()
-    await waitUntil(clones.started)
+    await waitUntil(clones.started("one"))
+    const second = clones.runSecond()
+    await waitUntil(clones.started("two"))
+    expect(await runLockSessions(db)).toBe(2)
 
-    const refused = await clones.runSecond()
-    expect(refused.code).toBe(1)
-    expect(refused.stderr).toMatch(
-      new RegExp(
-        `^error: another 'flow run' holds shared project 'shop' \\(machine laptop-1, pid ${first.proc.pid}, since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\): one run per shared project\\n` +
-          "hint: wait for it to finish, or stop it on laptop-1 \\(q in its screen, or Ctrl-C\\); then run 'flow run' again\\n$",
-      ),
+    const live = [
+      { pid: first.proc.pid, since: expect.stringMatching(SINCE), machine: "laptop-1" },
+      { pid: second.proc.pid, since: expect.stringMatching(SINCE), machine: "laptop-2" },
+    ]
+    for (const clone of ["first", "second"] as const) {
+      const agents = JSON.parse(await clones.on(clone, ["agents", "--json"]))
+      expect(agents.runs).toEqual(live)
+      expect(agents.run).toEqual(live[0])
+      expect(agents.agents).toMatchObject([
+        ...(clone === "first" ? [] : [{ name: "m2-agent", machine: "laptop-2", working: true, current: { id: "two", status: "in_progress" } }]),
+        { name: "m1-agent", machine: "laptop-1", working: true, current: { id: "one", status: "in_progress" } },
+        ...(clone === "first" ? [{ name: "m2-agent", machine: "laptop-2", working: true, current: { id: "two", status: "in_progress" } }] : []),
+      ])
+      const dashboard = JSON.parse(await clones.on(clone, ["dashboard", "--json"]))
+      expect(dashboard.runs).toEqual(live)
+      expect(dashboard.run).toEqual(live[0])
+      expect(dashboard.running).toMatchObject([
+        { id: "one", agent: "m1-agent", live: true },
+        { id: "two", agent: "m2-agent", live: true },
+      ])
+      expect(JSON.parse(await clones.on(clone, ["show", "one", "--json"])).worked_by).toEqual({
+        agent: "m1-agent",
+        machine: "laptop-1",
+        state: "working",
+        ended_at: null,
+        ended_status: null,
+      })
+    }
+    const agentsText = await clones.on("second", ["agents"])
+    expect(agentsText).toMatch(
+      new RegExp(`^Runs: live on laptop-1 \\(pid ${first.proc.pid}, since \\S+\\), laptop-2 \\(pid ${second.proc.pid}, since \\S+\\)\\n`),
     )
-    // Refused before doing anything: no worktree, no run log in the second clone.
-    expect((await git(clones.second, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
-    expect(existsSync(join(clones.second, ".flow", "runs"))).toBe(false)
-    // Reading the plan takes no lock.
-    expect((await flow(clones.second, [...RUN, "--dry-run"], { env: LAPTOP_2 })).code).toBe(0)
-    // The tasks and state must not move under a run on another machine.
+    expect(agentsText).toContain("\n  m1-agent (script) on laptop-1\n    Current: one (in_progress)\n")
+    expect(agentsText).toContain("\n  m2-agent (script) on laptop-2\n    Current: two (in_progress)\n")
+    expect(await clones.on("first", ["dashboard", "--once"])).toContain(`flow runs live on laptop-1 (pid ${first.proc.pid}), laptop-2 (pid ${second.proc.pid})`)
+    expect(await clones.on("first", ["show", "two"])).toContain("Worked by: m2-agent on laptop-2 (working on it now)\n")
+    const list = await clones.on("second", ["list"])
+    expect(list).toContain("(working: m1-agent on laptop-1)")
+    expect(list).toContain("(working: m2-agent on laptop-2)")
+
+    // The tasks and state must not move under any run, on this machine or another.
     const unshare = await flow(clones.second, ["unshare"], { env: LAPTOP_2 })
     expect(unshare.code).toBe(1)
-    expect(unshare.stderr).toContain("error: 'flow run' holds shared project 'shop' (machine laptop-1, ")
-    expect(unshare.stderr).toContain("hint: stop it on laptop-1 (q in its screen, or Ctrl-C), then run 'flow unshare' again\n")
-    expect(existsSync(join(clones.second, "tasks.yaml"))).toBe(true)
+    const since = "\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC"
+    expect(unshare.stderr).toMatch(
+      new RegExp(
+        `^error: 2 'flow run's hold shared project 'shop' \\(machine laptop-1, pid ${first.proc.pid}, since ${since}; machine laptop-2, pid ${second.proc.pid}, since ${since}\\): its tasks and state must not move under it\\n` +
+          "hint: stop them on laptop-1, laptop-2 \\(q in its screen, or Ctrl-C\\), then run 'flow unshare' again\\n$",
+      ),
+    )
     expect(await Bun.file(join(clones.second, "flow.yaml")).text()).toStartWith("state: ")
 
     clones.go()
-    expect((await first.done()).code).toBe(0)
+    expect(ENDED).toContain((await first.done()).code)
+    expect(ENDED).toContain((await second.done()).code)
     expect(await runLockSessions(db)).toBe(0)
-    const second = await clones.runSecond()
-    expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" })
+    const after = JSON.parse(await clones.on("second", ["agents", "--json"]))
+    expect(after.runs).toEqual([])
+    expect(after.run).toBeNull()
+    expect(after.agents).toMatchObject([
+      { name: "m2-agent", machine: "laptop-2", working: false, current: null },
+      { name: "m1-agent", machine: "laptop-1", working: false, current: null },
+    ])
+    expect(await clones.on("second", ["agents"])).toStartWith("Runs: none live\nAgents:\n  m2-agent (script) on laptop-2\n")
+    expect(JSON.parse(await clones.on("first", ["dashboard", "--json"]))).toMatchObject({ run: null, runs: [] })
+    expect(JSON.parse(await clones.on("first", ["show", "two", "--json"])).worked_by).toMatchObject({
+      agent: "m2-agent",
+      machine: "laptop-2",
+      state: "ended",
+      ended_status: "done",
+    })
     // No run left: unshare goes through.
     expect((await flow(clones.second, ["unshare"], { env: LAPTOP_2 })).code).toBe(0)
   })
 
-  test("the second clone sees where the first clone's run lives and which agent works on the task, and then that no run lives", async () => {
+  test("a run is refused while an unshare holds the project alone, and starts once it let go", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
-    const first = clones.runFirst()
-    await waitUntil(clones.started)
-    const onSecond = async (args: string[]) => {
-      const r = await flow(clones.second, args, { env: LAPTOP_2 })
-      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
-      return r.stdout
+    const lockId = await lockIdOf(db)
+    const unshare = await db.sql.reserve()
+    try {
+      await unshare`SELECT pg_advisory_lock(${RUN_LOCK_CLASS}, ${lockId})`
+      const unrecorded = await clones.runFirst().done()
+      expect(unrecorded.code).toBe(1)
+      expect(unrecorded.stderr).toBe(
+        "error: another flow process holds the run lock of shared project 'shop' (who, it has not recorded yet): no run starts while the project moves out of the database\n" +
+          "hint: wait for it to finish; then 'git pull' and see whether flow.yaml still shares the project\n",
+      )
+      // What `flow unshare` writes of itself while it holds the lock.
+      await unshare`UPDATE run_locks SET command = 'flow unshare', machine = 'laptop-2', pid = 4242, backend_pid = pg_backend_pid(), since = now() WHERE project = 'shop'`
+      const refused = await clones.runFirst().done()
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toMatch(
+        /^error: 'flow unshare' holds shared project 'shop' \(machine laptop-2, pid 4242, since [^)]+ UTC\): no run starts while the project moves out of the database\nhint: wait for it to finish on laptop-2; /,
+      )
+      // Refused before doing anything: no worktree, no run log.
+      expect((await git(clones.first, ["worktree", "list"])).trim().split("\n")).toHaveLength(1)
+      expect(existsSync(join(clones.first, ".flow", "runs"))).toBe(false)
+      // Reading the plan takes no lock.
+      expect((await flow(clones.first, [...RUN, "--dry-run"], { env: LAPTOP_1 })).code).toBe(0)
+    } finally {
+      await unshare.close()
     }
-    const live = { pid: first.proc.pid, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), machine: "laptop-1" }
-
-    const agents = JSON.parse(await onSecond(["agents", "--json"]))
-    expect(agents.run).toEqual(live)
-    expect(agents.agents).toMatchObject([{ name: "script-1", current: { id: "hold", status: "in_progress" }, machine: "laptop-1" }])
-    expect(await onSecond(["agents"])).toStartWith(`Run: live on laptop-1 (pid ${first.proc.pid}, since `)
-    const dashboard = JSON.parse(await onSecond(["dashboard", "--json"]))
-    expect(dashboard.run).toEqual(live)
-    expect(dashboard.running).toMatchObject([{ id: "hold", agent: "script-1", live: true }])
-    expect(await onSecond(["dashboard", "--once"])).toContain(`flow run live on laptop-1 (pid ${first.proc.pid})`)
-    expect(JSON.parse(await onSecond(["show", "hold", "--json"])).worked_by).toEqual({
-      agent: "script-1",
-      state: "working",
-      ended_at: null,
-      ended_status: null,
-    })
-    expect(await onSecond(["show", "hold"])).toContain("Worked by: script-1 (working on it now)\n")
-    expect(await onSecond(["list"])).toContain("(working: script-1)")
-
     clones.go()
-    expect((await first.done()).code).toBe(0)
-    const after = JSON.parse(await onSecond(["agents", "--json"]))
-    expect(after.run).toBeNull()
-    expect(after.agents).toMatchObject([{ name: "script-1", current: null, machine: null }])
-    expect(await onSecond(["agents"])).toStartWith("Run: none live\nAgents:\n  script-1 (script)\n")
-    expect(JSON.parse(await onSecond(["dashboard", "--json"])).run).toBeNull()
-    expect(JSON.parse(await onSecond(["show", "hold", "--json"])).worked_by).toMatchObject({ agent: "script-1", state: "ended", ended_status: "done" })
+    const run = await clones.runFirst().done()
+    expect(ENDED).toContain(run.code)
+    expect(run.stderr).toBe("")
   })
 
-  test("a run killed outright (kill -9) frees the project: the server drops its session's lock, the stale row blocks nothing", async () => {
+  test("a run killed outright (kill -9) frees its share while the other lives on; its row goes when a run next takes the lock", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
     const first = clones.runFirst()
-    await waitUntil(clones.started)
-    expect(await runLockSessions(db)).toBe(1)
+    await waitUntil(clones.started("one"))
+    const second = clones.runSecond()
+    await waitUntil(clones.started("two"))
     first.proc.kill("SIGKILL")
     await first.proc.exited
-    // The server ends the dead run's session once its connection closes, and its advisory locks with it.
-    await waitUntil(async () => (await runLockSessions(db)) === 0)
-    const [row] = await db.sql`SELECT machine, pid FROM run_locks WHERE project = 'shop'`
-    expect(row).toEqual({ machine: "laptop-1", pid: first.proc.pid })
+    // The server ends the dead run's session once its connection closes, and its advisory lock with it.
+    await waitUntil(async () => (await runLockSessions(db)) === 1)
+    const agents = JSON.parse(await clones.on("second", ["agents", "--json"]))
+    expect(agents.runs).toEqual([{ pid: second.proc.pid, since: expect.stringMatching(SINCE), machine: "laptop-2" }])
+    expect(agents.agents).toMatchObject([
+      { name: "m2-agent", machine: "laptop-2", working: true },
+      { name: "m1-agent", machine: "laptop-1", working: false, current: { id: "one" } },
+    ])
+    expect(JSON.parse(await clones.on("second", ["show", "one", "--json"])).worked_by).toMatchObject({ agent: "m1-agent", state: "stopped" })
+    // The dead run's row stays, counting for nothing, until a run takes the lock.
+    expect(await db.sql`SELECT machine, pid FROM live_runs ORDER BY since`).toEqual([
+      { machine: "laptop-1", pid: first.proc.pid },
+      { machine: "laptop-2", pid: second.proc.pid },
+    ])
 
+    const again = clones.runFirst()
+    await waitUntil(async () => (await runLockSessions(db)) === 2)
+    await waitUntil(async () => (await db.sql`SELECT pid FROM live_runs WHERE machine = 'laptop-1'`).length === 1)
+    expect(await db.sql`SELECT machine, pid FROM live_runs ORDER BY since`).toEqual([
+      { machine: "laptop-2", pid: second.proc.pid },
+      { machine: "laptop-1", pid: again.proc.pid },
+    ])
     clones.go()
-    const second = await clones.runSecond()
-    expect(second.stderr).not.toContain("holds shared project")
-    expect(second.code).toBe(0)
-    expect(JSON.parse((await flow(clones.second, ["show", "hold", "--json"])).stdout).task.status).toBe("done")
-  })
-
-  test("a run stopped with SIGTERM lets go of the project", async () => {
-    await using db = await freshDatabase()
-    await using clones = await twoClones(db)
-    const first = clones.runFirst()
-    await waitUntil(clones.started)
-    first.proc.kill("SIGTERM")
-    expect((await first.done()).code).toBe(130)
+    expect(ENDED).toContain((await again.done()).code)
+    // A run stopped with SIGTERM lets go of its share too.
+    second.proc.kill("SIGTERM")
+    expect([0, 4, 130]).toContain((await second.done()).code)
     expect(await runLockSessions(db)).toBe(0)
-    clones.go()
-    const second = await clones.runSecond()
-    expect({ code: second.code, stderr: second.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(JSON.parse(await clones.on("first", ["show", "one", "--json"])).task.status).toBe("done")
   })
 
-  test("a run whose connection to the database closed takes its lock again, and still refuses a second run", async () => {
+  test("a run whose connection to the database closed takes its share again, as the same run since the same time", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
     const first = clones.runFirst()
-    await waitUntil(clones.started)
-    const [{ backend_pid }] = await db.sql`SELECT backend_pid FROM run_locks WHERE project = 'shop'`
-    await db.sql`SELECT pg_terminate_backend(${backend_pid})`
+    await waitUntil(clones.started("one"))
+    const [before] = await db.sql`SELECT backend_pid, since FROM live_runs WHERE project = 'shop'`
+    await db.sql`SELECT pg_terminate_backend(${before.backend_pid})`
     await waitUntil(async () => {
-      const [row] = await db.sql`SELECT backend_pid FROM run_locks WHERE project = 'shop'`
-      return row.backend_pid !== backend_pid && (await runLockSessions(db)) === 1
+      const [row] = await db.sql`SELECT backend_pid FROM live_runs WHERE project = 'shop'`
+      return row.backend_pid !== before.backend_pid && (await runLockSessions(db)) === 1
     })
-    const refused = await clones.runSecond()
-    expect(refused.code).toBe(1)
-    expect(refused.stderr).toContain("error: another 'flow run' holds shared project 'shop' (machine laptop-1, ")
+    const [after] = await db.sql`SELECT since, count(*) OVER ()::int AS rows FROM live_runs WHERE project = 'shop'`
+    expect(after).toEqual({ since: before.since, rows: 1 })
+    // Still live, its agent still working: the run is the one that took the lock first.
+    const agents = JSON.parse(await clones.on("second", ["agents", "--json"]))
+    expect(agents.runs).toMatchObject([{ pid: first.proc.pid, machine: "laptop-1" }])
+    expect(agents.agents).toMatchObject([
+      { name: "m2-agent", machine: null },
+      { name: "m1-agent", working: true },
+    ])
     clones.go()
-    expect((await first.done()).code).toBe(0)
+    expect(ENDED).toContain((await first.done()).code)
   })
 
-  test("a run whose lock was taken by another while its connection was gone stops, exit 1", async () => {
+  test("a run whose lock an unshare took while its connection was gone stops, exit 1", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
     const first = clones.runFirst()
-    await waitUntil(clones.started)
-    const [{ backend_pid, lock_id }] = await db.sql`SELECT backend_pid, lock_id FROM run_locks WHERE project = 'shop'`
+    await waitUntil(clones.started("one"))
+    const [{ backend_pid }] = await db.sql`SELECT backend_pid FROM live_runs WHERE project = 'shop'`
     const other = await db.sql.reserve()
     try {
       await db.sql`SELECT pg_terminate_backend(${backend_pid})`
-      // Waits for the ended session to let go, then holds the lock as another run would.
-      await other`SELECT pg_advisory_lock(${0x666c6f72}, ${lock_id})`
+      // Waits for the ended session to let go, then holds the lock as `flow unshare` would.
+      await other`SELECT pg_advisory_lock(${RUN_LOCK_CLASS}, ${await lockIdOf(db)})`
       const result = await first.done()
       expect(result.code).toBe(1)
       expect(result.stderr).toContain(
-        "error: this run lost its lock when its connection to the database closed, and meanwhile another flow process holds the run lock of shared project 'shop' (who, it has not recorded yet): this run stopped, one run per shared project\n",
+        "error: this run lost its lock when its connection to the database closed, and meanwhile another flow process holds the run lock of shared project 'shop' (who, it has not recorded yet): this run stopped\n",
       )
     } finally {
       await other.close()

@@ -4,7 +4,7 @@
 // what the person's commands show (list, questions, agents, dashboard) is the database's.
 import { describe, expect, test } from "bun:test"
 import { existsSync } from "node:fs"
-import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, bareOrigin, flow, git, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES } from "./postgres"
 import { startView } from "./view-helpers"
 
@@ -30,6 +30,7 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on a shared project", () => {
     expect((await flow(dir.path, ["share", db.url])).code).toBe(0)
     await git(dir.path, ["rm", "-q", "tasks.yaml"])
     await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "the graph is in the database"])
+    await bareOrigin(dir.path)
 
     const run = background(dir.path, ["run", "--cli", "script", "--agents", "2", "--headless"])
     // The agent's question reaches the database; a person answers it from another process.

@@ -138,3 +138,15 @@ export function snapshot(dir: string): Record<string, string> {
   }
   return out
 }
+
+/**
+ * Gives `repo` a shared remote `origin` (a shared project's runs need one: docs/FLEET.md, "Git across
+ * machines"): a bare repository inside its .git (gone with it), with its branches pushed. Returns its path.
+ */
+export async function bareOrigin(repo: string): Promise<string> {
+  const bare = join(repo, ".git", "origin.git")
+  await git(repo, ["init", "-q", "--bare", "-b", "main", bare])
+  await git(repo, ["remote", "add", "origin", bare])
+  await git(repo, ["push", "-q", "origin", "--all"])
+  return bare
+}

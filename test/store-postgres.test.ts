@@ -8,6 +8,8 @@ import { join } from "node:path"
 import { projectAt } from "../lib/cli/project"
 import type { TaskFile } from "../lib/model/task-index"
 import { checkBudgetAnswer } from "../lib/run/budget"
+import { lastRunSpend } from "../lib/run/budget-report"
+import { agentKey } from "../lib/state/run-state"
 import { openStateDb } from "../lib/state/sqlite/state-db"
 import { PgRunState } from "../lib/state/postgres/pg-state"
 import { database } from "../lib/store/postgres/connection"
@@ -158,5 +160,32 @@ describe.skipIf(!HAVE_POSTGRES)("the PostgreSQL task store", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  test.concurrent("agents are one per machine and name: each machine writes its own, and every machine's are read together", async () => {
+    await using db = await freshDatabase()
+    const setting = await shared(db)
+    const [one, two] = await Promise.all(["laptop-1", "laptop-2"].map((machine) => PgRunState.open(database({ ...setting, machine }), { ...setting, machine })))
+    await one.agents.upsert("claude-1", { cli: "claude", current_task: "a", session_id: "s-1" })
+    await two.agents.upsert("claude-1", { cli: "claude", current_task: "b" })
+    expect(await two.agents.countCompleted("claude-1")).toBe(1)
+    // A machine resumes its own agent's session, never another machine's of that name.
+    expect(await one.agents.get("claude-1")).toMatchObject({ current_task: "a", session_id: "s-1", completed: 0, machine: "laptop-1" })
+    expect(await two.agents.get("claude-1")).toMatchObject({ current_task: "b", session_id: null, completed: 1, machine: "laptop-2" })
+    expect((await two.agents.list()).map((a) => [a.name, a.machine])).toEqual([["claude-1", "laptop-2"]])
+    expect((await one.agents.everywhere()).map((a) => [a.name, a.machine, a.current_task])).toEqual([
+      ["claude-1", "laptop-1", "a"],
+      ["claude-1", "laptop-2", "b"],
+    ])
+    // Usage and spend by agent are by agent and machine too.
+    await one.events.append({ kind: "run.start" })
+    await one.events.append({ kind: "agent.usage", task_id: "a", agent: "claude-1", data: { costUsd: 1 } })
+    await two.events.append({ kind: "agent.usage", task_id: "b", agent: "claude-1", data: { costUsd: 2 } })
+    const usage = await one.usage.byAgent()
+    expect([usage.get(agentKey("claude-1", "laptop-1"))?.cost_usd, usage.get(agentKey("claude-1", "laptop-2"))?.cost_usd]).toEqual([1, 2])
+    expect((await lastRunSpend(two))?.byAgent.get(agentKey("claude-1", "laptop-2"))?.usd).toBe(2)
+    // state.db holds one agent per name: unshared on laptop-2, its own.
+    expect((await two.dump()).agents).toMatchObject([{ name: "claude-1", current_task: "b", completed: 1 }])
+    expect((await two.dump()).agents).toHaveLength(1)
   })
 })

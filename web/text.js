@@ -136,7 +136,8 @@ export function clockTime(iso) {
 
 /** Who works or worked on a task, as `flow show` words it (lib/run/worked-by.ts workedByText). */
 export function workedByText(w) {
-  if (w.state === "working") return `${w.agent} (working on it now)`
-  if (w.state === "stopped") return `${w.agent} (stopped with its run; the next 'flow run' resumes it)`
-  return `${w.agent} (until ${w.ended_at}, leaving it ${w.ended_status})`
+  const agent = w.machine ? `${w.agent} on ${w.machine}` : w.agent
+  if (w.state === "working") return `${agent} (working on it now)`
+  if (w.state === "stopped") return `${agent} (stopped with its run; the next 'flow run' resumes it)`
+  return `${agent} (until ${w.ended_at}, leaving it ${w.ended_status})`
 }

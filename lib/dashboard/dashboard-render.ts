@@ -2,7 +2,7 @@
 // so redrawing in place never scrolls the terminal. Colour comes from the caller's Colours (lib/terminal/colour.ts).
 import { STATUS_COLOUR, type Colours } from "../terminal/colour"
 import { formatDuration } from "../cli/duration"
-import type { DashboardReport } from "../model/json-shapes"
+import type { DashboardReport, LiveRun } from "../model/json-shapes"
 import { ago } from "../terminal/question-format"
 import { queueDetail } from "../run/queue-report"
 import { sanitize, textWidth, truncate } from "../terminal/screen"
@@ -95,7 +95,8 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   }
   out.push("")
 
-  const run = r.run ? ([`flow run live${r.run.machine ? ` on ${r.run.machine}` : ""} (pid ${r.run.pid})`, c.green] as const) : (["no flow run", c.dim] as const)
+  const runs = r.runs ?? (r.run ? [r.run] : [])
+  const run = runs.length ? ([runsText(runs), c.green] as const) : (["no flow run", c.dim] as const)
   out.push(fit([[`Running (${r.running.length})`, c.bold], ": ", run], w))
   if (r.running.length === 0) out.push(fit([["  none", c.dim]], w))
   else {
@@ -244,4 +245,10 @@ function fit(parts: readonly Part[], width: number): string {
 
 function plural(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? "" : "s"}`
+}
+
+/** `flow run live (pid 4242)`; on a shared project `flow run live on laptop-1 (pid 4242)`, `flow runs live on laptop-1 (pid 4242), laptop-2 (pid 77)`. */
+function runsText(runs: readonly LiveRun[]): string {
+  const where = runs.map((run) => `${run.machine ? `${run.machine} ` : ""}(pid ${run.pid})`).join(", ")
+  return `flow run${runs.length > 1 ? "s" : ""} live ${runs[0].machine ? "on " : ""}${where}`
 }

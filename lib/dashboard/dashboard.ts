@@ -9,13 +9,14 @@ import type { Project } from "../cli/project"
 import { currentStep } from "../run/prompt"
 import { readQueues } from "../run/queue-report"
 import { landingWaitsOf } from "../run/landing-waits"
-import { liveRun, openExistingState } from "../state/state"
+import { liveRuns, openExistingState } from "../state/state"
 import { NO_WORK, workedBy, workFrom, type WorkLedger } from "../run/worked-by"
 import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../run/usage"
 import { type BudgetState, NO_BUDGET_STATE, readBudgetState, runBudgetFrom, taskBudgetFrom } from "../run/budget-report"
 import { readBudgetConfig } from "../store/budget-config"
+import { storeSetting } from "../store/setting"
 
 /** How many done tasks "Recently completed" lists. */
 export const RECENT_LIMIT = 10
@@ -23,8 +24,10 @@ export const RECENT_LIMIT = 10
 /** What the state database and the run lock say now; everything but tasks.yaml. */
 export type RuntimeState = {
   questions: number
-  /** the live run (lib/state/state.ts liveRun): this clone's, or on a shared project any machine's */
-  run: LiveRun | null
+  /** the live runs (lib/state/state.ts liveRuns), oldest first: this clone's, or on a shared project every machine's */
+  runs: LiveRun[]
+  /** whether the project is shared (its report then lists every live run) */
+  shared: boolean
   /** who works or worked on each task (lib/run/worked-by.ts) */
   work: WorkLedger
   usage: UsageTotals
@@ -32,15 +35,15 @@ export type RuntimeState = {
   queue: MergeQueueReport
   /** spend and caps (docs/BUDGETS.md), parked tasks */
   budget: BudgetState
-  /** the landings of the live run that wait for the person */
+  /** the landings of the live runs that wait for the person */
   landing: LandingWait[]
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
 export async function readRuntime(project: Project): Promise<RuntimeState> {
-  const [db, run] = await Promise.all([openExistingState(project), liveRun(project)])
+  const [db, runs, setting] = await Promise.all([openExistingState(project), liveRuns(project), storeSetting(project)])
   let questions = 0
-  let work: WorkLedger = { ...NO_WORK, run }
+  let work: WorkLedger = { ...NO_WORK, runs }
   let usage = NO_USAGE
   let queue: MergeQueueReport = []
   const config = await readBudgetConfig(project.dir)
@@ -49,13 +52,13 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   if (db) {
     using open = db
     questions = (await open.questions.pending()).length
-    work = await workFrom(open, run)
+    work = await workFrom(open, runs)
     usage = await usageFrom(open)
     queue = await readQueues(open)
     budget = await readBudgetState(open, config)
-    if (run) landing = [...(await landingWaitsOf(open, run)).values()]
+    landing = [...(await landingWaitsOf(open, runs)).values()]
   }
-  return { questions, run, work, usage, queue, budget, landing }
+  return { questions, runs, shared: setting.kind !== "file", work, usage, queue, budget, landing }
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -113,7 +116,8 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
     blocked: tasks.filter((t) => t.status === "blocked").map((t) => ({ id: t.id, title: t.title, note: blockNote(t) })),
-    run: runtime.run,
+    run: runtime.runs[0] ?? null,
+    ...(runtime.shared ? { runs: runtime.runs } : {}),
     usage: { run: runtime.usage.run, total: runtime.usage.total, budget: runBudgetFrom(runtime.budget) },
     queue: runtime.queue,
     landing: runtime.landing,

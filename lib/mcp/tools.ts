@@ -28,6 +28,7 @@ import { listGroups, listReport, nextTasks, showTask } from "../ops/read"
 import { stepList, stepShow } from "../ops/steps"
 import { validateProject } from "../ops/validate"
 import { answerer } from "../state/run-state"
+import { agentFence } from "../ops/fence"
 
 /** What a tool call runs with: the project, the server's environment (FLOW_AGENT, USER) and the call's cancellation. */
 export type ToolContext = { project: Project; env: Ctx["env"]; signal: AbortSignal }
@@ -98,7 +99,7 @@ export const TOOLS: readonly Tool[] = [
     input: type({ task_id: taskId }),
     output: WriteReport,
     ...write,
-    run: async ({ project, env }, { task_id }) => (await changeStatus(project, "start", task_id, { agent: env.FLOW_AGENT })).report,
+    run: async ({ project, env }, { task_id }) => (await changeStatus(project, "start", task_id, { agent: env.FLOW_AGENT, fence: agentFence(env) })).report,
   }),
   tool({
     name: "flow_done",
@@ -108,7 +109,8 @@ export const TOOLS: readonly Tool[] = [
     input: type({ task_id: taskId, "force?": "boolean" }),
     output: WriteReport,
     ...write,
-    run: async ({ project, env }, { task_id, force }) => (await changeStatus(project, "done", task_id, { agent: env.FLOW_AGENT, force })).report,
+    run: async ({ project, env }, { task_id, force }) =>
+      (await changeStatus(project, "done", task_id, { agent: env.FLOW_AGENT, force, fence: agentFence(env) })).report,
   }),
   tool({
     name: "flow_block",
@@ -118,7 +120,8 @@ export const TOOLS: readonly Tool[] = [
     output: WriteReport,
     readOnly: false,
     idempotent: false,
-    run: async ({ project, env }, { task_id, reason }) => (await changeStatus(project, "block", task_id, { reason, agent: env.FLOW_AGENT })).report,
+    run: async ({ project, env }, { task_id, reason }) =>
+      (await changeStatus(project, "block", task_id, { reason, agent: env.FLOW_AGENT, fence: agentFence(env) })).report,
   }),
   tool({
     name: "flow_note",
@@ -128,7 +131,7 @@ export const TOOLS: readonly Tool[] = [
     output: WriteReport,
     readOnly: false,
     idempotent: false,
-    run: async ({ project }, { task_id, text }) => addNote(project, task_id, text.trim()),
+    run: async ({ project, env }, { task_id, text }) => addNote(project, task_id, text.trim(), agentFence(env)),
   }),
   tool({
     name: "flow_ask",
@@ -173,7 +176,7 @@ export const TOOLS: readonly Tool[] = [
     input: type({ step_id: stepId }),
     output: WriteReport,
     ...write,
-    run: async ({ project }, { step_id }) => (await changeStep(project, "start", step_id)).report,
+    run: async ({ project, env }, { step_id }) => (await changeStep(project, "start", step_id, agentFence(env))).report,
   }),
   tool({
     name: "flow_step_done",
@@ -182,7 +185,7 @@ export const TOOLS: readonly Tool[] = [
     input: type({ step_id: stepId }),
     output: WriteReport,
     ...write,
-    run: async ({ project }, { step_id }) => (await changeStep(project, "done", step_id)).report,
+    run: async ({ project, env }, { step_id }) => (await changeStep(project, "done", step_id, agentFence(env))).report,
   }),
   tool({
     name: "flow_step_show",

@@ -124,6 +124,8 @@ export type TaskSummary = typeof TaskSummary.infer
  */
 export const WorkedBy = type({
   agent: "string",
+  /** on a shared project, the agent's machine (absent in files) */
+  "machine?": "string",
   state: "'working' | 'stopped' | 'ended'",
   ended_at: "string | null",
   ended_status: "string | null",
@@ -183,19 +185,25 @@ export const NextReport = type({ tasks: TaskSummary.array() })
 export type NextReport = typeof NextReport.infer
 
 /**
- * The live `flow run` (docs/FLEET.md, "What each command shows"): its pid and since when it lives (ISO); on a
+ * A live `flow run` (docs/FLEET.md, "What each command shows"): its pid and since when it lives (ISO); on a
  * shared project also the machine it runs on (absent in files: the run is this clone's).
+ *
+ * Where a report has `run`, it is the one live run in files (the holder of this clone's .flow/run.lock, or
+ * null) and, on a shared project, where many runs may live at once, the oldest of them (null when none lives);
+ * a shared project's report also has `runs`, every live run, oldest first (never in files).
  */
 export const LiveRun = type({ pid: "number", since: "string", "machine?": "string" })
 export type LiveRun = typeof LiveRun.infer
 
 /**
- * `flow agents --json`. On a shared project only (absent in files, whose output is as it always was): `run`,
- * the live run wherever it runs (null when none lives), and each agent's `machine`, the live run's when the
- * agent is that run's (its record changed since the run took its lock), else null.
+ * `flow agents --json`. On a shared project only (absent in files, whose output is as it always was): `run`
+ * and `runs` (LiveRun), and for each agent (one per machine and name: two machines' runs may name their agents
+ * alike) its `machine` (null: an agent of flow.yaml that has worked on no machine yet) and `working`, whether it
+ * is a live run's (a live run of its machine wrote its record since it took the lock).
  */
 export const AgentsReport = type({
   "run?": LiveRun.or("null"),
+  "runs?": LiveRun.array(),
   agents: type({
     name: "string",
     cli: "string | null",
@@ -208,6 +216,7 @@ export const AgentsReport = type({
     /** parked by its CLI's usage limit (until a time still to come); null when not */
     parked: Parked.or("null"),
     "machine?": "string | null",
+    "working?": "boolean",
   }).array(),
 })
 export type AgentsReport = typeof AgentsReport.infer
@@ -382,6 +391,7 @@ export const DashboardReport = type({
   review: "string[]",
   blocked: type({ id: "string", title: "string", note: "string | null" }).array(),
   run: LiveRun.or("null"),
+  "runs?": LiveRun.array(),
   usage: RunUsage,
   queue: MergeQueueReport,
   /** the landings of the live run that wait for the person, oldest first */

@@ -79,17 +79,17 @@ export async function exportTasks(project: Project, cwd: string, file?: string):
 export async function unshareProject(project: Project, opts: { drop?: boolean } = {}): Promise<UnshareReport> {
   const setting = await storeSetting(project)
   if (setting.kind !== "postgres") throw new FlowError("this project is not shared: its tasks are in tasks.yaml already", Exit.failure)
-  refuseLiveRun(project, "unshare")
-  // A run of this project on any machine holds the database's run lock; unshare holds it too, so none starts
-  // while the tasks and state move.
+  // Every run of this project, this clone's too, shares the database's run lock; unshare holds it alone, so it
+  // is refused while any run lives, naming every one, and no run starts while the tasks and state move.
   const release = await lockSharedRun(
     project,
     "flow unshare",
-    (heldBy, machine) =>
+    "exclusive",
+    (heldBy, machines) =>
       new FlowError(
         `${heldBy}: its tasks and state must not move under it`,
         Exit.failure,
-        `stop it${machine ? ` on ${machine}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
+        `stop ${machines.length > 1 ? "them" : "it"}${machines.length ? ` on ${machines.join(", ")}` : ""} (q in its screen, or Ctrl-C), then run 'flow unshare' again`,
       ),
   )
   try {

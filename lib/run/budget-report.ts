@@ -5,7 +5,7 @@ import type { BudgetConfig } from "../store/config"
 import { addSpend, amount, grantsOf, type Limits, NO_SPEND, type Spend, taskLimits, UNITS, withGrants } from "./budget"
 import { spendByTask, taskSpend } from "./budget-meter"
 import type { Project } from "../cli/project"
-import type { RunState } from "../state/run-state"
+import { agentKey, type RunState } from "../state/run-state"
 import { openExistingState } from "../state/state"
 
 /** Each capped unit with its spend; null when nothing is capped. */
@@ -49,7 +49,7 @@ export async function taskBudget(
 
 /**
  * The latest run's spend, in all and per agent: its usage and turns since its `run.start`, its minutes the
- * time from its start to its end (to now while it runs or when it died without one).
+ * time from its start to its end (to now while it runs or when it died without one). By agentKey.
  */
 export async function lastRunSpend(db: RunState): Promise<{ run: Spend; byAgent: Map<string, Spend> } | undefined> {
   const last = await db.spend.lastRun()
@@ -59,7 +59,10 @@ export async function lastRunSpend(db: RunState): Promise<{ run: Spend; byAgent:
   for (const r of last.rows) {
     const add = r.kind === "agent.exit" ? { minutes: (r.seconds ?? 0) / 60 } : { usd: r.cost ?? 0, tokens: r.tokens ?? 0 }
     if (r.kind !== "agent.exit") run = addSpend(run, add)
-    if (r.agent) byAgent.set(r.agent, addSpend(byAgent.get(r.agent) ?? NO_SPEND, add))
+    if (r.agent) {
+      const key = agentKey(r.agent, r.machine)
+      byAgent.set(key, addSpend(byAgent.get(key) ?? NO_SPEND, add))
+    }
   }
   return { run, byAgent }
 }
@@ -94,7 +97,8 @@ export async function readBudgetState(db: RunState, config: BudgetConfig | undef
   const byTask = new Map<string, Question[]>()
   for (const q of await db.questions.all()) if (q.kind?.startsWith("budget:")) byTask.set(q.task_id, [...(byTask.get(q.task_id) ?? []), q])
   const parked = new Map<string, string>()
-  for (const a of await db.agents.list()) if (a.parked_task && a.parked_until && Date.parse(a.parked_until) > now) parked.set(a.parked_task, a.parked_until)
+  for (const a of await db.agents.everywhere())
+    if (a.parked_task && a.parked_until && Date.parse(a.parked_until) > now) parked.set(a.parked_task, a.parked_until)
   return {
     config,
     spends: await spendByTask(db),
@@ -128,6 +132,6 @@ export async function parkedUntil(project: Project, taskId: string, now = Date.n
   const db = await openExistingState(project)
   if (!db) return null
   using open = db
-  const agent = (await open.agents.list()).find((a) => a.parked_task === taskId && a.parked_until && Date.parse(a.parked_until) > now)
+  const agent = (await open.agents.everywhere()).find((a) => a.parked_task === taskId && a.parked_until && Date.parse(a.parked_until) > now)
   return agent?.parked_until ?? null
 }

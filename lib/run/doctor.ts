@@ -12,6 +12,11 @@ import type { Project } from "../cli/project"
 import { run } from "../cli/proc"
 import { type AgentConfig, type FlowConfig, repoEntries } from "../store/config"
 import { GIT_ENV, repoRoot } from "./git"
+import { indexTasks } from "../model/task-index"
+import { openStore } from "../store/open"
+import { storeSetting } from "../store/setting"
+import { redact } from "./publish"
+import { remoteUrl } from "./remote-git"
 import { insideProject } from "./workspace"
 
 /** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
@@ -40,7 +45,7 @@ export const GIT_MINIMUM = "2.38.0"
  * Every check, in the order they are told; each runs at once with the others. A check of another part of
  * flow is a function of the input added here (issue 22: the fleet mode's database, [] without one).
  */
-export const DOCTOR_CHECKS: readonly DoctorCheck[] = [gitVersion, agentClis, commandPrograms, flowOnPath, stateFolder]
+export const DOCTOR_CHECKS: readonly DoctorCheck[] = [gitVersion, agentClis, commandPrograms, flowOnPath, stateFolder, sharedRemote]
 
 /** The findings of every check, in the list's order. */
 export async function doctor(input: DoctorInput, checks: readonly DoctorCheck[] = DOCTOR_CHECKS): Promise<DoctorLine[]> {
@@ -159,6 +164,32 @@ async function repoOf(i: DoctorInput, repo: string | undefined): Promise<string 
   } catch {
     return undefined // a repository that is not there: the run says so itself
   }
+}
+
+/**
+ * A shared project's machines share their git work through a remote (flow.yaml `remote:`, default origin):
+ * every repository its tasks work in needs it (docs/FLEET.md, "Git across machines"). Nothing to say in files.
+ */
+async function sharedRemote(i: DoctorInput): Promise<DoctorLine[]> {
+  if ((await storeSetting(i.project)).kind === "file") return []
+  const remote = i.config.remote ?? "origin"
+  const named = new Set<string | undefined>([undefined])
+  for (const { task } of indexTasks((await (await openStore(i.project)).read()).data).values()) named.add(task.repo)
+  const repos = new Set<string>()
+  for (const repo of named) {
+    const root = await (repo === undefined ? repoOf(i, undefined) : repoRoot(insideProject(i.project.dir, repo, "repo")).catch(() => undefined))
+    if (root) repos.add(root)
+  }
+  return Promise.all(
+    [...repos].map(async (repo): Promise<DoctorLine> => {
+      try {
+        return { state: "ok", what: `the shared remote of ${repo}: ${remote} (${redact(await remoteUrl(repo, remote))})` }
+      } catch (e) {
+        const err = e as FlowError
+        return { state: "fail", what: err.message, hint: err.hint }
+      }
+    }),
+  )
 }
 
 /** The agents run `flow` from .flow/bin (lib/run/flow-shim.ts): a shell script that starts this program. */

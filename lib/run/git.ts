@@ -287,9 +287,9 @@ export async function revParse(repo: string, ...refs: string[]): Promise<(string
   return refs.map((_, i) => (/^[0-9a-f]{40,64}$/.test(out[i] ?? "") ? out[i] : undefined))
 }
 
-/** The local branches holding commits that `target` does not have (one git call for a whole repository). */
-export async function unmergedBranches(repo: string, target: string): Promise<Set<string>> {
-  const out = await git(repo, ["for-each-ref", `--no-merged=refs/heads/${target}`, "--format=%(refname:short)", "refs/heads/"])
+/** The local branches holding commits that `into` (a full ref: refs/heads/main) does not have (one git call for a whole repository). */
+export async function unmergedBranches(repo: string, into: string): Promise<Set<string>> {
+  const out = await git(repo, ["for-each-ref", `--no-merged=${into}`, "--format=%(refname:short)", "refs/heads/"])
   return new Set(out.split("\n").filter(Boolean))
 }
 

@@ -3,11 +3,12 @@
 // uncommitted change, a merge or rebase in progress, a git lock). The merge queue writes a row when it says
 // the wait (once, like the log) and deletes it when the wait ends; `flow show`, `flow dashboard` and the
 // inspector read it. A row counts only while the run that wrote it holds the run lock (on a shared project,
-// the database's, whatever the machine): a killed run's rows are never shown, and the next run's start deletes them.
+// the database's, whatever the machine): a killed run's rows are never shown, and the next run's start on its
+// machine deletes them.
 import type { Project } from "../cli/project"
 import type { LandingWait, LiveRun } from "../model/json-shapes"
 import type { RunState } from "../state/run-state"
-import { liveRun, openExistingState } from "../state/state"
+import { liveRuns, openExistingState } from "../state/state"
 
 export class LandingWaits {
   constructor(private db: RunState) {}
@@ -28,18 +29,21 @@ export class LandingWaits {
   }
 }
 
-/** The landing waits of the live run, by task; none without a state database or a live run. Creates nothing. */
+/** The landing waits of the live runs, by task; none without a state database or a live run. Creates nothing. */
 export async function readLandingWaits(project: Project): Promise<Map<string, LandingWait>> {
-  const run = await liveRun(project)
-  if (!run) return new Map()
+  const runs = await liveRuns(project)
+  if (runs.length === 0) return new Map()
   const db = await openExistingState(project)
   if (!db) return new Map()
   using open = db
-  return landingWaitsOf(open, run)
+  return landingWaitsOf(open, runs)
 }
 
-/** The landing waits that live run `run` wrote, by task, from an open database. */
-export async function landingWaitsOf(db: RunState, run: LiveRun): Promise<Map<string, LandingWait>> {
-  const rows = await db.landingWaits.ofRun(run.pid, run.machine)
-  return new Map(rows.map((r) => [r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since }]))
+/** The landing waits that the live runs `runs` wrote, by task, from an open database. */
+export async function landingWaitsOf(db: RunState, runs: readonly LiveRun[]): Promise<Map<string, LandingWait>> {
+  const waits = new Map<string, LandingWait>()
+  for (const run of runs)
+    for (const r of await db.landingWaits.ofRun(run.pid, run.machine))
+      waits.set(r.task_id, { task: r.task_id, target: r.target, reason: r.reason, since: r.since })
+  return waits
 }

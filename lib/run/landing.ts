@@ -14,11 +14,14 @@
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "./checkout-move"
-import { branchHeads, commitAll, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
+import { branchHeads, commitAll, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
 import { run } from "../cli/proc"
 import { killPoint } from "./kill-point"
 import { indexTasks } from "../model/task-index"
-import type { TaskEdits } from "../store/store"
+import { type LandingLock, landingLocks } from "../store/open"
+import type { Claim, Fence, TaskEdits } from "../store/store"
+import { pushTaskBranch, remoteWorktree, tracking } from "./remote-git"
+import type { RemoteVerdict } from "./remote-landing"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "./merge-journal"
@@ -49,6 +52,8 @@ export class Landing {
   private lanes = new RepoLanes()
 
   private queues: MergeQueues
+  /** a shared project's landing locks (lib/store/open.ts), taken on first use */
+  private locks?: Promise<LandingLock | undefined>
 
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
@@ -70,27 +75,30 @@ export class Landing {
    * Lands a task whose work is finished: merged (unless already in the target), then done; or blocked with a
    * note when the merge fails and the agent (`fixer`) could not fix it. `background` collects the worktree's
    * removal. With `finished` (its agent said done), a branch with nothing to merge is said, and noted on the
-   * task or blocked as flow.yaml `empty_done` says (not for a validation task). True when it is done.
+   * task or blocked as flow.yaml `empty_done` says (not for a validation task). `claim`: the run's claim of the
+   * task on a shared project, asked right before the merge is pushed (nothing lands once it does not hold).
+   * True when it is done.
    */
   async land(
     taskId: string,
     title: string,
     ws: Workspace,
     background: Set<Promise<unknown>>,
-    opts: { fixer?: Fixer; finished?: boolean } = {},
+    opts: { fixer?: Fixer; finished?: boolean; claim?: Claim } = {},
   ): Promise<boolean> {
-    const { fixer } = opts
+    const { fixer, claim } = opts
     let result: Verdict & { empty?: boolean }
     const problem = await worktreeProblem(taskId, ws)
     if (problem) {
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
-      await blockTask(this.s, taskId, `nothing was merged: ${problem}`, true)
+      await blockTask(this.s, taskId, `nothing was merged: ${problem}`, true, claim)
       await this.journal.close(taskId)
       return false
     }
     for (let attempt = 1; ; attempt++) {
       if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
-      result = await timed(taskId, "land", () => this.merge(taskId, ws))
+      await this.pushBranch(taskId, ws)
+      result = await timed(taskId, "land", () => (this.s.store.shared ? this.remoteMerge(taskId, ws, opts.claim) : this.merge(taskId, ws)))
       if (result.ok || result.kind === "stopped") break
       if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
         result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
@@ -115,6 +123,7 @@ export class Landing {
         taskId,
         `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
         true,
+        claim,
       )
       await this.journal.close(taskId)
       return false
@@ -134,6 +143,7 @@ export class Landing {
         taskId,
         `${empty} (flow.yaml empty_done: block). Do its work on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}', or run 'flow done ${taskId}' if nothing was to change`,
         true,
+        claim,
       )
       await this.journal.close(taskId)
       return false
@@ -141,10 +151,15 @@ export class Landing {
     // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
     // meanwhile must not leave merged work not done.
     await timed(taskId, "done", () =>
-      writeStatus(this.s, `flow run: done ${taskId}`, (editor) => {
-        if (empty) editor.append({ taskId }, "ai_notes", empty)
-        return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
-      }),
+      writeStatus(
+        this.s,
+        `flow run: done ${taskId}`,
+        (editor) => {
+          if (empty) editor.append({ taskId }, "ai_notes", empty)
+          return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
+        },
+        claim,
+      ),
     )
     await this.journal.close(taskId)
     for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
@@ -183,6 +198,66 @@ export class Landing {
     // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
     if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, open?.branchHead ?? head, open?.targetBefore ?? before) }
     return v
+  }
+
+  /**
+   * A shared project's merge into its remote's target (lib/run/remote-landing.ts), journaled as the local one
+   * is, but its intent only right before the push: a merge that was never pushed leaves no entry.
+   */
+  private async remoteMerge(taskId: string, ws: Workspace, claim?: Claim): Promise<RemoteVerdict> {
+    const [head] = await branchHeads(ws.repo, ws.branch)
+    if (!head) return { ok: false, kind: "refused", reason: `branch '${ws.branch}' not found in ${ws.repo}` }
+    const lock = await (this.locks ??= landingLocks(this.s.project))
+    if (!lock) throw new Error(`${this.s.store.where} is shared but has no landing locks`)
+    const landing = await this.queues.remote(ws, this.s.publish.remote, lock)
+    const open = (await this.journal.open()).get(taskId)
+    const reused = open && open.outcome === null ? open : undefined
+    let id = reused?.id
+    const intent = async (before: string) =>
+      (id ??= await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before }))
+    const v = await landing.land({ taskId, branch: ws.branch, head, message: `Merge ${ws.branch}: ${taskId}`, claim, intent })
+    if (v.ok) {
+      await this.journal.outcome(await intent(v.commit), "merged", v.alreadyMerged ? { reason: "already in the target" } : { commit: v.commit })
+      // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
+      if (v.alreadyMerged && reused) return { ...v, empty: await isAncestor(ws.repo, reused.branchHead, reused.targetBefore) }
+    } else if (v.kind !== "stopped" && id !== undefined) await this.journal.outcome(id, "failed", { reason: v.reason })
+    return v
+  }
+
+  /**
+   * The task's worktree: as it is, or made. On a shared project started from the remote (lib/run/remote-git.ts):
+   * "taken-over" when its branch is the one an earlier attempt pushed.
+   */
+  worktree(ws: Workspace): Promise<"reused" | "created" | "taken-over"> {
+    const serial = <T>(fn: () => Promise<T>) => this.inRepo(ws.repo, fn)
+    if (this.s.store.shared) return remoteWorktree(ws, this.s.publish.remote, serial)
+    return ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, serial)
+  }
+
+  /**
+   * On a shared project, whether the task's branch (as fetched) was merged into the remote's target (fetched
+   * with it): a merge there has its head as a second parent. A branch with no work of its own is in the target
+   * too, as its ancestor, and was not landed.
+   */
+  async landedOnRemote(ws: Workspace): Promise<boolean> {
+    if (!this.s.store.shared) return false
+    const [head] = await revParse(ws.repo, ws.branch)
+    if (!head) return false
+    const merges = await run(["git", "rev-list", "--merges", "--parents", "--ancestry-path", `${head}..${tracking(this.s.publish.remote, ws.target)}`], {
+      cwd: ws.repo,
+      env: GIT_ENV,
+    })
+    return merges.code === 0 && merges.stdout.split("\n").some((line) => line.split(" ").slice(2).includes(head))
+  }
+
+  /**
+   * On a shared project, pushes the task's branch to the remote after a commit of flow's (never over a newer
+   * attempt's push: lib/run/remote-git.ts). A failure is said; the task goes on (its landing is what counts).
+   */
+  async pushBranch(taskId: string, ws: Workspace): Promise<void> {
+    if (!this.s.store.shared) return
+    const pushed = await timed(taskId, "push-branch", () => pushTaskBranch(ws.repo, this.s.publish.remote, ws.branch))
+    if (!pushed.ok) this.s.bus.emit({ type: "notice", taskId, text: pushed.detail })
   }
 
   /** Clears the scratch worktrees of a killed run's checks and the landing waits it recorded (recovery, at a run's start). */
@@ -230,9 +305,12 @@ export async function worktreeGone(ws: Workspace): Promise<string | undefined> {
   return `its worktree ${ws.path} was deleted before its work was merged; ${ws.branch} is at ${head?.slice(0, 12) ?? "nothing"}. Check what is on it, then run 'flow done' on the task to merge it or 'flow reset' to start it again`
 }
 
-/** An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus. */
-export async function writeStatus(s: RunSettings, command: string, edit: (editor: TaskEdits) => Change[]): Promise<void> {
-  const changes = await coalescedWrite(s, command, edit)
+/**
+ * An edit of tasks.yaml (coalesced with others asked for meanwhile) whose status changes go on the event bus;
+ * `fence`: the run's claim of the task on a shared graph (refused once it moved on).
+ */
+export async function writeStatus(s: RunSettings, command: string, edit: (editor: TaskEdits) => Change[], fence?: Fence): Promise<void> {
+  const changes = await coalescedWrite(s, command, edit, fence)
   for (const c of changes) s.bus.emit({ type: "status", taskId: c.id, from: c.from, to: c.to, reason: c.reason })
 }
 
@@ -241,16 +319,21 @@ export async function writeStatus(s: RunSettings, command: string, edit: (editor
  * a full disk: what failed may have failed for want of room, so a DiskFull is thrown and the run waits for
  * space and tries again (docs/RUN.md, "A full disk").
  */
-export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false): Promise<void> {
+export async function blockTask(s: RunSettings, taskId: string, note: string, demoteDependents = false, fence?: Fence): Promise<void> {
   requireRoom([s.project.dir, s.project.stateDir], `${taskId} was not blocked`)
-  return writeStatus(s, `flow run: block ${taskId}`, (editor) => {
-    editor.append({ taskId }, "ai_notes", note)
-    const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes
-    if (demoteDependents) {
-      for (const { task } of editor.tasks.values()) {
-        if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoNow()).changes)
+  return writeStatus(
+    s,
+    `flow run: block ${taskId}`,
+    (editor) => {
+      editor.append({ taskId }, "ai_notes", note)
+      const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes
+      if (demoteDependents) {
+        for (const { task } of editor.tasks.values()) {
+          if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoNow()).changes)
+        }
       }
-    }
-    return changes
-  })
+      return changes
+    },
+    fence,
+  )
 }

@@ -25,7 +25,7 @@ export async function mergePending(project: Project, tasks: Iterable<Task>): Pro
       const ws = await workspaces.forTask(task).catch(() => undefined)
       if (!ws) continue
       const key = `${ws.repo}\0${ws.target}`
-      if (!unmerged.has(key)) unmerged.set(key, unmergedBranches(ws.repo, ws.target))
+      if (!unmerged.has(key)) unmerged.set(key, unmergedBranches(ws.repo, `refs/heads/${ws.target}`))
       if ((await unmerged.get(key)!).has(ws.branch)) out.set(task.id, { branch: ws.branch, target: ws.target })
     }
   } catch {

@@ -62,6 +62,12 @@ export type CheckWorktree = {
 /** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
 export const SCRATCH_REPO = ".repo"
 
+/** Makes the scratch folder of a queue (or of a remote landing), naming its repository. */
+export function scratchFolder(o: Pick<QueueOptions, "scratchDir" | "repo">): void {
+  mkdirSync(o.scratchDir, { recursive: true })
+  writeFileSync(join(o.scratchDir, SCRATCH_REPO), o.repo)
+}
+
 type Entry = {
   taskId: string
   branch: string
@@ -97,8 +103,7 @@ export class MergeQueue {
   private cleanups = new Set<Promise<unknown>>()
 
   constructor(private o: QueueOptions) {
-    mkdirSync(o.scratchDir, { recursive: true })
-    writeFileSync(join(o.scratchDir, SCRATCH_REPO), o.repo)
+    scratchFolder(o)
     o.signal.addEventListener(
       "abort",
       () => {
@@ -268,49 +273,13 @@ export class MergeQueue {
     this.emit(e, "checking", speculative ? `on top of ${ahead.join(", ")}` : undefined, undefined, ahead)
     const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${Date.now().toString(36)}`)
     const stop = AbortSignal.any([abort.signal, this.o.signal])
-    void (async (): Promise<{ result: CheckResult; setup?: boolean }> => {
-      let added = false
-      try {
-        await timed(e.taskId, "scratch", () => this.o.serial(() => addScratchWorktree(this.o.repo, path, e.merge!)))
-        added = true
-        const env = { ...this.o.checkEnv, FLOW_TASK_ID: e.taskId, FLOW_TARGET: this.o.target }
-        const prep = await timed(e.taskId, "prepare", () => this.o.worktree.prepare(e.taskId, path, env, stop))
-        // Stopped (the run, or a rebuild) during the setup: reported into nothing below.
-        if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
-        try {
-          return { result: await timed(e.taskId, "check", () => runCheck(check, path, { ...env, ...prep.env }, stop, (pid) => this.o.track(pid, e.taskId))) }
-        } finally {
-          prep.release()
-        }
-      } finally {
-        // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
-        // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
-        // until the next run's start).
-        const cleanup = (added ? this.o.worktree.teardown(e.taskId, path).catch(() => {}) : Promise.resolve())
-          .then(() =>
-            this.o.serial(
-              () =>
-                removeWorktree(this.o.repo, path, true).catch(async () => {
-                  rmSync(path, { recursive: true, force: true })
-                  await pruneWorktrees(this.o.repo)
-                }),
-              true,
-            ),
-          )
-          .catch(() => {})
-          .finally(() => this.cleanups.delete(cleanup))
-        this.cleanups.add(cleanup)
-      }
-    })().then(
+    void checkInScratch(this.o, e.taskId, e.merge!, path, check, stop, this.cleanups).then(
       ({ result, setup }) => {
         if (e.gen !== gen || stop.aborted) return
         e.state = result.ok ? "passed" : "failed"
         if (!result.ok) {
-          const what = setup ? "the setup of the check's worktree" : "the check"
-          const limit = setup ? "" : ` after ${Math.round(check.timeoutMs / 1000)} s`
-          const reason = result.timedOut ? `${what} timed out${limit}` : `${what} failed (exit ${result.code})`
-          e.verdict = { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
-          this.emit(e, "failed", reason, result.seconds)
+          e.verdict = checkFailure(check, result, setup)
+          this.emit(e, "failed", e.verdict.reason, result.seconds)
         } else this.emit(e, "passed", undefined, result.seconds)
         void this.pump()
       },
@@ -352,4 +321,63 @@ export async function clearScratch(repo: string, scratchDir: string): Promise<vo
   const ours = (await listWorktrees(repo)).filter((w) => w.path.startsWith(`${scratchDir}/`))
   for (const w of ours) if (w.locked !== undefined) await unlockWorktree(repo, w.path)
   if (left.length || ours.length) await pruneWorktrees(repo)
+}
+
+/** What a check in a scratch worktree needs of a queue's options (the remote landing's check too: lib/run/remote-landing.ts). */
+export type ScratchCheck = Pick<QueueOptions, "repo" | "target" | "serial" | "checkEnv" | "track" | "worktree">
+
+/**
+ * Runs `check` on `commit` in a scratch worktree at `path`, made ready as a task's is (copies, ports, setup);
+ * `setup`: it was the setup that failed. The worktree is torn down and removed afterwards, in `cleanups` (a
+ * run's end waits for them); `stop` stops the setup and the check.
+ */
+export async function checkInScratch(
+  o: ScratchCheck,
+  taskId: string,
+  commit: string,
+  path: string,
+  check: Check,
+  stop: AbortSignal,
+  cleanups: Set<Promise<unknown>>,
+): Promise<{ result: CheckResult; setup?: boolean }> {
+  let added = false
+  try {
+    await timed(taskId, "scratch", () => o.serial(() => addScratchWorktree(o.repo, path, commit)))
+    added = true
+    const env = { ...o.checkEnv, FLOW_TASK_ID: taskId, FLOW_TARGET: o.target }
+    const prep = await timed(taskId, "prepare", () => o.worktree.prepare(taskId, path, env, stop))
+    // Stopped (the run, or a rebuild) during the setup: the caller reports it into nothing.
+    if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
+    try {
+      return { result: await timed(taskId, "check", () => runCheck(check, path, { ...env, ...prep.env }, stop, (pid) => o.track(pid, taskId))) }
+    } finally {
+      prep.release()
+    }
+  } finally {
+    // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
+    // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
+    // until the next run's start).
+    const cleanup = (added ? o.worktree.teardown(taskId, path).catch(() => {}) : Promise.resolve())
+      .then(() =>
+        o.serial(
+          () =>
+            removeWorktree(o.repo, path, true).catch(async () => {
+              rmSync(path, { recursive: true, force: true })
+              await pruneWorktrees(o.repo)
+            }),
+          true,
+        ),
+      )
+      .catch(() => {})
+      .finally(() => cleanups.delete(cleanup))
+    cleanups.add(cleanup)
+  }
+}
+
+/** The verdict of a failed check (or of its worktree's setup, `setup`). */
+export function checkFailure(check: Check, result: Extract<CheckResult, { ok: false }>, setup?: boolean): Extract<Verdict, { kind: "check" }> {
+  const what = setup ? "the setup of the check's worktree" : "the check"
+  const limit = setup ? "" : ` after ${Math.round(check.timeoutMs / 1000)} s`
+  const reason = result.timedOut ? `${what} timed out${limit}` : `${what} failed (exit ${result.code})`
+  return { ok: false, kind: "check", reason, output: result.output, timedOut: result.timedOut }
 }

@@ -10,6 +10,7 @@ import { AgentGroups, awaitOrphanGit, killAgentProcesses } from "./reaper"
 import { recover } from "./recovery"
 import { TaskWorker, type WorkerShared } from "./task-worker"
 import { isInvalidTasks } from "./tasks-wait"
+import { StoreUnreachable } from "../store/store"
 import { traceCpu } from "./trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
@@ -23,6 +24,8 @@ import { clockTime } from "./log"
 import { spendByTask } from "./budget-meter"
 import { budgetWarnings, forecast, forecastLines } from "./forecast"
 import { priceOf } from "./prices"
+import { RunClaims } from "./run-claims"
+import type { Claim } from "../store/store"
 
 /** How often a run on a shared graph looks for changes others made (docs/FLEET.md). */
 const SHARED_POLL_MS = 2_000
@@ -75,6 +78,10 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     setTimeout(() => killAgentProcesses(s.project.dir), 3_500).unref()
   }
   s.signal.addEventListener("abort", onStop)
+  // A shared graph: this run is one of many peers, on this machine or others. It takes a task only by claiming
+  // it in the database, holds it by a lease, and stops a worker whose task another run took over.
+  const stopOnLoss = new Map<string, AbortController>()
+  const fleet = s.store.claims ? new RunClaims(s.store.claims, s, (id) => stopOnLoss.get(id)?.abort()) : undefined
   const first = await s.store.read()
   // A project folder outside any repository is fine when every task names its repo: the target is then "?".
   const target = await workspaces
@@ -87,7 +94,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
   // A git the dead run left (a merge finishing) is waited for, never killed: killed, it would leave its work half done.
   await awaitOrphanGit()
-  await recover(shared, indexTasks((await s.store.read()).data))
+  await recover(shared, indexTasks((await s.store.read()).data), fleet && { take: (id) => fleet.take([id], "recovery"), release: (id) => fleet.release(id) })
   // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
   parking.restore(await s.db.agents.list())
   const unassignable = restrictedToOthers(indexTasks((await s.store.read()).data), s.agents)
@@ -123,6 +130,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   }
   let last = first // the last valid tasks.yaml: a person's half-saved edit is waited out, not fatal
   let invalidSaid = false
+  let awaySaid = false
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
   // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
   // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
@@ -134,7 +142,15 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     .on("raw", () => wake.notify())
   // A shared graph changes in the database, where no file event says so: it is looked at every few seconds
   // (docs/FLEET.md); a change's read is cheap there (only the rows written since the last one).
+  // Other runs' writes are announced (LISTEN); the poll stays as the backstop for a listener that went quiet
+  // (a dropped connection between its reconnects, a pooler in transaction mode that delivers nothing).
   const poll = s.store.shared ? setInterval(() => wake.notify(), SHARED_POLL_MS) : undefined
+  const unlisten = await s.store.claims
+    ?.listen(() => wake.notify())
+    .catch((e) => {
+      s.bus.emit({ type: "notice", text: `no wake-ups from the database (${(e as Error).message.split("\n")[0]}): looking every ${SHARED_POLL_MS / 1000} s` })
+      return undefined
+    })
 
   try {
     while (!s.signal.aborted) {
@@ -146,8 +162,20 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       try {
         last = await s.store.read()
         if (invalidSaid) s.bus.emit({ type: "notice", text: "tasks.yaml is valid again: going on" })
-        invalidSaid = false
+        if (awaySaid) s.bus.emit({ type: "notice", text: "the database answers again: going on" })
+        invalidSaid = awaySaid = false
       } catch (e) {
+        if (e instanceof StoreUnreachable) {
+          // The database is away: agents at work go on, their outcomes wait in their workers; nothing new starts.
+          if (!awaySaid)
+            s.bus.emit({
+              type: "notice",
+              text: `${e.message}: starting nothing new; the agents at work go on, and what they finish is written when it answers`,
+            })
+          awaySaid = true
+          await wake.wait()
+          continue
+        }
         if (!isInvalidTasks(e)) throw e
         if (!invalidSaid)
           s.bus.emit({
@@ -161,6 +189,12 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
       const { data } = last
       const index = indexTasks(data)
       for (const id of resumable) if (index.get(id)?.task.status !== "in_progress" && index.get(id)?.task.status !== "assigned") resumable.delete(id)
+      // On a shared graph any task in progress may be one a run gave back or left to lapse (killed, cut off):
+      // it is offered to the claim, which takes it only when no live claim holds it.
+      if (fleet)
+        for (const e of index.values())
+          if ((e.task.status === "in_progress" || e.task.status === "assigned") && !e.task.subtasks?.length && e.task.checkpoint !== true)
+            resumable.add(e.task.id)
 
       const checkpoints = waitingCheckpoints(index, running)
       let noRoom = false
@@ -194,12 +228,27 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         const handover = parking.takeFor(agent)
         const held = handover ? index.get(handover.taskId) : undefined
         if (handover && !(held && (held.task.status === "in_progress" || held.task.status === "assigned"))) continue // a person decided meanwhile
-        const pick = held ?? candidates.find((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
+        const mine = candidates.filter((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
+        let claim: Claim | undefined
+        let pick: Indexed | undefined
+        if (!fleet) pick = held ?? mine[0]
+        else if (held) [pick, claim] = [held, fleet.get(held.task.id)]
+        else {
+          claim = await fleet.take(
+            mine.map((e) => e.task.id),
+            agent.name,
+          )
+          pick = claim && index.get(claim.taskId)
+        }
         if (!pick) continue
         const id = pick.task.id
         resumable.delete(id)
         busy.set(agent.name, id)
-        const worker = new TaskWorker(shared, id, agent, handover?.note)
+        // A fleet worker stops when its claim is lost, as it does when the run stops.
+        const lost = new AbortController()
+        if (fleet) stopOnLoss.set(id, lost)
+        const own = fleet ? { ...shared, settings: { ...s, signal: AbortSignal.any([s.signal, lost.signal]) } } : shared
+        const worker = new TaskWorker(own, id, agent, handover?.note, claim)
         running.set(
           id,
           worker
@@ -209,7 +258,10 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
               leftAlone.add(id)
               s.bus.emit({ type: "notice", taskId: id, text: `${unrecorded}; left alone until the next run` })
             })
-            .finally(() => {
+            .finally(async () => {
+              stopOnLoss.delete(id)
+              // A parked task stays this run's, for its agent after the reset or a fallback; any other goes back.
+              if (fleet && !parking.holds(id)) await fleet.release(id)
               running.delete(id)
               busy.delete(agent.name)
               wake.notify()
@@ -230,7 +282,16 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
           await wake.wait()
           continue
         }
-        if (checkpoints.length === 0) break // nothing can move without a person: blocked tasks and what waits on them
+        if (checkpoints.length === 0) {
+          // Other runs at work may finish what the rest waits on, or give a task back: wait for them.
+          const others = fleet ? await fleet.othersLive() : 0
+          if (others === 0) break // nothing can move without a person: blocked tasks and what waits on them
+          const reason = `waiting for other runs: they hold ${others} task${others === 1 ? "" : "s"} of this graph`
+          if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
+          waitingSaid = reason
+          await wake.wait()
+          continue
+        }
         const reason = `waiting for review of ${checkpoints.map((c) => c.id).join(", ")}: run 'flow done <id>' to continue or 'flow block <id> <reason>'`
         if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
         waitingSaid = reason
@@ -245,6 +306,8 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await shared.landing.idle() // the checks' scratch worktrees, removed after their checks
     await watcher.close()
     clearInterval(poll)
+    await unlisten?.().catch(() => {})
+    await fleet?.close()
     // What agents left behind in their groups (a server started in the background) goes too. On a full disk
     // the groups are killed but their records stay: the next run's reap finds them gone.
     await groups.reap(s.project.dir).catch((e) => {

@@ -3,12 +3,14 @@
 // where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it.
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
-import { clearScratch, MergeQueue, SCRATCH_REPO } from "./merge-queue"
+import { clearScratch, MergeQueue, type QueueOptions, SCRATCH_REPO } from "./merge-queue"
 import { MoveJournal } from "./merge-journal"
 import { LandingWaits } from "./landing-waits"
 import { prepareWorktree, teardownWorktree } from "./prepare"
 import { AgentGroups, RUN_ID } from "./reaper"
+import { RemoteLanding } from "./remote-landing"
 import type { RunSettings } from "./settings"
+import type { LandingLock } from "../store/open"
 import { checkResolver } from "./verify"
 import type { Workspace } from "./workspace"
 
@@ -17,6 +19,7 @@ export const DEFAULT_DEPTH = 8
 
 export class MergeQueues {
   private queues = new Map<string, Promise<MergeQueue>>()
+  private remotes = new Map<string, Promise<RemoteLanding>>()
   private checkOf: ReturnType<typeof checkResolver>
   readonly moves: MoveJournal
   private groups: AgentGroups
@@ -58,7 +61,7 @@ export class MergeQueues {
 
   /** Resolves once every queue's scratch worktrees are torn down and removed. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.queues.values()].map((q) => q.then((queue) => queue.idle())))
+    await Promise.allSettled([...this.queues.values(), ...this.remotes.values()].map((q) => q.then((queue) => queue.idle())))
   }
 
   /** The queue of the workspace's repository and target. */
@@ -66,46 +69,60 @@ export class MergeQueues {
     const key = `${ws.repo}\0${ws.target}`
     let queue = this.queues.get(key)
     if (!queue) {
-      const s = this.s
-      const track = (pid: number, taskId: string) => void this.groups.track(pid, taskId).catch(() => {})
-      queue = this.checkOf(ws.repo).then(
-        (check) =>
-          new MergeQueue({
-            repo: ws.repo,
-            target: ws.target,
-            check,
-            serial: (fn, later) => this.serial(ws.repo, fn, later),
-            bus: s.bus,
-            signal: s.signal,
-            author: this.author,
-            depth: s.queueDepth ?? DEFAULT_DEPTH,
-            scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
-            keepOut: flowFilesIn(ws.repo, s.project),
-            moves: this.moves,
-            checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
-            track,
-            // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
-            worktree: {
-              prepare: (taskId, path, env, signal) =>
-                prepareWorktree(s, {
-                  taskId,
-                  ws: { repo: ws.repo, path },
-                  env,
-                  signal,
-                  onGroup: (pid) => track(pid, taskId),
-                }),
-              teardown: (taskId, path) => teardownWorktree(s, taskId, { repo: ws.repo, path }),
-            },
-            // What the screens show; a failed write must not hold up a landing.
-            waits: {
-              set: (taskId, reason) => void this.waits.set(taskId, ws.target, reason).catch(() => {}),
-              clear: (taskId) => void this.waits.clear(taskId).catch(() => {}),
-            },
-          }),
-      )
+      queue = this.options(ws).then((o) => new MergeQueue(o))
       this.queues.set(key, queue)
     }
     return queue
+  }
+
+  /** The landing of a shared project's workspace into its remote's target (lib/run/remote-landing.ts). */
+  remote(ws: Workspace, remote: string, lock: LandingLock): Promise<RemoteLanding> {
+    const key = `${ws.repo}\0${ws.target}`
+    let landing = this.remotes.get(key)
+    if (!landing) {
+      landing = this.options(ws).then((o) => new RemoteLanding(o, remote, lock))
+      this.remotes.set(key, landing)
+    }
+    return landing
+  }
+
+  /** What a queue (or a remote landing) of the workspace's repository and target is given. */
+  private async options(ws: Workspace): Promise<QueueOptions> {
+    const key = `${ws.repo}\0${ws.target}`
+    const s = this.s
+    const track = (pid: number, taskId: string) => void this.groups.track(pid, taskId).catch(() => {})
+    return {
+      repo: ws.repo,
+      target: ws.target,
+      check: await this.checkOf(ws.repo),
+      serial: (fn, later) => this.serial(ws.repo, fn, later),
+      bus: s.bus,
+      signal: s.signal,
+      author: this.author,
+      depth: s.queueDepth ?? DEFAULT_DEPTH,
+      scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
+      keepOut: flowFilesIn(ws.repo, s.project),
+      moves: this.moves,
+      checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
+      track,
+      // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
+      worktree: {
+        prepare: (taskId, path, env, signal) =>
+          prepareWorktree(s, {
+            taskId,
+            ws: { repo: ws.repo, path },
+            env,
+            signal,
+            onGroup: (pid) => track(pid, taskId),
+          }),
+        teardown: (taskId, path) => teardownWorktree(s, taskId, { repo: ws.repo, path }),
+      },
+      // What the screens show; a failed write must not hold up a landing.
+      waits: {
+        set: (taskId, reason) => void this.waits.set(taskId, ws.target, reason).catch(() => {}),
+        clear: (taskId) => void this.waits.clear(taskId).catch(() => {}),
+      },
+    }
   }
 }
 

@@ -19,14 +19,25 @@ import { recoverMoves } from "./move-recovery"
 import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
 import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
 import { teardownWorktree } from "./prepare"
+import { fetchBranch, tracking } from "./remote-git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
 import { AUTHOR, blockTask, type Landing } from "./landing"
 import { doneMark, doneMarks } from "./script-agent"
 import type { WorkerShared } from "./task-worker"
 import type { Workspace } from "./workspace"
+import type { Claim } from "../store/store"
 
-export async function recover(shared: WorkerShared, index: Map<string, Indexed>): Promise<void> {
+/**
+ * `claim`: on a shared graph, how recovery takes a task before landing it (another run may hold it) and gives
+ * it back after; a done task's branch is then not compared with this clone's target, which may lag the
+ * shared remote's (docs/FLEET.md, "Git across machines").
+ */
+export async function recover(
+  shared: WorkerShared,
+  index: Map<string, Indexed>,
+  claim?: { take(taskId: string): Promise<Claim | undefined>; release(taskId: string): Promise<void> },
+): Promise<void> {
   const s = shared.settings
   const { landing, workspaces } = shared
   const open = await landing.journal.open()
@@ -49,9 +60,15 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
   for (const text of await recoverMoves(landing.moves)) s.bus.emit({ type: "notice", text })
   await landing.clearLeft()
   const unmerged = new Map<string, Promise<Set<string>>>() // repo and target → its unmerged branches
+  // On a shared project the target that counts is the remote's (fetched once per repository and target).
+  const remote = s.store.shared ? s.publish.remote : undefined
+  const unmergedOf = (ws: Workspace) =>
+    remote === undefined
+      ? unmergedBranches(ws.repo, `refs/heads/${ws.target}`)
+      : fetchBranch(ws.repo, remote, ws.target).then(() => unmergedBranches(ws.repo, tracking(remote, ws.target)))
   const branchUnmerged = (ws: Workspace) => {
     const key = `${ws.repo}\0${ws.target}`
-    if (!unmerged.has(key)) unmerged.set(key, unmergedBranches(ws.repo, ws.target))
+    if (!unmerged.has(key)) unmerged.set(key, unmergedOf(ws))
     return unmerged.get(key)!.then((set) => set.has(ws.branch))
   }
   const workspace = (task: Task) => workspaces.forTask(task).catch(() => undefined) // a task that cannot run is not recovered
@@ -82,9 +99,10 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
           .catch((e) => s.bus.emit({ type: "notice", taskId: task.id, text: `its worktree ${ws.path} stays: ${(e as Error).message}` }))
         return
       }
+      if (claim) return // done on a shared graph is merged on the shared remote: this clone's target may lag it
       if (existsSync(ws.path)) await landing.inRepo(ws.repo, () => commitAll(ws.path, `${task.id}: ${task.title}`, AUTHOR))
       if (!existsSync(ws.path) && !open.has(task.id) && !(await branchUnmerged(ws))) return
-      const pending = existsSync(ws.path) ? (await unmergedBranches(ws.repo, ws.target)).has(ws.branch) : await branchUnmerged(ws)
+      const pending = existsSync(ws.path) ? (await unmergedOf(ws)).has(ws.branch) : await branchUnmerged(ws)
       s.bus.emit({
         type: "notice",
         taskId: task.id,
@@ -96,12 +114,18 @@ export async function recover(shared: WorkerShared, index: Map<string, Indexed>)
       if (!finished) return
       const ws = await workspace(task)
       if (!ws) return
+      const held = claim ? await claim.take(task.id) : undefined
+      if (claim && !held) return // another run holds it: that run finishes it
       s.bus.emit({
         type: "notice",
         taskId: task.id,
         text: `its work was finished by the last run, which stopped before the end: landing it without running the agent again`,
       })
-      await landing.land(task.id, task.title, ws, shared.background, { finished: true })
+      try {
+        await landing.land(task.id, task.title, ws, shared.background, { finished: true, claim: held })
+      } finally {
+        if (held) await claim!.release(task.id)
+      }
     } else if (open.has(task.id)) {
       await landing.journal.close(task.id) // a person reset or blocked it since: the entry is history
     }

@@ -14,6 +14,8 @@ export type RunSettings = {
   retries: number
   /** flow.yaml's task_timeout in ms: how long one agent turn may run (a task's own task_timeout wins); undefined: no limit */
   taskTimeoutMs?: number
+  /** on a shared graph, how long a claim holds without a renewal (flow.yaml `lease`; docs/FLEET.md) */
+  leaseMs: number
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }

@@ -4,8 +4,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path"
 import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
+import type { Claim } from "../store/store"
 import { FlowError } from "../cli/errors"
-import { commitAll, ensureWorktree } from "./git"
+import { commitAll } from "./git"
 import type { Question } from "../model/json-shapes"
 import { projectTaskPrompt } from "./project-prompt"
 import { answersPrompt, callVerb, currentStep, type FlowCall, flowCall, stepPrompt } from "./prompt"
@@ -14,6 +15,7 @@ import { applyStatus } from "../store/transitions"
 import { runTurn, type TurnResult } from "./agent-runner"
 import { AUTHOR, blockTask, isoNow as now, worktreeGone, writeStatus, type Fixer, type Landing } from "./landing"
 import { openPullRequest, pushBranch, type PublishResult } from "./publish"
+import { takenOverNote } from "./remote-git"
 import type { RunSettings } from "./settings"
 import type { SpaceWait } from "./space-wait"
 import { isDiskFull } from "../store/disk-full"
@@ -95,12 +97,16 @@ export class TaskWorker {
   private limitMs?: number
   private readonly budget: TaskBudget
 
-  /** `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts) */
+  /**
+   * `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts); `claim`: the
+   * run's claim of the task on a shared graph, which fences every write of the task (docs/FLEET.md).
+   */
   constructor(
     private shared: WorkerShared,
     private taskId: string,
     private agent: AgentConfig,
     private handover?: string,
+    private claim?: Claim,
   ) {
     this.budget = new TaskBudget(shared.settings, shared.meter, {
       taskId,
@@ -188,9 +194,14 @@ export class TaskWorker {
     // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
     const [, how] = await Promise.all([
       task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
-      timed(this.taskId, "worktree", () => ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, (fn) => this.shared.landing.inRepo(ws.repo, fn))),
+      timed(this.taskId, "worktree", () => this.shared.landing.worktree(ws)),
     ])
+    // Another machine's attempt pushed the branch and died: its work is here, its agent's session is not.
+    if (how === "taken-over") this.handover ??= takenOverNote(ws.branch)
     await timed(this.taskId, "start", () => this.setStatus("in_progress"))
+    // Taken over from a run that died after its merge reached the shared remote, before its done write: the
+    // branch it pushed is in the remote's target. Landed as it is (done, no second merge), its agent never run again.
+    if (how === "taken-over" && (await this.shared.landing.landedOnRemote(ws))) return this.finish(await this.read())
     this.s.bus.emit({
       type: "task-start",
       taskId: this.taskId,
@@ -332,13 +343,17 @@ export class TaskWorker {
           return "blocked"
         }
         await commitAll(this.ws!.path, `${this.taskId}: step ${step.id}`, AUTHOR)
+        await this.shared.landing.pushBranch(this.taskId, this.ws!)
         await this.stepStatus(step.id, "done")
         rmSync(doneMark(this.s.project.stateDir, this.taskId, step.id), { force: true })
         continue
       }
       const after = await this.read()
       if (after.status === "blocked") return "blocked"
-      if (after.steps?.find((x) => x.id === step.id)?.status === "done") continue
+      if (after.steps?.find((x) => x.id === step.id)?.status === "done") {
+        await this.shared.landing.pushBranch(this.taskId, this.ws!) // what the agent committed in the step
+        continue
+      }
       resumeWith = await this.awaitAnswers(step)
       if (this.s.signal.aborted) return "stopped"
       if (resumeWith) {
@@ -433,6 +448,7 @@ export class TaskWorker {
     if (!ws || !existsSync(ws.path)) return
     const committed = await commitAll(ws.path, `${this.taskId}: work so far (${why})`, AUTHOR)
     if (committed) this.s.bus.emit({ type: "notice", taskId: this.taskId, text: `committed its agent's work so far on ${ws.branch} (${why})` })
+    await this.shared.landing.pushBranch(this.taskId, ws)
   }
 
   /**
@@ -466,9 +482,10 @@ export class TaskWorker {
     const gone = await worktreeGone(ws)
     if (gone) {
       this.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
-      return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true)
+      return blockTask(this.s, task.id, `nothing was merged: ${gone}`, true, this.claim)
     }
-    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true }))) return
+    if (!(await this.shared.landing.land(task.id, task.title, ws, this.shared.background, { fixer: this.fixer(task), finished: true, claim: this.claim })))
+      return
     // The outcome is final: free the agent and let dependents start now; the network work (push, pull
     // request) goes on meanwhile: dependents need only the local merge.
     const publish = this.s.publish
@@ -587,20 +604,24 @@ export class TaskWorker {
   }
 
   private block(note: string): Promise<void> {
-    return blockTask(this.s, this.taskId, note)
+    return blockTask(this.s, this.taskId, note, false, this.claim)
   }
 
   private async stepStatus(stepId: string, to: "in_progress" | "done"): Promise<void> {
     await untilValid(this.s.signal, () =>
-      this.s.store.mutate(`flow run: step ${stepId}`, (editor) => {
-        editor.set({ taskId: this.taskId, stepId }, "status", to)
-        editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
-      }),
+      this.s.store.mutate(
+        `flow run: step ${stepId}`,
+        (editor) => {
+          editor.set({ taskId: this.taskId, stepId }, "status", to)
+          editor.set({ taskId: this.taskId, stepId }, to === "done" ? "completed_at" : "started_at", now())
+        },
+        this.claim,
+      ),
     )
   }
 
   private write(command: string, edit: Parameters<typeof writeStatus>[2]): Promise<void> {
-    return writeStatus(this.s, command, edit)
+    return writeStatus(this.s, command, edit, this.claim)
   }
 
   /** Whether the agent's next turn continues its session: a CLI that can resume, and a session to resume. */
@@ -651,6 +672,9 @@ export class TaskWorker {
       FLOW_AGENT: this.agent.name,
       // Marks every process the agent starts, whatever session it puts them in, for the reaper (reaper.ts).
       FLOW_RUN_ID: RUN_ID,
+      // On a shared graph the claim's number: the agent's own writes of its task are fenced by it, so an attempt
+      // that was taken over (its machine paused past its lease) changes nothing (docs/FLEET.md).
+      ...(this.claim ? { FLOW_ATTEMPT: String(this.claim.attempt) } : {}),
       PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
       // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
       ...this.prep?.env,
@@ -663,12 +687,12 @@ export class TaskWorker {
    */
   private mcpServer(): { server: McpServerSpec; dir: string } | undefined {
     if (!this.agent.mcp) return undefined
-    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID } = this.agentEnv() as Record<string, string>
+    const { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID, FLOW_ATTEMPT } = this.agentEnv() as Record<string, string>
     const server = {
       name: "flow",
       command: join(this.s.project.stateDir, "bin", "flow"),
       args: ["mcp"],
-      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID },
+      env: { FLOW_PROJECT, FLOW_TASK_ID, FLOW_AGENT, FLOW_RUN_ID, ...(FLOW_ATTEMPT ? { FLOW_ATTEMPT } : {}) },
     }
     return { server, dir: join(this.s.project.stateDir, "mcp", this.taskId) }
   }

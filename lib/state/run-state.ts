@@ -11,6 +11,9 @@ import type { Question, Usage } from "../model/json-shapes"
 
 export type { Question, Usage }
 
+/** A task's last end in a run: its agent (on a shared project with its machine), when, and the status it left. */
+export type TaskEnd = { agent: string | null; at: string; status: string; machine?: string }
+
 export type FlowEvent = { id: number; at: string; kind: string; task_id: string | null; agent: string | null; data: unknown }
 export type NewEvent = { kind: string; task_id?: string | null; agent?: string | null; data?: unknown }
 
@@ -25,6 +28,16 @@ export type AgentRecord = {
   parked_until: string | null
   parked_reason: string | null
   parked_task: string | null
+  /** on a shared project, the machine whose runs the agent works in (absent in files) */
+  machine?: string
+}
+/**
+ * How usage and spend are keyed by agent: by name in files; on a shared project by name and machine, as agents
+ * are (two machines' runs may name their agents alike: docs/FLEET.md, "Many runs per shared project").
+ */
+export function agentKey(name: string, machine?: string | null): string {
+  // '@' is in no agent name (lib/cli/agent-name.ts), so the key is never another agent's.
+  return machine == null ? name : `${name}@${machine}`
 }
 /** The fields of an agent a caller sets. */
 export const AGENT_FIELDS = ["cli", "current_task", "completed", "session_id", "parked_until", "parked_reason", "parked_task"] as const
@@ -110,13 +123,17 @@ export interface RunState extends Disposable {
     since(afterId?: number, limit?: number): Promise<FlowEvent[]>
     /** The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first. */
     ofLastRun(kinds: readonly string[]): Promise<FlowEvent[]>
-    /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
-    lastTaskEnds(): Promise<Map<string, { agent: string | null; at: string; status: string }>>
+    /**
+     * Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in (on a
+     * shared project also on which machine).
+     */
+    lastTaskEnds(): Promise<Map<string, TaskEnd>>
   }
 
   /** Tokens and cost summed from the `agent.usage` events, by task, by agent, or over the last run. */
   readonly usage: {
     byTask(): Promise<Map<string, Usage>>
+    /** keyed by agentKey */
     byAgent(): Promise<Map<string, Usage>>
     lastRun(): Promise<Usage | null>
   }
@@ -126,9 +143,13 @@ export interface RunState extends Disposable {
     /** Every task's spend over all runs, or one task's from the events before `before` (an ISO time). */
     byTask(taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]>
     /** The latest run: its start and end (none while it runs), and its spend by agent. */
-    lastRun(): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null })[] } | undefined>
+    lastRun(): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null; machine?: string })[] } | undefined>
   }
 
+  /**
+   * The agents, by name: on a shared project the agents of this machine (its runs' agents, their sessions and
+   * parking), except `everywhere`, every machine's, for what a person reads.
+   */
   readonly agents: {
     /** Creates the agent or updates the given fields. */
     upsert(name: string, update?: AgentUpdate): Promise<AgentRecord>
@@ -136,6 +157,8 @@ export interface RunState extends Disposable {
     countCompleted(name: string): Promise<number>
     get(name: string): Promise<AgentRecord | undefined>
     list(): Promise<AgentRecord[]>
+    /** every machine's agents, by name then machine (in files: `list`) */
+    everywhere(): Promise<AgentRecord[]>
   }
 
   /** The merge journal (lib/landing/merge-journal.ts): intent before a merge, outcome after, closed once the graph says so. */
@@ -143,7 +166,7 @@ export interface RunState extends Disposable {
     begin(i: MergeIntent): Promise<number>
     outcome(id: number, outcome: MergeOutcome, detail?: { commit?: string; reason?: string }): Promise<void>
     close(taskId: string): Promise<void>
-    /** The latest open entry of each task that has one. */
+    /** The latest open entry of each task that has one (on a shared project: this machine's). */
     open(): Promise<Map<string, MergeEntry>>
     /** The task's latest entry, open or closed. */
     latest(taskId: string): Promise<MergeEntry | undefined>

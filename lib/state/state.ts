@@ -34,18 +34,18 @@ async function sharedState(project: Project): Promise<RunState | undefined> {
 }
 
 /**
- * The live `flow run` of the project, if any: in files, the live holder of this clone's `.flow/run.lock`; on a
- * shared project, the holder of the database's run lock whatever the machine (docs/FLEET.md, "What each
- * command shows"), with its `machine` and `since` on the database's clock, as the run state's times are.
+ * The live `flow run`s of the project, oldest first: in files, at most the live holder of this clone's
+ * `.flow/run.lock`; on a shared project every run holding the database's run lock whatever the machine
+ * (docs/FLEET.md, "What each command shows"), each with its `machine` and `since` on the database's clock, as
+ * the run state's times are.
  */
-export async function liveRun(project: Project): Promise<LiveRun | null> {
+export async function liveRuns(project: Project): Promise<LiveRun[]> {
   const { storeSetting } = await import("../store/setting")
   const setting = await storeSetting(project)
   if (setting.kind === "file") {
     const holder = lockHolder(runLockTarget(project))
-    return holder ? { pid: holder.pid, since: holder.since } : null
+    return holder ? [{ pid: holder.pid, since: holder.since }] : []
   }
-  const { runLockHolder } = await import("../store/postgres/run-lock")
-  const holder = await runLockHolder(setting)
-  return holder ? { pid: holder.pid, since: holder.at, machine: holder.machine } : null
+  const { liveRunHolders } = await import("../store/postgres/run-lock")
+  return (await liveRunHolders(setting)).map((h) => ({ pid: h.pid, since: h.at, machine: h.machine }))
 }

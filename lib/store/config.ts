@@ -99,6 +99,8 @@ export const FlowConfig = type({
   "retries?": "number.integer >= 0",
   /** how long one turn of an agent may run before it is stopped and counted as failed (default: no limit) */
   "task_timeout?": Duration,
+  /** on a shared graph, how long a run's claim of a task holds without a renewal (default 60s; renewed every third of it) */
+  "lease?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */
   "verify?": VerifyConfig.or(VerifyConfig.array()),
   /** run in each new worktree before its agent starts: one, or one per repository */
@@ -115,7 +117,7 @@ export const FlowConfig = type({
   "queue_depth?": "number.integer >= 1",
   /** an agent that says done having changed nothing: allow (done, with a note saying so; the default) or block */
   "empty_done?": "'allow' | 'block'",
-  /** the git remote that push and pull_request use (default origin) */
+  /** the git remote that push and pull_request use, and a shared project's machines share their work through (default origin) */
   "remote?": type(/^[A-Za-z0-9][A-Za-z0-9._-]*$/).describe("a git remote's name (letters, digits, '.', '_', '-')"),
   /** push the merge target to the remote after each merge */
   "push?": "boolean",

@@ -18,22 +18,41 @@ export async function openStore(project: Project): Promise<TaskStore> {
 }
 
 /**
- * A shared project's run lock, taken for `command` (docs/FLEET.md, "One run per shared project"): its release,
- * or the FlowError `refuse` makes of who holds it (what heldBy says, and the holder's machine). `onLost` hears
- * of the lock lost with its connection and taken by another process meanwhile. A project in files has none
- * (its .flow/run.lock is the whole story): undefined.
+ * A shared project's run lock, taken for `command` (docs/FLEET.md, "Many runs per shared project"): shared with
+ * every other run for a run (`{ run: <its RUN_ID> }`), alone for what must have no run live (`"exclusive"`). Its
+ * release, or the FlowError `refuse` makes of who holds it in the way (what heldBy says, and the holders'
+ * machines). `onLost` hears of the lock lost with its connection and refused
+ * when taken again. A project in files has none (its .flow/run.lock is the whole story): undefined.
  */
 export async function lockSharedRun(
   project: Project,
   command: string,
-  refuse: (heldBy: string, machine: string | undefined) => Error,
+  mode: { run: string } | "exclusive",
+  refuse: (heldBy: string, machines: string[]) => Error,
   onLost?: (heldBy: string) => void,
 ): Promise<(() => Promise<void>) | undefined> {
   const { storeSetting } = await import("./setting")
   const setting = await storeSetting(project)
   if (setting.kind === "file") return undefined
   const { heldBy, tryRunLock } = await import("./postgres/run-lock")
-  const lock = await tryRunLock(setting, command, onLost)
-  if ("holder" in lock) throw refuse(heldBy(setting, lock.holder, command), lock.holder?.machine)
+  const lock = await tryRunLock(setting, command, mode, onLost)
+  if ("holders" in lock) {
+    throw refuse(heldBy(setting, lock.holders, command), [...new Set(lock.holders.map((h) => h.machine))])
+  }
   return lock.held.release
+}
+
+/**
+ * Takes a shared project's landing lock of `key` (lib/store/postgres/landing-lock.ts), waiting for it: its
+ * release, or undefined when `signal` stopped the wait.
+ */
+export type LandingLock = (key: string, signal: AbortSignal) => Promise<(() => Promise<void>) | undefined>
+
+/** The landing locks of a shared project; undefined in files (one run per project lands alone). */
+export async function landingLocks(project: Project): Promise<LandingLock | undefined> {
+  const { storeSetting } = await import("./setting")
+  const setting = await storeSetting(project)
+  if (setting.kind === "file") return undefined
+  const { holdLandingLock } = await import("./postgres/landing-lock")
+  return (key, signal) => holdLandingLock(setting, key, signal)
 }

@@ -4,9 +4,16 @@
 // `openStore` (lib/store/open.ts) and never ask which one they hold. A change is one `mutate` call, atomic in every backend (a
 // file write under the lock; one SQL transaction), so "mark done and promote the dependents" is never half
 // applied anywhere. The status rules (transitions.ts) are written once, against `TaskEdits`.
+import { FlowError } from "../cli/errors"
 import type { Indexed, Task, TaskFile } from "../model/task-index"
 
 export type Scalar = string | number | boolean
+
+/**
+ * A shared store's database that cannot be reached (its message names it, without the password). A run waits
+ * it out (its outcomes held, written when it answers again); a command fails with it (exit 1).
+ */
+export class StoreUnreachable extends FlowError {}
 
 /** A task, or one of its steps. */
 export type EditTarget = { taskId: string; stepId?: string }
@@ -35,6 +42,28 @@ export type Fence = { taskId: string; attempt: number; run: string }
  */
 export type Claim = Fence & { holds(): Promise<boolean> }
 
+/**
+ * How runs that share a graph divide its tasks without a coordinator (docs/FLEET.md, "Claims, leases,
+ * fencing"). Only a shared store has them: in files one run holds a project (.flow/run.lock).
+ */
+export interface Claims {
+  /**
+   * Claims the first of `candidates` (in their order) that no live claim holds, whose status may start or
+   * resume and whose dependencies are done, for `leaseMs`: its fence, or undefined when none could be taken.
+   */
+  claim(candidates: readonly string[], who: { run: string; agent: string }, leaseMs: number): Promise<Fence | undefined>
+  /** Renews every claim `run` holds for another `leaseMs`: the tasks it still holds, with their attempts. */
+  renew(run: string, leaseMs: number): Promise<Map<string, number>>
+  /** Whether `fence` is still the task's live claim, on the database's clock. */
+  holds(fence: Fence): Promise<boolean>
+  /** Gives the task back, in whatever status it is: any run may take it at once. Nothing when the claim moved on. */
+  release(fence: Fence): Promise<void>
+  /** How many tasks other runs hold by a live claim now (a run with nothing to take waits while any do). */
+  othersLive(run: string): Promise<number>
+  /** Calls `wake` whenever a process changes the graph (LISTEN); resolves to its stop. */
+  listen(wake: () => void): Promise<() => Promise<void>>
+}
+
 /** The graph as read, and a version that changes on every write. */
 export type Loaded = { data: TaskFile; version: string }
 
@@ -46,6 +75,8 @@ export interface TaskStore {
   readonly where: string
   /** True for a graph many machines share (no file event says it changed: readers that follow it poll). */
   readonly shared: boolean
+  /** How runs divide the tasks of a shared graph; undefined in files. */
+  readonly claims?: Claims
   /** Whether there is a graph yet (tasks.yaml exists; a shared project always has one). */
   exists(): Promise<boolean>
   /** The whole graph, checked; a missing or invalid one is a FlowError (exit 3). */
@@ -54,7 +85,7 @@ export interface TaskStore {
    * The only way the graph changes: `edit` runs on the current graph and its edits are stored atomically;
    * nothing is stored when it throws or changes nothing. `command` names the writer in lock messages.
    */
-  mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence): Promise<T>
+  mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence | readonly Fence[]): Promise<T>
   /**
    * Replaces the graph as a whole (`flow generate`): `build` gets the current graph (undefined when there is
    * none) and returns the new tasks.yaml text, already validated, or no text to leave the graph as it is.

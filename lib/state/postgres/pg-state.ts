@@ -26,6 +26,7 @@ import {
   type RunState,
   type SpendRow,
   type StateDump,
+  type TaskEnd,
   type Usage,
   usageByKey,
   type UsageSum,
@@ -36,10 +37,14 @@ const EVENT_BATCH = 5000
 
 const QUESTION = "id, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by"
 const AGENT = "name, cli, current_task, completed, session_id, updated_at, parked_until, parked_reason, parked_task"
+// An agent is one machine's (agents are keyed by project, machine and name): its record says which.
+const MACHINE_AGENT = `${AGENT}, machine`
 // Tokens as billed where the report says (lib/run/prices.ts), else input and output as reported (an older flow's events).
 const SPEND = `sum((data ->> 'costUsd')::float8) AS cost,
   sum(coalesce((data ->> 'billedTokens')::float8, coalesce((data ->> 'inputTokens')::float8, 0) + coalesce((data ->> 'outputTokens')::float8, 0))) AS tokens,
   sum((data ->> 'seconds')::float8) AS seconds, kind`
+/** agentKey (lib/state/run-state.ts) of an event's agent and machine, in SQL. */
+const AGENT_KEY = "agent || '@' || coalesce(machine, '')"
 const MERGE = `id::float8 AS id, task_id, repo, branch, branch_head, target, target_before, started_at, outcome, merge_commit, detail, closed_at`
 
 export class PgRunState implements RunState {
@@ -185,16 +190,16 @@ export class PgRunState implements RunState {
             AND id > (SELECT coalesce(max(id), 0) FROM events WHERE project = ${this.key} AND kind = 'run.start')
           ORDER BY id`,
       ),
-    lastTaskEnds: async (): Promise<Map<string, { agent: string | null; at: string; status: string }>> => {
+    lastTaskEnds: async (): Promise<Map<string, TaskEnd>> => {
       const rows = await this.run(
         (sql) => sql`
-          SELECT DISTINCT ON (task_id) task_id, agent, at, data ->> 'status' AS status FROM events
+          SELECT DISTINCT ON (task_id) task_id, agent, at, data ->> 'status' AS status, machine FROM events
           WHERE project = ${this.key} AND kind = 'task.end' AND task_id IS NOT NULL ORDER BY task_id, id DESC`,
       )
       return new Map(
-        rows.map((r: { task_id: string; agent: string | null; at: string; status: string | null }) => [
+        rows.map((r: { task_id: string; agent: string | null; at: string; status: string | null; machine: string | null }) => [
           r.task_id,
-          { agent: r.agent, at: r.at, status: r.status ?? "" },
+          { agent: r.agent, at: r.at, status: r.status ?? "", machine: r.machine ?? "" },
         ]),
       )
     },
@@ -203,8 +208,9 @@ export class PgRunState implements RunState {
   readonly usage = {
     byTask: (): Promise<Map<string, Usage>> =>
       this.sumUsage((sql) => sql`${this.usageSums(sql, "task_id")} FROM events WHERE project = ${this.key} AND kind = 'agent.usage' GROUP BY 1`),
+    // By agent and machine (agentKey), as agents are.
     byAgent: (): Promise<Map<string, Usage>> =>
-      this.sumUsage((sql) => sql`${this.usageSums(sql, "agent")} FROM events WHERE project = ${this.key} AND kind = 'agent.usage' GROUP BY 1`),
+      this.sumUsage((sql) => sql`${this.usageSums(sql, AGENT_KEY)} FROM events WHERE project = ${this.key} AND kind = 'agent.usage' GROUP BY 1`),
     lastRun: async (): Promise<Usage | null> =>
       (
         await this.sumUsage(
@@ -216,7 +222,7 @@ export class PgRunState implements RunState {
       ).get("run") ?? null,
   }
 
-  private usageSums(sql: SQL, group: "task_id" | "agent" | "'run'") {
+  private usageSums(sql: SQL, group: "task_id" | typeof AGENT_KEY | "'run'") {
     return sql.unsafe(
       `SELECT ${group} AS key, sum((data ->> 'inputTokens')::float8) AS input, sum((data ->> 'outputTokens')::float8) AS output,
        sum((data ->> 'costUsd')::float8) AS cost, bool_or((data ->> 'costEstimated')::boolean) AS estimated`,
@@ -244,12 +250,15 @@ export class PgRunState implements RunState {
         const [end] = await tx`
           SELECT at FROM events WHERE project = ${this.key} AND kind = 'run.end' AND id > ${start.id} ORDER BY id LIMIT 1`
         const rows = await tx`
-          SELECT agent, ${tx.unsafe(SPEND)} FROM events
-          WHERE project = ${this.key} AND id > ${start.id} AND kind IN ('agent.usage', 'agent.exit') GROUP BY agent, kind`
-        return { startedAt: start.at, endedAt: end?.at ?? null, rows: rows.map((r: SpendRow & { agent: string | null }) => ({ ...r })) }
+          SELECT agent, coalesce(machine, '') AS machine, ${tx.unsafe(SPEND)} FROM events
+          WHERE project = ${this.key} AND id > ${start.id} AND kind IN ('agent.usage', 'agent.exit') GROUP BY agent, machine, kind`
+        return { startedAt: start.at, endedAt: end?.at ?? null, rows: rows.map((r: SpendRow & { agent: string | null; machine: string }) => ({ ...r })) }
       }),
   }
 
+  // The agents of this machine's runs: two machines' runs may name their agents alike, and each machine writes,
+  // resumes and parks only its own (a session lives on the machine whose CLI started it); every machine's are read
+  // by `everywhere`, for what a person reads.
   readonly agents = {
     upsert: async (name: string, update: AgentUpdate = {}): Promise<AgentRecord> => {
       const has = (k: keyof AgentUpdate) => update[k] !== undefined
@@ -259,7 +268,7 @@ export class PgRunState implements RunState {
           VALUES (${this.key}, ${name}, ${update.cli ?? null}, ${update.current_task ?? null}, ${update.completed ?? 0},
                   ${update.session_id ?? null}, ${update.parked_until ?? null}, ${update.parked_reason ?? null}, ${update.parked_task ?? null},
                   ${this.machine}, flow_now())
-          ON CONFLICT (project, name) DO UPDATE SET
+          ON CONFLICT (project, machine, name) DO UPDATE SET
             cli = CASE WHEN ${has("cli")} THEN excluded.cli ELSE agents.cli END,
             current_task = CASE WHEN ${has("current_task")} THEN excluded.current_task ELSE agents.current_task END,
             completed = CASE WHEN ${has("completed")} THEN excluded.completed ELSE agents.completed END,
@@ -267,8 +276,8 @@ export class PgRunState implements RunState {
             parked_until = CASE WHEN ${has("parked_until")} THEN excluded.parked_until ELSE agents.parked_until END,
             parked_reason = CASE WHEN ${has("parked_reason")} THEN excluded.parked_reason ELSE agents.parked_reason END,
             parked_task = CASE WHEN ${has("parked_task")} THEN excluded.parked_task ELSE agents.parked_task END,
-            machine = excluded.machine, updated_at = excluded.updated_at
-          RETURNING ${sql.unsafe(AGENT)}`,
+            updated_at = excluded.updated_at
+          RETURNING ${sql.unsafe(MACHINE_AGENT)}`,
       )
       return { ...row } as AgentRecord
     },
@@ -276,16 +285,21 @@ export class PgRunState implements RunState {
       const [{ completed }] = await this.run(
         (sql) => sql`
           INSERT INTO agents (project, name, completed, machine, updated_at) VALUES (${this.key}, ${name}, 1, ${this.machine}, flow_now())
-          ON CONFLICT (project, name) DO UPDATE SET completed = agents.completed + 1, updated_at = excluded.updated_at
+          ON CONFLICT (project, machine, name) DO UPDATE SET completed = agents.completed + 1, updated_at = excluded.updated_at
           RETURNING completed`,
       )
       return completed
     },
     get: async (name: string): Promise<AgentRecord | undefined> => {
-      const [row] = await this.run((sql) => sql`SELECT ${sql.unsafe(AGENT)} FROM agents WHERE project = ${this.key} AND name = ${name}`)
+      const [row] = await this.run(
+        (sql) => sql`SELECT ${sql.unsafe(MACHINE_AGENT)} FROM agents WHERE project = ${this.key} AND machine = ${this.machine} AND name = ${name}`,
+      )
       return row ? ({ ...row } as AgentRecord) : undefined
     },
-    list: (): Promise<AgentRecord[]> => this.rows((sql) => sql`SELECT ${sql.unsafe(AGENT)} FROM agents WHERE project = ${this.key} ORDER BY name`),
+    list: (): Promise<AgentRecord[]> =>
+      this.rows((sql) => sql`SELECT ${sql.unsafe(MACHINE_AGENT)} FROM agents WHERE project = ${this.key} AND machine = ${this.machine} ORDER BY name`),
+    everywhere: (): Promise<AgentRecord[]> =>
+      this.rows((sql) => sql`SELECT ${sql.unsafe(MACHINE_AGENT)} FROM agents WHERE project = ${this.key} ORDER BY name, machine`),
   }
 
   readonly merges = {
@@ -309,7 +323,10 @@ export class PgRunState implements RunState {
       await this.run((sql) => sql`UPDATE merges SET closed_at = flow_now() WHERE project = ${this.key} AND task_id = ${taskId} AND closed_at IS NULL`)
     },
     open: async (): Promise<Map<string, MergeEntry>> => {
-      const rows = await this.run((sql) => sql`SELECT ${sql.unsafe(MERGE)} FROM merges WHERE project = ${this.key} AND closed_at IS NULL ORDER BY id`)
+      // This machine's: another's open entry is a landing that machine finishes (or its task's next attempt closes).
+      const rows = await this.run(
+        (sql) => sql`SELECT ${sql.unsafe(MERGE)} FROM merges WHERE project = ${this.key} AND machine = ${this.machine} AND closed_at IS NULL ORDER BY id`,
+      )
       return new Map(rows.map((r: MergeRow) => [r.task_id, mergeEntry(r)]))
     },
     latest: async (taskId: string): Promise<MergeEntry | undefined> => {
@@ -386,7 +403,12 @@ export class PgRunState implements RunState {
     return this.tx(async (tx) => {
       const questions = await tx`SELECT ${tx.unsafe(QUESTION)}, seq FROM questions WHERE project = ${this.key} ORDER BY seq`
       const events = await tx`SELECT at, kind, task_id, agent, data FROM events WHERE project = ${this.key} ORDER BY id`
-      const agents = await tx`SELECT ${tx.unsafe(AGENT)} FROM agents WHERE project = ${this.key} ORDER BY name`
+      // state.db holds an agent per name: this machine's, else the one of another machine that worked last.
+      const agents = await tx`
+        SELECT ${tx.unsafe(AGENT)} FROM (
+          SELECT DISTINCT ON (name) ${tx.unsafe(AGENT)} FROM agents WHERE project = ${this.key}
+          ORDER BY name, machine = ${this.machine} DESC, updated_at DESC) a
+        ORDER BY name`
       const merges = await tx`SELECT ${tx.unsafe(MERGE)} FROM merges WHERE project = ${this.key} ORDER BY id`
       const moves = await tx`
         SELECT id::float8 AS id, repo, checkout, ref, old, new, started_at, ended_at, outcome FROM moves
@@ -427,7 +449,7 @@ export class PgRunState implements RunState {
         INSERT INTO agents (project, name, cli, current_task, completed, session_id, parked_until, parked_reason, parked_task, machine, updated_at)
         VALUES (${this.key}, ${a.name}, ${a.cli}, ${a.current_task}, ${a.completed}, ${a.session_id}, ${a.parked_until}, ${a.parked_reason},
                 ${a.parked_task}, ${this.machine}, ${a.updated_at})
-        ON CONFLICT (project, name) DO NOTHING`
+        ON CONFLICT (project, machine, name) DO NOTHING`
     }
     for (const m of dump.merges) {
       await tx`

@@ -25,6 +25,7 @@ import {
   type RunState,
   type SpendRow,
   type StateDump,
+  type TaskEnd,
   type Usage,
   usageByKey,
 } from "../run-state"
@@ -248,7 +249,7 @@ export class StateDb implements RunState {
           .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
       ),
     /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
-    lastTaskEnds: (): Promise<Map<string, { agent: string | null; at: string; status: string }>> =>
+    lastTaskEnds: (): Promise<Map<string, TaskEnd>> =>
       this.retry(() => {
         const rows = this.db
           .query<{ task_id: string; agent: string | null; at: string; data: string | null }, []>(
@@ -312,6 +313,7 @@ export class StateDb implements RunState {
     get: (name: string): Promise<AgentRecord | undefined> =>
       this.retry(() => this.db.query<AgentRecord, [string]>("SELECT * FROM agents WHERE name = ?").get(name) ?? undefined),
     list: (): Promise<AgentRecord[]> => this.retry(() => this.db.query<AgentRecord, []>("SELECT * FROM agents ORDER BY name").all()),
+    everywhere: (): Promise<AgentRecord[]> => this.agents.list(),
   }
 
   /** What budgets count (lib/run/budget-meter.ts folds the rows). */

@@ -30,7 +30,7 @@ export class FileStore implements TaskStore {
     return { data, text, version: contentKey(text) }
   }
 
-  mutate<T>(command: string, edit: (edits: TaskEdits) => T, _fence?: Fence): Promise<T> {
+  mutate<T>(command: string, edit: (edits: TaskEdits) => T, _fence?: Fence | readonly Fence[]): Promise<T> {
     return mutateTasks(this.project, command, edit)
   }
 

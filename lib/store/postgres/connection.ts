@@ -4,6 +4,7 @@
 // password (the client's own text is scrubbed of it too). Any other error is a bug and goes up as it is.
 import { SQL } from "bun"
 import { Exit, FlowError } from "../../cli/errors"
+import { StoreUnreachable } from "../store"
 import type { SharedSetting } from "../setting"
 import { migrate } from "./migrations"
 import { scrub } from "./url"
@@ -65,7 +66,7 @@ export class Database {
       (code?.startsWith("ERR_POSTGRES_") === true && code !== "ERR_POSTGRES_SERVER_ERROR") ||
       /^E[A-Z]+$/.test(code ?? "")
     if (!connection) return e
-    return new FlowError(
+    return new StoreUnreachable(
       `cannot reach the database at ${this.shown}: ${detail}`,
       Exit.failure,
       "check that the server runs and that flow.yaml's state (or FLOW_DATABASE_URL) names it; TLS settings go in the URL (sslmode=require)",

@@ -165,6 +165,26 @@ const MIGRATIONS: readonly string[] = [
      backend_pid integer,
      since timestamptz
    );`,
+  // 3. Many live runs per shared project (docs/FLEET.md, "Many runs per shared project"): each run holds the
+  // project's lock shared and writes a row of its own (a row counts only while its session holds the lock);
+  // run_locks keeps the lock's number and says who holds it exclusively (flow unshare). Agents are one row
+  // per machine and name: two machines' runs may name their agents alike. A row without a machine (none flow
+  // wrote: every write names its machine) becomes the machine '', nobody's.
+  `CREATE TABLE live_runs (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     -- the run's RUN_ID (lib/run/reaper.ts): pid and start, unique to the run on its machine
+     run_id text NOT NULL,
+     command text NOT NULL,
+     machine text NOT NULL,
+     pid integer NOT NULL,
+     backend_pid integer NOT NULL,
+     since timestamptz NOT NULL,
+     PRIMARY KEY (project, machine, run_id)
+   );
+   UPDATE agents SET machine = '' WHERE machine IS NULL;
+   ALTER TABLE agents ALTER COLUMN machine SET NOT NULL;
+   ALTER TABLE agents DROP CONSTRAINT agents_pkey;
+   ALTER TABLE agents ADD PRIMARY KEY (project, machine, name);`,
 ]
 
 /** The schema version this flow writes and reads. */

@@ -17,6 +17,7 @@ import { textOnto } from "../export-text"
 import type { SharedSetting } from "../setting"
 import type { Current, Fence, Loaded, TaskEdits, TaskStore } from "../store"
 import { type Database, database } from "./connection"
+import { channelOf, PgClaims } from "./claims"
 import { RowEditor } from "./row-editor"
 import { docText, fromRows, toRows, type TaskRow } from "./rows"
 
@@ -25,10 +26,8 @@ type Cached = { id: string; parent: string | null; ord: number; status: string; 
 /** What a load saw: the project's version and generation, and whether it found the project. */
 type Snapshot = { version: number; generation: number }
 
-/** The channel a project's writes are announced on (LISTEN "flow_<key>"). */
-export function channelOf(key: string): string {
-  return `flow_${key}`
-}
+// The channel's name is claims.ts's, where listeners subscribe: one import between the two files, no cycle.
+export { channelOf } from "./claims"
 
 /** The error of a project the database does not hold. */
 export async function missingProject(sql: SQL, setting: SharedSetting): Promise<FlowError> {
@@ -52,11 +51,16 @@ export class PgTaskStore implements TaskStore {
   /** The ids in file order, rebuilt when the generation changes. */
   private order: string[] = []
 
+  /** How runs divide this graph's tasks (claims.ts). */
+  readonly claims: PgClaims
+
   private constructor(
     private readonly db: Database,
     private readonly setting: SharedSetting,
     private readonly lockTimeoutMs: number,
-  ) {}
+  ) {
+    this.claims = new PgClaims(db, setting)
+  }
 
   /** The process's store of this project (one cache of rows per project and process). */
   static open(setting: SharedSetting, lockTimeoutMs = 30_000): PgTaskStore {
@@ -91,10 +95,11 @@ export class PgTaskStore implements TaskStore {
     })
   }
 
-  async mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence): Promise<T> {
+  async mutate<T>(command: string, edit: (edits: TaskEdits) => T, fence?: Fence | readonly Fence[]): Promise<T> {
+    const fences: readonly Fence[] = fence === undefined ? [] : "taskId" in fence ? [fence] : fence
     return this.db.run((sql) =>
       this.locked(sql, command, async (tx, snap) => {
-        if (fence) await this.checkFence(tx, fence)
+        for (const f of fences) await this.checkFence(tx, f)
         const editor = new RowEditor(this.graph())
         const out = edit(editor)
         if (editor.changed.size === 0) return { out }
@@ -172,6 +177,9 @@ export class PgTaskStore implements TaskStore {
     }
     await tx`DELETE FROM tasks WHERE project = ${this.setting.key} AND rev <> ${version}`
     await tx`UPDATE projects SET top = ${JSON.stringify(top)}::text::json, source = ${text} WHERE key = ${this.setting.key}`
+    // Fresh statistics for the planner: a claim right after a share must find its candidates by primary key
+    // (claims.ts), not by a plan made for an empty table (autovacuum analyzes only a minute or so later).
+    await tx`ANALYZE tasks`
     await this.bump(tx, version, true)
   }
 
@@ -202,9 +210,11 @@ export class PgTaskStore implements TaskStore {
   }
 
   private async bump(tx: SQL, version: number, generation: boolean): Promise<void> {
-    if (generation) await tx`UPDATE projects SET version = ${version}, generation = generation + 1 WHERE key = ${this.setting.key}`
-    else await tx`UPDATE projects SET version = ${version} WHERE key = ${this.setting.key}`
-    await tx`SELECT pg_notify(${channelOf(this.setting.key)}, ${String(version)})`
+    // One statement, one round trip, while every other writer of the project waits for this transaction.
+    await tx`
+      WITH bumped AS (
+        UPDATE projects SET version = ${version}, generation = generation + ${generation ? 1 : 0} WHERE key = ${this.setting.key} RETURNING 1)
+      SELECT pg_notify(${channelOf(this.setting.key)}, ${String(version)}) FROM bumped`
   }
 
   /** The task's claim must still be the fence's; otherwise the write is refused. */

@@ -1,9 +1,10 @@
-// One live `flow run` per shared project, whatever the machine (docs/FLEET.md, "One run per shared project").
-// `.flow/run.lock` is one clone's; this lock is the database's: a session-level advisory lock held on a
-// connection reserved for the run's whole life. The server drops a session's advisory locks when its
-// connection closes, so a run that ends, fails, is stopped or is killed outright (kill -9) frees the project
-// without anyone cleaning up. The lock is the truth; the project's row in `run_locks` only says who holds it,
-// for the refusal to quote, and a row left by a dead holder blocks nothing.
+// Many live `flow run`s per shared project, none while it moves out (docs/FLEET.md, "Many runs per shared
+// project"). `.flow/run.lock` is one clone's; this lock is the database's: a session-level advisory lock held
+// on a connection reserved for the holder's whole life, shared by every run, exclusive for `flow unshare`. The
+// server drops a session's advisory locks when its connection closes, so a holder that ends, fails, is stopped
+// or is killed outright (kill -9) lets go without anyone cleaning up. The lock is the truth; the rows only say
+// who holds it (a run's row in `live_runs`, the exclusive holder in the project's `run_locks` row), and a row
+// counts only while the session that wrote it holds the lock.
 import type { ReservedSQL, SQL } from "bun"
 import type { SharedSetting } from "../setting"
 import { database } from "./connection"
@@ -16,57 +17,88 @@ import { missingProject } from "./pg-store"
 const RUN_LOCK_CLASS = 0x666c6f72
 
 /**
- * Who holds a shared project's run lock, as its row says; absent while the holder has not written it yet.
- * `since` for messages (`2024-05-01 12:01:07 UTC`), `at` the same instant as the run state's times are written.
+ * Who holds a shared project's run lock, as its row says. `since` for messages (`2024-05-01 12:01:07 UTC`),
+ * `at` the same instant as the run state's times are written.
  */
-export type RunHolder = { command: string; machine: string; pid: number; since: string; at: string }
+export type RunHolder = { command: string; machine: string; pid: number; since: string; at: string; exclusive: boolean }
 
 /** A shared project's run lock, held until released (or until this process's connection closes). */
 export type HeldRunLock = { release(): Promise<void> }
 
 /**
+ * How the lock is taken: `run` shares it with every other run (`id` names the run: RUN_ID of
+ * lib/run/reaper.ts); `exclusive` holds it alone, refused while anything holds it.
+ */
+export type LockMode = { run: string } | "exclusive"
+
+/**
  * How often a held lock's connection is looked at. A lock whose connection closed (the server restarted, the
- * session was ended) is gone: it is taken again, or, when another holds it by then, the holder is told.
+ * session was ended) is gone: it is taken again, or, when that is refused by then, the holder is told.
  */
 const WATCH_MS = 5_000
 
 /**
  * Takes the project's run lock for `command` (this process, this machine) without waiting: the lock, or who
- * holds it. A FlowError when the database does not hold the project or cannot be reached. `onLost` hears of a
- * lock lost with its connection that another process took meanwhile (what heldBy says of it).
+ * holds it in the way (none named: the holder has not recorded itself yet). A FlowError when the database does
+ * not hold the project or cannot be reached. `onLost` hears of a lock lost with its connection and refused
+ * when taken again (what heldBy says of who holds it then).
  */
 export async function tryRunLock(
   setting: SharedSetting,
   command: string,
+  mode: LockMode,
   onLost: (heldBy: string) => void = () => {},
-): Promise<{ held: HeldRunLock } | { holder: RunHolder | undefined }> {
+): Promise<{ held: HeldRunLock } | { holders: RunHolder[] }> {
   const db = database(setting)
   return db.run(async (sql) => {
     const lockId = await lockIdOf(sql, setting)
-    const take = () => db.run((sql) => takeOn(sql, lockId, setting, command))
-    const conn = await takeOn(sql, lockId, setting, command)
-    if (!conn) return { holder: await holderOf(sql, setting.key) }
+    const who = { setting, command, mode, lockId }
+    const first = await takeOn(sql, who)
+    if (!first) return { holders: await inTheWay(sql, setting.key, mode) }
+    const take = () => db.run((sql) => takeOn(sql, who, first.since))
     const lost = async () => {
-      const holder = await db.run((sql) => holderOf(sql, setting.key)).catch(() => undefined)
-      onLost(heldBy(setting, holder, command))
+      const holders = await db.run((sql) => inTheWay(sql, setting.key, mode)).catch(() => [])
+      onLost(heldBy(setting, holders, command))
     }
-    return { held: watch(conn, lockId, take, lost) }
+    return { held: watch(first.conn, lockId, mode, take, lost) }
   })
 }
 
-/** A connection of its own holding lock `lockId` for `command`, with its row written; undefined: held elsewhere. */
-async function takeOn(sql: SQL, lockId: number, setting: SharedSetting, command: string): Promise<ReservedSQL | undefined> {
+type Taker = { setting: SharedSetting; command: string; mode: LockMode; lockId: number }
+type Taken = { conn: ReservedSQL; since: Date }
+
+/**
+ * A connection of its own holding the lock for `who`, with its row written (`since`: when it first took it, kept
+ * when it takes it again); undefined: refused.
+ */
+async function takeOn(sql: SQL, who: Taker, since?: Date): Promise<Taken | undefined> {
+  const { setting, command, mode, lockId } = who
   const conn = await sql.reserve()
   try {
-    const [{ ok }] = await conn`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
+    const [{ ok }] =
+      mode === "exclusive"
+        ? await conn`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
+        : await conn`SELECT pg_try_advisory_lock_shared(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
     if (!ok) {
       await conn.release()
       return undefined
     }
+    if (mode === "exclusive") {
+      const [row] = await conn`
+        UPDATE run_locks SET command = ${command}, machine = ${setting.machine}, pid = ${process.pid}, backend_pid = pg_backend_pid(), since = now()
+        WHERE lock_id = ${lockId} RETURNING since`
+      return { conn, since: row.since }
+    }
+    // The rows of runs gone (killed, or their session ended) go now: they count for nothing, and would pile up.
     await conn`
-      UPDATE run_locks SET command = ${command}, machine = ${setting.machine}, pid = ${process.pid}, backend_pid = pg_backend_pid(), since = now()
-      WHERE lock_id = ${lockId}`
-    return conn
+      DELETE FROM live_runs r WHERE r.project = ${setting.key} AND NOT (r.machine = ${setting.machine} AND r.run_id = ${mode.run})
+        AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${conn.unsafe(heldAs("r.backend_pid", lockId, "ShareLock"))})`
+    const [row] = await conn`
+      INSERT INTO live_runs (project, run_id, command, machine, pid, backend_pid, since)
+      VALUES (${setting.key}, ${mode.run}, ${command}, ${setting.machine}, ${process.pid}, pg_backend_pid(), coalesce(${since ?? null}::timestamptz, now()))
+      ON CONFLICT (project, machine, run_id) DO UPDATE SET backend_pid = excluded.backend_pid, since = excluded.since
+      RETURNING since`
+    return { conn, since: row.since }
   } catch (e) {
     // A connection that may hold the lock must not go back to the pool: closed, it lets go of it.
     await conn.close().catch(() => {})
@@ -75,7 +107,7 @@ async function takeOn(sql: SQL, lockId: number, setting: SharedSetting, command:
 }
 
 /** The held lock, looked at every WATCH_MS and taken again when its connection closed. */
-function watch(first: ReservedSQL, lockId: number, take: () => Promise<ReservedSQL | undefined>, lost: () => Promise<void>): HeldRunLock {
+function watch(first: ReservedSQL, lockId: number, mode: LockMode, take: () => Promise<Taken | undefined>, lost: () => Promise<void>): HeldRunLock {
   let conn: ReservedSQL | undefined = first
   let done = false
   let looking: Promise<void> = Promise.resolve()
@@ -90,9 +122,9 @@ function watch(first: ReservedSQL, lockId: number, take: () => Promise<ReservedS
       }
     }
     try {
-      conn = await take()
+      conn = (await take())?.conn
     } catch {
-      return // the database cannot be reached: nobody there can take the lock from a run that cannot write
+      return // the database cannot be reached: nobody there can move the project from under a holder that cannot write
     }
     if (!conn) {
       done = true
@@ -109,7 +141,7 @@ function watch(first: ReservedSQL, lockId: number, take: () => Promise<ReservedS
       done = true
       clearInterval(timer)
       await looking
-      if (conn) await unlock(conn, lockId)
+      if (conn) await unlock(conn, lockId, mode)
     },
   }
 }
@@ -122,33 +154,51 @@ async function lockIdOf(sql: SQL, setting: SharedSetting): Promise<number> {
   return row.lock_id
 }
 
+/** The condition on pg_locks `l`: session `backend` holds lock `lockId` (a column or a number) in `mode`. */
+function heldAs(backend: string, lockId: number | string, mode: "ShareLock" | "ExclusiveLock"): string {
+  return `l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid::bigint = ${RUN_LOCK_CLASS}
+    AND l.objid::bigint = ${lockId} AND l.pid = ${backend} AND l.mode = '${mode}'
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+}
+
+const SINCE = `to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS since,
+  to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at`
+
 /**
- * Who holds project `key`'s run lock: its row, when the row was written by the session holding the lock now (a
- * row of an earlier holder, or one the holder has not replaced yet, says nothing about this one). One query.
+ * Who holds project `key`'s run lock now, oldest first: every run (a row of `live_runs` whose session holds the
+ * lock shared) and the exclusive holder (the `run_locks` row, when its session holds the lock alone). A row
+ * of a holder gone, or not yet replaced by the holder, says nothing. One query.
  */
-async function holderOf(sql: SQL, key: string): Promise<RunHolder | undefined> {
-  const [row] = await sql`
-    SELECT r.command, r.machine, r.pid, to_char(r.since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS "UTC"') AS since,
-           to_char(r.since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
-    FROM run_locks r JOIN pg_locks l
-      ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 AND l.classid::bigint = ${RUN_LOCK_CLASS}
-         AND l.objid::bigint = r.lock_id AND l.pid = r.backend_pid
-         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    WHERE r.project = ${key}`
-  return row ? { command: row.command, machine: row.machine, pid: row.pid, since: row.since, at: row.at } : undefined
+async function holdersOf(sql: SQL, key: string): Promise<RunHolder[]> {
+  const rows = await sql`
+    SELECT command, machine, pid, exclusive, ${sql.unsafe(SINCE)} FROM (
+      SELECT r.command, r.machine, r.pid, r.since, false AS exclusive FROM live_runs r JOIN run_locks k ON k.project = r.project
+      WHERE r.project = ${key} AND EXISTS (SELECT 1 FROM pg_locks l WHERE ${sql.unsafe(heldAs("r.backend_pid", "k.lock_id", "ShareLock"))})
+      UNION ALL
+      SELECT k.command, k.machine, k.pid, k.since, true FROM run_locks k
+      WHERE k.project = ${key} AND EXISTS (SELECT 1 FROM pg_locks l WHERE ${sql.unsafe(heldAs("k.backend_pid", "k.lock_id", "ExclusiveLock"))})
+    ) h ORDER BY h.since, h.machine, h.pid`
+  return rows.map((r: RunHolder) => ({ command: r.command, machine: r.machine, pid: r.pid, since: r.since, at: r.at, exclusive: r.exclusive }))
+}
+
+/** The holders that refuse a lock taken in `mode`: a run is refused only by an exclusive holder. */
+async function inTheWay(sql: SQL, key: string, mode: LockMode): Promise<RunHolder[]> {
+  const holders = await holdersOf(sql, key)
+  return mode === "exclusive" ? holders : holders.filter((h) => h.exclusive)
 }
 
 /**
- * Who holds the project's run lock now, whatever the machine; undefined when no run lives (or its holder has
- * not recorded itself yet). Only looks: a project never run has no row, and none is made.
+ * The live runs of the project now, whatever the machine, oldest first; none while no run lives (a run that has
+ * not recorded itself yet is not among them). Only looks: a project never run has no row, and none is made.
  */
-export async function runLockHolder(setting: SharedSetting): Promise<RunHolder | undefined> {
-  return database(setting).run((sql) => holderOf(sql, setting.key))
+export async function liveRunHolders(setting: SharedSetting): Promise<RunHolder[]> {
+  return (await database(setting).run((sql) => holdersOf(sql, setting.key))).filter((h) => !h.exclusive)
 }
 
-async function unlock(conn: ReservedSQL, lockId: number): Promise<void> {
+async function unlock(conn: ReservedSQL, lockId: number, mode: LockMode): Promise<void> {
   try {
-    await conn`SELECT pg_advisory_unlock(${RUN_LOCK_CLASS}, ${lockId})`
+    if (mode === "exclusive") await conn`SELECT pg_advisory_unlock(${RUN_LOCK_CLASS}, ${lockId})`
+    else await conn`SELECT pg_advisory_unlock_shared(${RUN_LOCK_CLASS}, ${lockId})`
     await conn.release()
   } catch {
     // The connection is gone (the server restarted, the network dropped): the lock went with it.
@@ -157,12 +207,16 @@ async function unlock(conn: ReservedSQL, lockId: number): Promise<void> {
 }
 
 /**
- * What a refused command says of the holder: "another 'flow run' holds shared project 'shop' (machine
- * laptop-2, pid 4242, since 2024-05-01 12:01:07 UTC)".
+ * What a refused command says of the holders in its way: "'flow run' holds shared project 'shop' (machine
+ * laptop-2, pid 4242, since 2024-05-01 12:01:07 UTC)", "2 'flow run's hold shared project 'shop' (machine
+ * laptop-1, ...; machine laptop-2, ...)", "another 'flow unshare' holds ...".
  */
-export function heldBy(setting: SharedSetting, holder: RunHolder | undefined, command: string): string {
+export function heldBy(setting: SharedSetting, holders: readonly RunHolder[], command: string): string {
   const project = `shared project '${setting.key}'`
-  if (!holder) return `another flow process holds the run lock of ${project} (who, it has not recorded yet)`
-  const who = holder.command === command ? `another '${holder.command}'` : `'${holder.command}'`
-  return `${who} holds ${project} (machine ${holder.machine}, pid ${holder.pid}, since ${holder.since})`
+  if (holders.length === 0) return `another flow process holds the run lock of ${project} (who, it has not recorded yet)`
+  const where = holders.map((h) => `machine ${h.machine}, pid ${h.pid}, since ${h.since}`).join("; ")
+  // Many holders are runs (the lock held alone has one holder); one is named as it always was.
+  const [{ command: theirs }] = holders
+  if (holders.length > 1) return `${holders.length} '${theirs}'s hold ${project} (${where})`
+  return `${theirs === command ? "another " : ""}'${theirs}' holds ${project} (${where})`
 }

@@ -1,0 +1,123 @@
+// The git of a shared project's runs across machines (docs/FLEET.md, "Git across machines"): every machine
+// works in its own clone, and what the machines share is the remote (flow.yaml `remote:`, default origin).
+// A task's worktree starts from the remote (its target, or the task's branch an earlier attempt pushed), its
+// branch is pushed after every commit flow makes, never over a newer attempt's (a compare-and-swap on the
+// remote's ref), and merges reach the target only by a push (lib/run/remote-landing.ts).
+import { existsSync } from "node:fs"
+import { FlowError } from "../cli/errors"
+import { run } from "../cli/proc"
+import { branchExists, ensureWorktree, GIT_ENV, isAncestor, revParse } from "./git"
+import { lastLines } from "./publish"
+
+/** Where the remote's `branch` is kept in a clone after a fetch or a push. */
+export const tracking = (remote: string, branch: string) => `refs/remotes/${remote}/${branch}`
+
+/** The URL of `remote` in `repo` (the landing lock's key: two clones of one remote share it), or a FlowError saying how to add it. */
+export async function remoteUrl(repo: string, remote: string): Promise<string> {
+  const r = await run(["git", "remote", "get-url", "--", remote], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0 && r.stdout.trim()) return r.stdout.trim()
+  throw missingRemote(repo, remote)
+}
+
+/** The error of a shared project's repository without its shared remote. */
+export function missingRemote(repo: string, remote: string): FlowError {
+  return new FlowError(
+    `${repo} has no git remote '${remote}': a shared project's machines share their work through it`,
+    undefined,
+    `add it with 'git -C ${repo} remote add ${remote} <url>' (every machine's clone of the repository needs it), or name another in flow.yaml's remote:`,
+  )
+}
+
+/**
+ * Fetches the remote's `branch` into its tracking ref: its commit, or undefined when the remote has no such
+ * branch (then the tracking ref, left by an earlier fetch, goes: it must not pass for the remote's). A fetch
+ * that fails otherwise (the network, a remote refusing) is a FlowError.
+ */
+export async function fetchBranch(repo: string, remote: string, branch: string): Promise<string | undefined> {
+  const ref = tracking(remote, branch)
+  const r = await run(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], {
+    cwd: repo,
+    env: GIT_ENV,
+  })
+  if (r.code === 0) return (await revParse(repo, ref))[0]
+  if (/couldn't find remote ref/i.test(r.stderr)) {
+    await run(["git", "update-ref", "-d", ref], { cwd: repo, env: GIT_ENV })
+    return undefined
+  }
+  const url = await remoteUrl(repo, remote) // a missing remote is said as such
+  throw new FlowError(`'git fetch ${remote} ${branch}' failed in ${repo} (${url}): ${lastLines(r.stderr || r.stdout)}`)
+}
+
+/**
+ * A task's worktree on a shared project. A worktree of this machine's earlier attempt is kept as it is; else
+ * the branch starts from the remote: the task's branch when an earlier attempt (on any machine) pushed it and
+ * it holds all of this clone's branch ("taken-over": the work so far, not the agent's session), else the
+ * remote target as it is now (fetched: a dependent starts from what its dependencies merged there).
+ */
+export async function remoteWorktree(
+  ws: { repo: string; path: string; branch: string; target: string },
+  remote: string,
+  serial: <T>(fn: () => Promise<T>) => Promise<T>,
+): Promise<"reused" | "created" | "taken-over"> {
+  const { repo, path, branch, target } = ws
+  if (existsSync(path)) return ensureWorktree(repo, path, branch, target, serial)
+  const base = await fetchBranch(repo, remote, target)
+  if (!base)
+    throw new FlowError(`the remote '${remote}' of ${repo} has no branch '${target}'`, undefined, `push it first: 'git -C ${repo} push ${remote} ${target}'`)
+  const pushed = await fetchBranch(repo, remote, branch)
+  const [local] = (await branchExists(repo, branch)) ? await revParse(repo, `refs/heads/${branch}`) : [undefined]
+  if (pushed && local !== pushed && (!local || (await isAncestor(repo, local, pushed)))) {
+    // This clone's branch (no worktree holds it) is behind what an attempt pushed: it follows, a plain ref move.
+    if (local) await run(["git", "update-ref", `refs/heads/${branch}`, pushed, local], { cwd: repo, env: GIT_ENV })
+    const how = await ensureWorktree(repo, path, branch, tracking(remote, branch), serial)
+    return how === "created" ? "taken-over" : how
+  }
+  return ensureWorktree(repo, path, branch, tracking(remote, target), serial)
+}
+
+export type BranchPush = { ok: true } | { ok: false; detail: string }
+
+/**
+ * Pushes the task's branch to the remote, as a compare-and-swap: the remote's branch must still be what this
+ * clone last pushed or started from (its tracking ref; absent: the remote must not have the branch), so an
+ * attempt taken over never overwrites the newer attempt's work. A rewritten branch (an agent's rebase) is
+ * pushed over this clone's own earlier push.
+ */
+export async function pushTaskBranch(repo: string, remote: string, branch: string): Promise<BranchPush> {
+  const ref = tracking(remote, branch)
+  const [head, lease] = await revParse(repo, `refs/heads/${branch}`, ref)
+  if (!head) return { ok: false, detail: `branch '${branch}' not found in ${repo}` }
+  if (head === lease) return { ok: true }
+  const r = await run(
+    ["git", "push", "--quiet", "--no-verify", `--force-with-lease=refs/heads/${branch}:${lease ?? ""}`, "--", remote, `${head}:refs/heads/${branch}`],
+    { cwd: repo, env: GIT_ENV },
+  )
+  if (r.code !== 0) return { ok: false, detail: `push of ${branch} to ${remote} refused or failed: ${lastLines(r.stderr || r.stdout)}` }
+  // git updates the tracking ref itself only where the remote's fetch refspec covers it.
+  await run(["git", "update-ref", ref, head], { cwd: repo, env: GIT_ENV })
+  return { ok: true }
+}
+
+export type TargetPush = { ok: true } | { ok: false; rejected: boolean; detail: string }
+
+/**
+ * Pushes `commit` as the remote's `target`, a plain push: git refuses it (rejected) unless it is a
+ * fast-forward of the remote's target, so a push someone made meanwhile is never overwritten.
+ */
+export async function pushTarget(repo: string, remote: string, commit: string, target: string): Promise<TargetPush> {
+  const r = await run(["git", "push", "--quiet", "--no-verify", "--porcelain", "--", remote, `${commit}:refs/heads/${target}`], { cwd: repo, env: GIT_ENV })
+  if (r.code === 0) {
+    await run(["git", "update-ref", tracking(remote, target), commit], { cwd: repo, env: GIT_ENV })
+    return { ok: true }
+  }
+  const rejected = /\[rejected\]|\[remote rejected\].*(fetch first|non-fast-forward|stale)|non-fast-forward|fetch first/.test(r.stdout + r.stderr)
+  return { ok: false, rejected, detail: `push of ${target} to ${remote} failed: ${lastLines(r.stderr || r.stdout)}` }
+}
+
+/** What the first turn of an attempt that took over another machine's pushed branch is told (its session stayed there). */
+export function takenOverNote(branch: string): string {
+  return (
+    `Note: ${branch} already holds work from an earlier attempt at this task (on another machine, whose agent session is lost). ` +
+    "Look at what is there first ('git log', 'git diff' against where the branch started) and continue from it rather than starting over."
+  )
+}

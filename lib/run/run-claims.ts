@@ -1,0 +1,96 @@
+// A run's claims on a shared graph (docs/FLEET.md, "Claims, leases, fencing"): the tasks this run holds, their
+// lease renewed every third of it, and what happens when a renewal finds one gone: another run took the task
+// over after this run's lease lapsed (this machine was paused, or cut off from the database, for longer than
+// the lease), so its worker is stopped and nothing of that attempt lands (its writes are fenced anyway).
+import type { Claim, Claims, Fence } from "../store/store"
+import { RUN_ID } from "./reaper"
+import type { RunSettings } from "./settings"
+
+export class RunClaims {
+  private held = new Map<string, Claim>()
+  private timer: ReturnType<typeof setInterval>
+  private renewing: Promise<void> = Promise.resolve()
+  private unreachableSaid = false
+
+  /** `onLost`: a task this run held was taken over by another run. */
+  constructor(
+    private readonly claims: Claims,
+    private readonly s: RunSettings,
+    private readonly onLost: (taskId: string) => void,
+  ) {
+    this.timer = setInterval(
+      () => {
+        this.renewing = this.renewing.then(() => this.renew())
+      },
+      Math.max(200, Math.floor(s.leaseMs / 3)),
+    )
+    this.timer.unref()
+  }
+
+  /** Claims the first of `candidates` another run does not hold, for `agent`: its claim, or undefined. */
+  async take(candidates: readonly string[], agent: string): Promise<Claim | undefined> {
+    const fence = await this.claims.claim(candidates, { run: RUN_ID, agent }, this.s.leaseMs)
+    if (!fence) return undefined
+    const claim = this.claimOf(fence)
+    this.held.set(fence.taskId, claim)
+    return claim
+  }
+
+  /** The claim this run holds on a task (a parked task's, handed to its next agent). */
+  get(taskId: string): Claim | undefined {
+    return this.held.get(taskId)
+  }
+
+  /** Gives a task back (its work stopped here or ended): any run may take it at once. */
+  async release(taskId: string): Promise<void> {
+    const claim = this.held.get(taskId)
+    if (!claim) return
+    this.held.delete(taskId)
+    await this.claims.release(claim).catch(() => {}) // unreachable: the lease lapses instead
+  }
+
+  /** How many tasks other runs hold now. */
+  othersLive(): Promise<number> {
+    return this.claims.othersLive(RUN_ID)
+  }
+
+  /** The run ends: renewals stop and every claim goes back. */
+  async close(): Promise<void> {
+    clearInterval(this.timer)
+    await this.renewing
+    await Promise.all([...this.held.keys()].map((id) => this.release(id)))
+  }
+
+  private claimOf(fence: Fence): Claim {
+    return { ...fence, holds: () => this.claims.holds(fence) }
+  }
+
+  private async renew(): Promise<void> {
+    let still: Map<string, number>
+    try {
+      still = await this.claims.renew(RUN_ID, this.s.leaseMs)
+    } catch (e) {
+      // Cut off from the database: the agents go on; their outcomes are written when it is back, unless the
+      // lease lapsed meanwhile and another run took a task over (found at the next renewal that works).
+      if (!this.unreachableSaid)
+        this.s.bus.emit({
+          type: "notice",
+          text: `cannot renew this run's claims: ${(e as Error).message.split("\n")[0]}; trying again every ${Math.round(this.s.leaseMs / 3000)} s`,
+        })
+      this.unreachableSaid = true
+      return
+    }
+    if (this.unreachableSaid) this.s.bus.emit({ type: "notice", text: "the database answers again: claims renewed" })
+    this.unreachableSaid = false
+    for (const [id, claim] of this.held) {
+      if (still.get(id) === claim.attempt) continue
+      this.held.delete(id)
+      this.s.bus.emit({
+        type: "notice",
+        taskId: id,
+        text: `another run took this task over (attempt ${claim.attempt}'s lease lapsed): its agent here is stopped, nothing of this attempt lands`,
+      })
+      this.onLost(id)
+    }
+  }
+}

@@ -1,0 +1,99 @@
+// How runs that share a graph divide its tasks (docs/FLEET.md, "Claims, leases, fencing"): no coordinator,
+// only rows. A claim is one statement that picks the first candidate no live claim holds, with its
+// dependencies checked in the same statement, and skips rows another claim is locking at that instant (SKIP
+// LOCKED): two runs never take one task, and neither waits for the other. A claim holds for a lease that its
+// run renews; every instant compared is the database's (now()), never a machine's clock, so machines whose
+// clocks differ agree on which lease is stale. A claim takes no lock beyond its statement: nothing is held
+// open while an agent works.
+import type { Claims, Fence } from "../store"
+import type { SharedSetting } from "../setting"
+import type { Database } from "./connection"
+
+/** The channel a project's writes are announced on (LISTEN "flow_<key>"): pg-store.ts notifies it. */
+export function channelOf(key: string): string {
+  return `flow_${key}`
+}
+
+/** Statuses a claimed task may be in: to start (todo, ready_for_agent) or to resume (assigned, in_progress). */
+const CLAIMABLE = ["todo", "ready_for_agent", "assigned", "in_progress"]
+
+export class PgClaims implements Claims {
+  constructor(
+    private readonly db: Database,
+    private readonly setting: SharedSetting,
+  ) {}
+
+  async claim(candidates: readonly string[], who: { run: string; agent: string }, leaseMs: number): Promise<Fence | undefined> {
+    if (candidates.length === 0) return undefined
+    const key = this.setting.key
+    // A todo task starts only when every dependency is done: done is written after its merge reached the
+    // shared remote (docs/FLEET.md, "Git across machines"), so a dependent on any machine starts from a target
+    // that holds it. ready_for_agent is a person's word (`flow ready`) or a promotion made by that same write.
+    // Every lookup is by primary key: the candidates in their order until the first that may be taken, each
+    // dependency by its id (one not in the graph is not done, as availableTasks has it). The statement costs
+    // in the candidates it passes over and their dependencies, never in the graph's size times them.
+    const rows = await this.db.run(
+      (sql) => sql`
+        UPDATE tasks t SET attempt = t.attempt + 1, claimed_by = ${who.run}, claimed_agent = ${who.agent},
+          machine = ${this.setting.machine}, lease_until = now() + ${leaseMs} * interval '1 millisecond'
+        WHERE t.project = ${key} AND t.id = (
+          SELECT c.id FROM unnest(${sql.array(candidates as string[])}::text[]) WITH ORDINALITY AS k(id, n)
+          JOIN tasks c ON c.project = ${key} AND c.id = k.id
+          WHERE c.status = ANY(${sql.array(CLAIMABLE)}::text[])
+            AND (c.claimed_by IS NULL OR c.lease_until < now())
+            AND (c.status <> 'todo' OR NOT EXISTS (
+              SELECT 1 FROM unnest(c.depends_on) AS dep(id)
+              WHERE (SELECT d.status FROM tasks d WHERE d.project = c.project AND d.id = dep.id) IS DISTINCT FROM 'done'))
+          ORDER BY k.n
+          LIMIT 1 FOR UPDATE OF c SKIP LOCKED)
+        RETURNING t.id, t.attempt`,
+    )
+    const [row] = rows as { id: string; attempt: number }[]
+    return row ? { taskId: row.id, attempt: row.attempt, run: who.run } : undefined
+  }
+
+  async renew(run: string, leaseMs: number): Promise<Map<string, number>> {
+    const rows = await this.db.run(
+      (sql) => sql`
+        UPDATE tasks SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
+        WHERE project = ${this.setting.key} AND claimed_by = ${run}
+        RETURNING id, attempt`,
+    )
+    return new Map((rows as { id: string; attempt: number }[]).map((r) => [r.id, r.attempt]))
+  }
+
+  async holds(fence: Fence): Promise<boolean> {
+    const rows = await this.db.run(
+      (sql) => sql`
+        SELECT 1 AS one FROM tasks
+        WHERE project = ${this.setting.key} AND id = ${fence.taskId} AND claimed_by = ${fence.run}
+          AND attempt = ${fence.attempt} AND lease_until > now()`,
+    )
+    return rows.length > 0
+  }
+
+  async release(fence: Fence): Promise<void> {
+    await this.db.run(
+      (sql) => sql`
+        UPDATE tasks SET claimed_by = NULL, claimed_agent = NULL, lease_until = NULL
+        WHERE project = ${this.setting.key} AND id = ${fence.taskId} AND claimed_by = ${fence.run} AND attempt = ${fence.attempt}`,
+    )
+  }
+
+  async othersLive(run: string): Promise<number> {
+    const [row] = await this.db.run(
+      (sql) => sql`
+        SELECT count(*)::int AS n FROM tasks
+        WHERE project = ${this.setting.key} AND claimed_by IS NOT NULL AND claimed_by <> ${run} AND lease_until > now()`,
+    )
+    return (row as { n: number }).n
+  }
+
+  async listen(wake: () => void): Promise<() => Promise<void>> {
+    // Bun's client keeps one connection for its listeners and subscribes again after a drop (onlisten runs
+    // then: what changed while it was away is read at once). A pooler in transaction mode delivers nothing:
+    // the run's poll is the backstop (orchestrator.ts), so a silent listener only slows a peer down.
+    const sub = await this.db.run((sql) => sql.listen(channelOf(this.setting.key), () => wake(), wake))
+    return () => sub.unlisten()
+  }
+}

@@ -1,0 +1,221 @@
+// How runs that share a graph divide its tasks (docs/FLEET.md, "Claims, leases, fencing"), against a real
+// PostgreSQL: claims from separate processes at once never take one task twice and leave none untaken; a
+// claim checks dependencies in its statement; a live claim holds, a stale one is taken over with the next
+// attempt; renewals, holds and releases; a write fenced by an attempt that lost its task is refused, through
+// the CLI as an agent makes it, while a person's command is never fenced; LISTEN hears another process write.
+import { describe, expect, test } from "bun:test"
+import { join } from "node:path"
+import { projectAt } from "../lib/cli/project"
+import { PgTaskStore } from "../lib/store/postgres/pg-store"
+import { parseUrl } from "../lib/store/postgres/url"
+import { sharedSetting } from "../lib/store/setting"
+import type { Fence } from "../lib/store/store"
+import { applyStatus } from "../lib/store/transitions"
+import { flow, tasksYaml, tempRepo } from "./helpers"
+import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
+import { together } from "./together"
+
+const KEY = "p"
+const NOW = "2026-01-01T00:00:00.000Z"
+
+/** A repo holding `tasks` shared as project `p`: the CLI of that folder and a store as another process has. */
+async function sharedProject(db: TestDatabase, tasks: Record<string, unknown>[]) {
+  const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks.map((t) => ({ title: String(t.id), instructions: "x", ...t }))) })
+  const shared = await flow(dir.path, ["share", db.url, "--project", KEY])
+  if (shared.code !== 0) throw new Error(`flow share failed: ${shared.stderr}`)
+  const setting = sharedSetting(projectAt(dir.path), parseUrl(db.url, "test"), KEY, undefined)
+  const store = () => PgTaskStore.fresh(setting)
+  const row = async (id: string) =>
+    (
+      await db.sql`SELECT status, attempt, claimed_by, claimed_agent, lease_until > now() AS live, extract(epoch FROM lease_until - now())::float8 AS left
+                   FROM tasks WHERE project = ${KEY} AND id = ${id}`
+    )[0] as { status: string; attempt: number; claimed_by: string | null; claimed_agent: string | null; live: boolean | null; left: number | null }
+  const version = async () => Number((await db.sql`SELECT version FROM projects WHERE key = ${KEY}`)[0].version)
+  return { dir, setting, store, row, version, [Symbol.asyncDispose]: () => dir[Symbol.asyncDispose]() }
+}
+
+const A = { run: "run-a", agent: "a-1" }
+const B = { run: "run-b", agent: "b-1" }
+
+/** Waits until the database's clock has passed the claim's lease (the lease is 1 s in these tests). */
+async function lapsed(store: PgTaskStore, fence: Fence): Promise<void> {
+  while (await store.claims.holds(fence)) await Bun.sleep(50)
+}
+
+/** `flow <args>` in `dir` as an agent of `fence`'s run and attempt, or as a person (no fence). */
+function flowAs(dir: string, args: string[], fence?: Fence) {
+  const env = fence
+    ? { FLOW_TASK_ID: fence.taskId, FLOW_RUN_ID: fence.run, FLOW_ATTEMPT: String(fence.attempt), FLOW_AGENT: "a-1" }
+    : { FLOW_TASK_ID: undefined, FLOW_RUN_ID: undefined, FLOW_ATTEMPT: undefined, FLOW_AGENT: undefined }
+  return flow(dir, args, { env })
+}
+
+describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
+  test("8 claimers in 4 processes over 200 ready tasks take every task exactly once", async () => {
+    await using db = await freshDatabase()
+    const ids = Array.from({ length: 200 }, (_, i) => `t-${String(i).padStart(3, "0")}`)
+    await using p = await sharedProject(
+      db,
+      ids.map((id, i) => ({ id, status: i % 2 ? "ready_for_agent" : "todo" })),
+    )
+    // Every claimer is given the same candidates in the same order: each claim races the others for the first.
+    const { outputs } = await together(["p1", "p2", "p3", "p4"].map((run) => [join(import.meta.dir, "fleet-claimer.ts"), db.url, KEY, run, "2", ids.join(",")]))
+    const taken: string[][] = outputs.map((o) => JSON.parse(o))
+    const all = taken.flat()
+    expect(all).toHaveLength(200)
+    expect(new Set(all).size).toBe(200)
+    expect(all.toSorted()).toEqual(ids)
+    const rows = await db.sql`SELECT attempt, count(*)::int AS n FROM tasks WHERE project = ${KEY} AND claimed_by IS NOT NULL GROUP BY attempt`
+    expect(rows).toEqual([{ attempt: 1, n: 200 }])
+    expect(await p.row(ids[0])).toMatchObject({ attempt: 1, live: true })
+  })
+
+  test("a todo task waits for its dependencies in the claim itself; ready_for_agent is claimed regardless; done and blocked never; the first candidate free is taken", async () => {
+    await using db = await freshDatabase()
+    await using p = await sharedProject(db, [
+      { id: "base", status: "in_progress" },
+      { id: "next", status: "todo", depends_on: ["base"] },
+      { id: "forced", status: "ready_for_agent", depends_on: ["base"] },
+      { id: "over", status: "done" },
+      { id: "stopped", status: "blocked" },
+      { id: "x1", status: "ready_for_agent" },
+      { id: "x2", status: "todo" },
+    ])
+    const store = p.store()
+    expect(await store.claims.claim(["next", "over", "stopped"], A, 60_000)).toBeUndefined()
+    expect(await store.claims.claim(["next", "forced"], A, 60_000)).toEqual({ taskId: "forced", attempt: 1, run: "run-a" })
+    await store.mutate("test", (e) => applyStatus(e, "base", "done", NOW))
+    // The candidates' order is the caller's: the first that may be taken is.
+    expect(await store.claims.claim(["over", "next"], B, 60_000)).toEqual({ taskId: "next", attempt: 1, run: "run-b" })
+    expect(await p.row("next")).toMatchObject({ claimed_by: "run-b", claimed_agent: "b-1", live: true })
+    expect(await store.claims.claim(["x2", "x1"], A, 60_000)).toMatchObject({ taskId: "x2" })
+    expect(await store.claims.claim(["x2", "x1"], A, 60_000)).toMatchObject({ taskId: "x1" })
+  })
+
+  test("a live claim is not taken by another run; once its lease passed it is, with the next attempt", async () => {
+    await using db = await freshDatabase()
+    await using p = await sharedProject(db, [{ id: "w", status: "ready_for_agent" }])
+    const [one, two] = [p.store(), p.store()]
+    const first = (await one.claims.claim(["w"], A, 1_000))!
+    expect(first).toEqual({ taskId: "w", attempt: 1, run: "run-a" })
+    expect(await two.claims.claim(["w"], B, 1_000)).toBeUndefined()
+    expect(await p.row("w")).toMatchObject({ attempt: 1, claimed_by: "run-a" })
+    await lapsed(two, first)
+    expect(await two.claims.claim(["w"], B, 60_000)).toEqual({ taskId: "w", attempt: 2, run: "run-b" })
+    expect(await p.row("w")).toMatchObject({ attempt: 2, claimed_by: "run-b", claimed_agent: "b-1", live: true })
+  })
+
+  test("a renewal extends the claims its run still holds and leaves out one taken over", async () => {
+    await using db = await freshDatabase()
+    await using p = await sharedProject(db, [
+      { id: "kept", status: "ready_for_agent" },
+      { id: "lost", status: "ready_for_agent" },
+      { id: "other", status: "ready_for_agent" },
+    ])
+    const store = p.store()
+    const kept = (await store.claims.claim(["kept"], A, 1_000))!
+    const lost = (await store.claims.claim(["lost"], A, 1_000))!
+    await store.claims.claim(["other"], B, 60_000)
+    expect(await store.claims.renew("run-a", 1_000)).toEqual(
+      new Map([
+        ["kept", 1],
+        ["lost", 1],
+      ]),
+    )
+    await lapsed(store, kept)
+    await lapsed(store, lost)
+    expect(await store.claims.claim(["lost"], B, 60_000)).toMatchObject({ taskId: "lost", attempt: 2 })
+    expect(await store.claims.renew("run-a", 60_000)).toEqual(new Map([["kept", 1]]))
+    // Renewed on the database's clock: the lapsed claim lives again, for about the new lease.
+    expect(await store.claims.holds(kept)).toBe(true)
+    expect((await p.row("kept")).left).toBeGreaterThan(50)
+    expect(await store.claims.holds(lost)).toBe(false)
+    expect(await p.row("other")).toMatchObject({ claimed_by: "run-b", attempt: 1 })
+  })
+
+  test("holds is false once the lease passed or the claim was released; a release of a claim moved on does nothing", async () => {
+    await using db = await freshDatabase()
+    await using p = await sharedProject(db, [
+      { id: "a", status: "ready_for_agent" },
+      { id: "b", status: "ready_for_agent" },
+    ])
+    const store = p.store()
+    const short = (await store.claims.claim(["a"], A, 1_000))!
+    expect(await store.claims.holds(short)).toBe(true)
+    expect(await store.claims.holds({ ...short, run: "run-b" })).toBe(false)
+    await lapsed(store, short)
+    expect(await p.row("a")).toMatchObject({ claimed_by: "run-a", live: false })
+
+    const held = (await store.claims.claim(["b"], A, 60_000))!
+    expect(await store.claims.holds(held)).toBe(true)
+    await store.claims.release(held)
+    expect(await store.claims.holds(held)).toBe(false)
+    expect(await p.row("b")).toMatchObject({ attempt: 1, claimed_by: null, claimed_agent: null, live: null })
+    // Released: any run takes it at once, without waiting for a lease.
+    const taken = (await store.claims.claim(["b"], B, 60_000))!
+    expect(taken).toEqual({ taskId: "b", attempt: 2, run: "run-b" })
+    await store.claims.release(held)
+    expect(await store.claims.holds(taken)).toBe(true)
+  })
+
+  test("an agent's write fenced by an attempt that lost its task is refused and changes nothing; a person's never is", async () => {
+    await using db = await freshDatabase()
+    await using p = await sharedProject(db, [
+      { id: "w", status: "in_progress" },
+      { id: "v", status: "in_progress" },
+    ])
+    const store = p.store()
+    const stale = (await store.claims.claim(["w"], A, 1_000))!
+    await lapsed(store, stale)
+    const current = (await store.claims.claim(["w"], B, 60_000))!
+    expect(current.attempt).toBe(2)
+
+    const before = await p.version()
+    const refused = await flowAs(p.dir.path, ["done", "w"], stale)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("this run no longer holds task 'w': it was taken over (attempt 2 by run run-b); attempt 1 may change nothing")
+    expect((await flowAs(p.dir.path, ["note", "w", "from the old attempt"], stale)).code).toBe(1)
+    expect(await p.version()).toBe(before)
+    expect(await p.row("w")).toMatchObject({ status: "in_progress", attempt: 2, claimed_by: "run-b" })
+
+    // The attempt that holds the task writes; a person writes whoever holds it.
+    expect(await flowAs(p.dir.path, ["note", "w", "from the new attempt"], current)).toMatchObject({ code: 0 })
+    const person = await flowAs(p.dir.path, ["done", "w"])
+    expect({ code: person.code, stderr: person.stderr }).toEqual({ code: 0, stderr: "" })
+    const w = JSON.parse((await flowAs(p.dir.path, ["show", "w", "--json"])).stdout).task
+    expect({ status: w.status, notes: w.ai_notes }).toEqual({ status: "done", notes: ["from the new attempt"] })
+
+    // A batch carrying one stale fence among live ones writes nothing at all.
+    const live = (await store.claims.claim(["v"], A, 60_000))!
+    const batchBefore = await p.version()
+    await expect(
+      store.mutate("batch", (e) => [applyStatus(e, "v", "done", NOW), e.append({ taskId: "w" }, "ai_notes", "late")], [live, stale]),
+    ).rejects.toThrow("this run no longer holds task 'w'")
+    expect(await p.version()).toBe(batchBefore)
+    expect(await p.row("v")).toMatchObject({ status: "in_progress" })
+    // The same batch with live fences only goes through.
+    await store.mutate("batch", (e) => applyStatus(e, "v", "done", NOW), [live, current])
+    expect(await p.row("v")).toMatchObject({ status: "done" })
+  })
+
+  test("listen wakes on another process's write", async () => {
+    await using db = await freshDatabase()
+    await using p = await sharedProject(db, [{ id: "w", status: "in_progress" }])
+    let wakes = 0
+    let heard = () => {}
+    const stop = await p.store().claims.listen(() => {
+      wakes++
+      heard()
+    })
+    // The listener is also called once it is subscribed (what changed while it was away is read then): the
+    // note's wake is one more.
+    const subscribed = wakes
+    const woken = new Promise<void>((resolve) => {
+      heard = () => wakes > subscribed && resolve()
+    })
+    expect((await flowAs(p.dir.path, ["note", "w", "hello"])).code).toBe(0)
+    await woken
+    expect(wakes).toBe(subscribed + 1)
+    await stop()
+  })
+})
