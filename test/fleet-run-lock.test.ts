@@ -57,6 +57,14 @@ async function twoClones(db: TestDatabase) {
     runSecond: () => start(second, LAPTOP_2),
     /** whether task `id`'s agent started */
     started: (id: string) => () => existsSync(join(signals, id)),
+    /** both clones' runs, each once its task's agent started: both live together */
+    runBoth: async () => {
+      const one = start(first.path, LAPTOP_1)
+      await waitUntil(() => existsSync(join(signals, "one")))
+      const two = start(second, LAPTOP_2)
+      await waitUntil(() => existsSync(join(signals, "two")))
+      return [one, two] as const
+    },
     go: () => writeFileSync(join(signals, "go"), ""),
     /** `flow <args>` in a clone, on its machine; exit 0 and nothing on stderr expected; its stdout */
     on: async (clone: "first" | "second", args: string[]) => {
@@ -102,10 +110,7 @@ describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
   test("two machines' runs live together: every view from either clone lists both with their agents, and unshare is refused naming both", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
-    const first = clones.runFirst()
-    await waitUntil(clones.started("one"))
-    const second = clones.runSecond()
-    await waitUntil(clones.started("two"))
+    const [first, second] = await clones.runBoth()
     expect(await runLockSessions(db)).toBe(2)
 
     const live = [
@@ -220,10 +225,7 @@ describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
   test("a run killed outright (kill -9) frees its share while the other lives on; its row goes when a run next takes the lock", async () => {
     await using db = await freshDatabase()
     await using clones = await twoClones(db)
-    const first = clones.runFirst()
-    await waitUntil(clones.started("one"))
-    const second = clones.runSecond()
-    await waitUntil(clones.started("two"))
+    const [first, second] = await clones.runBoth()
     first.proc.kill("SIGKILL")
     await first.proc.exited
     // The server ends the dead run's session once its connection closes, and its advisory lock with it.
