@@ -53,7 +53,7 @@ function repo(tasksYaml: string): string {
 const cpu = new Map<string, number[]>()
 const cpuMs = (u: { cpuTime: { total: number | bigint } } | undefined) => Number(u?.cpuTime.total ?? 0) / 1000
 
-/** With --trace, each flow run's FLOW_TRACE lines by case (lib/run/trace.ts): the medians of each phase are printed. */
+/** With --trace, each flow run's FLOW_TRACE lines by case (lib/cli/trace.ts): the medians of each phase are printed. */
 const TRACE = process.argv.includes("--trace")
 const traces = new Map<string, string[]>()
 

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
-import { gitOnPath, initRepo, repoRoot } from "../lib/run/git"
+import { gitOnPath, initRepo, repoRoot } from "../lib/git/git"
 import { listed, projectFiles } from "../lib/plan/scaffold"
 
 export const meta = {

@@ -2,7 +2,7 @@ import { basename, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
-import { gitOnPath, repoRoot } from "../lib/run/git"
+import { gitOnPath, repoRoot } from "../lib/git/git"
 import { folderArgument } from "../lib/cli/project"
 import { addMissing, listed } from "../lib/plan/scaffold"
 

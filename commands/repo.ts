@@ -3,15 +3,15 @@ import { basename, relative, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
-import { dirtyFiles, listWorktrees, removeWorktree, repoRoot } from "../lib/run/git"
+import { dirtyFiles, listWorktrees, removeWorktree, repoRoot } from "../lib/git/git"
 import { teardownEnv, teardownOf } from "../lib/run/prepare"
-import { runCheck } from "../lib/run/verify"
+import { runCheck } from "../lib/landing/verify"
 import { findProject, folderArgument, type Project } from "../lib/cli/project"
 import { closest } from "../lib/cli/suggest"
 import { indexTasks } from "../lib/model/task-index"
 import { loadConfig, repoEntries } from "../lib/store/config"
 import { openStore } from "../lib/store/open"
-import { insideProject } from "../lib/run/workspace"
+import { insideProject } from "../lib/git/workspace"
 
 export const meta = {
   usage: "flow repo worktree list [<repo>] | flow repo worktree remove <repo> <branch> [--force]",

@@ -1,6 +1,6 @@
 import { parse, positionalsExactly } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
-import { mergePending, pendingNote } from "../lib/run/merge-pending"
+import { mergePending, pendingNote } from "../lib/landing/merge-pending"
 import { findProject } from "../lib/cli/project"
 import { descendantsOf, effectivePhase } from "../lib/graph/show-report"
 import type { Indexed } from "../lib/model/task-index"

@@ -7,7 +7,23 @@ import { dirname, join, relative } from "node:path"
 import { ROOT } from "./helpers"
 
 /** lib/'s folders, lowest first: a folder may import only itself and the folders before it. */
-export const LAYERS = ["cli", "model", "graph", "terminal", "store", "state", "agents", "plan", "run", "ops", "dashboard", "view", "mcp"] as const
+export const LAYERS = [
+  "cli",
+  "model",
+  "graph",
+  "terminal",
+  "store",
+  "state",
+  "git",
+  "landing",
+  "agents",
+  "plan",
+  "run",
+  "ops",
+  "dashboard",
+  "view",
+  "mcp",
+] as const
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir)).flatMap((name) => {

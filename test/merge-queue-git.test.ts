@@ -1,17 +1,17 @@
-// The merge queue's git plumbing (lib/run/git.ts) on real repositories, the trimming of a check's output
-// (lib/run/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
+// The merge queue's git plumbing (lib/git/git.ts) on real repositories, the trimming of a check's output
+// (lib/landing/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { projectAt } from "../lib/cli/project"
-import { moveTarget } from "../lib/run/checkout-move"
-import { recoverMoves } from "../lib/run/move-recovery"
-import { makeMergeCommit, revParse as revParseAll } from "../lib/run/git"
-import { MoveJournal } from "../lib/run/merge-journal"
+import { moveTarget } from "../lib/landing/checkout-move"
+import { recoverMoves } from "../lib/landing/move-recovery"
+import { makeMergeCommit, revParse as revParseAll } from "../lib/git/git"
+import { MoveJournal } from "../lib/landing/merge-journal"
 import { openState } from "../lib/state/state"
 import { RunView } from "../lib/run/tui-state"
-import { checkResolver, trimOutput } from "../lib/run/verify"
+import { checkResolver, trimOutput } from "../lib/landing/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const ID = { name: "flow", email: "flow@localhost" }

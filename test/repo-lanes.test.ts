@@ -1,6 +1,6 @@
-// One git operation on a repository at a time (lib/run/repo-lanes.ts): clean-ups wait while anything else waits.
+// One git operation on a repository at a time (lib/landing/repo-lanes.ts): clean-ups wait while anything else waits.
 import { expect, test } from "bun:test"
-import { RepoLanes } from "../lib/run/repo-lanes"
+import { RepoLanes } from "../lib/landing/repo-lanes"
 
 test("operations on a repository run one at a time, in order; a clean-up runs after what was queued before it ran", async () => {
   const lanes = new RepoLanes()

@@ -119,7 +119,7 @@ test.concurrent("push and pull_request into the same branch is a flow.yaml error
 })
 
 test("credentials in URLs are masked in anything a push or gh prints", async () => {
-  const { lastLines } = await import("../lib/run/publish")
+  const { lastLines } = await import("../lib/git/publish")
   expect(lastLines("remote: x\nfatal: unable to access 'https://bot:ghp_abc123@github.com/acme/x.git/': 403\n")).toBe(
     "remote: x / fatal: unable to access 'https://***@github.com/acme/x.git/': 403",
   )

@@ -80,7 +80,7 @@ export function markdown(text) {
   return out.join("\n")
 }
 
-/** What a merge queue candidate is about, as `flow dashboard` words it (lib/run/queue-report.ts queueDetail; the page imports nothing from lib/). */
+/** What a merge queue candidate is about, as `flow dashboard` words it (lib/landing/queue-report.ts queueDetail; the page imports nothing from lib/). */
 export function queueDetail(c, target) {
   const built = c.state === "checking" || c.state === "passed" || (c.state === "failed" && c.on_top_of.length > 0)
   const base = built ? (c.on_top_of.length ? `on top of ${c.on_top_of.join(", ")}` : `on ${target}`) : ""

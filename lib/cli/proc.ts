@@ -131,3 +131,20 @@ export async function runAttached(argv: readonly string[], opts: { cwd: string; 
   }
   return proc.exited
 }
+
+/** The lines of a byte stream, as they arrive. */
+export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder()
+  let buffer = ""
+  for await (const chunk of stream) {
+    buffer += decoder.decode(chunk, { stream: true })
+    let nl = buffer.indexOf("\n")
+    while (nl >= 0) {
+      yield buffer.slice(0, nl).replace(/\r$/, "")
+      buffer = buffer.slice(nl + 1)
+      nl = buffer.indexOf("\n")
+    }
+  }
+  buffer += decoder.decode()
+  if (buffer) yield buffer
+}

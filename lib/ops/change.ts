@@ -7,7 +7,7 @@ import type { Project } from "../cli/project"
 import { requireTask } from "../graph/task-lookup"
 import type { Task } from "../model/task-index"
 import type { WriteReport } from "../model/json-shapes"
-import { mergePending, pendingNote } from "../run/merge-pending"
+import { mergePending, pendingNote } from "../landing/merge-pending"
 import { openStore } from "../store/open"
 import type { Fence } from "../store/store"
 import {

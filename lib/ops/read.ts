@@ -9,7 +9,7 @@ import type { BudgetReport, LandingWait, ListReport, NextReport, ShowReport, Usa
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import { readTaskBudget } from "../run/budget-report"
-import { readLandingWaits } from "../run/landing-waits"
+import { readLandingWaits } from "../landing/landing-waits"
 import { readUsage } from "../run/usage"
 import { readWork, workedBy } from "../run/worked-by"
 import { readBudgetConfig } from "../store/budget-config"
@@ -79,7 +79,7 @@ export type ShowData = {
   worker: WorkedBy | null
   /** its spend beside its caps (docs/BUDGETS.md), null when it has none */
   budget: BudgetReport | null
-  /** what its landing waits for in the live run (lib/run/landing-waits.ts), null when it does not wait */
+  /** what its landing waits for in the live run (lib/landing/landing-waits.ts), null when it does not wait */
   landing: LandingWait | null
 }
 

@@ -2,7 +2,7 @@
 // project's graph in the file format `flow export` writes), for the command and for `flow mcp`'s validate tool.
 import type { Project } from "../cli/project"
 import type { ValidateReport } from "../model/json-shapes"
-import { currentBranch, repoRoot } from "../run/git"
+import { currentBranch, repoRoot } from "../git/git"
 import { loadConfig } from "../store/config"
 import { openStore } from "../store/open"
 import { validateText } from "../store/validate"

@@ -1,9 +1,7 @@
 // The orchestrator's typed event stream: the headless log, the terminal UI and the inspector all subscribe
 // to the same events, so what one shows the others can show too.
 import type { AgentEvent } from "../agents/types"
-
-/** A merge candidate's place in its target's queue (docs/RUN.md, "The merge queue"). */
-export type QueueState = "waiting" | "checking" | "passed" | "failed"
+import type { LandingEvent } from "../landing/merge-queue"
 
 /** A command flow.yaml runs in a task's worktree (docs/RUN.md, "Preparing worktrees"). */
 export type Hook = "setup" | "teardown"
@@ -25,8 +23,6 @@ export type RunEvent =
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
-  /** onTopOf: the candidates ahead whose merges the candidate's merge is built on (checking only; [] on the target) */
-  | { type: "queue"; taskId: string; target: string; state: QueueState; position: number; reason?: string; seconds?: number; onTopOf?: string[] }
   | { type: "fix"; taskId: string; attempt: number; of: number; kind: "check" | "conflict"; reason: string }
   | { type: "published"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "publish-failed"; taskId: string; what: "push" | "pull-request"; detail: string }
@@ -43,10 +39,7 @@ export type RunEvent =
    * for `agent`, or moves at once to the agent `to` (flow.yaml `fallback`)
    */
   | { type: "parked"; taskId: string; agent: string; until: string; reason: string; to?: string }
-  /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
-  | { type: "waiting"; taskId?: string; reason: string }
-  /** something the run did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */
-  | { type: "notice"; taskId?: string; text: string }
+  | LandingEvent
   | {
       type: "run-end"
       done: number

@@ -13,28 +13,28 @@
 // (so its agent is never run again). A failed check or a conflict goes back to the agent first when the
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
-import { worktreeHead } from "./checkout-move"
-import { branchHeads, commitAll, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "./git"
+import { worktreeHead } from "../landing/checkout-move"
+import { branchHeads, commitAll, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "../git/git"
 import { run } from "../cli/proc"
-import { killPoint } from "./kill-point"
+import { killPoint } from "../cli/kill-point"
 import { indexTasks } from "../model/task-index"
 import { type LandingLock, landingLocks } from "../store/open"
 import type { Claim, Fence, TaskEdits } from "../store/store"
-import { pushTaskBranch, remoteWorktree, tracking } from "./remote-git"
-import type { RemoteVerdict } from "./remote-landing"
+import { pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
+import type { RemoteVerdict } from "../landing/remote-landing"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
-import { MergeJournal } from "./merge-journal"
+import { MergeJournal } from "../landing/merge-journal"
 import { teardownWorktree } from "./prepare"
-import type { Verdict } from "./merge-queue"
+import type { Verdict } from "../landing/merge-queue"
 import { MergeQueues } from "./queues"
 import { coalescedWrite } from "./status-writes"
-import { RepoLanes } from "./repo-lanes"
+import { RepoLanes } from "../landing/repo-lanes"
 import type { RunSettings } from "./settings"
 import { doneMarks } from "./script-agent"
 import { requireRoom } from "../store/disk-full"
-import { timed } from "./trace"
-import type { Workspace } from "./workspace"
+import { timed } from "../cli/trace"
+import type { Workspace } from "../git/workspace"
 
 export const AUTHOR = { name: "flow", email: "flow@localhost" }
 export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
@@ -201,7 +201,7 @@ export class Landing {
   }
 
   /**
-   * A shared project's merge into its remote's target (lib/run/remote-landing.ts), journaled as the local one
+   * A shared project's merge into its remote's target (lib/landing/remote-landing.ts), journaled as the local one
    * is, but its intent only right before the push: a merge that was never pushed leaves no entry.
    */
   private async remoteMerge(taskId: string, ws: Workspace, claim?: Claim): Promise<RemoteVerdict> {
@@ -225,7 +225,7 @@ export class Landing {
   }
 
   /**
-   * The task's worktree: as it is, or made. On a shared project started from the remote (lib/run/remote-git.ts):
+   * The task's worktree: as it is, or made. On a shared project started from the remote (lib/git/remote-git.ts):
    * "taken-over" when its branch is the one an earlier attempt pushed.
    */
   worktree(ws: Workspace): Promise<"reused" | "created" | "taken-over"> {
@@ -252,7 +252,7 @@ export class Landing {
 
   /**
    * On a shared project, pushes the task's branch to the remote after a commit of flow's (never over a newer
-   * attempt's push: lib/run/remote-git.ts). A failure is said; the task goes on (its landing is what counts).
+   * attempt's push: lib/git/remote-git.ts). A failure is said; the task goes on (its landing is what counts).
    */
   async pushBranch(taskId: string, ws: Workspace): Promise<void> {
     if (!this.s.store.shared) return

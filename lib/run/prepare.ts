@@ -3,7 +3,7 @@
 // task's block of free TCP ports (`ports`); and the `setup` command, run once per worktree (again when the
 // worktree is made anew) with its output in the run's log. A setup that fails blocks the task and its agent
 // never starts. Before a worktree is removed its `teardown` runs. The scratch worktree a merge's check runs
-// in is prepared the same way (lib/run/merge-queue.ts): the check must see what the agent saw.
+// in is prepared the same way (lib/landing/merge-queue.ts): the check must see what the agent saw.
 //
 // What was done is kept in the worktree's git folder (flow-prepared.json), which goes with the worktree: a
 // resumed run does not run the setup again, and a new worktree has none of it.
@@ -14,15 +14,16 @@ import type { Project } from "../cli/project"
 import type { Task } from "../model/task-index"
 import { loadConfig, repoEntries, type CopyConfig, type FlowConfig, type HookConfig, type PortsConfig } from "../store/config"
 import type { Hook } from "./events"
-import { excludeEnv, FLOW_EXCLUDE, globalExcludesFile, trackedPaths, worktreeGitDir } from "./git"
+import { excludeEnv, FLOW_EXCLUDE, globalExcludesFile, trackedPaths, worktreeGitDir } from "../git/git"
 import { leasePorts, portEnv } from "./ports"
 import type { Prepared } from "./prompt"
 import { AgentGroups, RUN_ID } from "./reaper"
-import { entryResolver } from "./repo-entries"
+import { entryResolver } from "../git/repo-entries"
 import type { PrepareSettings, RunSettings } from "./settings"
-import { runCheck, toCheck, type CheckResult } from "./verify"
+import type { WorktreeReady } from "../landing/merge-queue"
+import { runCheck, toCheck, type CheckResult } from "../landing/verify"
 import { copyFiles, ignorePattern, matchFiles } from "./worktree-copy"
-import { Workspaces, type Workspace } from "./workspace"
+import { Workspaces, type Workspace } from "../git/workspace"
 
 const DEFAULTS: Record<Hook, string> = { setup: "10m", teardown: "2m" }
 const MANIFEST = "flow-prepared.json"
@@ -64,16 +65,13 @@ function entriesOf(projectDir: string, p: PrepareSettings): Resolvers {
   return r
 }
 
-export type Preparation =
-  /** `env`: what the agent's environment adds (ports, the ignore file); `release`: gives the ports back */
-  | { ok: true; prepared: Prepared; env: Record<string, string>; release: () => void }
-  /** the setup failed (`note`: why, for the task's block note; `failed`: how it ended) or the run stopped (neither) */
-  | { ok: false; note?: string; failed?: Extract<CheckResult, { ok: false }> }
+/** A task's worktree made ready (`prepared`: what was copied and refused, its ports), or why not. */
+export type Preparation = (Extract<WorktreeReady, { ok: true }> & { prepared: Prepared }) | Extract<WorktreeReady, { ok: false }>
 
 /** What preparing one task's worktree (or the scratch worktree of its merge's check) needs to know. */
 export type PrepareOptions = {
   taskId: string
-  /** undefined: the worktree of the task's check (lib/run/merge-queue.ts), which no agent works in */
+  /** undefined: the worktree of the task's check (lib/landing/merge-queue.ts), which no agent works in */
   agent?: string
   ws: Pick<Workspace, "repo" | "path">
   /** the agent's own environment (FLOW_PROJECT, FLOW_TASK_ID, FLOW_RUN_ID, PATH with flow): the setup's too */
@@ -243,7 +241,7 @@ function matchAll(repo: string, patterns: readonly string[], stateDir: string, r
   return [...new Set(patterns.flatMap((p) => matchFiles(repo, p, skip, refused)))]
 }
 
-/** flow's ignore file of the worktree (lib/run/git.ts FLOW_EXCLUDE): the copies, then the user's global excludes it stands in for. */
+/** flow's ignore file of the worktree (lib/git/git.ts FLOW_EXCLUDE): the copies, then the user's global excludes it stands in for. */
 async function writeExclude(gitDir: string, repo: string, copied: readonly string[]): Promise<void> {
   const global = await globalExcludesFile(repo, process.env)
   const lines = ["# flow: the files it copied into this worktree from your checkout (flow.yaml copy), kept out of every commit", ...copied.map(ignorePattern)]

@@ -3,16 +3,16 @@
 // where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it.
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
-import { clearScratch, MergeQueue, type QueueOptions, SCRATCH_REPO } from "./merge-queue"
-import { MoveJournal } from "./merge-journal"
-import { LandingWaits } from "./landing-waits"
+import { clearScratch, MergeQueue, type QueueOptions, SCRATCH_REPO } from "../landing/merge-queue"
+import { MoveJournal } from "../landing/merge-journal"
+import { LandingWaits } from "../landing/landing-waits"
 import { prepareWorktree, teardownWorktree } from "./prepare"
 import { AgentGroups, RUN_ID } from "./reaper"
-import { RemoteLanding } from "./remote-landing"
+import { RemoteLanding } from "../landing/remote-landing"
 import type { RunSettings } from "./settings"
 import type { LandingLock } from "../store/open"
-import { checkResolver } from "./verify"
-import type { Workspace } from "./workspace"
+import { checkResolver } from "../landing/verify"
+import type { Workspace } from "../git/workspace"
 
 /** How many candidates of a queue are built and checked at once unless flow.yaml says (queue_depth). */
 export const DEFAULT_DEPTH = 8
@@ -75,7 +75,7 @@ export class MergeQueues {
     return queue
   }
 
-  /** The landing of a shared project's workspace into its remote's target (lib/run/remote-landing.ts). */
+  /** The landing of a shared project's workspace into its remote's target (lib/landing/remote-landing.ts). */
   remote(ws: Workspace, remote: string, lock: LandingLock): Promise<RemoteLanding> {
     const key = `${ws.repo}\0${ws.target}`
     let landing = this.remotes.get(key)

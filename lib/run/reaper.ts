@@ -21,7 +21,7 @@
 // every git flow starts names flow's pid in FLOW_GIT_OWNER, and one whose owner is dead is an orphan.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { processStartTime } from "../cli/pid"
-import { GIT_OWNER } from "./git"
+import { GIT_OWNER } from "../git/git"
 import type { RunState } from "../state/run-state"
 
 /** This run's id: every agent and check gets it as FLOW_RUN_ID (module comment). */

@@ -2,7 +2,7 @@
 // killed the last run, and whatever people or orphaned agents did since, the invariant is restored: a task
 // is done only when its work is in its target branch, merged exactly once.
 //
-// - A move of a person's checkout that a kill cut off is finished or undone (lib/run/checkout-move.ts): no
+// - A move of a person's checkout that a kill cut off is finished or undone (lib/landing/checkout-move.ts): no
 //   checkout is left with its branch at one commit and its index at another.
 // - A task in progress whose work was finished (an open merge journal entry, or the script agent's success
 //   mark) is landed without its agent: its branch is merged unless its head is in the target already.
@@ -15,17 +15,17 @@
 // holding done tasks, and one `git worktree list` per merge queue a run has used.
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { recoverMoves } from "./move-recovery"
-import { clearBranchLock, clearHalfMade, clearStaleLocks } from "./git-leftovers"
-import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "./git"
+import { recoverMoves } from "../landing/move-recovery"
+import { clearBranchLock, clearHalfMade, clearStaleLocks } from "../landing/git-leftovers"
+import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "../git/git"
 import { teardownWorktree } from "./prepare"
-import { fetchBranch, tracking } from "./remote-git"
+import { fetchBranch, tracking } from "../git/remote-git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
 import { AUTHOR, blockTask, type Landing } from "./landing"
 import { doneMark, doneMarks } from "./script-agent"
 import type { WorkerShared } from "./task-worker"
-import type { Workspace } from "./workspace"
+import type { Workspace } from "../git/workspace"
 import type { Claim } from "../store/store"
 
 /**

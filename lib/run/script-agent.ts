@@ -3,7 +3,7 @@
 // it makes the demo and the tests real.
 import { existsSync, mkdirSync, readdirSync } from "node:fs"
 import { join } from "node:path"
-import { spawnGroup } from "../cli/proc"
+import { lines, spawnGroup } from "../cli/proc"
 
 export { shellBlocks } from "../model/shell-blocks"
 
@@ -78,21 +78,4 @@ export function doneMarks(stateDir: string, taskId: string): string[] {
   return readdirSync(dir)
     .filter((n) => n === taskId || n.startsWith(`${taskId}@`))
     .map((n) => join(dir, n))
-}
-
-/** The lines of a byte stream, as they arrive. */
-export async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder()
-  let buffer = ""
-  for await (const chunk of stream) {
-    buffer += decoder.decode(chunk, { stream: true })
-    let nl = buffer.indexOf("\n")
-    while (nl >= 0) {
-      yield buffer.slice(0, nl).replace(/\r$/, "")
-      buffer = buffer.slice(nl + 1)
-      nl = buffer.indexOf("\n")
-    }
-  }
-  buffer += decoder.decode()
-  if (buffer) yield buffer
 }

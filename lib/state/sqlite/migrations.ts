@@ -30,7 +30,7 @@ export const MIGRATIONS: readonly string[] = [
      session_id TEXT,
      updated_at TEXT NOT NULL
    );`,
-  // The merge journal (lib/run/merge-journal.ts) and the agent process groups of runs (lib/run/reaper.ts).
+  // The merge journal (lib/landing/merge-journal.ts) and the agent process groups of runs (lib/run/reaper.ts).
   `CREATE TABLE merges (
      id INTEGER PRIMARY KEY,
      task_id TEXT NOT NULL,
@@ -53,7 +53,7 @@ export const MIGRATIONS: readonly string[] = [
      task_id TEXT,
      at TEXT NOT NULL
    );`,
-  // Moves of a person's checkout that follows its target branch (lib/run/checkout-move.ts): the intent is
+  // Moves of a person's checkout that follows its target branch (lib/landing/checkout-move.ts): the intent is
   // written before the two-tree read, the end after the ref moved (or the move was given up).
   `CREATE TABLE moves (
      id INTEGER PRIMARY KEY,
@@ -78,7 +78,7 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE agents ADD COLUMN parked_reason TEXT;
    ALTER TABLE agents ADD COLUMN parked_task TEXT;
    CREATE INDEX events_task_kind ON events (task_id, kind) WHERE task_id IS NOT NULL;`,
-  // What each task's landing waits for (lib/run/landing-waits.ts): the person's change, operation or git lock
+  // What each task's landing waits for (lib/landing/landing-waits.ts): the person's change, operation or git lock
   // in the way of its checkout's move; a row per waiting task, of the run (its pid) that said it.
   `CREATE TABLE landing_waits (
      task_id TEXT PRIMARY KEY,

@@ -17,7 +17,11 @@ export async function mergePending(project: Project, tasks: Iterable<Task>): Pro
   if (candidates.length === 0) return out
   try {
     // Loaded only now: list, show and done start fast when no worktree is left (the common case).
-    const [{ loadConfig }, { unmergedBranches }, { Workspaces }] = await Promise.all([import("../store/config"), import("./git"), import("./workspace")])
+    const [{ loadConfig }, { unmergedBranches }, { Workspaces }] = await Promise.all([
+      import("../store/config"),
+      import("../git/git"),
+      import("../git/workspace"),
+    ])
     const config = loadConfig(project.dir)
     const workspaces = new Workspaces(project, { repo: config.repo, target: config.merge_target })
     const unmerged = new Map<string, Promise<Set<string>>>()

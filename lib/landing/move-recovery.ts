@@ -1,10 +1,10 @@
-// Recovery of the moves of a person's checkout (lib/run/checkout-move.ts) that a kill cut off, at a run's start
+// Recovery of the moves of a person's checkout (lib/landing/checkout-move.ts) that a kill cut off, at a run's start
 // (lib/run/recovery.ts): each journaled move not ended is finished or undone, so that no checkout is left
 // with its branch at one commit and its index at another, nor with files a killed two-tree read half wrote
 // (docs/RUN.md, "What happens at each kill point").
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { GIT_ENV, gitDirs, revParse } from "./git"
+import { GIT_ENV, gitDirs, revParse } from "../git/git"
 import { run } from "../cli/proc"
 import { list, shown, worktreeHead } from "./checkout-move"
 import type { CheckoutMove, MoveJournal } from "./merge-journal"

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { worktreeHead } from "./checkout-move"
-import { gitDirs } from "./git"
+import { gitDirs } from "../git/git"
 
 /**
  * Removes the lock files git left in flow's worktrees (`.flow/worktrees/*`): the index's, HEAD's, and their

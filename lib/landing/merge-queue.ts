@@ -7,12 +7,10 @@
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { moveTarget } from "./checkout-move"
-import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, treeOf, unlockWorktree } from "./git"
-import { killPoint } from "./kill-point"
+import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCommit, pruneWorktrees, removeWorktree, treeOf, unlockWorktree } from "../git/git"
+import { killPoint } from "../cli/kill-point"
 import type { MoveJournal } from "./merge-journal"
-import type { EventBus, QueueState } from "./events"
-import type { Preparation } from "./prepare"
-import { timed } from "./trace"
+import { timed } from "../cli/trace"
 import { runCheck, type Check, type CheckResult } from "./verify"
 
 export type Verdict =
@@ -34,27 +32,48 @@ export type QueueOptions = {
   depth: number
   /** one git operation on the repository's worktree registrations at a time */
   serial: <T>(fn: () => Promise<T>, later?: boolean) => Promise<T>
-  bus: EventBus
+  bus: LandingEvents
   signal: AbortSignal
   author: { name: string; email: string }
   /** repository-relative paths of flow's own files: a branch's changes to them are left out of its merge */
   keepOut: string[]
-  /** where moves of a checked-out target are journaled (lib/run/checkout-move.ts) */
+  /** where moves of a checked-out target are journaled (lib/landing/checkout-move.ts) */
   moves: MoveJournal
   /** the check's environment beyond the task's: FLOW_RUN_ID and FLOW_PROJECT, so the reaper knows its processes */
   checkEnv: Record<string, string>
   /** records each check's process group for the reaper, as agents' are (lib/run/reaper.ts) */
   track: (pid: number, taskId: string) => void
-  /** where a landing that waits for the person is recorded while it waits (lib/run/landing-waits.ts) */
+  /** where a landing that waits for the person is recorded while it waits (lib/landing/landing-waits.ts) */
   waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
   /** each check's scratch worktree made ready as a task's is (flow.yaml copy, ports, setup), and torn down */
   worktree: CheckWorktree
 }
 
+/** A merge candidate's place in its target's queue (docs/RUN.md, "The merge queue"). */
+export type QueueState = "waiting" | "checking" | "passed" | "failed"
+
+/** What the landing machinery tells the run as it goes: lib/run/events.ts's stream carries these among the run's. */
+export type LandingEvent =
+  /** onTopOf: the candidates ahead whose merges the candidate's merge is built on (checking only; [] on the target) */
+  | { type: "queue"; taskId: string; target: string; state: QueueState; position: number; reason?: string; seconds?: number; onTopOf?: string[] }
+  /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
+  | { type: "waiting"; taskId?: string; reason: string }
+  /** something the run or its landing did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */
+  | { type: "notice"; taskId?: string; text: string }
+
+export type LandingEvents = { emit(event: LandingEvent): void }
+
+/** A worktree made ready for work (lib/run/prepare.ts), or why not. */
+export type WorktreeReady =
+  /** `env`: what the environment adds (ports, the ignore file); `release`: gives the ports back */
+  | { ok: true; env: Record<string, string>; release: () => void }
+  /** the setup failed (`note`: why, for the task's block note; `failed`: how it ended) or the run stopped (neither) */
+  | { ok: false; note?: string; failed?: Extract<CheckResult, { ok: false }> }
+
 /** lib/run/prepare.ts's preparation of a worktree, for a check's: a check must see what the agent saw. */
 export type CheckWorktree = {
   /** `env`: the check's own (the setup's too); `signal`: stops the setup with the check */
-  prepare: (taskId: string, path: string, env: Record<string, string>, signal: AbortSignal) => Promise<Preparation>
+  prepare: (taskId: string, path: string, env: Record<string, string>, signal: AbortSignal) => Promise<WorktreeReady>
   /** flow.yaml's teardown, before the scratch worktree is removed */
   teardown: (taskId: string, path: string) => Promise<unknown>
 }
@@ -323,7 +342,7 @@ export async function clearScratch(repo: string, scratchDir: string): Promise<vo
   if (left.length || ours.length) await pruneWorktrees(repo)
 }
 
-/** What a check in a scratch worktree needs of a queue's options (the remote landing's check too: lib/run/remote-landing.ts). */
+/** What a check in a scratch worktree needs of a queue's options (the remote landing's check too: lib/landing/remote-landing.ts). */
 export type ScratchCheck = Pick<QueueOptions, "repo" | "target" | "serial" | "checkEnv" | "track" | "worktree">
 
 /**

@@ -2,7 +2,7 @@
 // works in its own clone, and what the machines share is the remote (flow.yaml `remote:`, default origin).
 // A task's worktree starts from the remote (its target, or the task's branch an earlier attempt pushed), its
 // branch is pushed after every commit flow makes, never over a newer attempt's (a compare-and-swap on the
-// remote's ref), and merges reach the target only by a push (lib/run/remote-landing.ts).
+// remote's ref), and merges reach the target only by a push (lib/landing/remote-landing.ts).
 import { existsSync } from "node:fs"
 import { FlowError } from "../cli/errors"
 import { run } from "../cli/proc"

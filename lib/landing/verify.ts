@@ -4,8 +4,8 @@
 import type { VerifyConfig } from "../store/config"
 import { parseDuration } from "../cli/duration"
 import { spawnGroup } from "../cli/proc"
-import { entryResolver } from "./repo-entries"
-import { lines } from "./script-agent"
+import { entryResolver } from "../git/repo-entries"
+import { lines } from "../cli/proc"
 
 /** `name`: what the command is to flow.yaml (check, setup, teardown), for its messages */
 export type Check = { argv: string[]; timeoutMs: number; label: string; name: string }

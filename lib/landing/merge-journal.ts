@@ -42,7 +42,7 @@ export class MergeJournal {
   }
 }
 
-/** The journal of moves of a checked-out target (lib/run/checkout-move.ts). */
+/** The journal of moves of a checked-out target (lib/landing/checkout-move.ts). */
 export class MoveJournal {
   constructor(private db: RunState) {}
 

@@ -10,16 +10,16 @@
 // hold back) is built again on what the remote holds now, a bounded number of times. After the push, this
 // clone's target (and the person's checkout of it) follows by the journaled two-tree move when it can do so
 // as a fast-forward; otherwise it is left alone, and said once. The check runs on one candidate at a time
-// (no speculative depth as in lib/run/merge-queue.ts): the lock is held while it runs.
+// (no speculative depth as in lib/landing/merge-queue.ts): the lock is held while it runs.
 import { join } from "node:path"
 import { moveTarget } from "./checkout-move"
-import { branchHeads, GIT_ENV, isAncestor, makeMergeCommit } from "./git"
-import { killPoint } from "./kill-point"
+import { branchHeads, GIT_ENV, isAncestor, makeMergeCommit } from "../git/git"
+import { killPoint } from "../cli/kill-point"
 import { checkFailure, checkInScratch, type QueueOptions, scratchFolder, type Verdict } from "./merge-queue"
-import { fetchBranch, pushTarget, remoteUrl } from "./remote-git"
+import { fetchBranch, pushTarget, remoteUrl } from "../git/remote-git"
 import type { Claim } from "../store/store"
 import type { LandingLock } from "../store/open"
-import { timed } from "./trace"
+import { timed } from "../cli/trace"
 import { run } from "../cli/proc"
 
 /** How many times a merge is built again after a push refused because the remote's target moved. */

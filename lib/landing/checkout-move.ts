@@ -11,10 +11,10 @@
 // caller waits and tries again. Recovery at start (move-recovery.ts) finishes or undoes a move a kill cut off.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { basename, dirname, isAbsolute, join, relative } from "node:path"
-import { GIT_ENV, gitDirs, listWorktrees, looseRef, revParse } from "./git"
+import { GIT_ENV, gitDirs, listWorktrees, looseRef, revParse } from "../git/git"
 import { run } from "../cli/proc"
 import type { MoveJournal } from "./merge-journal"
-import { killPoint } from "./kill-point"
+import { killPoint } from "../cli/kill-point"
 
 export type MoveResult =
   | { ok: true }
