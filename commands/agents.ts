@@ -37,7 +37,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const shared = setting.kind !== "file"
   const records = db ? await db.agents.everywhere() : []
   const spent = db ? await db.usage.byAgent() : new Map<string, Usage>()
-  const lastRun = db ? await lastRunSpend(db) : undefined
+  // An agent's spend "in the latest run" is its machine's latest run's (docs/FLEET.md, "The last run").
+  const machines = [...new Set(records.map((r) => r.machine))]
+  const lastRuns = new Map(db ? await Promise.all(machines.map(async (m) => [m, await lastRunSpend(db, m)] as const)) : [])
   db?.close()
   const now = Date.now()
   const index = indexTasks((await (await openStore(project)).read()).data)
@@ -56,7 +58,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       const cli = configured.find((a) => a.name === name)?.cli ?? r?.cli ?? null
       const current = r?.current_task ? { id: r.current_task, status: index.get(r.current_task)?.task.status ?? "missing" } : null
       const key = agentKey(name, r?.machine)
-      const budget = budgetReport(lastRun?.byAgent.get(key) ?? NO_SPEND, config.budget?.agent ?? {})
+      const budget = budgetReport((r && lastRuns.get(r.machine)?.byAgent.get(key)) ?? NO_SPEND, config.budget?.agent ?? {})
       const until = r?.parked_until ? Date.parse(r.parked_until) : 0
       const parked = until > now ? { until: r!.parked_until!, reason: r!.parked_reason ?? "usage limit", task: r!.parked_task } : null
       const where = shared ? { machine: r?.machine ?? null, working: r !== undefined && ofLiveRun(runs, { machine: r.machine, at: r.updated_at }) } : {}

@@ -5,10 +5,10 @@
 // unshare holds the project. Each clone's flow.yaml (a local edit, as a machine's own) gives its run one agent,
 // and each task is pinned to one of them by agent_name, so which run takes which task is fixed.
 import { describe, expect, test } from "bun:test"
-import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { background, bareOrigin, flow, git, tasksYaml, tempRepo } from "./helpers"
+import { dirname, join } from "node:path"
+import { background, bareOrigin, flow, git, ROOT, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
 
 /** Tasks `one` (for m1-agent) and `two` (for m2-agent), each saying it started, then waiting until the test lets it finish. */
@@ -31,20 +31,25 @@ const LAPTOP_2 = { FLOW_MACHINE: "laptop-2" }
 const RUN_LOCK_CLASS = 0x666c6f72
 const SINCE = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
-/** Two clones of one project shared as 'shop': `first` (laptop-1, agent m1-agent) shared it, `second` (laptop-2, m2-agent) cloned it. */
-async function twoClones(db: TestDatabase) {
+/**
+ * Two clones of one project shared as 'shop': `first` (laptop-1, agent m1-agent) shared it, `second` (laptop-2,
+ * m2-agent) cloned it. By default the agents are `script` agents on the holding graph; `opts` gives another
+ * graph, the agents' CLI, more of each clone's flow.yaml and more env for their runs.
+ */
+async function twoClones(db: TestDatabase, opts: { tasks?: string; cli?: string; flowYaml?: string; env?: Record<string, string> } = {}) {
   const signals = mkdtempSync(join(tmpdir(), "flow-signals-"))
-  const first = await tempRepo({ "tasks.yaml": holdingGraph(signals) })
+  const first = await tempRepo({ "tasks.yaml": opts.tasks ?? holdingGraph(signals) })
   expect((await flow(first.path, ["share", db.url, "--project", "shop"])).code).toBe(0)
   await git(first.path, ["add", "flow.yaml"])
   await git(first.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "share the project"])
   const second = mkdtempSync(join(tmpdir(), "flow-clone-"))
   await git(tmpdir(), ["clone", "-q", await bareOrigin(first.path), second])
-  appendFileSync(join(first.path, "flow.yaml"), "agents:\n  - {name: m1-agent, cli: script}\n")
-  appendFileSync(join(second, "flow.yaml"), "agents:\n  - {name: m2-agent, cli: script}\n")
+  const cli = opts.cli ?? "script"
+  appendFileSync(join(first.path, "flow.yaml"), `agents:\n  - {name: m1-agent, cli: ${cli}}\n${opts.flowYaml ?? ""}`)
+  appendFileSync(join(second, "flow.yaml"), `agents:\n  - {name: m2-agent, cli: ${cli}}\n${opts.flowYaml ?? ""}`)
   const runs: ReturnType<typeof background>[] = []
   const start = (dir: string, env: Record<string, string>) => {
-    const run = background(dir, RUN, env)
+    const run = background(dir, RUN, { ...env, ...opts.env })
     runs.push(run)
     return run
   }
@@ -301,6 +306,46 @@ describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
       )
     } finally {
       await other.close()
+    }
+  })
+
+  test("the last run is each machine's own: its usage and spend beside budget.run, and an agent's spend in its machine's run", async () => {
+    await using db = await freshDatabase()
+    // A fake `claude` that reports 100 tokens in, 50 out and $0.0123 a turn, and runs the `flow done` its prompt names.
+    const bin = mkdtempSync(join(tmpdir(), "flow-bin-"))
+    symlinkSync(join(ROOT, "test", "fixtures", "fake-agents", "fake-claude.ts"), join(bin, "claude"))
+    const task = (id: string, agent: string) => ({ id, title: id, status: "ready_for_agent", agent_name: agent, instructions: `Write ${id}.` })
+    await using clones = await twoClones(db, {
+      tasks: tasksYaml([task("one", "m1-agent"), task("two", "m2-agent"), task("three", "m2-agent")]),
+      cli: "claude",
+      flowYaml: "budget:\n  run: {usd: 10}\n  agent: {usd: 5}\n",
+      env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}`, FAKE_AGENT_FOLLOW_PROMPT: "1" },
+    })
+    try {
+      // laptop-1 runs one task (its agent's only one), then laptop-2 two: laptop-2's run starts last.
+      expect(await clones.runFirst().done()).toMatchObject({ code: 4, stderr: "" })
+      expect(await clones.runSecond().done()).toMatchObject({ code: 0, stderr: "" })
+      const turns = (n: number) => ({ input_tokens: 100 * n, output_tokens: 50 * n, cost_usd: Math.round(0.0123 * n * 1e10) / 1e10 })
+      for (const [clone, n] of [
+        ["first", 1],
+        ["second", 2],
+      ] as const) {
+        const { usage } = JSON.parse(await clones.on(clone, ["dashboard", "--json"]))
+        expect({ clone, run: usage.run, spent: usage.budget.usd.spent, total: usage.total }).toMatchObject({
+          clone,
+          run: turns(n),
+          spent: turns(n).cost_usd,
+          total: turns(3),
+        })
+      }
+      // An agent's spend in the latest run is in its own machine's latest run, from whichever machine it is read.
+      for (const clone of ["first", "second"] as const) {
+        const { agents } = JSON.parse(await clones.on(clone, ["agents", "--json"]))
+        const spent = Object.fromEntries(agents.map((a: { name: string; budget: { usd: { spent: number } } }) => [a.name, a.budget.usd.spent]))
+        expect({ clone, spent }).toEqual({ clone, spent: { "m1-agent": turns(1).cost_usd, "m2-agent": turns(2).cost_usd } })
+      }
+    } finally {
+      rmSync(bin, { recursive: true, force: true })
     }
   })
 })

@@ -223,16 +223,30 @@ test.concurrent("usage errors: an unknown agent, a script agent, --agent with --
 })
 
 test.concurrent("on a terminal a spinner shows the elapsed time and what the agent does", async () => {
-  await using dir = await tempRepo({ "PRD.md": "# Shop\n" })
-  const agent = fakeClaude(dir, { ...writes("plans/basic.md"), FAKE_AGENT_DELAY_MS: "1500" })
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n", ".test-bin/basic.md": fixture("plans/basic.md") })
+  // A relative path: the line shown whole must not depend on where the checkout lives.
+  const cp = JSON.stringify([["cp", ".test-bin/basic.md", "plan.md"]])
+  const agent = fakeClaude(dir, { FAKE_AGENT_COMMANDS: cp, FAKE_AGENT_DELAY_MS: "1500" })
   using t = await terminal(dir.path, ["plan"], agent.env)
   const running = await t.waitFor("planner (claude) is writing plan.md: Bash cp ")
-  expect(running).toMatch(/is writing plan\.md: Bash cp \S+basic\.md plan\.md \[\d+s\]/)
+  expect(running).toMatch(/is writing plan\.md: Bash cp \.test-bin\/basic\.md plan\.md \[\d+s\]/)
   const done = await t.waitFor("EXIT=")
   expect(done).toMatch(
     /planner wrote plan\.md \[\d+s\]\nWrote plan\.md by planner \(claude\): 2 phases, 4 sections\nNext: review it \('flow refine plan'\), then 'flow generate'\nEXIT=0\n/,
   )
   expect(dir.read("plan.md")).toBe(fixture("plans/basic.md"))
+})
+
+test.concurrent("on a narrow terminal the spinner line is cut to the width with '…', never wrapped", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# Shop\n" })
+  // The tool call names the fixture by its absolute path: wider than 70 columns wherever the checkout lives.
+  const agent = fakeClaude(dir, { ...writes("plans/basic.md"), FAKE_AGENT_DELAY_MS: "1500" })
+  using t = await terminal(dir.path, ["plan"], agent.env, { columns: 70, rows: 30 })
+  const running = await t.waitFor("planner (claude) is writing plan.md: Bash cp ")
+  const line = running.split("\n").find((l) => l.includes("is writing plan.md: Bash cp "))!
+  expect(line).toMatch(/^\S {2}planner \(claude\) is writing plan\.md: Bash cp \S*… \[\d+s\]$/)
+  expect(Bun.stringWidth(line)).toBeLessThanOrEqual(70)
+  expect(await t.waitFor("EXIT=")).toContain("EXIT=0\n")
 })
 
 test.concurrent("Ctrl-C on a terminal stops the agent: exit 130, what it wrote is kept and the previous plan is in plan.md.bak", async () => {

@@ -180,6 +180,7 @@ describe.skipIf(!HAVE_POSTGRES)("the PostgreSQL task store", () => {
     // Usage and spend by agent are by agent and machine too.
     await one.events.append({ kind: "run.start" })
     await one.events.append({ kind: "agent.usage", task_id: "a", agent: "claude-1", data: { costUsd: 1 } })
+    await two.events.append({ kind: "run.start" })
     await two.events.append({ kind: "agent.usage", task_id: "b", agent: "claude-1", data: { costUsd: 2 } })
     const usage = await one.usage.byAgent()
     expect([usage.get(agentKey("claude-1", "laptop-1"))?.cost_usd, usage.get(agentKey("claude-1", "laptop-2"))?.cost_usd]).toEqual([1, 2])
@@ -187,5 +188,43 @@ describe.skipIf(!HAVE_POSTGRES)("the PostgreSQL task store", () => {
     // state.db holds one agent per name: unshared on laptop-2, its own.
     expect((await two.dump()).agents).toMatchObject([{ name: "claude-1", current_task: "b", completed: 1 }])
     expect((await two.dump()).agents).toHaveLength(1)
+  })
+
+  test.concurrent("the last run is this machine's: its usage, spend, end and queue events, however the machines' runs interleave", async () => {
+    await using db = await freshDatabase()
+    const setting = await shared(db)
+    const [one, two, three] = await Promise.all(
+      ["laptop-1", "laptop-2", "laptop-3"].map((machine) => PgRunState.open(database({ ...setting, machine }), { ...setting, machine })),
+    )
+    const usage = (state: PgRunState, task: string, costUsd: number) =>
+      state.events.append({ kind: "agent.usage", task_id: task, agent: "claude-1", data: { inputTokens: 10, costUsd } })
+    const queued = (state: PgRunState, task: string) =>
+      state.events.append({ kind: "queue", task_id: task, data: { taskId: task, target: "main", state: "waiting" } })
+    await one.events.append({ kind: "run.start" })
+    await usage(one, "a", 1)
+    await queued(one, "a")
+    await two.events.append({ kind: "run.start" }) // laptop-2 starts while laptop-1's run goes on
+    await usage(two, "b", 2)
+    await queued(two, "b")
+    await usage(one, "a", 4)
+    await one.events.append({ kind: "run.end" })
+
+    expect(await one.usage.lastRun()).toEqual({ input_tokens: 20, cost_usd: 5 })
+    expect(await two.usage.lastRun()).toEqual({ input_tokens: 10, cost_usd: 2 })
+    const kinds = ["queue", "merge", "run.end"] as const
+    expect((await one.events.ofLastRun(kinds)).map((e) => [e.kind, e.task_id])).toEqual([
+      ["queue", "a"],
+      ["run.end", null],
+    ])
+    expect((await two.events.ofLastRun(kinds)).map((e) => [e.kind, e.task_id])).toEqual([["queue", "b"]])
+    // laptop-1's end is not laptop-2's: laptop-2's run is still going.
+    const [oneRun, twoRun] = [await lastRunSpend(one), await lastRunSpend(two)]
+    expect([oneRun?.run.usd, (await one.spend.lastRun())?.endedAt]).toEqual([5, expect.any(String)])
+    expect([twoRun?.run.usd, (await two.spend.lastRun())?.endedAt]).toEqual([2, null])
+    expect([...oneRun!.byAgent.keys(), ...twoRun!.byAgent.keys()]).toEqual([agentKey("claude-1", "laptop-1"), agentKey("claude-1", "laptop-2")])
+    // Another machine's latest run, asked by name (an agent's spend in its own machine's run).
+    expect((await lastRunSpend(three, "laptop-2"))?.run.usd).toBe(2)
+    // A machine that never ran has no last run.
+    expect([await three.usage.lastRun(), await three.spend.lastRun(), await three.events.ofLastRun(kinds)]).toEqual([null, undefined, []])
   })
 })

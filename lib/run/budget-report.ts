@@ -49,10 +49,11 @@ export async function taskBudget(
 
 /**
  * The latest run's spend, in all and per agent: its usage and turns since its `run.start`, its minutes the
- * time from its start to its end (to now while it runs or when it died without one). By agentKey.
+ * time from its start to its end (to now while it runs or when it died without one). By agentKey. On a
+ * shared project `machine`'s latest run, by default this machine's (docs/FLEET.md, "The last run").
  */
-export async function lastRunSpend(db: RunState): Promise<{ run: Spend; byAgent: Map<string, Spend> } | undefined> {
-  const last = await db.spend.lastRun()
+export async function lastRunSpend(db: RunState, machine?: string): Promise<{ run: Spend; byAgent: Map<string, Spend> } | undefined> {
+  const last = await db.spend.lastRun(machine)
   if (!last) return undefined
   let run: Spend = { ...NO_SPEND, minutes: ((last.endedAt ? Date.parse(last.endedAt) : Date.now()) - Date.parse(last.startedAt)) / 60_000 }
   const byAgent = new Map<string, Spend>()

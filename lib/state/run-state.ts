@@ -121,7 +121,11 @@ export interface RunState extends Disposable {
     append(e: NewEvent): Promise<number>
     /** Events with an id above `afterId`, oldest first: a subscriber keeps the last id it saw. */
     since(afterId?: number, limit?: number): Promise<FlowEvent[]>
-    /** The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first. */
+    /**
+     * The events of the given kinds since the latest `run.start` (all of them when no run started), oldest first.
+     * "The last run" on a shared project is this machine's: its latest `run.start` and the events it wrote since
+     * (docs/FLEET.md, "The last run"); so are `usage.lastRun` and `spend.lastRun`.
+     */
     ofLastRun(kinds: readonly string[]): Promise<FlowEvent[]>
     /**
      * Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in (on a
@@ -142,8 +146,13 @@ export interface RunState extends Disposable {
   readonly spend: {
     /** Every task's spend over all runs, or one task's from the events before `before` (an ISO time). */
     byTask(taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]>
-    /** The latest run: its start and end (none while it runs), and its spend by agent. */
-    lastRun(): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null; machine?: string })[] } | undefined>
+    /**
+     * The latest run (as `events.ofLastRun` says which; on a shared project `machine`'s, by default this
+     * machine's): its start and end (none while it runs), and its spend by agent.
+     */
+    lastRun(
+      machine?: string,
+    ): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null; machine?: string })[] } | undefined>
   }
 
   /**

@@ -186,8 +186,7 @@ export class PgRunState implements RunState {
       this.rows(
         (sql) => sql`
           SELECT id::float8 AS id, at, kind, task_id, agent, data FROM events
-          WHERE project = ${this.key} AND kind = ANY(${sql.array([...kinds])}::text[])
-            AND id > (SELECT coalesce(max(id), 0) FROM events WHERE project = ${this.key} AND kind = 'run.start')
+          WHERE ${this.lastRunEvents(sql)} AND kind = ANY(${sql.array([...kinds])}::text[])
           ORDER BY id`,
       ),
     lastTaskEnds: async (): Promise<Map<string, TaskEnd>> => {
@@ -205,6 +204,16 @@ export class PgRunState implements RunState {
     },
   }
 
+  /**
+   * The events of "the last run", in SQL: this machine's newest run's, the events this machine wrote since its
+   * latest `run.start` (every one it wrote when it never started a run). Another machine's run is not this
+   * person's, and runs of several machines interleave in the log (docs/FLEET.md, "The last run").
+   */
+  private lastRunEvents(sql: SQL) {
+    return sql`project = ${this.key} AND machine = ${this.machine}
+      AND id > (SELECT coalesce(max(id), 0) FROM events WHERE project = ${this.key} AND machine = ${this.machine} AND kind = 'run.start')`
+  }
+
   readonly usage = {
     byTask: (): Promise<Map<string, Usage>> =>
       this.sumUsage((sql) => sql`${this.usageSums(sql, "task_id")} FROM events WHERE project = ${this.key} AND kind = 'agent.usage' GROUP BY 1`),
@@ -215,9 +224,7 @@ export class PgRunState implements RunState {
       (
         await this.sumUsage(
           (sql) => sql`
-            ${this.usageSums(sql, "'run'")} FROM events WHERE project = ${this.key} AND kind = 'agent.usage'
-              AND id > (SELECT coalesce(max(id), 0) FROM events WHERE project = ${this.key} AND kind = 'run.start')
-            GROUP BY 1`,
+            ${this.usageSums(sql, "'run'")} FROM events WHERE ${this.lastRunEvents(sql)} AND kind = 'agent.usage' GROUP BY 1`,
         )
       ).get("run") ?? null,
   }
@@ -242,16 +249,19 @@ export class PgRunState implements RunState {
             AND (${taskId ?? null}::text IS NULL OR task_id = ${taskId ?? null}) AND at < ${before ?? "9999"}
           GROUP BY task_id, kind`,
       ),
-    lastRun: async (): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null })[] } | undefined> =>
+    lastRun: async (
+      machine = this.machine,
+    ): Promise<{ startedAt: string; endedAt: string | null; rows: (SpendRow & { agent: string | null })[] } | undefined> =>
       this.tx(async (tx) => {
         const [start] = await tx`
-          SELECT id::float8 AS id, at FROM events WHERE project = ${this.key} AND kind = 'run.start' ORDER BY id DESC LIMIT 1`
+          SELECT id::float8 AS id, at FROM events
+          WHERE project = ${this.key} AND machine = ${machine} AND kind = 'run.start' ORDER BY id DESC LIMIT 1`
         if (!start) return undefined
-        const [end] = await tx`
-          SELECT at FROM events WHERE project = ${this.key} AND kind = 'run.end' AND id > ${start.id} ORDER BY id LIMIT 1`
+        const ofRun = tx`project = ${this.key} AND machine = ${machine} AND id > ${start.id}`
+        const [end] = await tx`SELECT at FROM events WHERE ${ofRun} AND kind = 'run.end' ORDER BY id LIMIT 1`
         const rows = await tx`
           SELECT agent, coalesce(machine, '') AS machine, ${tx.unsafe(SPEND)} FROM events
-          WHERE project = ${this.key} AND id > ${start.id} AND kind IN ('agent.usage', 'agent.exit') GROUP BY agent, machine, kind`
+          WHERE ${ofRun} AND kind IN ('agent.usage', 'agent.exit') GROUP BY agent, machine, kind`
         return { startedAt: start.at, endedAt: end?.at ?? null, rows: rows.map((r: SpendRow & { agent: string | null; machine: string }) => ({ ...r })) }
       }),
   }
