@@ -1,10 +1,12 @@
 // How runs that share a graph divide its tasks (docs/FLEET.md, "Claims, leases, fencing"), against a real
 // PostgreSQL: claims from separate processes at once never take one task twice and leave none untaken; a
 // claim checks dependencies in its statement; a live claim holds, a stale one is taken over with the next
-// attempt; renewals, holds and releases; a write fenced by an attempt that lost its task is refused, through
-// the CLI as an agent makes it, while a person's command is never fenced; LISTEN hears another process write.
+// attempt; a claim of a run proved dead on this machine is given back at once, and only then; renewals, holds
+// and releases; a write fenced by an attempt that lost its task is refused, through the CLI as an agent makes
+// it, while a person's command is never fenced; LISTEN hears another process write.
 import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
+import { bootId, pidNamespace, processStartTime } from "../lib/cli/pid"
 import { projectAt } from "../lib/cli/project"
 import { PgTaskStore } from "../lib/store/postgres/pg-store"
 import { parseUrl } from "../lib/store/postgres/url"
@@ -196,6 +198,66 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     // The same batch with live fences only goes through.
     await store.mutate("batch", (e) => applyStatus(e, "v", "done", NOW), [live, current])
     expect(await p.row("v")).toMatchObject({ status: "done" })
+  })
+
+  test("a claim of this machine's run whose process is gone is given back before its lease; one whose process lives, of another machine or boot, or with no proof keeps it", async () => {
+    await using db = await freshDatabase()
+    const ids = ["dead", "reused", "alive", "elsewhere", "reboot", "unmarked", "lockless"]
+    await using p = await sharedProject(
+      db,
+      ids.map((id) => ({ id, status: "in_progress" })),
+    )
+    const store = p.store()
+    const here = p.setting.machine
+    await using living = Bun.spawn(["sleep", "300"])
+    const killed = Bun.spawn(["sleep", "300"])
+    killed.kill("SIGKILL")
+    await killed.exited
+    const mark = (pid: number) => ({ pid, start: processStartTime(pid) ?? null, boot: bootId() ?? null, ns: pidNamespace() ?? null })
+    const dead = { ...mark(process.pid), pid: killed.pid } // a pid free now (a process of this test a moment ago)
+    // A run's row as `flow run` writes it when it takes the run lock (run-lock.ts); its session is no matter here.
+    const row = async (run: string, machine: string, m: { pid: number; start: string | null; boot: string | null; ns: string | null }) => {
+      await db.sql`INSERT INTO live_runs (project, run_id, command, machine, pid, backend_pid, since, pid_start, boot_id, pid_ns)
+                   VALUES (${KEY}, ${run}, 'flow run', ${machine}, ${m.pid}, 0, now(), ${m.start}, ${m.boot}, ${m.ns})`
+    }
+    await row("run-dead", here, dead)
+    await row("run-reused", here, { ...mark(process.pid), start: "1" }) // its pid now another process's (another start time)
+    await row("run-alive", here, mark(living.pid))
+    await row("run-elsewhere", "elsewhere", dead)
+    await row("run-reboot", here, { ...dead, boot: "another-boot" }) // not proof: another machine may have been given this name
+    await row("run-unmarked", here, { pid: killed.pid, start: null, boot: null, ns: null }) // an older flow's row
+    const elsewhere = PgTaskStore.fresh({ ...p.setting, machine: "elsewhere" })
+    const fences = new Map<string, Fence>()
+    for (const id of ids) {
+      const claims = id === "elsewhere" ? elsewhere.claims : store.claims
+      fences.set(id, (await claims.claim([id], { run: `run-${id}`, agent: "a-1" }, 60_000))!)
+    }
+
+    const freed = await store.claims.freeDead("run-me")
+    expect(freed.toSorted((a, b) => a.run.localeCompare(b.run))).toEqual([
+      { run: "run-dead", pid: killed.pid, tasks: ["dead"] },
+      { run: "run-reused", pid: process.pid, tasks: ["reused"] },
+    ])
+    for (const id of ["dead", "reused"]) expect(await p.row(id)).toMatchObject({ attempt: 1, claimed_by: null, live: null })
+    for (const id of ["alive", "elsewhere", "reboot", "unmarked", "lockless"])
+      expect(await p.row(id)).toMatchObject({ attempt: 1, claimed_by: `run-${id}`, live: true })
+    // The rows of the runs proved dead go; the others stay.
+    expect((await db.sql`SELECT run_id FROM live_runs ORDER BY run_id`).map((r: { run_id: string }) => r.run_id)).toEqual([
+      "run-alive",
+      "run-elsewhere",
+      "run-reboot",
+      "run-unmarked",
+    ])
+    // Any run takes a freed task at once, with the next attempt; the dead run's attempt writes nothing.
+    expect(await store.claims.claim(["alive", "dead"], B, 60_000)).toEqual({ taskId: "dead", attempt: 2, run: "run-b" })
+    const refused = await flowAs(p.dir.path, ["done", "dead"], fences.get("dead"))
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("this run no longer holds task 'dead': it was taken over (attempt 2 by run run-b)")
+    // The one that lives is not proved dead later either; once it is gone, it is.
+    expect(await store.claims.freeDead("run-me")).toEqual([])
+    living.kill("SIGKILL")
+    await living.exited
+    expect(await store.claims.freeDead("run-me")).toEqual([{ run: "run-alive", pid: living.pid, tasks: ["alive"] }])
   })
 
   test("listen wakes on another process's write", async () => {

@@ -94,6 +94,9 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
   // A git the dead run left (a merge finishing) is waited for, never killed: killed, it would leave its work half done.
   await awaitOrphanGit()
+  // A dead run of this machine (killed outright, this clone's or another's) left its claims live: they go back
+  // now, so that recovery and this run take its tasks up without waiting out their lease.
+  await fleet?.freeDead()
   await recover(shared, indexTasks((await s.store.read()).data), fleet && { take: (id) => fleet.take([id], "recovery"), release: (id) => fleet.release(id) })
   // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
   parking.restore(await s.db.agents.list())

@@ -18,9 +18,10 @@ export class RunClaims {
     private readonly s: RunSettings,
     private readonly onLost: (taskId: string) => void,
   ) {
+    // A run of this machine killed meanwhile (another clone's) is seen at the same pace.
     this.timer = setInterval(
       () => {
-        this.renewing = this.renewing.then(() => this.renew())
+        this.renewing = this.renewing.then(() => this.renew()).then(() => this.freeDead())
       },
       Math.max(200, Math.floor(s.leaseMs / 3)),
     )
@@ -47,6 +48,20 @@ export class RunClaims {
     if (!claim) return
     this.held.delete(taskId)
     await this.claims.release(claim).catch(() => {}) // unreachable: the lease lapses instead
+  }
+
+  /**
+   * Gives back the claims of this machine's runs proved dead (killed outright: their process is gone), so that
+   * their tasks are taken up now rather than after their lease: a run restarted where one was killed resumes
+   * its tasks at once, as in files. Said once per dead run.
+   */
+  async freeDead(): Promise<void> {
+    const dead = await this.claims.freeDead(RUN_ID).catch(() => []) // unreachable: their leases lapse instead
+    for (const d of dead)
+      this.s.bus.emit({
+        type: "notice",
+        text: `a run of this machine died (pid ${d.pid}) holding ${d.tasks.join(", ")}: taken up now, without waiting out its lease`,
+      })
   }
 
   /** How many tasks other runs hold now. */

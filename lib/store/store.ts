@@ -42,6 +42,9 @@ export type Fence = { taskId: string; attempt: number; run: string }
  */
 export type Claim = Fence & { holds(): Promise<boolean> }
 
+/** A run of this machine proved dead, and the tasks whose claims it held (given back). */
+export type DeadRun = { run: string; pid: number; tasks: string[] }
+
 /**
  * How runs that share a graph divide its tasks without a coordinator (docs/FLEET.md, "Claims, leases,
  * fencing"). Only a shared store has them: in files one run holds a project (.flow/run.lock).
@@ -58,6 +61,12 @@ export interface Claims {
   holds(fence: Fence): Promise<boolean>
   /** Gives the task back, in whatever status it is: any run may take it at once. Nothing when the claim moved on. */
   release(fence: Fence): Promise<void>
+  /**
+   * Gives back at once, before their lease ends, the claims of this machine's runs (other than `run`) that are
+   * proved dead here: their process is gone (docs/FLEET.md, "Claims, leases, fencing"). Each such run that held
+   * any, with its pid and the tasks given back.
+   */
+  freeDead(run: string): Promise<DeadRun[]>
   /** How many tasks other runs hold by a live claim now (a run with nothing to take waits while any do). */
   othersLive(run: string): Promise<number>
   /** Calls `wake` whenever a process changes the graph (LISTEN); resolves to its stop. */

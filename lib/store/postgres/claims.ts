@@ -5,7 +5,8 @@
 // run renews; every instant compared is the database's (now()), never a machine's clock, so machines whose
 // clocks differ agree on which lease is stale. A claim takes no lock beyond its statement: nothing is held
 // open while an agent works.
-import type { Claims, Fence } from "../store"
+import { isGoneHere } from "../../cli/pid"
+import type { Claims, DeadRun, Fence } from "../store"
 import type { SharedSetting } from "../setting"
 import type { Database } from "./connection"
 
@@ -78,6 +79,32 @@ export class PgClaims implements Claims {
         UPDATE tasks SET claimed_by = NULL, claimed_agent = NULL, lease_until = NULL
         WHERE project = ${this.setting.key} AND id = ${fence.taskId} AND claimed_by = ${fence.run} AND attempt = ${fence.attempt}`,
     )
+  }
+
+  async freeDead(run: string): Promise<DeadRun[]> {
+    const { key, machine } = this.setting
+    // Only this machine's runs: a pid means something only here, and only in this boot and pid namespace
+    // (isGoneHere). A run without a row (a claimer that took no run lock) or whose process lives keeps its
+    // claims for the lease; so does every run while the database restarts (its session gone, its process not).
+    const rows = (await this.db.run(
+      (sql) => sql`SELECT run_id, pid, pid_start, boot_id, pid_ns FROM live_runs WHERE project = ${key} AND machine = ${machine} AND run_id <> ${run}`,
+    )) as { run_id: string; pid: number; pid_start: string | null; boot_id: string | null; pid_ns: string | null }[]
+    const dead = rows.filter((r) => isGoneHere({ pid: r.pid, start: r.pid_start ?? undefined, boot: r.boot_id ?? undefined, pidNs: r.pid_ns ?? undefined }))
+    const out: DeadRun[] = []
+    for (const r of dead) {
+      // Given back as a release does: the next claim takes the task with the next attempt, and the dead run's
+      // attempt is refused from now on (its fence names a claimant the task no longer has).
+      const tasks = await this.db.run(async (sql) => {
+        const freed = await sql`
+          UPDATE tasks SET claimed_by = NULL, claimed_agent = NULL, lease_until = NULL
+          WHERE project = ${key} AND machine = ${machine} AND claimed_by = ${r.run_id}
+          RETURNING id`
+        await sql`DELETE FROM live_runs WHERE project = ${key} AND machine = ${machine} AND run_id = ${r.run_id}`
+        return (freed as { id: string }[]).map((t) => t.id).sort()
+      })
+      if (tasks.length > 0) out.push({ run: r.run_id, pid: r.pid, tasks })
+    }
+    return out
   }
 
   async othersLive(run: string): Promise<number> {

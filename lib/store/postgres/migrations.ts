@@ -185,6 +185,11 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE agents ALTER COLUMN machine SET NOT NULL;
    ALTER TABLE agents DROP CONSTRAINT agents_pkey;
    ALTER TABLE agents ADD PRIMARY KEY (project, machine, name);`,
+  // 4. A run's process as a run of the same machine can prove it dead (lib/cli/pid.ts, isGoneHere): its start
+  // time (clock ticks since boot), the boot id and the pid namespace. A claim of a run proved dead is given
+  // back at once rather than after its lease (docs/FLEET.md, "Claims, leases, fencing"); a row without them
+  // (written by an older flow) proves nothing.
+  `ALTER TABLE live_runs ADD COLUMN pid_start text, ADD COLUMN boot_id text, ADD COLUMN pid_ns text;`,
 ]
 
 /** The schema version this flow writes and reads. */

@@ -6,6 +6,7 @@
 // who holds it (a run's row in `live_runs`, the exclusive holder in the project's `run_locks` row), and a row
 // counts only while the session that wrote it holds the lock.
 import type { ReservedSQL, SQL } from "bun"
+import { thisProcess } from "../../cli/pid"
 import type { SharedSetting } from "../setting"
 import { database } from "./connection"
 import { missingProject } from "./pg-store"
@@ -90,12 +91,17 @@ async function takeOn(sql: SQL, who: Taker, since?: Date): Promise<Taken | undef
       return { conn, since: row.since }
     }
     // The rows of runs gone (killed, or their session ended) go now: they count for nothing, and would pile up.
+    // One whose run still holds a live claim stays: it is what lets a run of its machine prove that run dead
+    // and take its tasks up before the lease ends (claims.ts, freeDead); the next lock after the lease takes it.
     await conn`
       DELETE FROM live_runs r WHERE r.project = ${setting.key} AND NOT (r.machine = ${setting.machine} AND r.run_id = ${mode.run})
-        AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${conn.unsafe(heldAs("r.backend_pid", lockId, "ShareLock"))})`
+        AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE ${conn.unsafe(heldAs("r.backend_pid", lockId, "ShareLock"))})
+        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.project = r.project AND t.claimed_by = r.run_id AND t.machine = r.machine AND t.lease_until > now())`
+    const me = thisProcess()
     const [row] = await conn`
-      INSERT INTO live_runs (project, run_id, command, machine, pid, backend_pid, since)
-      VALUES (${setting.key}, ${mode.run}, ${command}, ${setting.machine}, ${process.pid}, pg_backend_pid(), coalesce(${since ?? null}::timestamptz, now()))
+      INSERT INTO live_runs (project, run_id, command, machine, pid, backend_pid, since, pid_start, boot_id, pid_ns)
+      VALUES (${setting.key}, ${mode.run}, ${command}, ${setting.machine}, ${me.pid}, pg_backend_pid(), coalesce(${since ?? null}::timestamptz, now()),
+        ${me.start ?? null}, ${me.boot ?? null}, ${me.pidNs ?? null})
       ON CONFLICT (project, machine, run_id) DO UPDATE SET backend_pid = excluded.backend_pid, since = excluded.since
       RETURNING since`
     return { conn, since: row.since }
