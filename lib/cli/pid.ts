@@ -6,7 +6,7 @@
 import { readFileSync, readlinkSync } from "node:fs"
 
 /** Fields 3 and on of /proc/<pid>/stat (index 0 is the state), or undefined when unknown (no /proc, no such process). */
-function statFields(pid: number): string[] | undefined {
+export function statFields(pid: number | string): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
     // The command name (field 2) may hold spaces and parentheses: count fields after the last ')'.

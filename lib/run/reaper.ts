@@ -20,22 +20,12 @@
 // MERGE_HEAD and lock files in the person's checkout). The next run waits for it instead (`awaitOrphanGit`):
 // every git flow starts names flow's pid in FLOW_GIT_OWNER, and one whose owner is dead is an orphan.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { processStartTime } from "../cli/pid"
+import { processStartTime, statFields } from "../cli/pid"
 import { GIT_OWNER } from "../git/git"
 import type { RunState } from "../state/run-state"
 
 /** This run's id: every agent and check gets it as FLOW_RUN_ID (module comment). */
 export const RUN_ID = `${process.pid}-${Date.now()}`
-
-/** Fields 3 and on of /proc/<pid>/stat (after the command name, which may hold spaces and parentheses). */
-function statFields(pid: number | string): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  } catch {
-    return undefined
-  }
-}
 
 /** The process groups (field 5) that have a live member, from one scan of /proc. */
 function liveGroups(): Set<number> {
