@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs"
 import { FlowError } from "../cli/errors"
 import { run } from "../cli/proc"
-import { branchExists, ensureWorktree, GIT_ENV, isAncestor, revParse } from "./git"
+import { branchExists, commitAll, ensureWorktree, GIT_ENV, isAncestor, revParse } from "./git"
 import { lastLines } from "./publish"
 
 /** Where the remote's `branch` is kept in a clone after a fetch or a push. */
@@ -35,10 +35,7 @@ export function missingRemote(repo: string, remote: string): FlowError {
  */
 export async function fetchBranch(repo: string, remote: string, branch: string): Promise<string | undefined> {
   const ref = tracking(remote, branch)
-  const r = await run(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], {
-    cwd: repo,
-    env: GIT_ENV,
-  })
+  const r = await run(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], { cwd: repo, env: GIT_ENV })
   if (r.code === 0) return (await revParse(repo, ref))[0]
   if (/couldn't find remote ref/i.test(r.stderr)) {
     await run(["git", "update-ref", "-d", ref], { cwd: repo, env: GIT_ENV })
@@ -49,7 +46,40 @@ export async function fetchBranch(repo: string, remote: string, branch: string):
 }
 
 /**
- * A task's worktree on a shared project. A worktree of this machine's earlier attempt is kept as it is; else
+ * The commit of the task's branch on the remote when a newer attempt (on another machine) pushed work this
+ * clone's worktree lacks: the remote's branch moved since this clone last pushed or fetched it, to a commit
+ * the worktree's head does not hold. Undefined when the worktree is the newest: the remote has nothing it
+ * lacks, or has not moved since this clone's own push (an agent's rebase, not pushed yet, is the newer one).
+ */
+export async function newerOnRemote(ws: { repo: string; path: string; branch: string }, remote: string): Promise<string | undefined> {
+  const [seen] = await revParse(ws.repo, tracking(remote, ws.branch))
+  const pushed = await fetchBranch(ws.repo, remote, ws.branch)
+  const [head] = await revParse(ws.path, "HEAD")
+  if (!pushed || !head || pushed === head || pushed === seen || (await isAncestor(ws.repo, pushed, head))) return undefined
+  return pushed
+}
+
+/** Where the work of a worktree that a newer attempt superseded is kept (never lost): `git log <ref>` shows it. */
+export const setAsideRef = (branch: string, head: string) => `refs/flow/superseded/${branch}/${head.slice(0, 12)}`
+
+/**
+ * Keeps the worktree's head, with what it had not committed as one more commit, under setAsideRef; the caller
+ * then removes the worktree and this clone's branch (dropBranch), so the task's next worktree starts from the
+ * remote's branch. Returns the ref.
+ */
+export async function keepAside(ws: { repo: string; path: string; branch: string }, author: { name: string; email: string }): Promise<string> {
+  await commitAll(ws.path, `${ws.branch}: uncommitted work of a superseded attempt`, author)
+  const [head] = await revParse(ws.path, "HEAD")
+  if (!head) throw new FlowError(`the worktree ${ws.path} has no commit to keep`)
+  const ref = setAsideRef(ws.branch, head)
+  const r = await run(["git", "update-ref", ref, head], { cwd: ws.repo, env: GIT_ENV })
+  if (r.code !== 0) throw new FlowError(`could not keep ${ws.path}'s work as ${ref}: ${lastLines(r.stderr || r.stdout)}`)
+  return ref
+}
+
+/**
+ * A task's worktree on a shared project. A worktree of this machine's earlier attempt is kept as it is (the
+ * caller keeps it aside and removes it first when newerOnRemote says a newer attempt superseded it); else
  * the branch starts from the remote: the task's branch when an earlier attempt (on any machine) pushed it and
  * it holds all of this clone's branch ("taken-over": the work so far, not the agent's session), else the
  * remote target as it is now (fetched: a dependent starts from what its dependencies merged there).
