@@ -5,7 +5,7 @@
 // remote's ref), and merges reach the target only by a push (lib/landing/remote-landing.ts).
 import { existsSync } from "node:fs"
 import { FlowError } from "../cli/errors"
-import { run } from "../cli/proc"
+import { type RunResult, run } from "../cli/proc"
 import { branchExists, commitAll, ensureWorktree, GIT_ENV, isAncestor, revParse } from "./git"
 import { lastLines } from "./publish"
 
@@ -28,6 +28,22 @@ export function missingRemote(repo: string, remote: string): FlowError {
   )
 }
 
+/** git's words for a ref another git of this clone was writing at that moment: worth another try, not an error. */
+const REF_RACE = /cannot lock ref|Unable to create '[^']+\.lock': File exists/
+
+/**
+ * Runs a git command that writes remote-tracking refs. Two of this clone's gits writing one ref at once (a
+ * task's worktree fetching the target while a landing records its push there, or two runs of one clone) make
+ * the later one fail ("cannot lock ref ...: is at X but expected Y"): it is run again, up to 5 times.
+ */
+async function refWrite(argv: string[], repo: string): Promise<RunResult> {
+  for (let attempt = 1; ; attempt++) {
+    const r = await run(argv, { cwd: repo, env: GIT_ENV })
+    if (r.code === 0 || attempt === 5 || !REF_RACE.test(r.stderr)) return r
+    await Bun.sleep(20 * attempt + Math.random() * 50)
+  }
+}
+
 /**
  * Fetches the remote's `branch` into its tracking ref: its commit, or undefined when the remote has no such
  * branch (then the tracking ref, left by an earlier fetch, goes: it must not pass for the remote's). A fetch
@@ -35,10 +51,10 @@ export function missingRemote(repo: string, remote: string): FlowError {
  */
 export async function fetchBranch(repo: string, remote: string, branch: string): Promise<string | undefined> {
   const ref = tracking(remote, branch)
-  const r = await run(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], { cwd: repo, env: GIT_ENV })
+  const r = await refWrite(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], repo)
   if (r.code === 0) return (await revParse(repo, ref))[0]
   if (/couldn't find remote ref/i.test(r.stderr)) {
-    await run(["git", "update-ref", "-d", ref], { cwd: repo, env: GIT_ENV })
+    await refWrite(["git", "update-ref", "-d", ref], repo)
     return undefined
   }
   const url = await remoteUrl(repo, remote) // a missing remote is said as such
@@ -124,7 +140,7 @@ export async function pushTaskBranch(repo: string, remote: string, branch: strin
   )
   if (r.code !== 0) return { ok: false, detail: `push of ${branch} to ${remote} refused or failed: ${lastLines(r.stderr || r.stdout)}` }
   // git updates the tracking ref itself only where the remote's fetch refspec covers it.
-  await run(["git", "update-ref", ref, head], { cwd: repo, env: GIT_ENV })
+  await refWrite(["git", "update-ref", ref, head], repo)
   return { ok: true }
 }
 
@@ -137,7 +153,7 @@ export type TargetPush = { ok: true } | { ok: false; rejected: boolean; detail: 
 export async function pushTarget(repo: string, remote: string, commit: string, target: string): Promise<TargetPush> {
   const r = await run(["git", "push", "--quiet", "--no-verify", "--porcelain", "--", remote, `${commit}:refs/heads/${target}`], { cwd: repo, env: GIT_ENV })
   if (r.code === 0) {
-    await run(["git", "update-ref", tracking(remote, target), commit], { cwd: repo, env: GIT_ENV })
+    await refWrite(["git", "update-ref", tracking(remote, target), commit], repo)
     return { ok: true }
   }
   const rejected = /\[rejected\]|\[remote rejected\].*(fetch first|non-fast-forward|stale)|non-fast-forward|fetch first/.test(r.stdout + r.stderr)
