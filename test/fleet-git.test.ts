@@ -192,6 +192,60 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
     expect(await f.merges()).toEqual(["Merge flow/long: long"])
   })
 
+  test("a machine's own older worktree of a task, superseded by a newer attempt another machine pushed, is kept aside: what lands is the newer attempt's work", async () => {
+    await using db = await freshDatabase()
+    const hold = (machine: string, signal: string) => `if [ "$FLOW_MACHINE" = ${machine} ]; then touch "$SIGNALS/${signal}"; sleep 60; fi`
+    await using f = await fleet(
+      db,
+      [
+        {
+          id: "long",
+          title: "Long",
+          status: "ready_for_agent",
+          steps: [
+            { id: "long.1", instruction: sh("echo one > one.txt") },
+            // laptop-1 dies in the second step, its edit not committed; laptop-2 takes over and does it.
+            {
+              id: "long.2",
+              instruction: sh(`if [ "$FLOW_MACHINE" = laptop-1 ]; then echo stale > stale.txt; fi\n${hold("laptop-1", "started-1")}\ncat one.txt > two.txt`),
+            },
+            // laptop-2 dies in the third, after its second step's commit reached the remote.
+            { id: "long.3", instruction: sh(`${hold("laptop-2", "started-2")}\ncat two.txt > three.txt`) },
+          ],
+        },
+      ],
+      "lease: 2s\n",
+    )
+    const laptop2 = await f.clone("laptop-2")
+    const dieAt = async (dir: string, machine: string, signal: string) => {
+      const dying = background(dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
+        FLOW_MACHINE: machine,
+        HOME: join(f.scratch, machine),
+        SIGNALS: f.scratch,
+      })
+      while (!existsSync(join(f.scratch, signal))) await Bun.sleep(50)
+      dying.proc.kill("SIGKILL")
+      await dying.proc.exited
+    }
+    await dieAt(f.laptop1.dir, "laptop-1", "started-1")
+    await dieAt(laptop2.dir, "laptop-2", "started-2")
+    expect(await git(f.bare, ["show", "flow/long:two.txt"])).toBe("one\n")
+
+    // Back on laptop-1, whose worktree still holds its own older attempt (one.txt, and stale.txt uncommitted).
+    const r = await f.laptop1.run(["--agents", "1"])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(r.stdout).toContain("a newer attempt on another machine pushed flow/long")
+    expect((await f.status("long")).status).toBe("done")
+    expect(await git(f.bare, ["show", "main:three.txt"])).toBe("one\n")
+    expect(await git(f.bare, ["ls-tree", "--name-only", "main"])).not.toContain("stale.txt")
+    expect(await f.merges()).toEqual(["Merge flow/long: long"])
+    // laptop-1's older work is not lost: it is kept under a ref, with what it had not committed.
+    const kept = (await git(f.laptop1.dir, ["for-each-ref", "--format=%(refname)", "refs/flow/superseded/"])).trim().split("\n")
+    expect(kept).toHaveLength(1)
+    expect(kept[0]).toStartWith("refs/flow/superseded/flow/long/")
+    expect(await git(f.laptop1.dir, ["show", `${kept[0]}:stale.txt`])).toBe("stale\n")
+  })
+
   test("a shared run whose repository lacks the shared remote stops at its start and says how to add it", async () => {
     await using db = await freshDatabase()
     await using f = await fleet(db, [{ id: "a", title: "A", status: "ready_for_agent", instructions: sh("echo a > a.txt") }])

@@ -156,8 +156,14 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on many machines", () => {
     const machines = await Promise.all(["m1", "m2", "m3"].map((m) => f.clone(m)))
     // setsid: each run leads a process group of its own, its agents in it, as on a machine of its own.
     const runs = machines.map((m) => background(m.path, RUN, m.env, ["setsid"]))
+    // Waits for the n-th attempt; runs that all ended before it (a task blocked early, its dependents never
+    // started) fail the test with what each machine said, not a wait until the test's timeout.
     const until = async (n: number) => {
-      while (entries(f.log).length < n) await Bun.sleep(100)
+      while (entries(f.log).length < n) {
+        if (runs.every((r) => r.proc.exitCode !== null || r.proc.signalCode !== null))
+          throw new Error(`the runs ended after ${entries(f.log).length} attempts:\n${runs.map((r, i) => `m${i + 1}:\n${r.output()}`).join("\n")}`)
+        await Bun.sleep(100)
+      }
     }
     await until(6)
     process.kill(-runs[0].proc.pid, "SIGKILL")
@@ -170,6 +176,11 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on many machines", () => {
     const [d2, d3] = await Promise.all([runs[1].done(), runs[2].done()])
     clearTimeout(hung)
     await runs[0].done()
+    // A task not done says why first (its notes), before the runs' exit codes.
+    const shown = JSON.parse((await flow(machines[2].path, ["list", "--json"], { env: machines[2].env })).stdout)
+    const open = shown.phases.flatMap((p: { tasks: { id: string; status: string }[] }) => p.tasks).filter((t: { status: string }) => t.status !== "done")
+    const notes = await Promise.all(open.map(async (t: { id: string }) => JSON.parse((await flow(machines[2].path, ["show", t.id, "--json"], { env: machines[2].env })).stdout).task))
+    expect(notes).toEqual([])
     expect({ code: d3.code, stderr: d3.stderr }).toEqual({ code: 0, stderr: "" })
     expect({ code: d2.code, stderr: d2.stderr }).toEqual({ code: 0, stderr: "" })
 

@@ -121,6 +121,11 @@ async function repairWorktree(repo: string, path: string, branch: string, base: 
   return "created"
 }
 
+/** Deletes `branch` in `repo`, whatever it holds (its work kept elsewhere first, or merged). */
+export async function dropBranch(repo: string, branch: string): Promise<void> {
+  await git(repo, ["update-ref", "-d", `refs/heads/${branch}`])
+}
+
 /** Files with uncommitted changes in a worktree (tracked changes and untracked files, but flow's copies). */
 export async function dirtyFiles(path: string): Promise<string[]> {
   const exclude = flowExcludeFile(path)

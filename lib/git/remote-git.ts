@@ -5,8 +5,8 @@
 // remote's ref), and merges reach the target only by a push (lib/landing/remote-landing.ts).
 import { existsSync } from "node:fs"
 import { FlowError } from "../cli/errors"
-import { run } from "../cli/proc"
-import { branchExists, ensureWorktree, GIT_ENV, isAncestor, revParse } from "./git"
+import { type RunResult, run } from "../cli/proc"
+import { branchExists, commitAll, ensureWorktree, GIT_ENV, isAncestor, revParse } from "./git"
 import { lastLines } from "./publish"
 
 /** Where the remote's `branch` is kept in a clone after a fetch or a push. */
@@ -28,6 +28,22 @@ export function missingRemote(repo: string, remote: string): FlowError {
   )
 }
 
+/** git's words for a ref another git of this clone was writing at that moment: worth another try, not an error. */
+const REF_RACE = /cannot lock ref|Unable to create '[^']+\.lock': File exists/
+
+/**
+ * Runs a git command that writes remote-tracking refs. Two of this clone's gits writing one ref at once (a
+ * task's worktree fetching the target while a landing records its push there, or two runs of one clone) make
+ * the later one fail ("cannot lock ref ...: is at X but expected Y"): it is run again, up to 5 times.
+ */
+async function refWrite(argv: string[], repo: string): Promise<RunResult> {
+  for (let attempt = 1; ; attempt++) {
+    const r = await run(argv, { cwd: repo, env: GIT_ENV })
+    if (r.code === 0 || attempt === 5 || !REF_RACE.test(r.stderr)) return r
+    await Bun.sleep(20 * attempt + Math.random() * 50)
+  }
+}
+
 /**
  * Fetches the remote's `branch` into its tracking ref: its commit, or undefined when the remote has no such
  * branch (then the tracking ref, left by an earlier fetch, goes: it must not pass for the remote's). A fetch
@@ -35,13 +51,10 @@ export function missingRemote(repo: string, remote: string): FlowError {
  */
 export async function fetchBranch(repo: string, remote: string, branch: string): Promise<string | undefined> {
   const ref = tracking(remote, branch)
-  const r = await run(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], {
-    cwd: repo,
-    env: GIT_ENV,
-  })
+  const r = await refWrite(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, `+refs/heads/${branch}:${ref}`], repo)
   if (r.code === 0) return (await revParse(repo, ref))[0]
   if (/couldn't find remote ref/i.test(r.stderr)) {
-    await run(["git", "update-ref", "-d", ref], { cwd: repo, env: GIT_ENV })
+    await refWrite(["git", "update-ref", "-d", ref], repo)
     return undefined
   }
   const url = await remoteUrl(repo, remote) // a missing remote is said as such
@@ -49,7 +62,40 @@ export async function fetchBranch(repo: string, remote: string, branch: string):
 }
 
 /**
- * A task's worktree on a shared project. A worktree of this machine's earlier attempt is kept as it is; else
+ * The commit of the task's branch on the remote when a newer attempt (on another machine) pushed work this
+ * clone's worktree lacks: the remote's branch moved since this clone last pushed or fetched it, to a commit
+ * the worktree's head does not hold. Undefined when the worktree is the newest: the remote has nothing it
+ * lacks, or has not moved since this clone's own push (an agent's rebase, not pushed yet, is the newer one).
+ */
+export async function newerOnRemote(ws: { repo: string; path: string; branch: string }, remote: string): Promise<string | undefined> {
+  const [seen] = await revParse(ws.repo, tracking(remote, ws.branch))
+  const pushed = await fetchBranch(ws.repo, remote, ws.branch)
+  const [head] = await revParse(ws.path, "HEAD")
+  if (!pushed || !head || pushed === head || pushed === seen || (await isAncestor(ws.repo, pushed, head))) return undefined
+  return pushed
+}
+
+/** Where the work of a worktree that a newer attempt superseded is kept (never lost): `git log <ref>` shows it. */
+export const setAsideRef = (branch: string, head: string) => `refs/flow/superseded/${branch}/${head.slice(0, 12)}`
+
+/**
+ * Keeps the worktree's head, with what it had not committed as one more commit, under setAsideRef; the caller
+ * then removes the worktree and this clone's branch (dropBranch), so the task's next worktree starts from the
+ * remote's branch. Returns the ref.
+ */
+export async function keepAside(ws: { repo: string; path: string; branch: string }, author: { name: string; email: string }): Promise<string> {
+  await commitAll(ws.path, `${ws.branch}: uncommitted work of a superseded attempt`, author)
+  const [head] = await revParse(ws.path, "HEAD")
+  if (!head) throw new FlowError(`the worktree ${ws.path} has no commit to keep`)
+  const ref = setAsideRef(ws.branch, head)
+  const r = await run(["git", "update-ref", ref, head], { cwd: ws.repo, env: GIT_ENV })
+  if (r.code !== 0) throw new FlowError(`could not keep ${ws.path}'s work as ${ref}: ${lastLines(r.stderr || r.stdout)}`)
+  return ref
+}
+
+/**
+ * A task's worktree on a shared project. A worktree of this machine's earlier attempt is kept as it is (the
+ * caller keeps it aside and removes it first when newerOnRemote says a newer attempt superseded it); else
  * the branch starts from the remote: the task's branch when an earlier attempt (on any machine) pushed it and
  * it holds all of this clone's branch ("taken-over": the work so far, not the agent's session), else the
  * remote target as it is now (fetched: a dependent starts from what its dependencies merged there).
@@ -94,7 +140,7 @@ export async function pushTaskBranch(repo: string, remote: string, branch: strin
   )
   if (r.code !== 0) return { ok: false, detail: `push of ${branch} to ${remote} refused or failed: ${lastLines(r.stderr || r.stdout)}` }
   // git updates the tracking ref itself only where the remote's fetch refspec covers it.
-  await run(["git", "update-ref", ref, head], { cwd: repo, env: GIT_ENV })
+  await refWrite(["git", "update-ref", ref, head], repo)
   return { ok: true }
 }
 
@@ -107,7 +153,7 @@ export type TargetPush = { ok: true } | { ok: false; rejected: boolean; detail: 
 export async function pushTarget(repo: string, remote: string, commit: string, target: string): Promise<TargetPush> {
   const r = await run(["git", "push", "--quiet", "--no-verify", "--porcelain", "--", remote, `${commit}:refs/heads/${target}`], { cwd: repo, env: GIT_ENV })
   if (r.code === 0) {
-    await run(["git", "update-ref", tracking(remote, target), commit], { cwd: repo, env: GIT_ENV })
+    await refWrite(["git", "update-ref", tracking(remote, target), commit], repo)
     return { ok: true }
   }
   const rejected = /\[rejected\]|\[remote rejected\].*(fetch first|non-fast-forward|stale)|non-fast-forward|fetch first/.test(r.stdout + r.stderr)

@@ -14,13 +14,13 @@
 // caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "../landing/checkout-move"
-import { branchHeads, commitAll, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "../git/git"
+import { branchHeads, commitAll, dropBranch, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "../git/git"
 import { run } from "../cli/proc"
 import { killPoint } from "../cli/kill-point"
 import { indexTasks } from "../model/task-index"
 import { type LandingLock, landingLocks } from "../store/open"
 import type { Claim, Fence, TaskEdits } from "../store/store"
-import { pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
+import { keepAside, newerOnRemote, pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
 import type { RemoteVerdict } from "../landing/remote-landing"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
@@ -226,12 +226,38 @@ export class Landing {
 
   /**
    * The task's worktree: as it is, or made. On a shared project started from the remote (lib/git/remote-git.ts):
-   * "taken-over" when its branch is the one an earlier attempt pushed.
+   * "taken-over" when its branch is the one an earlier attempt pushed, and a worktree of this machine that a
+   * newer attempt superseded is set aside first (supersededHere).
    */
-  worktree(ws: Workspace): Promise<"reused" | "created" | "taken-over"> {
+  async worktree(taskId: string, ws: Workspace): Promise<"reused" | "created" | "taken-over"> {
     const serial = <T>(fn: () => Promise<T>) => this.inRepo(ws.repo, fn)
-    if (this.s.store.shared) return remoteWorktree(ws, this.s.publish.remote, serial)
-    return ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, serial)
+    if (!this.s.store.shared) return ensureWorktree(ws.repo, ws.path, ws.branch, ws.target, serial)
+    await this.supersededHere(taskId, ws)
+    return remoteWorktree(ws, this.s.publish.remote, serial)
+  }
+
+  /**
+   * On a shared project, whether this machine's worktree of the task was superseded: a newer attempt on another
+   * machine pushed work it lacks. Its work is then kept under a ref (lib/git/remote-git.ts keepAside), never
+   * landed, and its worktree, branch and the script agent's done marks go: what lands is the newest attempt's.
+   */
+  async supersededHere(taskId: string, ws: Workspace): Promise<boolean> {
+    if (!this.s.store.shared || !existsSync(ws.path)) return false
+    const newer = await newerOnRemote(ws, this.s.publish.remote)
+    if (!newer) return false
+    const ref = await this.inRepo(ws.repo, () => keepAside(ws, AUTHOR))
+    await teardownWorktree(this.s, taskId, ws)
+    await this.inRepo(ws.repo, async () => {
+      await removeWorktree(ws.repo, ws.path, true)
+      await dropBranch(ws.repo, ws.branch)
+    })
+    for (const mark of doneMarks(this.s.project.stateDir, taskId)) rmSync(mark, { force: true })
+    this.s.bus.emit({
+      type: "notice",
+      taskId,
+      text: `a newer attempt on another machine pushed ${ws.branch} (${newer.slice(0, 12)}): this machine's older work on it is kept as ${ref}, and the task goes on from the remote's`,
+    })
+    return true
   }
 
   /**

@@ -116,6 +116,11 @@ export async function recover(
       if (!ws) return
       const held = claim ? await claim.take(task.id) : undefined
       if (claim && !held) return // another run holds it: that run finishes it
+      if (held && (await landing.supersededHere(task.id, ws))) {
+        // What this machine finished is older than what another machine's attempt pushed: that one goes on.
+        await claim!.release(task.id)
+        return
+      }
       s.bus.emit({
         type: "notice",
         taskId: task.id,

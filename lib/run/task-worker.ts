@@ -194,7 +194,7 @@ export class TaskWorker {
     // The claim (a tasks.yaml write) and the worktree (git) do not wait for each other.
     const [, how] = await Promise.all([
       task.status !== "in_progress" ? timed(this.taskId, "claim", () => this.setStatus("assigned")) : undefined,
-      timed(this.taskId, "worktree", () => this.shared.landing.worktree(ws)),
+      timed(this.taskId, "worktree", () => this.shared.landing.worktree(this.taskId, ws)),
     ])
     // Another machine's attempt pushed the branch and died: its work is here, its agent's session is not.
     if (how === "taken-over") this.handover ??= takenOverNote(ws.branch)
