@@ -179,7 +179,9 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on many machines", () => {
     // A task not done says why first (its notes), before the runs' exit codes.
     const shown = JSON.parse((await flow(machines[2].path, ["list", "--json"], { env: machines[2].env })).stdout)
     const open = shown.phases.flatMap((p: { tasks: { id: string; status: string }[] }) => p.tasks).filter((t: { status: string }) => t.status !== "done")
-    const notes = await Promise.all(open.map(async (t: { id: string }) => JSON.parse((await flow(machines[2].path, ["show", t.id, "--json"], { env: machines[2].env })).stdout).task))
+    const notes = await Promise.all(
+      open.map(async (t: { id: string }) => JSON.parse((await flow(machines[2].path, ["show", t.id, "--json"], { env: machines[2].env })).stdout).task),
+    )
     expect(notes).toEqual([])
     expect({ code: d3.code, stderr: d3.stderr }).toEqual({ code: 0, stderr: "" })
     expect({ code: d2.code, stderr: d2.stderr }).toEqual({ code: 0, stderr: "" })
