@@ -1,6 +1,6 @@
 // `flow mcp` driven by the MCP SDK's own client, over stdio and over streamable HTTP: every tool returns what
-// its command prints with --json, fails as the command fails (message and hint, nothing written), and 50
-// concurrent writes lose nothing. test/mcp-http.test.ts has the HTTP server's own rules.
+// its command prints with --json, fails as the command fails (its message, its hint naming tools instead of
+// commands, nothing written), and 50 concurrent writes lose nothing. test/mcp-http.test.ts has the HTTP server's own rules.
 import { describe, expect, test } from "bun:test"
 import { McpError } from "@modelcontextprotocol/sdk/types.js"
 import { TASK_STATUSES } from "../lib/model/statuses"
@@ -8,7 +8,7 @@ import { ID_PATTERN, STEP_ID_PATTERN } from "../lib/model/schema"
 import { TOOLS } from "../lib/mcp/tools"
 import { projectAt } from "../lib/cli/project"
 import { openState } from "../lib/state/state"
-import { call, callFails, connect, type Transport } from "./mcp-helpers"
+import { call, callFails, type Connected, connect, type Transport } from "./mcp-helpers"
 import { flow, flowArgv, snapshot, tasksYaml, writesSettled, tempRepo, type TempDir } from "./helpers"
 
 const TASKS = tasksYaml([
@@ -56,6 +56,29 @@ async function cliError(dir: TempDir, args: string[]): Promise<string> {
   const r = await flow(dir.path, args)
   if (r.code === 0) throw new Error(`flow ${args.join(" ")} succeeded`)
   return r.stderr.trimEnd()
+}
+
+/** A shell command in a hint: what a tool's error never tells an MCP client (`flow done x --force`, 'flow list'). */
+const SHELL_WORDS = /\bflow [a-z]|--[a-z]/
+
+/**
+ * One failure through a tool and through its command: the message both print, and the hint as each says it,
+ * the tool's without a shell command. `age`: the message holds an age that may tick between the two.
+ */
+async function failsBoth(
+  server: Connected,
+  dir: TempDir,
+  [name, args, cli]: readonly [string, Record<string, unknown>, string[]],
+  age = false,
+): Promise<{ message: string; cli: string; tool: string }> {
+  const said = await cliError(dir, cli)
+  const error = await callFails(server.client, name, args)
+  const [message = "", hint = ""] = said.split("\nhint: ")
+  const [toolMessage = "", toolHint = ""] = error.split("\nhint: ")
+  const timeless = (m: string) => (age ? m.replace(/\d+s ago/, "…") : m)
+  expect({ name, message: timeless(toolMessage) }).toEqual({ name, message: timeless(message) })
+  expect(error).not.toMatch(SHELL_WORDS)
+  return { message, cli: hint, tool: toolHint }
 }
 
 const TRANSPORTS: Transport[] = ["stdio", "http"]
@@ -147,33 +170,95 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     expect(await waiting).toMatchObject({ id: "q-2", task_id: "ui", answer: "Blue and white", answered_by: "bob" })
 
     expect(await callFails(client, "flow_ask", { task_id: "ui", text: "Anyone?", wait: true, timeout: "1s" })).toBe(
-      "error: no answer to q-3 within 1s\nhint: q-3 stays pending: 'flow questions' lists it, and 'flow questions --all' shows its answer once given",
+      "error: no answer to q-3 within 1s\nhint: q-3 stays pending: `flow_questions` lists it, and `flow_questions` with all: true shows its answer once given",
     )
     expect(((await cliJson(dir, ["questions"])) as { questions: { id: string }[] }).questions.map((q) => q.id)).toEqual(["q-3"])
+    const timedOut = await flow(dir.path, ["ask", "ui", "Anyone?", "--wait", "--timeout", "1s"])
+    expect(timedOut.stderr).toEndWith(
+      "\nerror: no answer to q-4 within 1s\nhint: q-4 stays pending: 'flow questions' lists it, and 'flow questions --all' shows its answer once given\n",
+    )
+
+    // An unknown question near a pending one, and one answered already: the tool's hint names the tool and its argument.
+    expect(await failsBoth(server, dir, ["flow_answer", { question_id: "q-33", text: "x" }, ["answer", "q-33", "x"]])).toEqual({
+      message: "error: no question 'q-33'",
+      cli: "did you mean 'q-3'? 'flow questions' lists the pending ones",
+      tool: "did you mean 'q-3'? `flow_questions` lists the pending ones",
+    })
+    expect(await failsBoth(server, dir, ["flow_answer", { question_id: "q-1", text: "GraphQL" }, ["answer", "q-1", "GraphQL"]], true)).toMatchObject({
+      cli: "a waiting agent may have read that answer already; pass --force to replace it",
+      tool: "a waiting agent may have read that answer already; pass force: true to replace it",
+    })
+    expect(await call(client, "flow_answer", { question_id: "q-1", text: "GraphQL", force: true })).toMatchObject({ id: "q-1", answer: "GraphQL" })
   })
 
-  test.concurrent("a failed call is an isError result with the command's message and hint, and writes nothing", async () => {
+  test.concurrent("a failed call is an isError result with the command's message and its hint naming tools, and writes nothing", async () => {
     await using dir = await project()
     await using server = await connect(transport, dir.path)
     const { client } = server
     await call(client, "flow_list") // the first read may add .flow/'s validation cache
     await writesSettled(dir.path)
     const before = snapshot(dir.path)
-    const same: [string, Record<string, unknown>, string[]][] = [
-      ["flow_show", { task_id: "apx" }, ["show", "apx"]],
-      ["flow_done", { task_id: "nope" }, ["done", "nope"]],
-      ["flow_done", { task_id: "parent" }, ["done", "parent"]],
-      ["flow_done", { task_id: "stepped" }, ["done", "stepped"]],
-      ["flow_step_done", { step_id: "stepped.2" }, ["step", "done", "stepped.2"]],
-      ["flow_step_start", { step_id: "api.1" }, ["step", "start", "api.1"]],
-      ["flow_step_show", { task_id: "api" }, ["step", "show", "api"]],
-      ["flow_prompt", { task_id: "api", resume: true }, ["prompt", "api", "--resume"]],
-      ["flow_note", { task_id: "zzz", text: "lost" }, ["note", "zzz", "lost"]],
-      ["flow_answer", { question_id: "q-7", text: "no" }, ["answer", "q-7", "no"]],
-      ["flow_ask", { task_id: "nope", text: "why?" }, ["ask", "nope", "why?"]],
+    // A hint that names no command is the command's, word for word.
+    expect(await callFails(client, "flow_show", { task_id: "apx" })).toBe(await cliError(dir, ["show", "apx"]))
+    // A hint that names commands: the tool's names the tools with their arguments, the command's says what it always said.
+    const list: [string, string] = ["run 'flow list' to see the task ids", "call `flow_list` to see the task ids"]
+    const hinted: [string, Record<string, unknown>, string[], string, string][] = [
+      ["flow_done", { task_id: "nope" }, ["done", "nope"], ...list],
+      [
+        "flow_done",
+        { task_id: "parent" },
+        ["done", "parent"],
+        "a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself ('flow done parent --force' marks it done with them open)",
+        'a parent completes when all its subtasks are done (`flow_done` with task_id "<subtask_id>"); it then becomes done by itself (`flow_done` with task_id "parent" and force: true marks it done with them open)',
+      ],
+      [
+        "flow_done",
+        { task_id: "stepped" },
+        ["done", "stepped"],
+        "finish them in order with 'flow step done <step_id>' (next: stepped.1), then 'flow done stepped'; 'flow done stepped --force' marks it done with them open",
+        'finish them in order with `flow_step_done` with step_id "<step_id>" (next: stepped.1), then `flow_done` with task_id "stepped"; `flow_done` with task_id "stepped" and force: true marks it done with them open',
+      ],
+      [
+        "flow_step_done",
+        { step_id: "stepped.2" },
+        ["step", "done", "stepped.2"],
+        "steps run in order: finish stepped.1 first (flow step done stepped.1)",
+        'steps run in order: finish stepped.1 first (`flow_step_done` with step_id "stepped.1")',
+      ],
+      [
+        "flow_step_start",
+        { step_id: "api.1" },
+        ["step", "start", "api.1"],
+        "run 'flow step list <task_id>' to see a task's steps",
+        'call `flow_step_list` with task_id "<task_id>" to see a task\'s steps',
+      ],
+      [
+        "flow_step_show",
+        { task_id: "api" },
+        ["step", "show", "api"],
+        "its work is described by its instructions: run 'flow show api'",
+        'its work is described by its instructions: call `flow_show` with task_id "api"',
+      ],
+      [
+        "flow_prompt",
+        { task_id: "api", resume: true },
+        ["prompt", "api", "--resume"],
+        "run 'flow prompt api' for the task's prompt",
+        'call `flow_prompt` with task_id "api" for the task\'s prompt',
+      ],
+      ["flow_note", { task_id: "zzz", text: "lost" }, ["note", "zzz", "lost"], ...list],
+      [
+        "flow_answer",
+        { question_id: "q-7", text: "no" },
+        ["answer", "q-7", "no"],
+        "agents ask with 'flow ask <task_id> <text>'",
+        'agents ask with `flow_ask` with task_id "<task_id>" and text "<text>"',
+      ],
+      ["flow_ask", { task_id: "nope", text: "why?" }, ["ask", "nope", "why?"], ...list],
     ]
-    for (const [name, args, cli] of same) {
-      expect({ name, error: await callFails(client, name, args) }).toEqual({ name, error: (await cliError(dir, cli)).replace(/\n$/, "") })
+    for (const [name, args, cli, shell, tools] of hinted) {
+      const { message: _, ...hints } = await failsBoth(server, dir, [name, args, cli])
+      expect({ name, ...hints }).toEqual({ name, cli: shell, tool: tools })
     }
     // Arguments are checked against the schema of tasks.yaml before anything runs.
     expect(await callFails(client, "flow_done", { task_id: "stepped.1" })).toBe(
@@ -198,11 +283,15 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     dir.write("tasks.yaml", TASKS.replace("status: todo", "status: doing"))
     await writesSettled(dir.path)
     const broken = snapshot(dir.path)
-    const invalid = await cliError(dir, ["list"])
-    expect(invalid).toContain("tasks.yaml is invalid")
-    expect(await callFails(client, "flow_list")).toBe(invalid)
-    expect(await callFails(client, "flow_done", { task_id: "api" })).toBe(invalid)
-    expect(await callFails(client, "flow_note", { task_id: "api", text: "x" })).toBe(invalid)
+    const invalid = await failsBoth(server, dir, ["flow_list", {}, ["list"]])
+    expect(invalid).toMatchObject({
+      cli: "run 'flow validate' to see every problem, fix them, and try again",
+      tool: "call `flow_validate` to see every problem, fix them, and try again",
+    })
+    expect(invalid.message).toContain("tasks.yaml is invalid")
+    const invalidCall = `${invalid.message}\nhint: ${invalid.tool}`
+    expect(await callFails(client, "flow_done", { task_id: "api" })).toBe(invalidCall)
+    expect(await callFails(client, "flow_note", { task_id: "api", text: "x" })).toBe(invalidCall)
     const report = await call(client, "flow_validate")
     expect(report).toEqual((await cliJson(dir, ["validate"])) as Record<string, unknown>)
     expect(report.valid).toBe(false)
@@ -240,6 +329,8 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     const missing = await client.readResource({ uri: "flow://tasks/apx/prompt" }).catch((e: unknown) => e)
     expect(missing).toBeInstanceOf(McpError)
     expect((missing as McpError).message).toContain("no task 'apx' in tasks.yaml")
+    const far = await client.readResource({ uri: "flow://tasks/zzz/prompt" }).catch((e: unknown) => e)
+    expect((far as McpError).data).toEqual({ uri: "flow://tasks/zzz/prompt", hint: "call `flow_list` to see the task ids" })
   })
 })
 
@@ -256,14 +347,17 @@ test.concurrent("a budget question answered with flow_answer is refused and take
   await writesSettled(dir.path)
   const before = snapshot(dir.path)
   // Neither an amount nor 'block': the command's words (exit 2), and nothing written, through either.
-  for (const [id, text] of [
-    ["q-1", "lots"],
-    ["q-1", "10 minutes"],
-    ["q-2", "$5"],
+  for (const [id, text, example] of [
+    ["q-1", "lots", "5"],
+    ["q-1", "10 minutes", "5"],
+    ["q-2", "$5", "30"],
   ] as const) {
-    const cli = (await cliError(dir, ["answer", id, text])).replace(/\n$/, "")
-    expect(cli).toStartWith(`error: ${id} asks for more budget: answer with `)
-    expect(await callFails(client, "flow_answer", { question_id: id, text })).toBe(cli)
+    const said = await failsBoth(server, dir, ["flow_answer", { question_id: id, text }, ["answer", id, text]])
+    expect(said.message).toStartWith(`error: ${id} asks for more budget: answer with `)
+    expect(said).toMatchObject({
+      cli: `for example: flow answer ${id} ${example}`,
+      tool: `for example: \`flow_answer\` with question_id "${id}" and text "${example}"`,
+    })
   }
   await writesSettled(dir.path)
   expect(snapshot(dir.path)).toEqual(before)

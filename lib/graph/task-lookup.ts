@@ -1,4 +1,5 @@
 import { FlowError } from "../cli/errors"
+import { type Hint, hint, run } from "../cli/hint"
 import { closest } from "../cli/suggest"
 import { findStep, type Indexed } from "../model/task-index"
 
@@ -7,7 +8,7 @@ import { findStep, type Indexed } from "../model/task-index"
  * answer (a near task id would be the wrong fix): `stepHint` says which command takes the step, else the
  * hint names the step's task.
  */
-export function requireTask(index: Map<string, Indexed>, id: string, stepHint?: (stepId: string, taskId: string) => string): Indexed {
+export function requireTask(index: Map<string, Indexed>, id: string, stepHint?: (stepId: string, taskId: string) => Hint): Indexed {
   const found = index.get(id)
   if (found) return found
   const step = findStep(index, id)
@@ -19,5 +20,5 @@ export function requireTask(index: Map<string, Indexed>, id: string, stepHint?: 
     )
   }
   const near = closest(id, index.keys())
-  throw new FlowError(`no task '${id}' in tasks.yaml`, undefined, near ? `did you mean '${near}'?` : "run 'flow list' to see the task ids")
+  throw new FlowError(`no task '${id}' in tasks.yaml`, undefined, near ? `did you mean '${near}'?` : hint`${run("list")} to see the task ids`)
 }

@@ -18,6 +18,7 @@ import {
 import { type } from "arktype"
 import type { Ctx } from "../cli/context"
 import { Exit, FlowError } from "../cli/errors"
+import { toolWords } from "../cli/hint"
 import type { Project } from "../cli/project"
 import { VERSION } from "../cli/version"
 import { promptReport } from "../ops/prompt"
@@ -37,6 +38,16 @@ const PROMPT_URI = /^flow:\/\/tasks\/([^/]+)\/prompt$/
 const PROGRESS_MS = 10_000
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]))
+
+// A hint's commands in an MCP client's words: each as its tool (flow_<the command's words joined by _>) with
+// its arguments; a command without a tool keeps the shell's words (docs/MCP.md, "Errors").
+const TOOL_WORDS = toolWords((command) => {
+  const name = `flow_${command.replaceAll(" ", "_")}`
+  return BY_NAME.has(name) ? name : undefined
+})
+
+/** A FlowError's hint as an MCP client is told it. */
+const hintOf = (e: FlowError): string | undefined => e.parts?.in(TOOL_WORDS) ?? e.hint
 
 // JSON Schema for tools/list, built once: MCP wants an object schema, without arktype's "$schema" line.
 const LISTED = TOOLS.map((t) => ({
@@ -124,7 +135,7 @@ export function createServer(project: Project, env: Ctx["env"]): Server {
     try {
       return { contents: [{ uri, mimeType: "text/markdown", text: (await promptReport(project, decodeURIComponent(id))).prompt }] }
     } catch (e) {
-      if (e instanceof FlowError) throw new McpError(-32002, e.message, { uri, hint: e.hint })
+      if (e instanceof FlowError) throw new McpError(-32002, e.message, { uri, hint: hintOf(e) })
       throw e
     }
   })
@@ -132,9 +143,10 @@ export function createServer(project: Project, env: Ctx["env"]): Server {
   return server
 }
 
-/** A failed call as MCP says to report one: a result with isError, carrying the CLI's message and hint. */
+/** A failed call as MCP says to report one: a result with isError, carrying the CLI's message and its hint naming tools. */
 function failed(e: FlowError): CallToolResult {
-  return { isError: true, content: [{ type: "text", text: `error: ${e.message}${e.hint ? `\nhint: ${e.hint}` : ""}` }] }
+  const hint = hintOf(e)
+  return { isError: true, content: [{ type: "text", text: `error: ${e.message}${hint ? `\nhint: ${hint}` : ""}` }] }
 }
 
 function readProjectFile(project: Project, name: string, uri: string): string {

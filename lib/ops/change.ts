@@ -3,6 +3,7 @@
 // WriteReport inside the write (lib/store/write-report.ts). `flow <verb>` prints the result (the report with
 // --json); `flow mcp`'s tools return the report.
 import { isoSeconds } from "../cli/clock"
+import { hint, run } from "../cli/hint"
 import type { Project } from "../cli/project"
 import { requireTask } from "../graph/task-lookup"
 import type { Task } from "../model/task-index"
@@ -47,7 +48,7 @@ export async function changeStatus(
       // Taken under the lock, so timestamps follow the order of the writes.
       const now = isoSeconds()
       const task = requireTask(editor.tasks, id, (stepId, taskId) =>
-        verb === "done" || verb === "start" ? `run 'flow step ${verb} ${stepId}'` : `run 'flow ${verb} ${taskId}' for the whole task`,
+        verb === "done" || verb === "start" ? hint`${run(`step ${verb}`, { step_id: stepId })}` : hint`${run(verb, { task_id: taskId })} for the whole task`,
       ).task
       const waiting = verb === "start" && task.status !== to ? unfinishedDependencies(editor, task) : []
       const applied = applyStatus(editor, id, to, now, { force: opts.force === true })

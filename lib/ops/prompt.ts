@@ -1,6 +1,7 @@
 // `flow prompt` as a function of the project: the exact text an agent receives, for the command, the
 // inspector's preview and `flow mcp`'s prompt tool and resource.
 import { FlowError } from "../cli/errors"
+import { hint, run } from "../cli/hint"
 import type { Project } from "../cli/project"
 import { requireTask } from "../graph/task-lookup"
 import type { PromptReport } from "../model/json-shapes"
@@ -23,7 +24,7 @@ export async function promptReport(project: Project, id: string, opts: { resume?
       throw new FlowError(
         task.steps?.length ? `every step of '${id}' is done` : `task '${id}' has no steps`,
         undefined,
-        `run 'flow prompt ${id}' for the task's prompt`,
+        hint`${run("prompt", { task_id: id })} for the task's prompt`,
       )
     }
     return { task_id: id, kind: "resume", step_id: step.id, prompt: stepPrompt(task, step, opts.tools) }

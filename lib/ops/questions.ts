@@ -3,6 +3,7 @@
 // `flow mcp`'s tools return it as is.
 import { formatDuration } from "../cli/duration"
 import { Exit, FlowError } from "../cli/errors"
+import { flag, hint, quoted } from "../cli/hint"
 import type { Project } from "../cli/project"
 import { closest } from "../cli/suggest"
 import { requireTask } from "../graph/task-lookup"
@@ -31,7 +32,7 @@ export async function askQuestion(project: Project, taskId: string, text: string
  */
 export async function waitForAnswer(project: Project, id: string, by: string, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Question> {
   using db = await openState(project)
-  const pending = `${id} stays pending: 'flow questions' lists it, and 'flow questions --all' shows its answer once given`
+  const pending = hint`${id} stays pending: ${quoted("questions")} lists it, and ${quoted("questions", { all: true })} shows its answer once given`
   const { timeoutMs, signal } = opts
   const deadline = timeoutMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + timeoutMs
   const aborted = new Promise<void>((resolve) => signal?.addEventListener("abort", () => resolve(), { once: true }))
@@ -55,7 +56,12 @@ export async function waitForAnswer(project: Project, id: string, by: string, op
 export async function answerQuestion(project: Project, given: string, text: string, by: string, force = false): Promise<Question> {
   const id = /^\d+$/.test(given) ? `q-${given}` : given
   const db = await openExistingState(project)
-  if (!db) throw new FlowError(`no question '${id}': no question has been asked in this project`, undefined, "agents ask with 'flow ask <task_id> <text>'")
+  if (!db)
+    throw new FlowError(
+      `no question '${id}': no question has been asked in this project`,
+      undefined,
+      hint`agents ask with ${quoted("ask", { task_id: "<task_id>", text: "<text>" })}`,
+    )
   using open = db
   const { before, after } = await open.questions.answer(id, text, by, { replace: force, accept: checkBudgetAnswer })
   if (!before) {
@@ -65,7 +71,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
       `no question '${id}'`,
       undefined,
       near
-        ? `did you mean '${near}'? 'flow questions' lists the pending ones`
+        ? hint`did you mean '${near}'? ${quoted("questions")} lists the pending ones`
         : pending.length > 0
           ? `pending: ${pending.join(", ")}`
           : "no question is pending",
@@ -75,7 +81,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
     throw new FlowError(
       `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""} ${ago(before.answered_at!, Date.now())}: ${JSON.stringify(before.answer)}`,
       undefined,
-      "a waiting agent may have read that answer already; pass --force to replace it",
+      hint`a waiting agent may have read that answer already; pass ${flag("force")} to replace it`,
     )
   }
   return after

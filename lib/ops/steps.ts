@@ -1,6 +1,7 @@
 // `flow step show|list <task_id>` as functions of the project: the reports the command prints (as text or
 // with --json) and `flow mcp`'s step tools return.
 import { FlowError } from "../cli/errors"
+import { hint, run } from "../cli/hint"
 import type { Project } from "../cli/project"
 import { requireTask } from "../graph/task-lookup"
 import type { StepListReport, StepReport, StepShowReport } from "../model/json-shapes"
@@ -13,7 +14,7 @@ async function stepsOf(project: Project, id: string): Promise<{ task: Task; step
   const task = requireTask(indexTasks((await (await openStore(project)).read()).data), id).task
   const steps = task.steps ?? []
   if (steps.length === 0) {
-    throw new FlowError(`task '${id}' has no steps`, undefined, `its work is described by its instructions: run 'flow show ${id}'`)
+    throw new FlowError(`task '${id}' has no steps`, undefined, hint`its work is described by its instructions: ${run("show", { task_id: id })}`)
   }
   return { task, steps }
 }

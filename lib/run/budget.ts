@@ -2,6 +2,7 @@
 // asks when a task reaches its cap. Pure: the spend comes from lib/run/budget-meter.ts, the grants from the
 // answers to those questions in the state database.
 import { Exit, FlowError } from "../cli/errors"
+import { bare, hint } from "../cli/hint"
 import { formatDuration, parseDuration } from "../cli/duration"
 import type { Question } from "../model/json-shapes"
 import type { Budget } from "../model/schema"
@@ -112,7 +113,7 @@ export function checkBudgetAnswer(question: Pick<Question, "id" | "kind">, text:
   throw new FlowError(
     `${question.id} asks for more budget: answer with ${WHAT[unit]} to add (${EXAMPLE[unit]}) or 'block' (was ${JSON.stringify(text)})`,
     Exit.usage,
-    `for example: flow answer ${question.id} ${EXAMPLE[unit].split(" or ")[0]}`,
+    hint`for example: ${bare("answer", { question_id: question.id, text: EXAMPLE[unit].split(" or ")[0]! })}`,
   )
 }
 

@@ -1,5 +1,6 @@
 // The exact text an agent receives. One builder serves the orchestrator, `flow prompt` and the inspector,
 // so what a person previews is what the agent gets.
+import { toolCall } from "../cli/hint"
 import type { Question } from "../model/json-shapes"
 import { ancestorSection, dependencySection, oneLine } from "./prompt-context"
 import type { Indexed, Step, Task } from "../model/task-index"
@@ -185,9 +186,9 @@ export type FlowCall = { done: string } | { stepDone: string } | { block: string
  * The verb before it: callVerb.
  */
 export function flowCall(call: FlowCall, tools = false, quote = "`"): string {
-  if ("done" in call) return tools ? `\`flow_done\` with task_id "${call.done}"` : `${quote}flow done ${call.done}${quote}`
-  if ("stepDone" in call) return tools ? `\`flow_step_done\` with step_id "${call.stepDone}"` : `${quote}flow step done ${call.stepDone}${quote}`
-  if (tools) return `\`flow_block\` with task_id "${call.block}"${call.reason ? ` and reason "${call.reason}"` : ""}`
+  if ("done" in call) return tools ? toolCall("flow_done", { task_id: call.done }) : `${quote}flow done ${call.done}${quote}`
+  if ("stepDone" in call) return tools ? toolCall("flow_step_done", { step_id: call.stepDone }) : `${quote}flow step done ${call.stepDone}${quote}`
+  if (tools) return toolCall("flow_block", { task_id: call.block, ...(call.reason ? { reason: call.reason } : {}) })
   return `${quote}flow block ${call.block}${call.reason ? ` "${call.reason}"` : ""}${quote}`
 }
 

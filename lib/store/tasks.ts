@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { basename } from "node:path"
 import { writeFileAtomic, writeFileAtomicAsync } from "./atomic-write"
 import { Exit, FlowError } from "../cli/errors"
+import { hint, run } from "../cli/hint"
 import { formatFinding, summarize } from "./findings"
 import { withLock } from "./lock"
 import type { Project } from "../cli/project"
@@ -24,7 +25,7 @@ export async function readTasks(project: Project): Promise<Loaded> {
     throw new FlowError(
       `${name} is invalid (${summarize(findings)}); the first:\n${formatFinding(errors[0], project.tasksFile, text).trimEnd()}`,
       Exit.invalid,
-      "run 'flow validate' to see every problem, fix them, and try again",
+      hint`${run("validate")} to see every problem, fix them, and try again`,
     )
   }
   rememberValid(project.stateDir, text)

@@ -2,6 +2,7 @@
 // one status change and everything it implies (timestamps, promoted dependents, completed parents), so a
 // command makes them all in one write. docs/STATUS-RULES.md explains each decision.
 import { FlowError } from "../cli/errors"
+import { bare, hint, quoted, run } from "../cli/hint"
 import type { STEP_STATUSES, TASK_STATUSES } from "../model/statuses"
 import { closest } from "../cli/suggest"
 import type { TaskEdits } from "./store"
@@ -101,7 +102,7 @@ function refuseUnfinished(task: Task): void {
     throw new FlowError(
       `cannot mark '${task.id}' done: ${open.length === 1 ? "1 subtask is" : `${open.length} subtasks are`} not done: ${listWithStatus(open)}`,
       undefined,
-      `a parent completes when all its subtasks are done (flow done <subtask_id>); it then becomes done by itself ('flow done ${task.id} --force' marks it done with them open)`,
+      hint`a parent completes when all its subtasks are done (${bare("done", { task_id: "<subtask_id>" })}); it then becomes done by itself (${quoted("done", { task_id: task.id, force: true })} marks it done with them open)`,
     )
   }
   const pending = (task.steps ?? []).filter((s) => stepStatus(s) !== "done")
@@ -109,7 +110,7 @@ function refuseUnfinished(task: Task): void {
     throw new FlowError(
       `cannot mark '${task.id}' done: ${pending.length === 1 ? "1 step is" : `${pending.length} steps are`} not done: ${listWithStatus(pending)}`,
       undefined,
-      `finish them in order with 'flow step done <step_id>' (next: ${pending[0].id}), then 'flow done ${task.id}'; 'flow done ${task.id} --force' marks it done with them open`,
+      hint`finish them in order with ${quoted("step done", { step_id: "<step_id>" })} (next: ${pending[0].id}), then ${quoted("done", { task_id: task.id })}; ${quoted("done", { task_id: task.id, force: true })} marks it done with them open`,
     )
   }
 }
@@ -222,15 +223,17 @@ export function requireStep(index: Map<string, Indexed>, stepId: string): FoundS
     for (const s of task.steps ?? []) ids.push(s.id)
   }
   const asTask = index.get(stepId)?.task
-  const hint = asTask
-    ? asTask.steps?.length
-      ? `'${stepId}' is a task; its steps are ${asTask.steps.map((s) => s.id).join(", ")}`
-      : `'${stepId}' is a task without steps`
-    : closest(stepId, ids)
+  const near = asTask ? undefined : closest(stepId, ids)
   throw new FlowError(
     `no step '${stepId}' in tasks.yaml`,
     undefined,
-    hint === undefined ? "run 'flow step list <task_id>' to see a task's steps" : asTask ? hint : `did you mean '${hint}'?`,
+    asTask
+      ? asTask.steps?.length
+        ? `'${stepId}' is a task; its steps are ${asTask.steps.map((s) => s.id).join(", ")}`
+        : `'${stepId}' is a task without steps`
+      : near !== undefined
+        ? `did you mean '${near}'?`
+        : hint`${run("step list", { task_id: "<task_id>" })} to see a task's steps`,
   )
 }
 
@@ -245,7 +248,7 @@ function refuseOutOfOrder(verb: "start" | "finish", found: FoundStep): void {
   throw new FlowError(
     `cannot ${verb} step '${found.step.id}': ${open.length === 1 ? "the earlier step" : "earlier steps"} ${listWithStatus(open)} ${open.length === 1 ? "is" : "are"} not done`,
     undefined,
-    `steps run in order: finish ${open[0].id} first (flow step done ${open[0].id})`,
+    hint`steps run in order: finish ${open[0].id} first (${bare("step done", { step_id: open[0].id })})`,
   )
 }
 
