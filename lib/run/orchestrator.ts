@@ -119,6 +119,8 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     [...indexTasks((await s.store.read()).data).values()].filter((e) => e.task.status === "in_progress" || e.task.status === "assigned").map((e) => e.task.id),
   )
   let waitingSaid = ""
+  /** a shared graph's run found nothing to do and no other run at work: one more pass, on a fresh read, before it ends */
+  let settling = false
   const budgetSaid = new Set<string>()
   /** the run's cap, or an agent's, when spent: said once each */
   const spent = (scope: "run" | string): string | undefined => {
@@ -252,6 +254,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         if (fleet) stopOnLoss.set(id, lost)
         const own = fleet ? { ...shared, settings: { ...s, signal: AbortSignal.any([s.signal, lost.signal]) } } : shared
         const worker = new TaskWorker(own, id, agent, handover?.note, claim)
+        settling = false
         running.set(
           id,
           worker
@@ -288,7 +291,16 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         if (checkpoints.length === 0) {
           // Other runs at work may finish what the rest waits on, or give a task back: wait for them.
           const others = fleet ? await fleet.othersLive() : 0
-          if (others === 0) break // nothing can move without a person: blocked tasks and what waits on them
+          if (others === 0) {
+            // A peer writes its task done, then gives its claim back: what that made ready may be missing from
+            // the view this pass began with, and ending now would leave it to that peer alone (this run's exit
+            // saying tasks remain). The next pass reads the graph again, after that release: it settles it.
+            if (fleet && !settling) {
+              settling = true
+              continue
+            }
+            break // nothing can move without a person: blocked tasks and what waits on them
+          }
           const reason = `waiting for other runs: they hold ${others} task${others === 1 ? "" : "s"} of this graph`
           if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
           waitingSaid = reason
