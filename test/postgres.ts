@@ -40,6 +40,8 @@ export type Server = {
   stop: () => void
   /** the server again, on the same data, socket and settings */
   start: () => void
+  /** whether it runs (not stopped) */
+  running: () => boolean
 }
 
 /** A server and its end: stopped at once and its folder removed. */
@@ -83,7 +85,11 @@ async function start(): Promise<Launched> {
     "max_connections=400",
   ]
   const pgCtl = join(BIN, "pg_ctl")
-  const startServer = () => check(asServerUser([pgCtl, "-D", data, "-l", join(dir, "server.log"), "-w", "-o", options.map(quoteOption).join(" "), "start"]))
+  let running = false
+  const startServer = () => {
+    check(asServerUser([pgCtl, "-D", data, "-l", join(dir, "server.log"), "-w", "-o", options.map(quoteOption).join(" "), "start"]))
+    running = true
+  }
   startServer()
   const destroy = () => {
     Bun.spawnSync(asServerUser([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), { stdout: "ignore", stderr: "ignore" })
@@ -112,8 +118,12 @@ async function start(): Promise<Launched> {
     dir,
     url,
     admin,
-    stop: () => check(asServerUser([pgCtl, "-D", data, "-m", "fast", "-w", "stop"])),
+    stop: () => {
+      running = false
+      check(asServerUser([pgCtl, "-D", data, "-m", "fast", "-w", "stop"]))
+    },
     start: startServer,
+    running: () => running,
     destroy,
   }
 }
@@ -165,7 +175,8 @@ export async function freshDatabase(on?: Server): Promise<TestDatabase> {
     sql,
     [Symbol.asyncDispose]: async () => {
       await sql.close()
-      await s.admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      // A server a failed test left stopped goes as a whole (ownServer), with its databases.
+      if (s.running()) await s.admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     },
   }
 }
