@@ -3,11 +3,14 @@
 // PostgreSQL. What counts is the remote: every task merged into its main exactly once (counted in the bare
 // repository's log), task branches pushed there, a dependent on the other machine starting from what its
 // dependency merged there, a push made outside flow meanwhile built on again (or a conflict with it sent
-// back), and a run killed after its push recovered as done without a second merge.
+// back), and a run killed after its push recovered as done without a second merge. Then, without a database,
+// worktrees made six at a time while the remote's main moves: their fetches never fail on each other.
 import { describe, expect, test } from "bun:test"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { remoteWorktree } from "../lib/git/remote-git"
+import { RepoLanes } from "../lib/landing/repo-lanes"
 import { bareOrigin, background, flow, git, tasksYaml, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, type TestDatabase } from "./postgres"
 
@@ -255,6 +258,39 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
     expect(r.stderr).toContain(`error: ${await realRoot(f.laptop1.dir)} has no git remote 'origin': a shared project's machines share their work through it`)
     expect(r.stderr).toContain("remote add origin <url>")
     expect((await f.status("a")).status).toBe("ready_for_agent")
+  })
+})
+
+describe("a shared project's fetches", () => {
+  test("worktrees made at once while the remote's main moves: every fetch and every worktree works (fetches take their turn with the worktrees' changes)", async () => {
+    await using repo = await tempRepo()
+    const bare = await bareOrigin(repo.path)
+    // Another machine pushes to main all along: each fetch brings new commits, which git checks against every
+    // worktree's HEAD (one being added has none yet) and writes under the tracking ref's lock (another fetch
+    // may hold it).
+    await using other = await tempRepo()
+    await git(other.path, ["fetch", "-q", bare, "main"])
+    await git(other.path, ["reset", "-q", "--hard", "FETCH_HEAD"])
+    let pushing = true
+    const pusher = (async () => {
+      for (let n = 0; pushing; n++) {
+        await git(other.path, [...IDENTITY, "commit", "-q", "--allow-empty", "-m", `outside ${n}`])
+        await git(other.path, ["push", "-q", bare, "HEAD:main"])
+      }
+    })()
+    const lanes = new RepoLanes()
+    const serial = <T>(fn: () => Promise<T>) => lanes.run(repo.path, fn)
+    const failed: string[] = []
+    for (let round = 0; round < 4; round++) {
+      const ids = Array.from({ length: 6 }, (_, i) => `r${round}-${i}`)
+      const made = await Promise.allSettled(
+        ids.map((id) => remoteWorktree({ repo: repo.path, path: join(repo.path, ".wt", id), branch: `flow/${id}`, target: "main" }, "origin", serial)),
+      )
+      for (const m of made) if (m.status === "rejected") failed.push(String(m.reason).split("\n")[0])
+    }
+    pushing = false
+    await pusher
+    expect(failed).toEqual([])
   })
 })
 

@@ -6,120 +6,16 @@
 // once, and nothing the stopped machine did after it woke lands. Last, a run killed outright and started again
 // in the same clone takes up the dead run's tasks at once rather than after their (long) lease.
 import { describe, expect, test } from "bun:test"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { background, flow, git, tasksYaml } from "./helpers"
+import { entries, fleet, graph, mergesPerTask, RUN, statuses, taskIds } from "./fleet-helpers"
+import { background, flow, git } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES } from "./postgres"
 
-const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
-
-/** A random DAG of `n` tasks (each depends on up to two earlier ones), seeded; each writes its file and a log line. */
-function graph(n: number, seed: number, log: string, sleep: number, askAt?: number): string {
-  let state = seed
-  const random = () => {
-    state = (state * 1103515245 + 12345) % 2 ** 31
-    return state / 2 ** 31
-  }
-  const id = (i: number) => `t${String(i + 1).padStart(2, "0")}`
-  return tasksYaml(
-    Array.from({ length: n }, (_, i) => {
-      const deps = new Set<string>()
-      for (let k = 0; k < 2; k++) if (i > 0 && random() < 0.6) deps.add(id(Math.floor(random() * i)))
-      const ask = i === askAt ? 'flow ask "$FLOW_TASK_ID" "Which port?" --wait > work/port.txt\n' : ""
-      return {
-        id: id(i),
-        title: `Task ${i + 1}`,
-        status: "todo",
-        ...(deps.size > 0 ? { depends_on: [...deps] } : {}),
-        instructions: sh(
-          `${ask}sleep ${sleep}\nmkdir -p work\necho "$FLOW_TASK_ID attempt $FLOW_ATTEMPT on $FLOW_MACHINE" > work/$FLOW_TASK_ID.txt\necho "$FLOW_TASK_ID $FLOW_ATTEMPT $FLOW_MACHINE" >> ${log}`,
-        ),
-      }
-    }),
-  )
-}
-
-type Fleet = {
-  remote: string
-  log: string
-  clone: (machine: string) => Promise<{ path: string; env: Record<string, string> }>
-  [Symbol.asyncDispose]: () => Promise<void>
-}
-
-/** A bare remote holding a project shared in `dbUrl`, and clones of it as machines. */
-async function fleet(dbUrl: string, tasks: (log: string) => string, flowYaml = ""): Promise<Fleet> {
-  const root = mkdtempSync(join(tmpdir(), "flow-fleet-"))
-  const remote = join(root, "remote.git")
-  const log = join(root, "work.log")
-  writeFileSync(log, "")
-  await git(root, ["init", "-q", "--bare", "-b", "main", remote])
-  const seed = join(root, "seed")
-  mkdirSync(seed)
-  writeFileSync(join(seed, "tasks.yaml"), tasks(log))
-  writeFileSync(join(seed, "flow.yaml"), flowYaml)
-  await git(seed, ["init", "-q", "-b", "main"])
-  await git(seed, ["add", "-A"])
-  await git(seed, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "initial"])
-  const shared = await flow(seed, ["share", dbUrl, "--project", "shop"])
-  expect({ code: shared.code, stderr: shared.stderr }).toEqual({ code: 0, stderr: "" })
-  await git(seed, ["add", "-A"])
-  await git(seed, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "share the project"])
-  await git(seed, ["push", "-q", remote, "main"])
-  return {
-    remote,
-    log,
-    clone: async (machine) => {
-      const path = join(root, machine)
-      await git(root, ["clone", "-q", remote, path])
-      const home = join(root, `${machine}-home`)
-      mkdirSync(home)
-      return {
-        path,
-        env: {
-          FLOW_MACHINE: machine,
-          HOME: home,
-          GIT_AUTHOR_NAME: machine,
-          GIT_AUTHOR_EMAIL: `${machine}@flow.invalid`,
-          GIT_COMMITTER_NAME: machine,
-          GIT_COMMITTER_EMAIL: `${machine}@flow.invalid`,
-        },
-      }
-    },
-    [Symbol.asyncDispose]: async () => rmSync(root, { recursive: true, force: true }),
-  }
-}
-
-const RUN = ["run", "--cli", "script", "--agents", "2", "--headless"]
-
-/** The log's lines: task, attempt, machine. */
-const entries = (log: string) =>
-  readFileSync(log, "utf8")
-    .trim()
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => {
-      const [task, attempt, machine] = l.split(" ")
-      return { task, attempt: Number(attempt), machine }
-    })
-
-/** The remote main's merges per task (flow's merge subjects end with ": <task id>"). */
-async function mergesPerTask(remote: string): Promise<Map<string, number>> {
-  const subjects = (await git(remote, ["log", "--merges", "--format=%s", "main"])).trim().split("\n").filter(Boolean)
-  const counts = new Map<string, number>()
-  for (const s of subjects) {
-    const id = /: (t\d\d)$/.exec(s)?.[1]
-    if (id) counts.set(id, (counts.get(id) ?? 0) + 1)
-  }
-  return counts
-}
-
-const IDS = Array.from({ length: 40 }, (_, i) => `t${String(i + 1).padStart(2, "0")}`)
+const IDS = taskIds(40)
 
 describe.skipIf(!HAVE_POSTGRES)("flow run on many machines", () => {
   test("two machines share a 40-task graph: each task's work ran once and merged once into the remote's main; a question answered from another machine", async () => {
     await using db = await freshDatabase()
-    await using f = await fleet(db.url, (log) => graph(40, 7, log, 0.2, 5))
+    await using f = await fleet(db.url, (log) => graph(40, 7, log, 0.2, { askAt: 5 }))
     const m1 = await f.clone("m1")
     const m2 = await f.clone("m2")
     const person = await f.clone("person")
@@ -146,8 +42,7 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on many machines", () => {
     expect(IDS.filter((id) => merges.get(id) !== 1)).toEqual([]) // merged once each, into the remote's main
     for (const id of IDS) expect(await git(f.remote, ["show", `main:work/${id}.txt`])).toContain(`${id} attempt 1`)
     expect(await git(f.remote, ["show", "main:work/port.txt"])).toBe("8080\n")
-    const list = JSON.parse((await flow(person.path, ["list", "--json"], { env: person.env })).stdout)
-    expect(list.phases.flatMap((p: { tasks: { status: string }[] }) => p.tasks).every((t: { status: string }) => t.status === "done")).toBe(true)
+    expect(await statuses(person)).toEqual(Object.fromEntries(IDS.map((id) => [id, "done"])))
   }, 240_000)
 
   test("one machine killed outright, another stopped past its lease and continued: the graph finishes, each task merged once, nothing of the stale attempts lands", async () => {
@@ -203,8 +98,7 @@ describe.skipIf(!HAVE_POSTGRES)("flow run on many machines", () => {
       // A task ran again only after the machine of its earlier attempt was killed or stopped.
       for (const e of mine.filter((e) => e.attempt !== last)) expect(["m1", "m2"]).toContain(e.machine)
     }
-    const list = JSON.parse((await flow(machines[2].path, ["list", "--json"], { env: machines[2].env })).stdout)
-    expect(list.phases.flatMap((p: { tasks: { status: string }[] }) => p.tasks).every((t: { status: string }) => t.status === "done")).toBe(true)
+    expect(await statuses(machines[2])).toEqual(Object.fromEntries(IDS.map((id) => [id, "done"])))
   }, 300_000)
 
   test("a run killed outright and started again on the same machine takes up the dead run's tasks at once, not after their lease: each task merged once", async () => {

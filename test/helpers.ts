@@ -1,5 +1,5 @@
 // Test helpers: real temp folders with real git repositories, and the real CLI run as a subprocess.
-import { lstatSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
+import { lstatSync, mkdtempSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 
@@ -101,6 +101,37 @@ export function background(cwd: string, args: string[], env: Record<string, stri
 /** The pids of processes whose command line is exactly `command` (a marker no other test uses). */
 export function pidsOf(command: string): number[] {
   return Bun.spawnSync(["pgrep", "-x", "-f", command]).stdout.toString().split("\n").filter(Boolean).map(Number)
+}
+
+/** The processes (pid and command line) working in `dir` or a folder under it: what a run there left alive. */
+export function processesIn(dir: string): string[] {
+  const root = realpathSync(dir)
+  const found: string[] = []
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cwd = readlinkSync(`/proc/${pid}/cwd`)
+      if (cwd === root || cwd.startsWith(`${root}/`)) found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim()}`)
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return found
+}
+
+/** Where `needle` (a password) shows: the outputs that print it, and the files under `dir` (but .git) that hold it. */
+export function leaks(dir: string, outputs: Result[], needle: string): string[] {
+  const found: string[] = []
+  for (const [i, r] of outputs.entries()) if (`${r.stdout}${r.stderr}`.includes(needle)) found.push(`output ${i}`)
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      if (name === ".git") continue
+      const path = join(d, name)
+      if (statSync(path).isDirectory()) walk(path)
+      else if (readFileSync(path).includes(needle)) found.push(path)
+    }
+  }
+  walk(dir)
+  return found
 }
 
 /** Waits, up to `ms`, until `cond` holds (a process the kernel is still killing, a file another process writes). */

@@ -1,7 +1,8 @@
 // A real PostgreSQL server for the tests of the shared store (docs/FLEET.md): one server per test process,
 // started on first use by the files that need it, in a temp folder, listening only on a Unix socket there
 // (no TCP port), with fsync off; a fresh database per test; stopped when the process exits. As root the
-// server runs as the `postgres` user (PostgreSQL refuses to run as root).
+// server runs as the `postgres` user (PostgreSQL refuses to run as root). A test that takes the server away
+// (the database lost mid-run) gets one of its own (`ownServer`), so the other tests' server stays up.
 //
 // Where the binaries are missing the tests that need them are skipped, except in CI (CI=1): there a missing
 // server is a failure (.ci/run and scripts/test-deps.sh install Debian's postgresql).
@@ -31,7 +32,20 @@ const BIN = binaries()
 /** Whether the tests of the shared store run here; in CI they always do (a missing server fails them). */
 export const HAVE_POSTGRES = BIN !== undefined || process.env.CI === "1"
 
-type Server = { dir: string; url: (database: string, user?: string) => string; admin: SQL }
+export type Server = {
+  dir: string
+  url: (database: string, user?: string) => string
+  admin: SQL
+  /** `pg_ctl stop -m fast`: the server ends every session and stops listening (its data stays) */
+  stop: () => void
+  /** the server again, on the same data, socket and settings */
+  start: () => void
+  /** whether it runs (not stopped) */
+  running: () => boolean
+}
+
+/** A server and its end: stopped at once and its folder removed. */
+type Launched = Server & { destroy: () => void }
 
 let started: Promise<Server> | undefined
 let count = 0
@@ -46,7 +60,7 @@ function check(argv: string[]): void {
   if (p.exitCode !== 0) throw new Error(`${argv.join(" ")} failed (${p.exitCode}): ${p.stderr.toString()}${p.stdout.toString()}`)
 }
 
-async function start(): Promise<Server> {
+async function start(): Promise<Launched> {
   if (!BIN) throw new Error("PostgreSQL is not installed (no /usr/lib/postgresql/<n>/bin/pg_ctl, and PG_BIN is unset): run scripts/test-deps.sh")
   const dir = mkdtempSync(join(tmpdir(), "flow-pg-"))
   // Private to the server's user: the socket there trusts whoever can reach it.
@@ -70,12 +84,18 @@ async function start(): Promise<Server> {
     "-c",
     "max_connections=400",
   ]
-  check(asServerUser([join(BIN, "pg_ctl"), "-D", data, "-l", join(dir, "server.log"), "-w", "-o", options.map(quoteOption).join(" "), "start"]))
-  const stop = () => {
-    Bun.spawnSync(asServerUser([join(BIN, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"]), { stdout: "ignore", stderr: "ignore" })
+  const pgCtl = join(BIN, "pg_ctl")
+  let running = false
+  const startServer = () => {
+    check(asServerUser([pgCtl, "-D", data, "-l", join(dir, "server.log"), "-w", "-o", options.map(quoteOption).join(" "), "start"]))
+    running = true
+  }
+  startServer()
+  const destroy = () => {
+    Bun.spawnSync(asServerUser([pgCtl, "-D", data, "-m", "immediate", "-w", "stop"]), { stdout: "ignore", stderr: "ignore" })
     rmSync(dir, { recursive: true, force: true })
   }
-  process.on("exit", stop)
+  process.on("exit", destroy)
   // `bun test` runs no exit handler, nor does a process killed outright: a watchdog stops the server and
   // removes its folder once this pid is gone (seen through /proc: as the server's user it may not signal root).
   Bun.spawn(
@@ -94,7 +114,18 @@ async function start(): Promise<Server> {
   const url = (database: string, user = USER) => `postgres://${user}@localhost/${database}?host=${dir}`
   const admin = new SQL(url("postgres"))
   await admin.unsafe(`CREATE ROLE ${PASSWORD_USER} LOGIN SUPERUSER PASSWORD '${PASSWORD}'`)
-  return { dir, url, admin }
+  return {
+    dir,
+    url,
+    admin,
+    stop: () => {
+      running = false
+      check(asServerUser([pgCtl, "-D", data, "-m", "fast", "-w", "stop"]))
+    },
+    start: startServer,
+    running: () => running,
+    destroy,
+  }
 }
 
 /** pg_ctl -o takes one string that the server splits on spaces; the values here hold none but the empty one. */
@@ -108,6 +139,18 @@ export function server(): Promise<Server> {
   return started
 }
 
+/** A server of the caller's own, which it may stop and start again; gone when disposed. */
+export async function ownServer(): Promise<Server & AsyncDisposable> {
+  const { destroy, ...s } = await start()
+  return {
+    ...s,
+    [Symbol.asyncDispose]: async () => {
+      await s.admin.close()
+      destroy()
+    },
+  }
+}
+
 export type TestDatabase = {
   /** a URL without a password, for the trusted role */
   url: string
@@ -119,9 +162,9 @@ export type TestDatabase = {
   [Symbol.asyncDispose]: () => Promise<void>
 }
 
-/** A fresh, empty database on the shared server, dropped when disposed. */
-export async function freshDatabase(): Promise<TestDatabase> {
-  const s = await server()
+/** A fresh, empty database on the shared server (or on `on`), dropped when disposed. */
+export async function freshDatabase(on?: Server): Promise<TestDatabase> {
+  const s = on ?? (await server())
   const name = `t_${process.pid}_${++count}`
   await s.admin.unsafe(`CREATE DATABASE ${name}`)
   const sql = new SQL(s.url(name))
@@ -132,7 +175,8 @@ export async function freshDatabase(): Promise<TestDatabase> {
     sql,
     [Symbol.asyncDispose]: async () => {
       await sql.close()
-      await s.admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      // A server a failed test left stopped goes as a whole (ownServer), with its databases.
+      if (s.running()) await s.admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     },
   }
 }

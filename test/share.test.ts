@@ -4,12 +4,12 @@
 // a project key the database does not hold, a password that must never show in any output or file.
 import { describe, expect, test } from "bun:test"
 import { SQL } from "bun"
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
 import { ExportReport, ShareReport, UnshareReport } from "../lib/model/json-shapes"
 import { PG_SCHEMA_VERSION } from "../lib/store/postgres/migrations"
-import { flow, type Result, tempRepo } from "./helpers"
+import { flow, leaks, type Result, tempRepo } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES, PASSWORD, server } from "./postgres"
 
 const TASKS = `# Our tasks: this comment stays through a share and back
@@ -46,21 +46,6 @@ Build the API.
 `
 
 /** Every file of the project (but .git) and every output, with `needle` looked for in each. */
-function leaks(dir: string, outputs: Result[], needle: string): string[] {
-  const found: string[] = []
-  for (const [i, r] of outputs.entries()) if (`${r.stdout}${r.stderr}`.includes(needle)) found.push(`output ${i}`)
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      if (name === ".git") continue
-      const path = join(d, name)
-      if (statSync(path).isDirectory()) walk(path)
-      else if (readFileSync(path).includes(needle)) found.push(path)
-    }
-  }
-  walk(dir)
-  return found
-}
-
 describe.skipIf(!HAVE_POSTGRES)("a shared project", () => {
   test.concurrent("share, then export without a change, gives tasks.yaml back byte for byte; unshare moves everything back", async () => {
     await using db = await freshDatabase()

@@ -107,10 +107,13 @@ export async function remoteWorktree(
 ): Promise<"reused" | "created" | "taken-over"> {
   const { repo, path, branch, target } = ws
   if (existsSync(path)) return ensureWorktree(repo, path, branch, target, serial)
-  const base = await fetchBranch(repo, remote, target)
+  // Fetches take their turn with each other and with the worktrees' changes: two fetches of one ref fail on its
+  // lock when the remote moved between them, and a fetch checks what it got against every worktree's HEAD,
+  // which one that 'git worktree add' is making has not got yet ("bad object worktrees/<id>/HEAD").
+  const base = await serial(() => fetchBranch(repo, remote, target))
   if (!base)
     throw new FlowError(`the remote '${remote}' of ${repo} has no branch '${target}'`, undefined, `push it first: 'git -C ${repo} push ${remote} ${target}'`)
-  const pushed = await fetchBranch(repo, remote, branch)
+  const pushed = await serial(() => fetchBranch(repo, remote, branch))
   const [local] = (await branchExists(repo, branch)) ? await revParse(repo, `refs/heads/${branch}`) : [undefined]
   if (pushed && local !== pushed && (!local || (await isAncestor(repo, local, pushed)))) {
     // This clone's branch (no worktree holds it) is behind what an attempt pushed: it follows, a plain ref move.

@@ -96,7 +96,8 @@ export class RemoteLanding {
   /** One fetch, merge, check and push; `retry` when the push was refused because the remote's target moved. */
   private async round(c: RemoteCandidate): Promise<RemoteVerdict | { retry: string }> {
     const { repo, target, signal, author, keepOut } = this.o
-    const before = await timed(c.taskId, "fetch", () => fetchBranch(repo, this.remote, target))
+    // In turn with the worktrees' changes, as a task's worktree fetches (remote-git.ts, remoteWorktree).
+    const before = await timed(c.taskId, "fetch", () => this.o.serial(() => fetchBranch(repo, this.remote, target)))
     if (!before) return { ok: false, kind: "refused", reason: `the remote '${this.remote}' of ${repo} has no branch '${target}'` }
     if (await isAncestor(repo, c.head, before)) {
       // Merged already (by this run killed after its push, or by the attempt this one took over): never twice.

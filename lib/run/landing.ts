@@ -243,7 +243,7 @@ export class Landing {
    */
   async supersededHere(taskId: string, ws: Workspace): Promise<boolean> {
     if (!this.s.store.shared || !existsSync(ws.path)) return false
-    const newer = await newerOnRemote(ws, this.s.publish.remote)
+    const newer = await this.inRepo(ws.repo, () => newerOnRemote(ws, this.s.publish.remote)) // a fetch: in turn with the worktrees
     if (!newer) return false
     const ref = await this.inRepo(ws.repo, () => keepAside(ws, AUTHOR))
     await teardownWorktree(this.s, taskId, ws)

@@ -324,9 +324,11 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await unlisten?.().catch(() => {})
     await fleet?.close()
     // What agents left behind in their groups (a server started in the background) goes too. On a full disk
-    // the groups are killed but their records stay: the next run's reap finds them gone.
+    // the groups are killed but their records stay: the next run's reap finds them gone. With the database
+    // away the records cannot be read: what agents started is killed by its environment, and the next run
+    // reaps the recorded groups.
     await groups.reap(s.project.dir).catch((e) => {
-      if (!isDiskFull(e)) throw e
+      if (!isDiskFull(e) && !(e instanceof StoreUnreachable)) throw e
     })
   }
 

@@ -54,8 +54,9 @@ export class AgentGroups {
    */
   async reap(projectDir: string): Promise<string[]> {
     if (!existsSync("/proc/self/stat")) return []
-    const killed = [...(await this.reapGroups()), ...killAgentProcesses(projectDir)]
-    return killed
+    // The environments first: they need no record, so a database away (or a full disk) skips nothing of them.
+    const byEnvironment = killAgentProcesses(projectDir)
+    return [...(await this.reapGroups()), ...byEnvironment]
   }
 
   private async reapGroups(): Promise<string[]> {

@@ -1,13 +1,14 @@
 // Keeps the run's history in the state database: every transition with its time and agent, tokens and cost
 // as the CLIs report them, and each agent's current task and completed count (for `flow agents`).
 import { isDiskFull } from "../store/disk-full"
+import { StoreUnreachable } from "../store/store"
 import type { RunState } from "../state/run-state"
 import type { EventBus, RunEvent } from "./events"
 
 /**
  * Subscribes the database to the bus; the returned function waits for every pending write. A write that
- * finds the disk full is kept, in order, and tried again before the next one (a full disk must not cost the
- * run's history); what still finds no room when the run ends is given up.
+ * finds the disk full, or a shared project's database away, is kept, in order, and tried again before the
+ * next one (neither must cost the run's history); what still cannot be written when the run ends is given up.
  */
 export function recordRun(bus: EventBus, db: RunState): () => Promise<void> {
   let queue: Promise<unknown> = Promise.resolve()
@@ -18,7 +19,7 @@ export function recordRun(bus: EventBus, db: RunState): () => Promise<void> {
         await held[0]()
         held.shift()
       } catch (e) {
-        if (!isDiskFull(e))
+        if (!isDiskFull(e) && !(e instanceof StoreUnreachable))
           held.shift() // the log must never stop the run
         else return
       }

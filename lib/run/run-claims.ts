@@ -2,7 +2,7 @@
 // lease renewed every third of it, and what happens when a renewal finds one gone: another run took the task
 // over after this run's lease lapsed (this machine was paused, or cut off from the database, for longer than
 // the lease), so its worker is stopped and nothing of that attempt lands (its writes are fenced anyway).
-import type { Claim, Claims, Fence } from "../store/store"
+import { type Claim, type Claims, type Fence, StoreUnreachable } from "../store/store"
 import { RUN_ID } from "./reaper"
 import type { RunSettings } from "./settings"
 
@@ -86,12 +86,11 @@ export class RunClaims {
       still = await this.claims.renew(RUN_ID, this.s.leaseMs)
     } catch (e) {
       // Cut off from the database: the agents go on; their outcomes are written when it is back, unless the
-      // lease lapsed meanwhile and another run took a task over (found at the next renewal that works).
+      // lease lapsed meanwhile and another run took a task over (found at the next renewal that works). The
+      // run names the database once (orchestrator.ts): not again here.
+      const why = e instanceof StoreUnreachable ? "the database does not answer" : (e as Error).message.split("\n")[0]
       if (!this.unreachableSaid)
-        this.s.bus.emit({
-          type: "notice",
-          text: `cannot renew this run's claims: ${(e as Error).message.split("\n")[0]}; trying again every ${Math.round(this.s.leaseMs / 3000)} s`,
-        })
+        this.s.bus.emit({ type: "notice", text: `cannot renew this run's claims: ${why}; trying again every ${Math.round(this.s.leaseMs / 3000)} s` })
       this.unreachableSaid = true
       return
     }

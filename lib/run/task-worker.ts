@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path"
 import { adapterFor, type McpServerSpec } from "../agents"
 import type { AgentConfig } from "../store/config"
-import type { Claim } from "../store/store"
+import { type Claim, StoreUnreachable } from "../store/store"
 import { FlowError } from "../cli/errors"
 import { commitAll } from "../git/git"
 import type { Question } from "../model/json-shapes"
@@ -55,6 +55,9 @@ export type WorkerShared = {
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */
 const ANSWER_POLL_MS = 200
+
+/** How long an attempt the database's absence stopped pauses before it asks whether the database answers. */
+const AWAY_PAUSE_MS = 1_000
 
 /** paused: the run's or the agent's budget is spent; parked: the agent's CLI reported a usage limit (both: left in progress) */
 type Outcome = "finished" | "blocked" | "stopped" | "paused" | "parked"
@@ -152,8 +155,9 @@ export class TaskWorker {
   }
 
   /**
-   * `fn`, tried again (with `retry` true) after the disk had no room for it: the task keeps its place,
-   * nothing is blocked for it, and the run's stop ends the wait (lib/run/space-wait.ts).
+   * `fn`, tried again (with `retry` true) after the disk had no room for it (lib/run/space-wait.ts) or a
+   * shared graph's database could not be reached (the run says so; docs/FLEET.md, "The database away
+   * mid-run"): the task keeps its place, nothing is blocked for it, and the run's stop ends the wait.
    */
   private async untilRoom(fn: (retry: boolean) => Promise<void>): Promise<void> {
     const space = this.shared.space
@@ -163,6 +167,17 @@ export class TaskWorker {
         if (retry) space.ok()
         return
       } catch (e) {
+        if (e instanceof StoreUnreachable && !this.s.signal.aborted) {
+          // Whatever the attempt was doing goes on from the task's status once the database answers: an agent's
+          // finished work is found (its status, a script's done mark) and landed, not run again. A pause first:
+          // a database that answers reads but refuses more connections must not be asked in a tight loop.
+          await sleepUnlessStopped(AWAY_PAUSE_MS, this.s.signal)
+          await untilValid(this.s.signal, () => this.s.store.read()).catch((e2) => {
+            if (!this.s.signal.aborted) throw e2
+          })
+          if (this.s.signal.aborted) return
+          continue
+        }
         if (this.s.signal.aborted || !space.claims(e, this.ws ? [this.ws.path] : [], this.taskId)) throw e
         await space.wait()
         if (this.s.signal.aborted) return

@@ -116,11 +116,10 @@ export class PgClaims implements Claims {
     return (row as { n: number }).n
   }
 
-  async listen(wake: () => void): Promise<() => Promise<void>> {
-    // Bun's client keeps one connection for its listeners and subscribes again after a drop (onlisten runs
-    // then: what changed while it was away is read at once). A pooler in transaction mode delivers nothing:
-    // the run's poll is the backstop (orchestrator.ts), so a silent listener only slows a peer down.
-    const sub = await this.db.run((sql) => sql.listen(channelOf(this.setting.key), () => wake(), wake))
-    return () => sub.unlisten()
+  listen(wake: () => void): Promise<() => Promise<void>> {
+    // One connection for the listener, subscribed again after a drop (wake runs then: what changed while it
+    // was away is read at once). A pooler in transaction mode delivers nothing: the run's poll is the
+    // backstop (orchestrator.ts), so a silent listener only slows a peer down.
+    return this.db.listen(channelOf(this.setting.key), () => wake(), wake)
   }
 }

@@ -12,21 +12,70 @@ import { scrub } from "./url"
 /** How long a connection may take to open, in seconds, unless the URL's connect_timeout says otherwise. */
 const CONNECT_TIMEOUT_S = 10
 
+/** How often a listener whose connection closed tries to subscribe again. */
+const RELISTEN_MS = 2_000
+
 export class Database {
   readonly sql: SQL
   readonly shown: string
   private migrated: Promise<void> | undefined
   private readonly password: string | undefined
+  private readonly options: SQL.Options
 
   constructor(readonly setting: SharedSetting) {
     this.shown = setting.shown
     this.password = typeof setting.password === "string" ? setting.password : setting.password?.reveal()
     const timeout = /(?:^\?|&)connect_timeout=(\d+)/.exec(setting.url.query)?.[1]
-    this.sql = new SQL({
+    this.options = {
       url: setting.shown,
       ...(this.password !== undefined ? { password: this.password } : {}),
       connectionTimeout: timeout ? Number(timeout) : CONNECT_TIMEOUT_S,
+    }
+    this.sql = new SQL(this.options)
+  }
+
+  /**
+   * Calls `onnotify` on every notification of `channel`, and `onlisten` each time the subscription is made
+   * (what changed while there was none is read then), until the returned stop. Bun's client subscribes again
+   * after a drop by itself, but says each failed try on stderr (through a run's screen, every 0.25 to 32 s
+   * while the database is away): the listener has a client of its own, whose only connection is the
+   * subscription's, so its close is known; the subscription is then dropped at once (no try of Bun's) and
+   * made again every RELISTEN_MS, quietly, until the database answers.
+   */
+  async listen(channel: string, onnotify: () => void, onlisten: () => void): Promise<() => Promise<void>> {
+    let sub: { unlisten(): Promise<void> } | undefined
+    let stopped = false
+    let retry: ReturnType<typeof setTimeout> | undefined
+    const subscribe = async () => {
+      sub = await sql.listen(channel, onnotify, onlisten)
+    }
+    const again = () => {
+      if (stopped) return
+      retry = setTimeout(() => void subscribe().catch(again), RELISTEN_MS)
+      retry.unref()
+    }
+    const sql = new SQL({
+      ...this.options,
+      onclose: () => {
+        const gone = sub
+        sub = undefined
+        if (!gone || stopped) return
+        void gone.unlisten().catch(() => {})
+        again()
+      },
     })
+    try {
+      await this.run(subscribe)
+    } catch (e) {
+      await sql.close()
+      throw e
+    }
+    return async () => {
+      stopped = true
+      clearTimeout(retry)
+      await sub?.unlisten().catch(() => {})
+      await sql.close()
+    }
   }
 
   /** `fn` on the pool, after the schema is current; connection failures become FlowErrors. */
