@@ -129,3 +129,14 @@ export async function statuses(machine: { path: string; env: Record<string, stri
   const tasks: { id: string; status: string }[] = JSON.parse(listed.stdout).phases.flatMap((p: { tasks: unknown[] }) => p.tasks)
   return Object.fromEntries(tasks.map((t) => [t.id, t.status]))
 }
+
+/** The tasks not done, each with its status and notes: what a test that expects every task done shows when one is not. */
+export async function undone(machine: { path: string; env: Record<string, string> }): Promise<{ id: string; status: string; notes?: string[] }[]> {
+  const open = Object.entries(await statuses(machine)).filter(([, status]) => status !== "done")
+  return Promise.all(
+    open.map(async ([id, status]) => {
+      const task = JSON.parse((await flow(machine.path, ["show", id, "--json"], { env: machine.env })).stdout).task
+      return { id, status, notes: task.ai_notes }
+    }),
+  )
+}
