@@ -6,7 +6,7 @@
 // back), and a run killed after its push recovered as done without a second merge. Then, without a database,
 // worktrees made six at a time while the remote's main moves: their fetches never fail on each other.
 import { describe, expect, test } from "bun:test"
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { remoteWorktree } from "../lib/git/remote-git"
@@ -247,6 +247,34 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
     expect(kept).toHaveLength(1)
     expect(kept[0]).toStartWith("refs/flow/superseded/flow/long/")
     expect(await git(f.laptop1.dir, ["show", `${kept[0]}:stale.txt`])).toBe("stale\n")
+  })
+
+  test("a lock file a killed git left on a remote-tracking ref goes at the next run's start, unless a git runs in the repository", async () => {
+    await using db = await freshDatabase()
+    await using f = await fleet(db, [{ id: "a", title: "A", status: "ready_for_agent", instructions: sh("echo a > a.txt") }])
+    const lock = join(f.laptop1.dir, ".git", "refs", "remotes", "origin", "main.lock")
+    mkdirSync(join(lock, ".."), { recursive: true })
+    // This clone's view of the remote's main is behind it, so the next fetch must write the ref.
+    await git(f.laptop1.dir, ["update-ref", "refs/remotes/origin/main", "HEAD~1"])
+    // A git of the person's at work in the repository (waiting on its input): the lock may be its own, and stays.
+    writeFileSync(lock, "")
+    const person = Bun.spawn(["git", "cat-file", "--batch"], { cwd: f.laptop1.dir, stdin: "pipe", stdout: "ignore" })
+    try {
+      const held = await f.laptop1.run(["--agents", "1"])
+      expect(held.stdout).not.toContain("lock file")
+      expect(existsSync(lock)).toBe(true)
+      expect((await f.status("a")).status).toBe("blocked") // its fetch failed on the lock, and says so
+    } finally {
+      person.kill()
+      await person.exited
+    }
+    // No git runs there any more: the lock is a killed git's. It goes, and the task lands.
+    expect((await f.laptop1.flow(["ready", "a"])).code).toBe(0)
+    const r = await f.laptop1.run(["--agents", "1"])
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+    expect(r.stdout).toContain("removed refs/remotes/origin/main's lock file, left by a killed git")
+    expect(existsSync(lock)).toBe(false)
+    expect(await f.merges()).toEqual(["Merge flow/a: a"])
   })
 
   test("a shared run whose repository lacks the shared remote stops at its start and says how to add it", async () => {

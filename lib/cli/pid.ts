@@ -3,7 +3,7 @@
 // process's start time (field 22 of /proc/<pid>/stat, in clock ticks since boot) and the boot id; a pid
 // whose start time differs is a different process. Elsewhere only the pid is checked. A run of a shared
 // project is recorded with its pid namespace too (isGoneHere), so that another process may prove it dead.
-import { readFileSync, readlinkSync } from "node:fs"
+import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 
 /** Fields 3 and on of /proc/<pid>/stat (index 0 is the state), or undefined when unknown (no /proc, no such process). */
 export function statFields(pid: number | string): string[] | undefined {
@@ -104,4 +104,27 @@ export function isRecordedProcessGone(pid: number, start?: string, bootOf?: stri
   if (start === undefined) return false
   const now = processStartTime(pid)
   return now !== undefined && now !== start
+}
+
+/**
+ * Whether a git process runs with its working folder in `dir` or below (Linux: /proc). A lock file git left
+ * there is held only while its git runs: with none running, it is a killed git's. Without /proc nothing can
+ * be proven: true.
+ */
+export function gitRunningIn(dir: string): boolean {
+  let names: string[]
+  try {
+    names = readdirSync("/proc")
+  } catch {
+    return true
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      if (!readFileSync(`/proc/${name}/comm`, "utf8").startsWith("git")) continue
+      const cwd = readlinkSync(`/proc/${name}/cwd`)
+      if (cwd === dir || cwd.startsWith(`${dir}/`)) return true
+    } catch {} // gone meanwhile, or another user's: its folder is not readable, and it is not flow's
+  }
+  return false
 }

@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { worktreeHead } from "./checkout-move"
+import { gitRunningIn } from "../cli/pid"
 import { gitDirs } from "../git/git"
 
 /**
@@ -40,6 +41,21 @@ export function clearBranchLock(common: string, branch: string): boolean {
   if (!existsSync(lock)) return false
   rmSync(lock, { force: true })
   return true
+}
+
+/**
+ * Removes the lock files a killed fetch or push of a shared project's run left on the remote-tracking refs of
+ * `branches` (`refs/remotes/<remote>/<branch>.lock`): every later fetch of that branch fails ("Unable to create
+ * ... .lock: File exists"), and its task with it. These refs are the person's too (their `git fetch` writes
+ * them), so a lock goes only when no git runs in the repository (`repo`, its top folder, and `stateDir`, where
+ * flow's worktrees are): a lock is held only while its git runs. Returns the refs whose lock went.
+ */
+export function clearRemoteRefLocks(repo: string, common: string, stateDir: string, remote: string, branches: Iterable<string>): string[] {
+  const locks = [...new Set(branches)].map((b) => ({ ref: `refs/remotes/${remote}/${b}`, lock: join(common, "refs", "remotes", remote, `${b}.lock`) }))
+  const present = locks.filter((l) => existsSync(l.lock))
+  if (present.length === 0 || gitRunningIn(realpathSync(repo)) || (existsSync(stateDir) && gitRunningIn(realpathSync(stateDir)))) return []
+  for (const l of present) rmSync(l.lock, { force: true })
+  return present.map((l) => l.ref)
 }
 
 /**

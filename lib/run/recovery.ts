@@ -16,7 +16,7 @@
 import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { recoverMoves } from "../landing/move-recovery"
-import { clearBranchLock, clearHalfMade, clearStaleLocks } from "../landing/git-leftovers"
+import { clearBranchLock, clearHalfMade, clearRemoteRefLocks, clearStaleLocks } from "../landing/git-leftovers"
 import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "../git/git"
 import { teardownWorktree } from "./prepare"
 import { fetchBranch, tracking } from "../git/remote-git"
@@ -44,15 +44,21 @@ export async function recover(
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
   const repos = new Map<string, string>() // common git folder → a repository using it
+  const branches = new Map<string, Set<string>>() // common git folder → the targets and task branches there
   for (const { task } of index.values()) {
     const ws = await workspaces.forTask(task).catch(() => undefined)
     const common = ws && gitDirs(ws.repo)?.common
     if (!common) continue
     repos.set(common, ws.repo)
+    if (!branches.has(common)) branches.set(common, new Set())
+    branches.get(common)!.add(ws.target).add(ws.branch)
     if (task.status !== "done" && clearBranchLock(common, ws.branch))
       s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
   }
   for (const [common, repo] of repos) {
+    if (s.store.shared)
+      for (const ref of clearRemoteRefLocks(repo, common, s.project.stateDir, s.publish.remote, branches.get(common) ?? []))
+        s.bus.emit({ type: "notice", text: `removed ${ref}'s lock file, left by a killed git` })
     const { cleared, prune } = clearHalfMade(common, s.project.stateDir, new Set(index.keys()))
     for (const name of cleared) s.bus.emit({ type: "notice", text: `removed the registration of worktree ${name}, half made by a killed git` })
     if (prune) await landing.inRepo(repo, () => pruneWorktrees(repo))
