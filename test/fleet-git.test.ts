@@ -77,6 +77,29 @@ function outsidePush(bare: string, scratch: string, file: string): string {
   ].join("\n")
 }
 
+/** A script line that, on `machine` only, says `signal` (a file in $SIGNALS) and then never ends: its machine dies there. */
+const hold = (machine: string, signal: string) => `if [ "$FLOW_MACHINE" = ${machine} ]; then touch "$SIGNALS/${signal}"; sleep 60; fi`
+
+/** The task 'long', whose steps run these scripts, on a fleet whose leases last 2 s. */
+const longTask = (db: TestDatabase, ...scripts: string[]) =>
+  fleet(
+    db,
+    [{ id: "long", title: "Long", status: "ready_for_agent", steps: scripts.map((script, i) => ({ id: `long.${i + 1}`, instruction: sh(script) })) }],
+    "lease: 2s\n",
+  )
+
+/** Runs `machine`'s `flow run` in `dir` until `signal` appears in `scratch`, then kills it (SIGKILL), as its machine dying. */
+async function dieAt(dir: string, machine: string, scratch: string, signal: string): Promise<void> {
+  const dying = background(dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
+    FLOW_MACHINE: machine,
+    HOME: join(scratch, machine),
+    SIGNALS: scratch,
+  })
+  while (!existsSync(join(scratch, signal))) await Bun.sleep(50)
+  dying.proc.kill("SIGKILL")
+  await dying.proc.exited
+}
+
 describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
   test("a run merges each task into the remote's main once and pushes its branch; a dependent on another machine starts from what its dependency merged there", async () => {
     await using db = await freshDatabase()
@@ -160,31 +183,10 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
 
   test("a machine killed mid-task: another machine resumes the task from its pushed branch, with a fresh session", async () => {
     await using db = await freshDatabase()
-    await using f = await fleet(
-      db,
-      [
-        {
-          id: "long",
-          title: "Long",
-          status: "ready_for_agent",
-          steps: [
-            { id: "long.1", instruction: sh("echo one > one.txt") },
-            // On laptop-1 the second step never ends: its machine dies there.
-            { id: "long.2", instruction: sh('if [ "$FLOW_MACHINE" = laptop-1 ]; then touch "$SIGNALS/started"; sleep 60; fi\ncat one.txt > two.txt') },
-          ],
-        },
-      ],
-      "lease: 2s\n",
-    )
+    // On laptop-1 the second step never ends: its machine dies there.
+    await using f = await longTask(db, "echo one > one.txt", `${hold("laptop-1", "started")}\ncat one.txt > two.txt`)
     const laptop2 = await f.clone("laptop-2")
-    const dying = background(f.laptop1.dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
-      FLOW_MACHINE: "laptop-1",
-      HOME: join(f.scratch, "home-1"),
-      SIGNALS: f.scratch,
-    })
-    while (!existsSync(join(f.scratch, "started"))) await Bun.sleep(50)
-    dying.proc.kill("SIGKILL")
-    await dying.proc.exited
+    await dieAt(f.laptop1.dir, "laptop-1", f.scratch, "started")
     // The first step's commit reached the remote before the machine died.
     expect(await git(f.bare, ["show", "flow/long:one.txt"])).toBe("one\n")
 
@@ -197,41 +199,17 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
 
   test("a machine's own older worktree of a task, superseded by a newer attempt another machine pushed, is kept aside: what lands is the newer attempt's work", async () => {
     await using db = await freshDatabase()
-    const hold = (machine: string, signal: string) => `if [ "$FLOW_MACHINE" = ${machine} ]; then touch "$SIGNALS/${signal}"; sleep 60; fi`
-    await using f = await fleet(
+    await using f = await longTask(
       db,
-      [
-        {
-          id: "long",
-          title: "Long",
-          status: "ready_for_agent",
-          steps: [
-            { id: "long.1", instruction: sh("echo one > one.txt") },
-            // laptop-1 dies in the second step, its edit not committed; laptop-2 takes over and does it.
-            {
-              id: "long.2",
-              instruction: sh(`if [ "$FLOW_MACHINE" = laptop-1 ]; then echo stale > stale.txt; fi\n${hold("laptop-1", "started-1")}\ncat one.txt > two.txt`),
-            },
-            // laptop-2 dies in the third, after its second step's commit reached the remote.
-            { id: "long.3", instruction: sh(`${hold("laptop-2", "started-2")}\ncat two.txt > three.txt`) },
-          ],
-        },
-      ],
-      "lease: 2s\n",
+      "echo one > one.txt",
+      // laptop-1 dies in the second step, its edit not committed; laptop-2 takes over and does it.
+      `if [ "$FLOW_MACHINE" = laptop-1 ]; then echo stale > stale.txt; fi\n${hold("laptop-1", "started-1")}\ncat one.txt > two.txt`,
+      // laptop-2 dies in the third, after its second step's commit reached the remote.
+      `${hold("laptop-2", "started-2")}\ncat two.txt > three.txt`,
     )
     const laptop2 = await f.clone("laptop-2")
-    const dieAt = async (dir: string, machine: string, signal: string) => {
-      const dying = background(dir, ["run", "--cli", "script", "--agents", "1", "--headless"], {
-        FLOW_MACHINE: machine,
-        HOME: join(f.scratch, machine),
-        SIGNALS: f.scratch,
-      })
-      while (!existsSync(join(f.scratch, signal))) await Bun.sleep(50)
-      dying.proc.kill("SIGKILL")
-      await dying.proc.exited
-    }
-    await dieAt(f.laptop1.dir, "laptop-1", "started-1")
-    await dieAt(laptop2.dir, "laptop-2", "started-2")
+    await dieAt(f.laptop1.dir, "laptop-1", f.scratch, "started-1")
+    await dieAt(laptop2.dir, "laptop-2", f.scratch, "started-2")
     expect(await git(f.bare, ["show", "flow/long:two.txt"])).toBe("one\n")
 
     // Back on laptop-1, whose worktree still holds its own older attempt (one.txt, and stale.txt uncommitted).
