@@ -124,6 +124,8 @@ test.skipIf(skipped !== undefined)(
     const run = background(disk.dir, ["run", "--agents", "1", "--cli", "script", "--headless"])
     await run.waitFor("waiting for room")
     expect(run.output()).toContain("worktree")
+    // The claim (assigned) and the worktree go at once: the claim's write may land just after the wait is said.
+    await run.waitFor("→ assigned")
     expect(statuses(readFileSync(join(disk.dir, "tasks.yaml"), "utf8"))).toEqual({ a: "assigned" })
     disk.free()
     const r = await run.done()
