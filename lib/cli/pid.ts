@@ -120,11 +120,20 @@ export function gitRunningIn(dir: string): boolean {
   }
   for (const name of names) {
     if (!/^\d+$/.test(name)) continue
+    if (!isGitProcess(name)) continue
     try {
-      if (!readFileSync(`/proc/${name}/comm`, "utf8").startsWith("git")) continue
       const cwd = readlinkSync(`/proc/${name}/cwd`)
       if (cwd === dir || cwd.startsWith(`${dir}/`)) return true
     } catch {} // gone meanwhile, or another user's: its folder is not readable, and it is not flow's
   }
   return false
+}
+
+/** Whether process `pid` is git itself (its command name), false when unknown (gone, no /proc). */
+export function isGitProcess(pid: number | string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("git")
+  } catch {
+    return false
+  }
 }

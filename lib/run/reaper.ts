@@ -20,7 +20,7 @@
 // MERGE_HEAD and lock files in the person's checkout). The next run waits for it instead (`awaitOrphanGit`):
 // every git flow starts names flow's pid in FLOW_GIT_OWNER, and one whose owner is dead is an orphan.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { processStartTime, statFields } from "../cli/pid"
+import { isGitProcess, processStartTime, statFields } from "../cli/pid"
 import { GIT_OWNER } from "../git/git"
 import type { RunState } from "../state/run-state"
 
@@ -110,19 +110,11 @@ function orphanGitRunning(): boolean {
     if (!owner || Number(owner) === process.pid || statFields(pid)?.[0] === "Z") continue
     // Only git itself: what a hook started in the background (a watcher, a server) inherits the mark too and
     // may live for hours; nothing needs to wait for it.
-    if (!isGit(pid)) continue
+    if (!isGitProcess(pid)) continue
     const ownerState = statFields(owner)?.[0]
     if (ownerState === undefined || ownerState === "Z") return true // a killed flow not yet reaped is a zombie
   }
   return false
-}
-
-function isGit(pid: string): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("git")
-  } catch {
-    return false
-  }
 }
 
 /**
