@@ -43,21 +43,20 @@ export async function recover(
   const open = await landing.journal.open()
   for (const taskId of clearStaleLocks(s.project.stateDir))
     s.bus.emit({ type: "notice", taskId, text: "removed the lock files a killed git left in its worktree" })
-  const repos = new Map<string, string>() // common git folder → a repository using it
-  const branches = new Map<string, Set<string>>() // common git folder → the targets and task branches there
+  // common git folder → a repository using it, and the targets and task branches there
+  const repos = new Map<string, { repo: string; branches: Set<string> }>()
   for (const { task } of index.values()) {
     const ws = await workspaces.forTask(task).catch(() => undefined)
     const common = ws && gitDirs(ws.repo)?.common
     if (!common) continue
-    repos.set(common, ws.repo)
-    if (!branches.has(common)) branches.set(common, new Set())
-    branches.get(common)!.add(ws.target).add(ws.branch)
+    if (!repos.has(common)) repos.set(common, { repo: ws.repo, branches: new Set() })
+    repos.get(common)!.branches.add(ws.target).add(ws.branch)
     if (task.status !== "done" && clearBranchLock(common, ws.branch))
       s.bus.emit({ type: "notice", taskId: task.id, text: `removed ${ws.branch}'s lock file, left by a killed git` })
   }
-  for (const [common, repo] of repos) {
+  for (const [common, { repo, branches }] of repos) {
     if (s.store.shared)
-      for (const ref of clearRemoteRefLocks(repo, common, s.project.stateDir, s.publish.remote, branches.get(common) ?? []))
+      for (const ref of clearRemoteRefLocks(repo, common, s.project.stateDir, s.publish.remote, branches))
         s.bus.emit({ type: "notice", text: `removed ${ref}'s lock file, left by a killed git` })
     const { cleared, prune } = clearHalfMade(common, s.project.stateDir, new Set(index.keys()))
     for (const name of cleared) s.bus.emit({ type: "notice", text: `removed the registration of worktree ${name}, half made by a killed git` })
