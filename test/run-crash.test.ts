@@ -63,7 +63,11 @@ function processesIn(dir: string): string[] {
 
 /** The run to the end, then every promise of "done means merged, exactly once". */
 async function finishAndCheck(dir: TempDir, log: string, n: number) {
-  const last = await flow(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"])
+  const final = background(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"])
+  // A final run that never ends says where it stands before the test's timeout ends it without a word.
+  const hung = setTimeout(() => console.error(`the final run still runs after 120 s:\n${final.output()}\n${dir.read("tasks.yaml")}`), 120_000)
+  const last = await final.done()
+  clearTimeout(hung)
   // On a failure, the run's own account and the tasks' notes say which kill point recovery missed.
   const account = async () => `${last.stderr}\n${last.stdout}\n${dir.read("tasks.yaml")}\n${await git(dir.path, ["worktree", "list", "--porcelain"])}`
   if (last.code !== 0 || last.stderr !== "") throw new Error(`the final run exited ${last.code}\n${await account()}`)
@@ -112,10 +116,17 @@ test.concurrent.each([
     console.error(`random SIGKILLs of ${what}: FLOW_CRASH_SEED=${seed}`)
     let state = seed
     const random = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    // Each killed run's output, said when the test runs long: a run that waits without a line is found there.
+    const outputs: (() => string)[] = []
+    const slow = setTimeout(
+      () => console.error(`seed ${seed}: still running after 150 s; the killed runs said:\n${outputs.map((o) => o()).join("\n---\n")}`),
+      150_000,
+    )
     try {
       for (let kill = 0; kill < 10; kill++) {
         // setsid makes flow the leader of a process group of its own: the group kill reaches every git it runs.
         const run = background(dir.path, ["run", "--agents", "3", "--cli", "script", "--headless"], {}, group ? ["setsid"] : [])
+        outputs.push(run.output)
         // Killed after a random number of its log lines: anywhere from start-up to a merge.
         const lines = 1 + Math.floor(random() * 14)
         // (A machine too slow to print that many lines in a minute gets its kill then: still a kill.)
@@ -137,6 +148,7 @@ test.concurrent.each([
     } catch (e) {
       throw new Error(`seed ${seed} (rerun with FLOW_CRASH_SEED=${seed}): ${(e as Error).message}`)
     } finally {
+      clearTimeout(slow)
       rmSync(log, { force: true })
     }
   },
