@@ -201,6 +201,44 @@ test.concurrent("a move whose two-tree read was killed half way (files written, 
   expect(existsSync(dir.file("d.txt"))).toBe(false)
 })
 
+test.concurrent("a move killed while git wrote a file it adds (created, its bytes cut off) is finished by recovery, not taken for the person's file", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await commitOn(dir.path, "y", "b.txt", "the new file's text\n")
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  await j.journal.begin({ repo: dir.path, checkout: dir.path, ref: "refs/heads/main", old, new: m.commit })
+  // What a SIGKILL between git's open() and the end of its write() leaves: the file there with its first
+  // bytes, the index not written (its lock left), the branch not moved.
+  dir.write("b.txt", "the new f")
+  dir.write(".git/index.lock", "")
+  expect(await recoverMoves(j.journal)).toEqual([
+    `a move of main was cut off while ${dir.path} was being updated: finished (removed .git/index.lock, left by its git, killed with it)`,
+  ])
+  expect(await revParse(dir.path, "main")).toBe(m.commit)
+  expect(dir.read("b.txt")).toBe("the new file's text\n")
+  expect((await git(dir.path, ["status", "--porcelain"])).trim()).toBe("")
+})
+
+test.concurrent("a file in a cut-off move's path that is neither git's nor the move's is left to the person and named, not called unchanged", async () => {
+  await using dir = await tempRepo({ "a.txt": "a\n" })
+  await using j = await moveJournal()
+  const old = (await revParse(dir.path, "main"))!
+  await commitOn(dir.path, "y", "b.txt", "the new file's text\n")
+  await git(dir.path, ["checkout", "-q", "main"])
+  const m = await makeMergeCommit(dir.path, old, "y", "Merge y", ID)
+  if (!m.ok) throw new Error(m.reason)
+  await j.journal.begin({ repo: dir.path, checkout: dir.path, ref: "refs/heads/main", old, new: m.commit })
+  dir.write("b.txt", "the person's own b\n")
+  const said = await recoverMoves(j.journal)
+  expect(said).toHaveLength(1)
+  expect(said[0]).toContain("b.txt is neither as before the move nor as after it")
+  expect(dir.read("b.txt")).toBe("the person's own b\n")
+  expect(await revParse(dir.path, "main")).toBe(old)
+})
+
 test.concurrent("a branch's changes to flow's own files are left out of its merge", async () => {
   await using dir = await tempRepo({ "tasks.yaml": "tasks: []\n", "a.txt": "a\n" })
   const old = (await revParse(dir.path, "main"))!

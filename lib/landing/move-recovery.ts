@@ -93,7 +93,7 @@ async function recoverMoveState(m: CheckoutMove, at: string | undefined, name: s
   }
   if (at === m.old) {
     const half = (await indexAt(m.new)) ? undefined : await halfRead(m, moved)
-    if (half && !half.touched) return `a move of ${name} was cut off before it started: nothing changed`
+    if (half && !half.touched && half.other.length === 0) return `a move of ${name} was cut off before it started: nothing changed`
     // Cut off half way through the read: the read is finished first, then the ref moves as after a whole read.
     const read = half && (await finishRead(m, half))
     if (read !== undefined)
@@ -117,14 +117,15 @@ type Entry = { mode: string; blob: string }
  * files first and its index last, so the index still holds `old`'s; before it started, every moved path
  * was as in `old`, or git would have refused): `set`, the paths whose file is `new`'s (git wrote it) or gone
  * where `new` has it (git unlinks a file before writing it again), to record at `new`'s version; `remove`,
- * the paths gone where `new` has none; `write`, the gone ones to write once the read is done; `other`, the
- * paths in any other state (a file half written, or changed by the person since), which nothing may touch.
+ * the paths gone where `new` has none; `write`, the gone ones to write once the read is done; `partial`, the
+ * files git had begun to write (the first bytes of `new`'s and fewer than all: removed, then written whole);
+ * `other`, the paths in any other state (changed by the person since), which nothing may touch.
  */
-type HalfRead = { touched: boolean; set: [string, Entry][]; remove: string[]; write: string[]; other: string[] }
+type HalfRead = { touched: boolean; set: [string, Entry][]; remove: string[]; write: string[]; partial: string[]; other: string[] }
 
 async function halfRead(m: CheckoutMove, moved: string[]): Promise<HalfRead> {
   const [before, after] = await Promise.all([entriesOf(m, m.old, moved), entriesOf(m, m.new, moved)])
-  const half: HalfRead = { touched: false, set: [], remove: [], write: [], other: [] }
+  const half: HalfRead = { touched: false, set: [], remove: [], write: [], partial: [], other: [] }
   const files: string[] = []
   for (const path of moved) {
     let stat: ReturnType<typeof lstatSync> | undefined
@@ -148,10 +149,22 @@ async function halfRead(m: CheckoutMove, moved: string[]): Promise<HalfRead> {
   files.forEach((path, i) => {
     const next = after.get(path)
     if (next && hashes[i] === next.blob) half.set.push([path, next])
-    else if (before.get(path)?.blob !== hashes[i]) half.other.push(path)
+    else if (next && before.get(path)?.blob !== hashes[i] && writtenInPart(m, path, next.blob)) {
+      // Killed while git wrote it (created, its bytes not all there): it goes, and is written whole.
+      half.partial.push(path)
+      half.set.push([path, next])
+      half.write.push(path)
+    } else if (before.get(path)?.blob !== hashes[i]) half.other.push(path)
   })
   half.touched = half.set.length + half.remove.length > 0
   return half
+}
+
+/** Whether the checkout's file at `path` holds the first bytes of `blob`, and fewer than all: git's write cut off. */
+function writtenInPart(m: CheckoutMove, path: string, blob: string): boolean {
+  const file = readFileSync(join(m.checkout, path))
+  const whole = Bun.spawnSync(["git", "cat-file", "blob", blob], { cwd: m.checkout, env: { ...process.env, ...GIT_ENV } })
+  return whole.exitCode === 0 && file.length < whole.stdout.length && whole.stdout.subarray(0, file.length).equals(file)
 }
 
 /** The entries of `paths` in `commit` (`git ls-tree`), by path. */
@@ -175,6 +188,7 @@ async function entriesOf(m: CheckoutMove, commit: string, paths: string[]): Prom
 async function finishRead(m: CheckoutMove, half: HalfRead): Promise<string | undefined> {
   if (half.other.length) return `${list(half.other)} ${half.other.length === 1 ? "is" : "are"} neither as before the move nor as after it`
   const opts = { cwd: m.checkout, env: GIT_ENV }
+  for (const path of half.partial) rmSync(join(m.checkout, path), { force: true })
   const info = [...half.set.map(([path, e]) => `${e.mode} ${e.blob}\t${path}`), ...half.remove.map((path) => `0 ${"0".repeat(40)}\t${path}`)]
   if (info.length) {
     const r = await run(["git", "update-index", "-z", "--index-info"], { ...opts, stdin: `${info.join("\0")}\0` })
