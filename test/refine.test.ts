@@ -272,6 +272,31 @@ Run 'flow refine prd' in a terminal to accept, edit or skip each finding.
   expect((await flow(plan.path, ["refine", "--apply"])).stdout).toBe("plan.md is unchanged: no finding has a suggested change\n")
 })
 
+test.concurrent("--apply keeps a CRLF PRD.md's line endings and its byte order mark", async () => {
+  const crlf = (text: string) => `\uFEFF${text.replace(/\n/g, "\r\n")}`
+  const original = crlf(fixture("PRD.md"))
+  await using dir = await tempRepo({ "PRD.md": original })
+  const r = await flow(dir.path, ["refine", "prd", "--apply"])
+  expect({ code: r.code, stderr: r.stderr, last: r.stdout.split("\n").at(-2) }).toEqual({
+    code: 0,
+    stderr: "",
+    last: "Wrote PRD.md: 7 changes; the previous version is in PRD.md.bak",
+  })
+  expect(dir.read("PRD.md.bak")).toBe(original)
+  expect(dir.read("PRD.md")).toBe(
+    crlf(
+      fixture("PRD.md")
+        .replace("credit notes\n", "credit notes (target: <number and unit>)\n")
+        .replace("exports are fast\n", "exports are fast (target: <number and unit>)\n")
+        .replace("- finance signs", "- [ ] finance signs")
+        .replace("use?\n", "use?\n  - Answer: <who decides, by when>\n")
+        .concat("\n## Problem Statement\n<!-- The problem users have today, with evidence; not the solution. -->\n")
+        .concat("\n## Technical Constraints\n<!-- Must use, cannot use, integration points. -->\n")
+        .concat("\n## Out of Scope\n<!-- What this work will not do, each with the reason. -->\n"),
+    ),
+  )
+})
+
 test.concurrent("in a terminal, a CLI that takes no first prompt gets the prompt printed to paste", async () => {
   await using dir = await tempRepo({
     "PRD.md": "# x\n",
