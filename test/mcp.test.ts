@@ -339,26 +339,35 @@ test.concurrent("a budget question answered with flow_answer is refused and take
   dir.write("flow.yaml", "budget:\n  task: { usd: 5 }\n")
   {
     using db = await openState(projectAt(dir.path))
+    await db.events.append({ kind: "agent.usage", task_id: "api", agent: "claude-1", data: { type: "usage", costUsd: 5.2 } })
     await db.questions.ask({ task_id: "api", text: "task 'api' spent $5.20 of $5.00: ...", kind: "budget:usd" })
     await db.questions.ask({ task_id: "ui", text: "task 'ui' spent 80 minutes of 60: ...", kind: "budget:minutes" })
   }
   await using server = await connect("stdio", dir.path, { USER: "alice" })
   const { client } = server
+  await call(client, "flow_list") // the first read may add .flow/'s validation cache
   await writesSettled(dir.path)
   const before = snapshot(dir.path)
-  // Neither an amount nor 'block': the command's words (exit 2), and nothing written, through either.
-  for (const [id, text, example] of [
-    ["q-1", "lots", "5"],
-    ["q-1", "10 minutes", "5"],
-    ["q-2", "$5", "30"],
+  // Neither an amount of its unit nor 'block': the command's words (exit 2), and nothing written, through either.
+  for (const [id, text, example, words] of [
+    ["q-1", "lots", "5", "asks for more budget: answer with "],
+    ["q-1", "10 minutes", "5", 'asks for more dollars, and "10 minutes" is minutes: answer with '],
+    ["q-2", "$5", "30", 'asks for more minutes, and "$5" is dollars: answer with '],
   ] as const) {
     const said = await failsBoth(server, dir, ["flow_answer", { question_id: id, text }, ["answer", id, text]])
-    expect(said.message).toStartWith(`error: ${id} asks for more budget: answer with `)
+    expect(said.message).toStartWith(`error: ${id} ${words}`)
     expect(said).toMatchObject({
       cli: `for example: flow answer ${id} ${example}`,
       tool: `for example: \`flow_answer\` with question_id "${id}" and text "${example}"`,
     })
   }
+  // Too little to take the task back under its cap: refused, saying what clears it.
+  const short = await failsBoth(server, dir, ["flow_answer", { question_id: "q-1", text: "$0.10" }, ["answer", "q-1", "$0.10"]])
+  expect(short).toMatchObject({
+    message: "error: q-1: $0.10 more leaves task 'api' over its budget (it spent $5.20 of $5.10); more than $0.20 clears it",
+    cli: "for example: flow answer q-1 $1, or flow answer q-1 block to block the task",
+    tool: 'for example: `flow_answer` with question_id "q-1" and text "$1", or `flow_answer` with question_id "q-1" and text "block" to block the task',
+  })
   await writesSettled(dir.path)
   expect(snapshot(dir.path)).toEqual(before)
   expect(await call(client, "flow_answer", { question_id: "1", text: "$10" })).toMatchObject({ id: "q-1", kind: "budget:usd", answer: "$10" })
@@ -366,7 +375,7 @@ test.concurrent("a budget question answered with flow_answer is refused and take
   expect(await call(client, "flow_questions", { all: true })).toEqual((await cliJson(dir, ["questions", "--all"])) as Record<string, unknown>)
   // The answer is the grant: $5 from flow.yaml and $10 answered.
   const shown = await call(client, "flow_show", { task_id: "api" })
-  expect(shown.budget).toEqual({ usd: { spent: 0, cap: 15 } })
+  expect(shown.budget).toEqual({ usd: { spent: 5.2, cap: 15 } })
   expect(shown).toEqual((await cliJson(dir, ["show", "api"])) as Record<string, unknown>)
 })
 

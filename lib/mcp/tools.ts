@@ -152,7 +152,7 @@ export const TOOLS: readonly Tool[] = [
     name: "flow_answer",
     title: "Answer a question",
     description:
-      "Records the answer to a question an agent asked (flow answer); an agent waiting for it carries on. A question is answered once: force replaces an answer. A question flow asks when a task reaches its budget takes an amount to add (10, $10; tokens as 500k; minutes as 30m) or 'block'.",
+      "Records the answer to a question an agent asked (flow answer); an agent waiting for it carries on. A question is answered once: force replaces an answer. A question flow asks when a task reaches its budget takes an amount to add (10, $10; tokens as 500k or 2M; minutes as 30m) or 'block'; an amount of another unit, or one that leaves the task over its cap, is refused.",
     input: type({ question_id: type(/^(q-)?\d+$/).describe("a question id such as q-3 (or 3)"), text, "force?": "boolean" }),
     output: Question,
     readOnly: false,
