@@ -45,10 +45,12 @@ export type Tool = {
   run: (c: ToolContext, args: never) => Promise<object>
 }
 
+// An argument a tool does not take is refused, not dropped: a client that misspells `force` must not get a
+// done without it. The published schema says so too (`additionalProperties: false`).
 function tool<const I extends type.Any<object>>(
   t: Omit<Tool, "input" | "run"> & { input: I; run: (c: ToolContext, args: I["infer"]) => Promise<object> },
 ): Tool {
-  return t as unknown as Tool
+  return { ...t, input: (t.input as unknown as type<object>).onUndeclaredKey("reject") } as unknown as Tool
 }
 
 // The pieces of tasks.yaml's schema the arguments are made of. A description becomes arktype's "expected"

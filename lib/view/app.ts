@@ -63,7 +63,7 @@ export function createApp(opts: AppOptions): Hono {
     }
     // Every request, the page and its scripts included: the page holds the token for writes, and the
     // rest is the project's instructions and prompts (issue 21).
-    const access = checkToken(opts.token, c.req.raw, cookie)
+    const access = checkToken(opts.token, c.req.raw, { cookie })
     if (!access.allowed) return refuseAccess(c, access.reason, opts.port)
     await next()
     c.header("X-Content-Type-Options", "nosniff")
