@@ -19,6 +19,7 @@ import { indexTasks } from "../lib/model/task-index"
 import { lockSharedRun, openStore } from "../lib/store/open"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
+import { answerCheck } from "../lib/run/budget-answer"
 import { reviewCheckpoint } from "../lib/store/checkpoint-review"
 import { formatChange } from "../lib/store/transitions"
 import { Screen } from "../lib/terminal/screen"
@@ -233,6 +234,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
           project: basename(project.dir),
           agents: options.agents.map((a) => a.name),
           user: answerer(ctx.env),
+          answerCheck: (id) => answerCheck(project, db!, id),
           loadTasks: () => taskSnapshot(store),
           stop,
           review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),

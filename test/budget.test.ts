@@ -2,6 +2,7 @@
 // budget answers, prices and billed tokens, the forecast, the parking of limited agents.
 import { expect, test } from "bun:test"
 import { adapterFor } from "../lib/agents"
+import { Exit, type FlowError } from "../lib/cli/errors"
 import { matchLimit, resetTime } from "../lib/agents/limits"
 import { checkBudgetAnswer, grantsOf, parseBudgetAnswer, reached, taskLimits, withGrants } from "../lib/run/budget"
 import { budgetReport, budgetText } from "../lib/run/budget-report"
@@ -93,19 +94,82 @@ test("a budget answer is an amount of the question's unit or 'block'; anything e
     { grant: 3 },
     { grant: 5 },
   ])
-  expect(["500000", "500k", "2M", "1,000,000 tokens"].map((a) => parseBudgetAnswer("tokens", a))).toEqual([
+  expect(["500000", "500k", "2M", "1,000,000 tokens", "1.5m tokens"].map((a) => parseBudgetAnswer("tokens", a))).toEqual([
     { grant: 500_000 },
     { grant: 500_000 },
     { grant: 2_000_000 },
     { grant: 1_000_000 },
+    { grant: 1_500_000 },
   ])
-  expect(["30", "30m", "1h30m"].map((a) => parseBudgetAnswer("minutes", a))).toEqual([{ grant: 30 }, { grant: 30 }, { grant: 90 }])
+  expect(["30", "30m", "1h30m", "90s", "45 minutes"].map((a) => parseBudgetAnswer("minutes", a))).toEqual([
+    { grant: 30 },
+    { grant: 30 },
+    { grant: 90 },
+    { grant: 1.5 },
+    { grant: 45 },
+  ])
+  // An amount of another unit is no amount of this one.
+  expect([parseBudgetAnswer("tokens", "$5"), parseBudgetAnswer("usd", "500k"), parseBudgetAnswer("usd", "10m"), parseBudgetAnswer("minutes", "$5")]).toEqual([
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+  ])
   expect([parseBudgetAnswer("usd", "block"), parseBudgetAnswer("usd", "Block: too expensive")]).toEqual([{ block: undefined }, { block: "too expensive" }])
   expect(parseBudgetAnswer("usd", "lots")).toBeUndefined()
   const q = { id: "q-7", kind: "budget:usd" }
   expect(() => checkBudgetAnswer(q, "lots")).toThrow(`q-7 asks for more budget: answer with the dollars to add (5 or $5) or 'block' (was "lots")`)
   expect(() => checkBudgetAnswer(q, "$5")).not.toThrow()
   expect(() => checkBudgetAnswer({ id: "q-1", kind: null }, "anything at all")).not.toThrow()
+})
+
+test("a budget answer of another unit is refused naming both; one that leaves the task over its cap is refused saying what clears it", () => {
+  const refusal = (kind: string, text: string, line?: { taskId: string; spent: number; cap: number }) => {
+    try {
+      checkBudgetAnswer({ id: "q-1", kind }, text, line)
+      return undefined
+    } catch (e) {
+      const err = e as FlowError
+      return { message: err.message, hint: err.hint, exit: err.exit }
+    }
+  }
+  expect(refusal("budget:tokens", "$5")).toEqual({
+    message: `q-1 asks for more tokens, and "$5" is dollars: answer with the tokens to add (500000, 500k or 2M) or 'block'`,
+    hint: "for example: flow answer q-1 500000",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:tokens", "10m")).toEqual({
+    message: `q-1 asks for more tokens, and "10m" is minutes: answer with the tokens to add (500000, 500k or 2M) or 'block'`,
+    hint: "an 'm' is minutes; millions of tokens are written 2M (or 2m tokens)",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:usd", "10m")?.message).toBe(`q-1 asks for more dollars, and "10m" is minutes: answer with the dollars to add (5 or $5) or 'block'`)
+  // 2,100,000 tokens used of a 2,000,000 cap: 5 more leaves it over; more than 100,000 clears it.
+  const tokens = { taskId: "api", spent: 2_100_000, cap: 2_000_000 }
+  expect(refusal("budget:tokens", "5", tokens)).toEqual({
+    message: "q-1: 5 tokens more leaves task 'api' over its budget (it used 2,100,000 of 2,000,005 tokens); more than 100,000 tokens clears it",
+    hint: "for example: flow answer q-1 200k, or flow answer q-1 block to block the task",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:tokens", "100k", tokens)?.message).toContain("more than 100,000 tokens clears it")
+  expect([refusal("budget:tokens", "100001", tokens), refusal("budget:tokens", "2M", tokens), refusal("budget:tokens", "block", tokens)]).toEqual([
+    undefined,
+    undefined,
+    undefined,
+  ])
+  expect(refusal("budget:usd", "$0.10", { taskId: "api", spent: 5.2041, cap: 5 })).toEqual({
+    message: "q-1: $0.10 more leaves task 'api' over its budget (it spent $5.20 of $5.10); more than $0.21 clears it",
+    hint: "for example: flow answer q-1 $1, or flow answer q-1 block to block the task",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:minutes", "1", { taskId: "api", spent: 47.5, cap: 45 })).toEqual({
+    message: "q-1: 1m more leaves task 'api' over its budget (it ran 47m 30s of 46m); more than 2m 30s clears it",
+    hint: "for example: flow answer q-1 3m, or flow answer q-1 block to block the task",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:minutes", "3m", { taskId: "api", spent: 47.5, cap: 45 })).toBeUndefined()
+  // An answer flow took before `m` meant minutes still grants what it granted then.
+  expect(parseBudgetAnswer("tokens", "2m")).toEqual({ grant: 2_000_000 })
 })
 
 test("a task's caps: flow.yaml's under the task's own, raised by what was granted; reached at 1 or the ceiling's times", () => {
@@ -154,7 +218,7 @@ test("prices: a model's own entry, else the longest it extends; cached input bil
   expect(priced(u, table, "unknown-model")).toEqual({ ...u, billedTokens: 20_000 })
 })
 
-test("the forecast: the tasks to do, what the finished spent, the rest at their mean less what started ones spent; else bounded by the budgets", () => {
+test("the forecast: the tasks to do, what the finished spent, the rest at their mean less what started ones spent; else counted at the budgets, said to be no bound", () => {
   const index = indexTasks({
     tasks: [
       { id: "a", title: "A", status: "done", instructions: "" },
@@ -192,7 +256,13 @@ test("the forecast: the tasks to do, what the finished spent, the rest at their 
     task: { usd: 5 },
   })
   expect(fresh.rest).toEqual({ usd: 2 })
-  expect(fresh.basis).toBe("at most: no task has finished yet, so each task to do is counted at its budget")
+  // Counted at the budgets, and said not to be a bound: a last turn can overshoot a cap.
+  expect(fresh.basis).toBe(
+    "no task has finished yet, so each task to do is counted at its budget; not a bound: a task's last turn can go past its budget (minutes up to about 1.5 times it, where the agent is stopped; dollars and tokens by what that turn spends before its CLI reports it), and answers to budget questions add more",
+  )
+  expect(
+    forecast(indexTasks({ tasks: [{ id: "x", title: "X", status: "todo", instructions: "", budget: { minutes: 10 } }] }), new Map(), { ceiling: 2 }).basis,
+  ).toContain("minutes up to about 2 times it")
 })
 
 test("parking: until the reset the CLI named, else a back-off doubling per limit in a row; the task goes back to its agent after, or to a fallback at once", () => {

@@ -12,7 +12,7 @@ import { indexTasks } from "../model/task-index"
 import { openExistingState, openState } from "../state/state"
 import { openStore } from "../store/open"
 import { ago } from "../terminal/question-format"
-import { checkBudgetAnswer } from "../run/budget"
+import { answerCheck } from "../run/budget-answer"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */
 const POLL_MS = 100
@@ -63,7 +63,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
       hint`agents ask with ${quoted("ask", { task_id: "<task_id>", text: "<text>" })}`,
     )
   using open = db
-  const { before, after } = await open.questions.answer(id, text, by, { replace: force, accept: checkBudgetAnswer })
+  const { before, after } = await open.questions.answer(id, text, by, { replace: force, accept: await answerCheck(project, open, id) })
   if (!before) {
     const pending = (await open.questions.pending()).map((q) => q.id)
     const near = closest(id, pending)
