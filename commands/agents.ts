@@ -86,7 +86,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     const capped = budgetText(a.budget)
     if (capped) out.push(`    Budget: ${capped} in the latest run`)
     if (a.parked)
-      out.push(`    Parked until ${clockTime(new Date(a.parked.until), new Date(now))}: ${a.parked.reason}${a.parked.task ? ` (its task ${a.parked.task} waits)` : ""}`)
+      out.push(
+        `    Parked until ${clockTime(new Date(a.parked.until), new Date(now))}: ${a.parked.reason}${a.parked.task ? ` (its task ${a.parked.task} waits)` : ""}`,
+      )
   }
   ctx.stdout(`${header}${out.join("\n")}\n`)
 }

@@ -51,7 +51,8 @@ const PATH = `${join(ROOT, "node_modules", ".bin")}:${process.env.PATH}`
 
 for (const m of MANAGERS) {
   test.concurrent(`${m.name}: later worktrees install from the shared cache; only the first downloads`, async () => {
-    for (const tool of [m.lock[0], "npm"]) if (Bun.which(tool, { PATH }) === null) throw new Error(`${tool} is not installed: the test needs it (npm ci installs pnpm)`)
+    for (const tool of [m.lock[0], "npm"])
+      if (Bun.which(tool, { PATH }) === null) throw new Error(`${tool} is not installed: the test needs it (npm ci installs pnpm)`)
     using registry = startRegistry(PACKAGES)
     const shared = mkdtempSync(join(tmpdir(), `flow-${m.name}-cache-`))
     const own = mkdtempSync(join(tmpdir(), `flow-${m.name}-own-`))

@@ -355,7 +355,8 @@ export async function blockTask(s: RunSettings, taskId: string, note: string, de
       const changes = applyStatus(editor, taskId, "blocked", isoSeconds()).changes
       if (demoteDependents) {
         for (const { task } of editor.tasks.values()) {
-          if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoSeconds()).changes)
+          if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId))
+            changes.push(...applyStatus(editor, task.id, "todo", isoSeconds()).changes)
         }
       }
       return changes
