@@ -7,6 +7,7 @@ import { formatDuration, parseDuration } from "../lib/cli/duration"
 import { findProject } from "../lib/cli/project"
 import { openStore } from "../lib/store/open"
 import { findStuck, formatChange, resetTask, type Change } from "../lib/store/transitions"
+import * as clock from "../lib/cli/clock"
 
 /** Agent sessions that make progress finish or fail well within this; see docs/STATUS-RULES.md. */
 const DEFAULT_STUCK = "2h"
@@ -46,7 +47,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 async function resetStuck(ctx: Ctx, olderThan: string): Promise<void> {
   const thresholdMs = parseDuration(olderThan, "--older-than")
   const threshold = formatDuration(thresholdMs)
-  const nowMs = Date.now()
+  const nowMs = clock.now()
   const store = await openStore(findProject(ctx))
   const { changes, undated } = await store.mutate("flow reset --stuck", (editor) => {
     const scan = findStuck(editor, nowMs, thresholdMs, parseTimestamp)

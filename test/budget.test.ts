@@ -13,31 +13,37 @@ import { RunView } from "../lib/run/tui-state"
 import { indexTasks } from "../lib/model/task-index"
 import type { Question } from "../lib/model/json-shapes"
 
-// The preload sets TZ=Etc/UTC: local times are UTC here.
+// One moment, twice: as an instant, for the forms that carry their zone (epoch, ISO, a delay, a named zone),
+// and as a local time, for the clock times a CLI prints in the person's zone; so each expectation holds in
+// whatever zone the suite runs (CI runs it in UTC and at UTC+14).
 const NOW = new Date("2026-11-25T11:07:30Z")
+const LOCAL_NOW = new Date(2026, 10, 25, 11, 7, 30)
+/** A local time on a day of November 2026, as the ISO instant it is in this zone. */
+const local = (day: number, hour: number, minute: number) => new Date(2026, 10, day, hour, minute).toISOString()
 
 test("a reset time is read from every form the CLIs print: epoch, ISO, a delay, a clock time with or without a date and zone", () => {
   const at = (text: string) => resetTime(text, NOW)?.toISOString()
+  const atLocal = (text: string) => resetTime(text, LOCAL_NOW)?.toISOString()
   expect(at("Claude AI usage limit reached|1764072000")).toBe("2025-11-25T12:00:00.000Z")
   expect(at("usage limit reached · resets at 2026-11-25T11:10:05.123Z")).toBe("2026-11-25T11:10:05.123Z")
   expect(at("Last error: 429 Rate limit reached for requests. Please try again in 20s.")).toBe("2026-11-25T11:07:50.000Z")
   expect(at("Usage limit reached. It will reset in 2 hours 5 minutes.")).toBe("2026-11-25T13:12:30.000Z")
   expect(at("Please retry in 2.5s")).toBe("2026-11-25T11:07:32.500Z")
   // A minute's clock time: the end of that minute, so the wait never ends before the limit.
-  expect(at("You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.")).toBe(
-    "2026-11-25T12:09:00.000Z",
+  expect(atLocal("You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.")).toBe(
+    local(25, 12, 9),
   )
-  expect(at("You’ve hit your usage limit. Try again at Nov 26th, 2026 3:05 PM.")).toBe("2026-11-26T15:06:00.000Z")
+  expect(atLocal("You’ve hit your usage limit. Try again at Nov 26th, 2026 3:05 PM.")).toBe(local(26, 15, 6))
   expect(at("You've hit your session limit · resets 2pm (Europe/Paris)")).toBe("2026-11-25T13:00:00.000Z")
   // A time of day already past is tomorrow's.
-  expect(at("resets at 09:15")).toBe("2026-11-26T09:16:00.000Z")
+  expect(atLocal("resets at 09:15")).toBe(local(26, 9, 16))
   expect(at("API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit")).toBeUndefined()
   expect(at("retry 3 of 10")).toBeUndefined()
 })
 
 test("each adapter's table tells a rate limit, a used-up quota and an overloaded API from its CLI's own words; other errors are none", () => {
-  const limit = (cli: string, text: string) => {
-    const l = matchLimit(adapterFor(cli).limits ?? [], text, NOW)
+  const limit = (cli: string, text: string, now = NOW) => {
+    const l = matchLimit(adapterFor(cli).limits ?? [], text, now)
     return l && { kind: l.kind, resetsAt: l.resetsAt?.toISOString() }
   }
   expect(limit("claude", "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit")).toEqual({
@@ -48,13 +54,12 @@ test("each adapter's table tells a rate limit, a used-up quota and an overloaded
     kind: "overloaded",
     resetsAt: undefined,
   })
-  expect(limit("claude", "You've hit your session limit · resets 2pm")).toEqual({ kind: "quota", resetsAt: "2026-11-25T14:00:00.000Z" })
+  expect(limit("claude", "You've hit your session limit · resets 2pm", LOCAL_NOW)).toEqual({ kind: "quota", resetsAt: local(25, 14, 0) })
   expect(limit("claude", "Claude AI usage limit reached|1764079200")).toEqual({ kind: "quota", resetsAt: "2025-11-25T14:00:00.000Z" })
   expect(limit("claude", "Invalid API key · Fix external API key")).toBeUndefined()
-  expect(limit("codex", "You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.")).toEqual({
-    kind: "quota",
-    resetsAt: "2026-11-25T12:09:00.000Z",
-  })
+  expect(
+    limit("codex", "You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.", LOCAL_NOW),
+  ).toEqual({ kind: "quota", resetsAt: local(25, 12, 9) })
   expect(limit("codex", "Quota exceeded. Check your plan and billing details.")).toEqual({ kind: "quota", resetsAt: undefined })
   expect(limit("codex", "exceeded retry limit, last status: 429 Too Many Requests")).toEqual({ kind: "rate", resetsAt: undefined })
   expect(limit("codex", "unexpected status 401 Unauthorized: Incorrect API key provided")).toBeUndefined()
@@ -299,11 +304,11 @@ test("parking: until the reset the CLI named, else a back-off doubling per limit
 
 test("the run screen shows a parked agent as 'parked until' its reset, and running again once it takes work", () => {
   const view = new RunView("p", ["claude-1"], 0)
-  const until = new Date(NOW.getTime() + 3_600_000)
-  view.apply({ type: "parked", taskId: "a", agent: "claude-1", until: until.toISOString(), reason: "usage limit reached" }, NOW)
+  const until = new Date(LOCAL_NOW.getTime() + 3_600_000)
+  view.apply({ type: "parked", taskId: "a", agent: "claude-1", until: until.toISOString(), reason: "usage limit reached" }, LOCAL_NOW)
   const pane = view.panes.get("claude-1")!
-  expect(view.stateOf(pane, NOW.getTime())).toBe("parked until 12:07")
+  expect(view.stateOf(pane, LOCAL_NOW.getTime())).toBe("parked until 12:07")
   expect(view.log.at(-1)).toBe("11:07:30 a: claude-1's usage limit is reached (usage limit reached): parked until 12:07, then resumed in the same session")
-  view.apply({ type: "task-assigned", taskId: "a", agent: "claude-1", cli: "claude" }, NOW)
-  expect(view.stateOf(pane, NOW.getTime())).toBe("running")
+  view.apply({ type: "task-assigned", taskId: "a", agent: "claude-1", cli: "claude" }, LOCAL_NOW)
+  expect(view.stateOf(pane, LOCAL_NOW.getTime())).toBe("running")
 })

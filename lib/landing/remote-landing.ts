@@ -21,6 +21,7 @@ import type { Claim } from "../store/store"
 import type { LandingLock } from "../store/open"
 import { timed } from "../cli/trace"
 import { run } from "../cli/proc"
+import * as clock from "../cli/clock"
 
 /** How many times a merge is built again after a push refused because the remote's target moved. */
 export const PUSH_ROUNDS = 5
@@ -115,7 +116,7 @@ export class RemoteLanding {
     if (this.o.check) {
       const check = this.o.check
       this.o.bus.emit({ type: "queue", taskId: c.taskId, target, state: "checking", position: 1 })
-      const path = join(this.o.scratchDir, `${c.taskId}-${Date.now().toString(36)}`)
+      const path = join(this.o.scratchDir, `${c.taskId}-${clock.systemNow().toString(36)}`)
       const { result, setup } = await checkInScratch(this.o, c.taskId, m.commit, path, check, signal, this.cleanups)
       if (signal.aborted) return { ok: false, kind: "stopped", reason: "the run was stopped" }
       if (!result.ok) {

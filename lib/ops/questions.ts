@@ -13,6 +13,7 @@ import { openExistingState, openState } from "../state/state"
 import { openStore } from "../store/open"
 import { ago } from "../terminal/question-format"
 import { answerCheck } from "../run/budget-answer"
+import * as clock from "../cli/clock"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */
 const POLL_MS = 100
@@ -79,7 +80,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
   }
   if (!after) {
     throw new FlowError(
-      `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""} ${ago(before.answered_at!, Date.now())}: ${JSON.stringify(before.answer)}`,
+      `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""} ${ago(before.answered_at!, clock.now())}: ${JSON.stringify(before.answer)}`,
       undefined,
       hint`a waiting agent may have read that answer already; pass ${flag("force")} to replace it`,
     )

@@ -27,6 +27,7 @@ import { budgetWarnings, forecast, forecastLines } from "./forecast"
 import { priceOf } from "./prices"
 import { RunClaims } from "./run-claims"
 import type { Claim } from "../store/store"
+import * as clock from "../cli/clock"
 
 /** How often a run on a shared graph looks for changes others made (docs/FLEET.md). */
 const SHARED_POLL_MS = 2_000
@@ -283,7 +284,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         const parked = parking.waiting().filter((p) => open.some((e) => e.task.id === p.taskId))
         if (parked.length > 0) {
           const first = Math.min(...parked.map((p) => p.until))
-          const reason = `waiting for the usage limit of ${[...new Set(parked.map((p) => p.agent))].join(", ")} to reset (at ${clockTime(new Date(first))}): ${parked.map((p) => p.taskId).join(", ")} then go on in the same session (Ctrl-C stops; the next 'flow run' resumes)`
+          const reason = `waiting for the usage limit of ${[...new Set(parked.map((p) => p.agent))].join(", ")} to reset (at ${clockTime(new Date(first), clock.nowDate())}): ${parked.map((p) => p.taskId).join(", ")} then go on in the same session (Ctrl-C stops; the next 'flow run' resumes)`
           if (reason !== waitingSaid) s.bus.emit({ type: "waiting", reason })
           waitingSaid = reason
           await wake.wait()

@@ -9,6 +9,7 @@ import { fallbacksOf } from "../store/fallback"
 import type { AgentRecord } from "../state/run-state"
 import type { EventBus } from "./events"
 import { callVerb, flowCall } from "./prompt"
+import * as clock from "../cli/clock"
 
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
 export type ParkedTask = { taskId: string; agent: string; cli: string; until: number; reason: string; fallbacks: string[] }
@@ -33,7 +34,7 @@ export class Parking {
   ) {}
 
   /** Agents an earlier run left parked (the state database's agents), each until its time. */
-  restore(records: readonly AgentRecord[], now = Date.now()): void {
+  restore(records: readonly AgentRecord[], now = clock.now()): void {
     for (const r of records) {
       const until = r.parked_until ? Date.parse(r.parked_until) : Number.NaN
       if (!(until > now) || !this.runAgents.some((a) => a.name === r.name)) continue
@@ -57,7 +58,7 @@ export class Parking {
    * Parks `agent` (its task `taskId`, which may not move when `pinned` by agent_name) after `limit`: until the
    * reset the CLI named, else a back-off. Returns until when, and the fallback agent the task moves to, if any.
    */
-  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = Date.now()): { until: Date; to?: string } {
+  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = clock.now()): { until: Date; to?: string } {
     const streak = (this.agents.get(agent.name)?.streak ?? 0) + 1
     const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** (streak - 1))
     const until = limit.resetsAt && limit.resetsAt.getTime() > now ? limit.resetsAt.getTime() : now + backoff
@@ -72,10 +73,10 @@ export class Parking {
   /** The agent worked a turn without meeting a limit: its next limit starts the back-off afresh. */
   ok(agent: string): void {
     const a = this.agents.get(agent)
-    if (a && a.until <= Date.now()) this.agents.delete(agent)
+    if (a && a.until <= clock.now()) this.agents.delete(agent)
   }
 
-  isParked(agent: string, now = Date.now()): boolean {
+  isParked(agent: string, now = clock.now()): boolean {
     return (this.agents.get(agent)?.until ?? 0) > now
   }
 
@@ -94,7 +95,7 @@ export class Parking {
    * (the same session), or a task parked by another agent that lists it as a fallback (a fresh session).
    * undefined when none; the task leaves the parking.
    */
-  takeFor(agent: AgentConfig, now = Date.now()): Handover | undefined {
+  takeFor(agent: AgentConfig, now = clock.now()): Handover | undefined {
     if (this.isParked(agent.name, now)) return undefined
     for (const p of this.tasks.values()) {
       if (p.agent === agent.name && p.until <= now) {
@@ -133,7 +134,7 @@ export class Parking {
         this.wakes.delete(until)
         this.wake()
       },
-      Math.max(0, until - Date.now()) + 50,
+      Math.max(0, until - clock.now()) + 50,
     )
     t.unref?.()
     this.wakes.set(until, t)
