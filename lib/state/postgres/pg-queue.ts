@@ -26,29 +26,31 @@ export class PgQueueRows implements QueueRows {
     return this.setting.key
   }
 
-  private tx<T>(fn: (tx: SQL) => Promise<T>): Promise<T> {
-    return this.db.run((sql) => sql.begin(fn) as Promise<T>)
-  }
-
-  private notify(tx: SQL) {
-    return tx`SELECT pg_notify(${queueChannel(this.key)}, '')`
+  /** A notification of the project's queue channel, as a statement's last expression: each write is one statement. */
+  private notify(sql: SQL) {
+    return sql`pg_notify(${queueChannel(this.key)}, '')`
   }
 
   private async rows(query: (sql: SQL) => Promise<QueueRow[]>): Promise<QueueRow[]> {
     return (await this.db.run(query)).map((r) => ({ ...r }))
   }
 
-  submit(c: NewCandidate): Promise<QueueRow> {
-    return this.tx(async (tx) => {
-      const [r] = await tx`
-        INSERT INTO queue_rows (project, queue, target, seq, task_id, branch, head, message, run_id, attempt, machine, submitted_at, state)
-        SELECT ${this.key}, ${c.queue}, ${c.target}, coalesce(max(seq), 0) + 1, ${c.task_id}, ${c.branch}, ${c.head}, ${c.message}, ${c.run_id},
-               ${c.attempt}, ${this.setting.machine}, flow_now(), 'waiting'
-        FROM queue_rows WHERE project = ${this.key} AND queue = ${c.queue}
-        RETURNING ${tx.unsafe(COLUMNS)}`
-      await this.notify(tx)
-      return { ...r }
-    })
+  // Every write is one statement (its notification in it): a machine paused between two statements of a
+  // transaction would hold its row locks, and every other machine's queue with them, until it woke.
+
+  async submit(c: NewCandidate): Promise<QueueRow> {
+    const [r] = await this.db.run(
+      (sql) => sql`
+        WITH ins AS (
+          INSERT INTO queue_rows (project, queue, target, seq, task_id, branch, head, message, run_id, attempt, machine, submitted_at, state)
+          SELECT ${this.key}, ${c.queue}, ${c.target}, coalesce(max(seq), 0) + 1, ${c.task_id}, ${c.branch}, ${c.head}, ${c.message}, ${c.run_id},
+                 ${c.attempt}, ${this.setting.machine}, flow_now(), 'waiting'
+          FROM queue_rows WHERE project = ${this.key} AND queue = ${c.queue}
+          RETURNING *)
+        SELECT ${sql.unsafe(COLUMNS)}, ${this.notify(sql)} FROM ins`,
+    )
+    const { pg_notify: _, ...row } = r
+    return row as QueueRow
   }
 
   line(queue?: string): Promise<QueueRow[]> {
@@ -69,10 +71,11 @@ export class PgQueueRows implements QueueRows {
 
   async forget(ids: readonly number[]): Promise<void> {
     if (ids.length === 0) return
-    await this.tx(async (tx) => {
-      await tx`DELETE FROM queue_rows WHERE project = ${this.key} AND id = ANY(${tx.array([...ids])}::bigint[])`
-      await this.notify(tx)
-    })
+    await this.db.run(
+      (sql) => sql`
+        WITH gone AS (DELETE FROM queue_rows WHERE project = ${this.key} AND id = ANY(${sql.array([...ids])}::bigint[]) RETURNING 1)
+        SELECT ${this.notify(sql)} FROM (SELECT count(*) FROM gone) n`,
+    )
   }
 
   async clear(): Promise<void> {
@@ -90,35 +93,52 @@ export class PgQueueRows implements QueueRows {
     })
   }
 
-  apply(lead: QueueLead, changes: readonly QueueChange[], tip?: string): Promise<boolean> {
-    return this.tx(async (tx) => {
-      // Locked for the transaction: a lead that lapses meanwhile is taken only after this commits.
-      const [held] = await tx`
-        SELECT 1 AS one FROM queue_leads WHERE project = ${this.key} AND queue = ${lead.queue} AND run = ${lead.run} AND epoch = ${lead.epoch}
-          AND until > now() FOR UPDATE`
-      if (!held) return false
-      for (const c of changes) {
-        const thrown = c.thrown ?? 0
-        if (c.build) {
-          const b = c.build
-          await tx`
-            UPDATE queue_rows SET gen = gen + 1, base = ${b.base}, merge = ${b.merge}, ref = ${b.ref}, ahead = ${JSON.stringify(b.ahead)}::text::json,
-              state = ${c.state}, reason = ${c.reason ?? null}, verdict = ${json(c.verdict)}::text::json, thrown = thrown + ${thrown},
-              check_run = NULL, check_machine = NULL, check_until = NULL, seconds = NULL
-            WHERE project = ${this.key} AND id = ${c.id} AND gen = ${c.gen}`
-        } else {
-          await tx`
-            UPDATE queue_rows SET state = ${c.state},
-              reason = CASE WHEN ${c.reason !== undefined} THEN ${c.reason ?? null} ELSE reason END,
-              verdict = CASE WHEN ${c.verdict !== undefined} THEN ${json(c.verdict)}::text::json ELSE verdict END,
-              thrown = thrown + ${thrown}, landed_at = CASE WHEN ${c.state} = 'landed' THEN flow_now() ELSE landed_at END
-            WHERE project = ${this.key} AND id = ${c.id} AND gen = ${c.gen}`
-        }
-      }
-      if (tip !== undefined) await tx`UPDATE queue_leads SET tip = ${tip} WHERE project = ${this.key} AND queue = ${lead.queue}`
-      if (changes.length > 0) await this.notify(tx)
-      return true
-    })
+  async apply(lead: QueueLead, changes: readonly QueueChange[], tip?: string): Promise<boolean> {
+    const rows = changes.map((c) => ({
+      id: c.id,
+      gen: c.gen,
+      state: c.state,
+      build: c.build !== undefined,
+      base: c.build?.base ?? null,
+      merge: c.build?.merge ?? null,
+      ref: c.build?.ref ?? null,
+      ahead: c.build?.ahead ?? [],
+      reason_set: c.reason !== undefined,
+      reason: c.reason ?? null,
+      verdict_set: c.verdict !== undefined,
+      verdict: c.verdict ?? null,
+      thrown: c.thrown ?? 0,
+    }))
+    const [r] = await this.db.run(
+      (sql) => sql`
+        WITH held AS (
+          UPDATE queue_leads SET tip = coalesce(${tip ?? null}, tip)
+          WHERE project = ${this.key} AND queue = ${lead.queue} AND run = ${lead.run} AND epoch = ${lead.epoch} AND until > now()
+          RETURNING 1),
+        c AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::text::json) AS x(id bigint, gen integer, state text, build boolean, base text, merge text,
+            ref text, ahead json, reason_set boolean, reason text, verdict_set boolean, verdict json, thrown integer)),
+        changed AS (
+          UPDATE queue_rows r SET
+            gen = r.gen + CASE WHEN c.build THEN 1 ELSE 0 END,
+            base = CASE WHEN c.build THEN c.base ELSE r.base END,
+            merge = CASE WHEN c.build THEN c.merge ELSE r.merge END,
+            ref = CASE WHEN c.build THEN c.ref ELSE r.ref END,
+            ahead = CASE WHEN c.build THEN c.ahead ELSE r.ahead END,
+            state = c.state,
+            reason = CASE WHEN c.build OR c.reason_set THEN c.reason ELSE r.reason END,
+            verdict = CASE WHEN c.build OR c.verdict_set THEN c.verdict ELSE r.verdict END,
+            thrown = r.thrown + c.thrown,
+            check_run = CASE WHEN c.build THEN NULL ELSE r.check_run END,
+            check_machine = CASE WHEN c.build THEN NULL ELSE r.check_machine END,
+            check_until = CASE WHEN c.build THEN NULL ELSE r.check_until END,
+            seconds = CASE WHEN c.build THEN NULL ELSE r.seconds END,
+            landed_at = CASE WHEN c.state = 'landed' THEN flow_now() ELSE r.landed_at END
+          FROM c WHERE r.project = ${this.key} AND r.id = c.id AND r.gen = c.gen AND EXISTS (SELECT 1 FROM held)
+          RETURNING 1)
+        SELECT (SELECT count(*) FROM held)::int AS held, CASE WHEN (SELECT count(*) FROM changed) > 0 THEN ${this.notify(sql)} END AS notified`,
+    )
+    return r.held > 0
   }
 
   async renewLead(lead: QueueLead, leaseMs: number): Promise<boolean> {
@@ -131,12 +151,13 @@ export class PgQueueRows implements QueueRows {
   }
 
   async freeRun(run: string): Promise<void> {
-    await this.tx(async (tx) => {
-      await tx`UPDATE queue_leads SET run = NULL, until = NULL WHERE project = ${this.key} AND run = ${run}`
-      // Lapsed now: the next claim takes them, with the next attempt, and the dead run's counts for nothing.
-      await tx`UPDATE queue_rows SET check_until = '-infinity' WHERE project = ${this.key} AND state = 'checking' AND check_run = ${run}`
-      await this.notify(tx)
-    })
+    // Its checks lapse now: the next claim takes them, with the next attempt, and the dead run's count for nothing.
+    await this.db.run(
+      (sql) => sql`
+        WITH leads AS (UPDATE queue_leads SET run = NULL, until = NULL WHERE project = ${this.key} AND run = ${run} RETURNING 1),
+        checks AS (UPDATE queue_rows SET check_until = '-infinity' WHERE project = ${this.key} AND state = 'checking' AND check_run = ${run} RETURNING 1)
+        SELECT ${this.notify(sql)} FROM (SELECT (SELECT count(*) FROM leads) + (SELECT count(*) FROM checks) AS n) x`,
+    )
   }
 
   async release(lead: QueueLead): Promise<void> {
@@ -146,22 +167,23 @@ export class PgQueueRows implements QueueRows {
     )
   }
 
-  claimCheck(queue: string, run: string, leaseMs: number): Promise<CheckClaim | undefined> {
-    return this.tx(async (tx) => {
-      const [r] = await tx`
-        UPDATE queue_rows c SET thrown = c.thrown + (CASE WHEN c.state = 'checking' THEN 1 ELSE 0 END), state = 'checking', check_run = ${run},
-          check_machine = ${this.setting.machine}, check_attempt = c.check_attempt + 1, checks = c.checks + 1, seconds = NULL,
-          check_until = now() + ${leaseMs} * interval '1 millisecond'
-        WHERE c.id = (
-          SELECT id FROM queue_rows WHERE project = ${this.key} AND queue = ${queue}
-            AND (state = 'ready' OR (state = 'checking' AND check_until < now()))
-          ORDER BY seq, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-        RETURNING c.id::float8 AS id, c.gen, c.check_attempt, c.task_id, c.merge, c.ref, c.ahead, c.run_id, c.machine`
-      if (!r) return undefined
-      await this.notify(tx)
-      const of = { run: r.run_id, machine: r.machine }
-      return { id: r.id, queue, gen: r.gen, attempt: r.check_attempt, run, task_id: r.task_id, merge: r.merge, ref: r.ref, ahead: r.ahead, of }
-    })
+  async claimCheck(queue: string, run: string, leaseMs: number): Promise<CheckClaim | undefined> {
+    const [r] = await this.db.run(
+      (sql) => sql`
+        WITH c AS (
+          UPDATE queue_rows c SET thrown = c.thrown + (CASE WHEN c.state = 'checking' THEN 1 ELSE 0 END), state = 'checking', check_run = ${run},
+            check_machine = ${this.setting.machine}, check_attempt = c.check_attempt + 1, checks = c.checks + 1, seconds = NULL,
+            check_until = now() + ${leaseMs} * interval '1 millisecond'
+          WHERE c.id = (
+            SELECT id FROM queue_rows WHERE project = ${this.key} AND queue = ${queue}
+              AND (state = 'ready' OR (state = 'checking' AND check_until < now()))
+            ORDER BY seq, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+          RETURNING c.id, c.gen, c.check_attempt, c.task_id, c.merge, c.ref, c.ahead, c.run_id, c.machine)
+        SELECT id::float8 AS id, gen, check_attempt, task_id, merge, ref, ahead, run_id, machine, ${this.notify(sql)} FROM c`,
+    )
+    if (!r) return undefined
+    const of = { run: r.run_id, machine: r.machine }
+    return { id: r.id, queue, gen: r.gen, attempt: r.check_attempt, run, task_id: r.task_id, merge: r.merge, ref: r.ref, ahead: r.ahead, of }
   }
 
   async renewCheck(c: CheckClaim, leaseMs: number): Promise<boolean> {
@@ -173,16 +195,16 @@ export class PgQueueRows implements QueueRows {
     return rows.length > 0
   }
 
-  checkDone(c: CheckClaim, o: CheckOutcome): Promise<boolean> {
-    return this.tx(async (tx) => {
-      const rows = await tx`
-        UPDATE queue_rows SET state = ${o.ok ? "passed" : "failed"}, seconds = ${o.seconds}, reason = ${o.reason ?? null},
-          verdict = ${json(o.verdict)}::text::json, check_until = NULL
-        WHERE ${this.fenced(tx, c)} AND check_until > now() RETURNING 1 AS one`
-      if (rows.length === 0) return false
-      await this.notify(tx)
-      return true
-    })
+  async checkDone(c: CheckClaim, o: CheckOutcome): Promise<boolean> {
+    const rows = await this.db.run(
+      (sql) => sql`
+        WITH u AS (
+          UPDATE queue_rows SET state = ${o.ok ? "passed" : "failed"}, seconds = ${o.seconds}, reason = ${o.reason ?? null},
+            verdict = ${json(o.verdict)}::text::json, check_until = NULL
+          WHERE ${this.fenced(sql, c)} AND check_until > now() RETURNING 1)
+        SELECT ${this.notify(sql)} FROM u`,
+    )
+    return rows.length > 0
   }
 
   /** A claim's rows: its build and attempt, still being checked by its run. */

@@ -15,6 +15,13 @@ const CONNECT_TIMEOUT_S = 10
 /** How often a listener whose connection closed tries to subscribe again. */
 const RELISTEN_MS = 2_000
 
+/**
+ * How long the server lets one of flow's sessions sit idle inside a transaction before it ends the session (and
+ * so lets go of its row locks): a machine paused or cut off mid-transaction must not hold every other machine's
+ * writes for longer. flow's transactions run statement after statement, never waiting on anything else.
+ */
+const IDLE_IN_TRANSACTION_MS = 15_000
+
 export class Database {
   readonly sql: SQL
   readonly shown: string
@@ -30,6 +37,7 @@ export class Database {
       url: setting.shown,
       ...(this.password !== undefined ? { password: this.password } : {}),
       connectionTimeout: timeout ? Number(timeout) : CONNECT_TIMEOUT_S,
+      connection: { idle_in_transaction_session_timeout: String(IDLE_IN_TRANSACTION_MS) },
     }
     this.sql = new SQL(this.options)
   }
