@@ -334,8 +334,9 @@ export async function makeMergeCommit(
   const [head] = /^[0-9a-f]{40,64}$/.test(branch) ? [branch] : await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
-  if (r.code === 1) {
-    const conflicts = r.stdout.split("\n").slice(1).filter(Boolean)
+  // Exit 1 with no conflict listed is git refusing the merge (a commit this clone lacks): an error, not a conflict.
+  const conflicts = r.code === 1 ? r.stdout.split("\n").slice(1).filter(Boolean) : []
+  if (conflicts.length > 0) {
     const own = conflicts.filter((f) => keepOut.some((k) => f === k || f.startsWith(`${k}/`)))
     if (own.length === 0 || own.length < conflicts.length) return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
     // Only flow's own files conflict: they are left out anyway, so the merge is the target's version of them.

@@ -13,7 +13,7 @@
 // or cut off) writes nothing, and its push, built on a target that has moved on since, is refused by the remote.
 import { isAncestor, makeMergeCommit, treeOf } from "../git/git"
 import { missingCommits } from "../git/remote-git"
-import { killPoint } from "../cli/kill-point"
+import { killPoint, stopPoint } from "../cli/kill-point"
 import type { QueueChange, QueueLead, QueueRow } from "../state/queue-rows"
 import { timed } from "../cli/trace"
 import type { QueueOptions, Verdict } from "./queue-types"
@@ -75,6 +75,7 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     if (batch.length === 0) break
     const to = batch.at(-1)!.merge!
     await o.into.fetch(to, batch.at(-1)!.ref) // another machine's build is pushed from here
+    if (to !== tip) stopPoint("before-push")
     const moved =
       to === tip ? { ok: true as const } : await timed(batch[0].task_id, "move", () => o.into.move(tip, to, `flow: ${batch.map((r) => r.message).join("; ")}`))
     if (!moved.ok && moved.why === "wait") {
@@ -84,8 +85,10 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     if (!moved.ok) {
       // Someone moved the target: what is in it now is looked at again, and the window is built on it.
       tip = await o.into.tip(null, true)
+      // Not when another lead landed this very window meanwhile (this one's lead had lapsed): the next round sees it.
       const where = o.into.shared ? `${o.target} of the shared remote` : o.target
-      o.bus.emit({ type: "notice", text: `${where} moved meanwhile (a commit made outside flow): the merge queue is built again on it` })
+      if (!(await inTarget(o, to, tip)))
+        o.bus.emit({ type: "notice", text: `${where} moved meanwhile (a commit made outside flow): the merge queue is built again on it` })
       continue
     }
     if (to !== tip) killPoint(o.into.shared ? "after-push" : "after-merge")
@@ -113,7 +116,9 @@ async function inTarget(o: QueueOptions, commit: string, tip: string): Promise<b
 /** The changes that build the window on `tip`: every candidate not built on the one ahead of it, within queue_depth. */
 async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<string, string>, drop: string[]): Promise<QueueChange[]> {
   const changes: QueueChange[] = []
-  const missing = await o.into.missing(line.slice(0, o.depth).filter((r) => r.base === null || r.merge === null))
+  // Every candidate of the window, built or not: a build another machine's lead made may be rebuilt here, on a
+  // clone that never fetched that candidate's branch.
+  const missing = await o.into.missing(line.slice(0, o.depth))
   const treeOfCommit = async (commit: string) => {
     let tree = trees.get(commit)
     if (tree === undefined) trees.set(commit, (tree = await treeOf(o.repo, commit)))
@@ -155,6 +160,8 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
       built.push({ r, base: on, merge: on, ahead: [...chain], already: true, reason: "already in the target" })
       continue
     }
+    // Not a conflict (git could not merge at all): the queue's failure, not the candidate's.
+    if (!m.ok && m.conflicts.length === 0) throw new Error(`could not merge ${r.branch} on ${on.slice(0, 12)}: ${m.reason}`)
     if (!m.ok) {
       if (i === 0) {
         const verdict: Verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
