@@ -97,6 +97,11 @@ export class MergeQueue {
     while (this.cleanups.size) await Promise.allSettled([...this.cleanups])
   }
 
+  /** The run is over: the queue is looked at no more (what is left in line is other runs'). */
+  close(): void {
+    clearInterval(this.poll)
+  }
+
   private async pump(): Promise<void> {
     if (this.pumping) return void (this.again = true)
     this.pumping = true
@@ -245,7 +250,8 @@ export class MergeQueue {
       this.checks.set(claim.id, { claim, stop })
       const other = claim.of.run !== this.o.run
       const of = claim.of.machine ?? "another run"
-      if (other) this.o.bus.emit({ type: "check", taskId: claim.task_id, target: this.o.target, of, state: "checking" })
+      const onTop = claim.ahead.length ? { reason: `on top of ${claim.ahead.join(", ")}` } : {}
+      if (other) this.o.bus.emit({ type: "check", taskId: claim.task_id, target: this.o.target, of, state: "checking", ...onTop })
       const failed = (e: Error) => {
         const verdict = checkFailure(check, { ok: false, timedOut: false, code: 127, output: e.message, seconds: 0 })
         const reason = `the check could not start: ${e.message.split("\n")[0]}`

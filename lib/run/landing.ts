@@ -265,6 +265,14 @@ export class Landing {
     if (!pushed.ok) this.s.bus.emit({ type: "notice", taskId, text: pushed.detail })
   }
 
+  /**
+   * On a shared project, takes part in the queue of the workspace's target from now on (its lead, the checks of
+   * every machine's candidates), before this run has anything of its own to land there.
+   */
+  async serve(ws: Workspace): Promise<void> {
+    if (this.s.store.shared) (await this.queues.for(ws)).wake()
+  }
+
   /** Clears the scratch worktrees of a killed run's checks and the landing waits it recorded (recovery, at a run's start). */
   clearLeft(): Promise<void> {
     return this.queues.clearLeft()

@@ -100,6 +100,16 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   // now, so that recovery and this run take its tasks up without waiting out their lease.
   await fleet?.freeDead()
   await recover(shared, indexTasks((await s.store.read()).data), fleet && { take: (id) => fleet.take([id], "recovery"), release: (id) => fleet.release(id) })
+  // A shared project's queues are every machine's: this run leads them and takes their checks from the start.
+  if (s.store.shared) {
+    const served = new Set<string>()
+    for (const { task } of indexTasks((await s.store.read()).data).values()) {
+      const ws = task.status === "done" ? undefined : await workspaces.forTask(task).catch(() => undefined)
+      if (!ws || served.has(`${ws.repo}\0${ws.target}`)) continue
+      served.add(`${ws.repo}\0${ws.target}`)
+      await shared.landing.serve(ws).catch(() => {}) // a repository without the remote is said when a task needs it
+    }
+  }
   // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
   parking.restore(await s.db.agents.list())
   const unassignable = restrictedToOthers(indexTasks((await s.store.read()).data), s.agents)

@@ -67,9 +67,9 @@ export class MergeQueues {
     }
   }
 
-  /** Resolves once every queue's checks are torn down and its withdrawn rows gone; the notifications stop. */
+  /** Resolves once every queue's checks are torn down and its withdrawn rows gone; the queues and their notifications stop. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.queues.values()].map((q) => q.then((queue) => queue.idle())))
+    await Promise.allSettled([...this.queues.values()].map((q) => q.then((queue) => (queue.close(), queue.idle()))))
     const stop = this.unlisten
     this.unlisten = undefined
     await stop?.then((f) => f()).catch(() => {})
