@@ -84,8 +84,11 @@ async function gitDaemon(root: string): Promise<{ url: (repo: string) => string;
   }
 }
 
-/** A bare remote holding a project shared in `dbUrl`, served on loopback (gitDaemon), and clones of it as machines. */
-export async function fleet(dbUrl: string, tasks: (log: string) => string, flowYaml = ""): Promise<Fleet> {
+/**
+ * A bare remote holding a project shared in `dbUrl`, served on loopback (gitDaemon), and clones of it as
+ * machines; `files`: more files of the project's first commit (a check's script).
+ */
+export async function fleet(dbUrl: string, tasks: (log: string) => string, flowYaml = "", files: Record<string, string> = {}): Promise<Fleet> {
   const root = mkdtempSync(join(tmpdir(), "flow-fleet-"))
   const remote = join(root, "remote.git")
   const log = join(root, "work.log")
@@ -96,6 +99,7 @@ export async function fleet(dbUrl: string, tasks: (log: string) => string, flowY
   mkdirSync(seed)
   writeFileSync(join(seed, "tasks.yaml"), tasks(log))
   writeFileSync(join(seed, "flow.yaml"), flowYaml)
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(seed, name), text)
   await git(seed, ["init", "-q", "-b", "main"])
   await git(seed, ["add", "-A"])
   await git(seed, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "initial"])
