@@ -78,7 +78,8 @@ export function listWithStatus(tasks: { id: string; status?: string }[]): string
   return tasks.map((t) => `${t.id} (${t.status ?? "pending"})`).join(", ")
 }
 
-export type StatusResult = { changes: Change[]; notes: string[] }
+/** `warnings` go before the changes (something a person may want to undo), `notes` after them. */
+export type StatusResult = { changes: Change[]; notes: string[]; warnings?: string[] }
 
 /**
  * Sets the status of task `id` as `flow <verb>` does, with every cascade. A task already in that status
@@ -89,7 +90,12 @@ export function applyStatus(editor: TaskEdits, id: string, to: TaskStatus, now: 
   const task = requireTask(editor.tasks, id).task
   if (task.status === to) return { changes: [], notes: [] }
   if (to === "done" && !opts.force) refuseUnfinished(task)
+  const wasDone = task.status === "done"
   const first = moveTask(editor, id, to, now)
+  if (wasDone) {
+    const held = holdBackDependents(editor, id, now, `dependency ${id} no longer done`)
+    return { changes: [first, ...held.changes], notes: [], warnings: held.warnings }
+  }
   if (to !== "done") return { changes: [first], notes: [] }
   const cascade = completeCascade(editor, [id], now)
   return { changes: [first, ...cascade.changes], notes: cascade.notes }
@@ -177,10 +183,18 @@ export function resetTask(editor: TaskEdits, id: string, now: string, reason?: s
     changes.push({ id: step.id, from: "in_progress", to: "pending" })
   }
   if (!wasDone) return { changes, warnings: [] }
+  const held = holdBackDependents(editor, id, now, `dependency ${id} reset`)
+  return { changes: [...changes, ...held.changes], warnings: held.warnings }
+}
+
+/**
+ * A task that leaves done takes back what its being done allowed (rule 1): its dependents that are
+ * ready_for_agent go back to todo; those already assigned or in progress are left as they are (an agent may be
+ * at work on them) and named in `warnings`.
+ */
+function holdBackDependents(editor: TaskEdits, id: string, now: string, reason: string): ResetResult {
   const dependents = dependentsIndex(editor).get(id) ?? []
-  for (const dependent of dependents) {
-    if (dependent.status === "ready_for_agent") changes.push(moveTask(editor, dependent.id, "todo", now, `dependency ${id} reset`))
-  }
+  const changes = dependents.filter((t) => t.status === "ready_for_agent").map((t) => moveTask(editor, t.id, "todo", now, reason))
   const started = dependents.filter((t) => t.status === "assigned" || t.status === "in_progress")
   const warnings =
     started.length === 0
