@@ -162,12 +162,13 @@ function dependentsIndex(editor: TaskEdits): Map<string, Task[]> {
 export type ResetResult = { changes: Change[]; warnings: string[] }
 
 /**
- * `flow reset`: the task goes back to todo without its timestamps, and its in-progress steps back to pending
- * (done steps stay done: their work is committed). agent_name, notes and subtasks are left alone. When the
- * task was done, its dependents that were ready_for_agent go back to todo (rule 1: a dependency is no longer
- * done), and those already assigned or in progress are named in `warnings`.
+ * `flow reset`: the task goes back to todo without its timestamps, and its in-progress steps back to pending;
+ * its done steps too with `redo` (a retry from the target, whose work is not there), else they stay done (a
+ * stuck task resumes on its branch, where their work is committed). agent_name, notes and subtasks are left
+ * alone. When the task was done, its dependents that were ready_for_agent go back to todo (rule 1: a
+ * dependency is no longer done), and those already assigned or in progress are named in `warnings`.
  */
-export function resetTask(editor: TaskEdits, id: string, now: string, reason?: string): ResetResult {
+export function resetTask(editor: TaskEdits, id: string, now: string, reason?: string, redo = false): ResetResult {
   const task = requireTask(editor.tasks, id).task
   const wasDone = task.status === "done"
   const changes: Change[] = []
@@ -177,10 +178,12 @@ export function resetTask(editor: TaskEdits, id: string, now: string, reason?: s
   editor.set({ taskId: id }, "started_at", undefined)
   editor.set({ taskId: id }, "completed_at", undefined)
   for (const step of task.steps ?? []) {
-    if (step.status !== "in_progress") continue
+    const from = stepStatus(step)
+    if (!(from === "in_progress" || (redo && from === "done"))) continue
     editor.set({ taskId: id, stepId: step.id }, "status", "pending")
     editor.set({ taskId: id, stepId: step.id }, "started_at", undefined)
-    changes.push({ id: step.id, from: "in_progress", to: "pending" })
+    editor.set({ taskId: id, stepId: step.id }, "completed_at", undefined)
+    changes.push({ id: step.id, from, to: "pending" })
   }
   if (!wasDone) return { changes, warnings: [] }
   const held = holdBackDependents(editor, id, now, `dependency ${id} reset`)
