@@ -1,10 +1,11 @@
 // `flow doctor`, and `flow run` stopping on the same checks with the same words: git too old for the merge
 // queue, an agent CLI missing or older than checked, flow.yaml's commands' programs, the state folder.
 import { expect, test } from "bun:test"
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { programsOf } from "../lib/run/doctor"
-import { flow, ROOT, snapshot, tasksYaml, tempRepo } from "./helpers"
+import { flow, git, ROOT, snapshot, tasksYaml, tempRepo } from "./helpers"
 
 const TASKS = tasksYaml([{ id: "a", title: "A", status: "todo", instructions: "```sh\necho a > a.txt\n```" }])
 
@@ -48,6 +49,7 @@ test.concurrent("flow doctor says what is fine and what to fix; flow run stops o
   expect(plain(r.stdout)).toBe(
     [
       "ok    git <version>",
+      "ok    the project's repository: tasks branch from main (1 to do)",
       "warn  claude 2.1.100 is older than 2.1.197, the oldest version flow's claude adapter was checked against (flags, output, tokens and cost may differ); to update: npm install -g @anthropic-ai/claude-code",
       "FAIL  agent g1 needs 'gemini', which is not on PATH",
       "      hint: install Gemini CLI: npm install -g @google/gemini-cli",
@@ -95,13 +97,46 @@ test.concurrent("a git older than 2.38 stops flow run before anything starts; fl
   })
   const r = await flow(dir.path, ["doctor", "--cli", "claude"], { env })
   expect(r.code).toBe(1)
-  expect(r.stdout).toStartWith(`FAIL  ${words}\n      hint: update git (https://git-scm.com/downloads)\nok    claude 2.1.330 for claude-1\n`)
+  expect(r.stdout).toStartWith(
+    `FAIL  ${words}\n      hint: update git (https://git-scm.com/downloads)\nok    the project's repository: tasks branch from main (1 to do)\nok    claude 2.1.330 for claude-1\n`,
+  )
+  rmSync(dir.file(".flow"), { recursive: true }) // made by the reads above (their validation cache)
   writeFileSync(dir.file(".flow"), "not a folder\n")
   const file = await flow(dir.path, ["doctor"], { env: fakeBin(dir.path, {}) })
   expect(file.stdout).toContain(
     `FAIL  the state folder .flow cannot be written (ENOTDIR)\n      hint: ${dir.file(".flow")} is a file: move it away, flow makes its folder there\n`,
   )
   expect(file.code).toBe(1)
+})
+
+test.concurrent("outside a git repository (or one without a commit) doctor fails and run refuses before anything starts, with the fix", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "flow-no-git-"))
+  try {
+    writeFileSync(join(dir, "tasks.yaml"), TASKS)
+    const doctor = await flow(dir, ["doctor"])
+    expect(doctor.code).toBe(1)
+    const outside = `${dir} is not inside a git repository (task a)`
+    const fix = "run 'git init' and commit, or set 'repo' in flow.yaml or on the task"
+    expect(doctor.stdout).toContain(`FAIL  ${outside}\n      hint: ${fix}\n`)
+    expect(doctor.stdout).not.toContain("ready to run")
+    const before = snapshot(dir)
+    expect(await flow(dir, ["run", "--agents", "1", "--cli", "script", "--headless"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `error: ${outside}\nhint: ${fix}\n`,
+    })
+    expect(snapshot(dir)).toEqual(before)
+    // git init without a commit: no branch to start the tasks' branches from yet.
+    await git(dir, ["init", "-q", "-b", "main"])
+    const empty = await flow(dir, ["run", "--agents", "1", "--cli", "script", "--headless"])
+    expect(empty).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `error: the project's repository has no commit on main yet: the tasks' branches start from one\nhint: commit what is there first: git -C ${dir} add -A && git -C ${dir} commit -m 'first commit'\n`,
+    })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test.concurrent("an invalid flow.yaml is exit 3 for flow doctor too, at its line", async () => {
