@@ -12,6 +12,7 @@ import type { WorkerShared } from "./worker-task"
 import { isInvalidTasks } from "./tasks-wait"
 import { watchTasksFile } from "./tasks-watch"
 import { StoreUnreachable } from "../store/store"
+import { InvalidTasks } from "../store/tasks"
 import { traceCpu } from "../cli/trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
@@ -181,7 +182,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         if (!invalidSaid)
           s.bus.emit({
             type: "notice",
-            text: `${(e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)`,
+            text: `${e instanceof InvalidTasks ? e.line : (e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)`,
           })
         invalidSaid = true
         await wake.wait()
