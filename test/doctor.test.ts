@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { programsOf } from "../lib/run/doctor"
+import { programsOf } from "../lib/run/shell-programs"
 import { flow, git, ROOT, snapshot, tasksYaml, tempRepo } from "./helpers"
 
 const TASKS = tasksYaml([{ id: "a", title: "A", status: "todo", instructions: "```sh\necho a > a.txt\n```" }])
@@ -146,15 +146,40 @@ test.concurrent("an invalid flow.yaml is exit 3 for flow doctor too, at its line
   expect(r.stderr).toContain("ERROR: unknown field 'setup.comand'")
 })
 
-test("the programs of a command are told where a shell line can be read without a shell", () => {
-  expect(
-    [
-      ["npm", "ci"],
-      "npm ci --prefer-offline",
-      "CI=1 pnpm install --frozen-lockfile && pnpm build; ./scripts/seed.sh | tee log",
-      "cd app && make",
-      'echo "$HOME" && uv sync',
-      "export A=1",
-    ].map(programsOf),
-  ).toEqual([["npm"], ["npm"], ["pnpm", "pnpm", "./scripts/seed.sh", "tee"], ["make"], [], []])
+test.concurrent("a shell verify with an assignment and a command substitution passes doctor, and the run checks with it", async () => {
+  const verify = 'h=$(git rev-parse HEAD); test -n "$h"'
+  await using dir = await tempRepo({ ".gitignore": ".flow/\n", "tasks.yaml": TASKS, "flow.yaml": `verify: { command: '${verify.replaceAll("'", "''")}' }\n` })
+  const doctor = await flow(dir.path, ["doctor"])
+  expect({ code: doctor.code, line: doctor.stdout.split("\n").find((l) => l.includes("verify")) }).toEqual({
+    code: 0,
+    line: `ok    verify '${verify}': git found`,
+  })
+  const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  expect(r.stdout).toContain("a: merged flow/a into main")
+})
+
+test("the programs of a command are read as sh reads the line; what is not surely a command's name is not named", () => {
+  const cases: [string | string[], string[]][] = [
+    [["npm", "ci"], ["npm"]],
+    ["npm ci --prefer-offline", ["npm"]],
+    ["CI=1 pnpm install --frozen-lockfile && pnpm build; ./scripts/seed.sh | tee log", ["pnpm", "pnpm", "./scripts/seed.sh", "tee"]],
+    ["cd app && make", ["make"]],
+    ['echo "$HOME" && uv sync', ["uv"]],
+    ["export A=1", []],
+    // issue 31: refused as "needs 'rev-parse', not on PATH".
+    ['h=$(git rev-parse HEAD); test -n "$h"', ["git"]],
+    ['out="$(jq -r .name package.json)" && [ -n "$out" ] || { echo none >&2; exit 1; }', ["jq"]],
+    ["N=`nproc` make -j$N all 2>&1 | tee build.log > /dev/null", ["nproc", "make", "tee"]],
+    ["if command -v go >/dev/null; then go test ./...; else (cd web && npm test); fi", ["go", "npm"]],
+    ['"$CC" -o app main.c && ./app --selftest', ["./app"]],
+    ["echo 'a; rm b' # git is not run here", []],
+    ["x=$((1 + 2)) && cargo build &>/dev/null", ["cargo"]],
+    // Grammars of their own end the reading: what comes after is not checked, never refused.
+    ["make; for f in *.ts; do tsc $f; done", ["make"]],
+    ["check() { pytest -q; }; check", []],
+    ["cat <<EOF > x\nnot a command\nEOF", []],
+    ["ruby -e 'puts 1", ["ruby"]], // a quote never closed: read up to it
+  ]
+  expect(cases.map(([command]) => [command, programsOf(command)])).toEqual(cases)
 })

@@ -18,6 +18,7 @@ import { storeSetting } from "../store/setting"
 import { redact } from "../git/publish"
 import { remoteUrl } from "../git/remote-git"
 import { insideProject, Workspaces } from "../git/workspace"
+import { programsOf } from "./shell-programs"
 
 /** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
 export type DoctorState = "ok" | "warn" | "fail"
@@ -160,28 +161,6 @@ async function agentClis(i: DoctorInput): Promise<DoctorLine[]> {
     }),
   )
   return [...unknown, ...lines]
-}
-
-const BUILTINS = new Set(
-  ". : [ [[ ! { } alias bg break case cd command continue do done echo elif else esac eval exec exit export false fg fi for function getopts hash if in jobs kill local printf pwd read readonly return set shift source test then time times trap true type ulimit umask unalias unset until wait while".split(
-    " ",
-  ),
-)
-
-/**
- * The programs a command of flow.yaml starts, as far as can be told without a shell: an argv's first word;
- * for a shell line, the first word of each command (split at `&&`, `||`, `;`, `|`) but shell builtins, a
- * variable's assignment, or a word with quotes or substitutions (only the first command of such a line).
- */
-export function programsOf(command: string | readonly string[]): string[] {
-  if (typeof command !== "string") return [command[0]]
-  const special = /["'`$\\(){}<>*?]/
-  const parts = special.test(command) ? [command] : command.split(/&&|\|\||[;|&\n]/)
-  return parts.flatMap((part) => {
-    const words = part.trim().split(/\s+/)
-    const first = words.find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w))
-    return first && !BUILTINS.has(first) && !special.test(first) ? [first] : []
-  })
 }
 
 /** The programs of setup, teardown and verify: on PATH, or (a path) in the repository they run in. */
