@@ -1,6 +1,6 @@
 // `flow reset <task_id>` and `flow reset --stuck`: back to todo, timestamps removed, in-progress steps pending.
 import { expect, test } from "bun:test"
-import { existsSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
 import { isoSeconds } from "../lib/cli/clock"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 import { refused, run, unchanged } from "./change-helpers"
@@ -205,4 +205,21 @@ test.concurrent("a reset task's retry starts from the target as it is now; its e
   const retry = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
   expect({ code: retry.code, stderr: retry.stderr }).toEqual({ code: 0, stderr: "" })
   expect(await git(dir.path, ["show", "main:seen.txt"])).toBe("from b\n")
+})
+
+test.concurrent("reset refuses to set aside a task's branch that a checkout of the person's has checked out, and changes nothing", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": tasksYaml([{ id: "a", title: "A", status: "blocked", instructions: "x" }]) })
+  const mine = `${dir.path}-mine`
+  await git(dir.path, ["worktree", "add", "-q", "-b", "flow/a", mine])
+  try {
+    await refused(
+      dir,
+      ["reset", "a"],
+      1,
+      `error: flow/a, the branch of task 'a', is checked out in ${mine}: a retry from main would delete it there\nhint: switch that checkout to another branch (git -C ${mine} switch main), then 'flow reset a' again\n`,
+    )
+    expect((await git(dir.path, ["branch", "--list", "flow/a"])).trim()).toBe("+ flow/a")
+  } finally {
+    rmSync(mine, { recursive: true, force: true })
+  }
 })

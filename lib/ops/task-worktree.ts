@@ -6,7 +6,7 @@ import { existsSync } from "node:fs"
 import { basename, dirname, resolve } from "node:path"
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
-import { branchExists, dirtyFiles, dropBranch, removeWorktree } from "../git/git"
+import { branchExists, dirtyFiles, dropBranch, listWorktrees, removeWorktree } from "../git/git"
 import { keepAside } from "../git/remote-git"
 import { Workspaces } from "../git/workspace"
 import { runCheck } from "../landing/verify"
@@ -60,6 +60,14 @@ export async function setAsideAttempt(project: Project, task: Task, say: Say): P
   const config = loadConfig(project.dir)
   const ws = await new Workspaces(project, { repo: config.repo, target: config.merge_target }).forTask(task).catch(() => undefined)
   if (!ws || !(await branchExists(ws.repo, ws.branch))) return undefined
+  // Deleted under a checkout of the person's, the branch would leave it on no commit at all.
+  const elsewhere = (await listWorktrees(ws.repo)).find((w) => w.branch === ws.branch && resolve(w.path) !== resolve(ws.path))
+  if (elsewhere)
+    throw new FlowError(
+      `${ws.branch}, the branch of task '${task.id}', is checked out in ${elsewhere.path}: a retry from ${ws.target} would delete it there`,
+      undefined,
+      `switch that checkout to another branch (git -C ${elsewhere.path} switch ${ws.target}), then 'flow reset ${task.id}' again`,
+    )
   const ref = await keepAside(ws, AUTHOR, "reset")
   // Its work is in the ref now, uncommitted changes included: the removal may discard them.
   if (existsSync(ws.path)) await removeTaskWorktree(project, ws.repo, ws.path, true, say)
