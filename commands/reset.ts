@@ -62,7 +62,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 async function resetStuck(ctx: Ctx, olderThan: string): Promise<void> {
   const thresholdMs = parseDuration(olderThan, "--older-than")
   const threshold = formatDuration(thresholdMs)
-  const nowMs = clock.now()
+  const nowMs = clock.nowMs(ctx.env)
   const store = await openStore(findProject(ctx))
   const { changes, undated } = await store.mutate("flow reset --stuck", (editor) => {
     const scan = findStuck(editor, nowMs, thresholdMs, parseTimestamp)

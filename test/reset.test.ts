@@ -6,7 +6,11 @@ import { flow, git, tasksYaml, tempRepo } from "./helpers"
 import { refused, run, unchanged } from "./change-helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
-const ago = (ms: number) => isoSeconds(new Date(Date.now() - ms))
+// The clock of `reset --stuck` is fixed (FLOW_NOW) at the moment the file's times are written from: under load
+// the command may start a minute later, and "in progress for 5h" must not become "5h 1m".
+const NOW = Date.now()
+const AT_NOW = { FLOW_NOW: isoSeconds(new Date(NOW)) }
+const ago = (ms: number) => isoSeconds(new Date(NOW - ms))
 const HOUR = 3_600_000
 
 const STEPPED = `# comments stay
@@ -82,10 +86,15 @@ test.concurrent("reset --stuck resets only the in-progress tasks started longer 
       - {id: stepped.1, instruction: one, status: in_progress, started_at: "${ago(26 * HOUR)}"}
 `
   await using dir = await tempRepo({ "tasks.yaml": file })
-  const after = await run(dir, ["reset", "--stuck"], {
-    stdout: "old: in_progress → todo (in progress for 5h)\nstepped: in_progress → todo (in progress for 1d 2h)\nstepped.1: in_progress → pending\n",
-    stderr: "warning: undated is in_progress without a started_at, so how long it has been stuck is unknown; if it is, run 'flow reset undated'\n",
-  })
+  const after = await run(
+    dir,
+    ["reset", "--stuck"],
+    {
+      stdout: "old: in_progress → todo (in progress for 5h)\nstepped: in_progress → todo (in progress for 1d 2h)\nstepped.1: in_progress → pending\n",
+      stderr: "warning: undated is in_progress without a started_at, so how long it has been stuck is unknown; if it is, run 'flow reset undated'\n",
+    },
+    AT_NOW,
+  )
   const lines = file.split("\n")
   expect(after).toBe(
     [
@@ -109,14 +118,18 @@ test.concurrent("reset --stuck --older-than takes a duration; with nothing stuck
   const file = `tasks:\n  - {id: a, title: A, status: in_progress, instructions: x, started_at: "${ago(HOUR)}"}\n`
   await using dir = await tempRepo({ "tasks.yaml": file })
   await unchanged(dir, async () => {
-    expect(await flow(dir.path, ["reset", "--stuck"])).toEqual({ code: 0, stdout: "No stuck tasks (in progress longer than 2h).\n", stderr: "" })
-    expect(await flow(dir.path, ["reset", "--stuck", "--older-than", "1h30m"])).toEqual({
+    expect(await flow(dir.path, ["reset", "--stuck"], { env: AT_NOW })).toEqual({
+      code: 0,
+      stdout: "No stuck tasks (in progress longer than 2h).\n",
+      stderr: "",
+    })
+    expect(await flow(dir.path, ["reset", "--stuck", "--older-than", "1h30m"], { env: AT_NOW })).toEqual({
       code: 0,
       stdout: "No stuck tasks (in progress longer than 1h 30m).\n",
       stderr: "",
     })
   })
-  const after = await run(dir, ["reset", "--stuck", "--older-than", "45m"], { stdout: "a: in_progress → todo (in progress for 1h)\n" })
+  const after = await run(dir, ["reset", "--stuck", "--older-than", "45m"], { stdout: "a: in_progress → todo (in progress for 1h)\n" }, AT_NOW)
   expect(after).toBe("tasks:\n  - {id: a, title: A, status: todo, instructions: x}\n")
 })
 
