@@ -123,7 +123,15 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     const dropped = (await store.claims.claim(["dropped"], A, 1_000))!
     expect(await store.claims.renew([kept, lost], 1_000)).toEqual(new Set(["kept", "lost"]))
     // Another run's claim given as run A's, and an older attempt: neither is renewed.
-    expect(await store.claims.renew([{ ...other, run: "run-a" }, { ...kept, attempt: 0 }], 60_000)).toEqual(new Set())
+    expect(
+      await store.claims.renew(
+        [
+          { ...other, run: "run-a" },
+          { ...kept, attempt: 0 },
+        ],
+        60_000,
+      ),
+    ).toEqual(new Set())
     await lapsed(store, kept)
     await lapsed(store, lost)
     await lapsed(store, dropped)

@@ -46,7 +46,13 @@ describe.skipIf(!HAVE_POSTGRES)("a task lost while its agent worked", () => {
     const said = done.stdout.split("\n").filter((l) => l.includes("t01:"))
     // Its branch's push is refused (the other attempt pushed it since), as any stale attempt's is.
     expect(said.filter((l) => /merge .* failed|blocked/.test(l))).toEqual([])
-    expect(said.some((l) => l.endsWith(`t01: this run no longer holds t01 (its claim of attempt 1 lapsed), and another run landed it: main of origin has its merge (${merge.slice(0, 12)}); nothing of this attempt lands`))).toBe(true)
+    expect(
+      said.some((l) =>
+        l.endsWith(
+          `t01: this run no longer holds t01 (its claim of attempt 1 lapsed), and another run landed it: main of origin has its merge (${merge.slice(0, 12)}); nothing of this attempt lands`,
+        ),
+      ),
+    ).toBe(true)
     expect({ code: done.code, stderr: done.stderr }).toEqual({ code: 0, stderr: "" })
     expect(await mergesPerTask(f.remote)).toEqual(new Map([["t01", 1]]))
     expect(await git(f.remote, ["show", "main:work/t01.txt"])).toBe("attempt 2 on m2\n")

@@ -213,8 +213,10 @@ describe.skipIf(!HAVE_POSTGRES)("a shared project", () => {
       INSERT INTO projects (name) VALUES ('website');
       INSERT INTO tasks (project, done) VALUES (1, false);`)
     const theirs = async () => ({
-      relations: (await db.sql`SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1`).map((r: { name: string }) => r.name),
+      relations: (
+        await db.sql`SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1`
+      ).map((r: { name: string }) => r.name),
       rows: await db.sql`SELECT p.name, t.done FROM public.projects p JOIN public.tasks t ON t.project = p.id`,
     })
     const before = await theirs()

@@ -236,7 +236,11 @@ async function refuseForeign(tx: SQL, shown: string): Promise<void> {
   const [{ schema, path, ours }] = await tx`
     SELECT current_schema() AS schema, current_setting('search_path') AS path, to_regclass('flow_schema') IS NOT NULL AS ours`
   if (schema === null) {
-    const named = path.split(",").map((p: string) => p.trim().replace(/^"(.*)"$/, "$1")).find((p: string) => p !== "$user") ?? "flow"
+    const named =
+      path
+        .split(",")
+        .map((p: string) => p.trim().replace(/^"(.*)"$/, "$1"))
+        .find((p: string) => p !== "$user") ?? "flow"
     throw new FlowError(
       `the database at ${shown} has no schema to create flow's tables in: its search_path (${path}) names none that exists`,
       Exit.invalid,
