@@ -122,6 +122,7 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     // Run A's claim, not given to the renewal: its row names run A, but what the run counts as its own decides.
     const dropped = (await store.claims.claim(["dropped"], A, 1_000))!
     expect(await store.claims.renew([kept, lost], 1_000)).toEqual(new Set(["kept", "lost"]))
+    expect(await store.claims.renew([], 1_000)).toEqual(new Set()) // a run holding nothing asks too: the database's answer is news
     // Another run's claim given as run A's, and an older attempt: neither is renewed.
     expect(
       await store.claims.renew(

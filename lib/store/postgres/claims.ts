@@ -54,9 +54,9 @@ export class PgClaims implements Claims {
   }
 
   async renew(claims: readonly Fence[], leaseMs: number): Promise<Set<string>> {
-    if (claims.length === 0) return new Set()
     // Each claim by its task, attempt and run: one the run no longer counts as its own is not kept alive, and
-    // one that is not renewed is one whose row names another attempt or claimant now (docs/FLEET.md).
+    // one that is not renewed is one whose row names another attempt or claimant now (docs/FLEET.md). Asked
+    // with none too: a run holding nothing still hears that the database is away, and says it.
     const rows = await this.db.run(
       (sql) => sql`
         UPDATE tasks t SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
