@@ -38,6 +38,5 @@ describe.skipIf(!HAVE_POSTGRES)("a run's lease renewal and its own claims", () =
       })
     }
     expect(seen).toEqual(Array.from({ length: RUNS }, (_, run) => ({ run, code: 0, takeovers: [], undone: [], unmerged: [] })))
-    // Ten runs of six tasks: a minute or two on an idle machine, ten on one as loaded as the suite makes it.
-  }, 900_000)
+  }, 900_000) // ten runs of six tasks: a minute or two on an idle machine, up to ten on one as loaded as the suite makes it
 })
