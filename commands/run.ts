@@ -16,7 +16,7 @@ import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
-import { lockSharedRun, openStore } from "../lib/store/open"
+import { lockSharedRun, openForRun, openStore } from "../lib/store/open"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
 import { answerCheck } from "../lib/run/budget-answer"
@@ -63,6 +63,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
+  await openForRun(project)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
