@@ -44,6 +44,8 @@ export function ended(turn: Turn): string {
 /** One turn of the task's agent on `prompt` (the script agent runs `script`); `env` adds to its environment. */
 export async function agentTurn(t: WorkerTask, prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
   const result = await launch(t, prompt, script, stepId, env)
+  // A session flow chose that the CLI never started: the next turn starts one, with the whole task.
+  if (result.unconfirmed) forgetSession(t)
   if (!result.lostSession || t.s.signal.aborted) return result
   // The CLI does not have the session (Gemini never saves one whose first request failed): start a new
   // one with the whole task, since a resume prompt alone would make no sense to a fresh session.
