@@ -114,6 +114,8 @@ export function agentEnv(t: WorkerTask): Record<string, string | undefined> {
     // that was taken over (its machine paused past its lease) changes nothing (docs/FLEET.md).
     ...(t.claim ? { FLOW_ATTEMPT: String(t.claim.attempt) } : {}),
     PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    // The person's git identity, for a CLI whose shell hides their git config (Gemini CLI's).
+    ...t.identity,
     // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
     ...t.prep?.env,
   }
