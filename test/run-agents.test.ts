@@ -196,3 +196,25 @@ test.concurrent("a CLI that refuses to start says why on stderr only: that line 
   expect(r.stdout).toContain("refused: claude-a exited 2 after")
   expect(dir.read("tasks.yaml")).toContain("the agent exited (code 2: claude: error: unknown option '--bogus') without 'flow done' or 'flow block'")
 })
+
+test.concurrent("a prompt longer than the agent's CLI takes never starts it: the task is blocked at once, saying how long and why", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": "tasks:\n  - id: big\n    title: Big\n    status: todo\n    instructions: Read the note.\n  - id: small\n    title: Small\n    status: todo\n    instructions: Go.\n",
+    // The prompt is one argument of the program (its $0): Linux's 128 KiB cap applies.
+    "flow.yaml": 'agents:\n  - name: c-1\n    cli: command\n    command: ["sh", "-c", "echo \\"$FLOW_TASK_ID\\" >> \\"$FLOW_PROJECT/launched.txt\\"; flow done \\"$FLOW_TASK_ID\\"", "{prompt}"]\n',
+  })
+  // A person's 140 KB note, in words of 35 KB (each argument of flow note under the cap).
+  expect((await flow(dir.path, ["note", "big", ...Array.from({ length: 4 }, () => "n".repeat(35_000))])).code).toBe(0)
+  const prompt = Buffer.byteLength((await flow(dir.path, ["prompt", "big"])).stdout)
+  const r = await flow(dir.path, ["run", "--headless"])
+  expect(r.code).toBe(4)
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ big: "blocked", small: "done" })
+  expect(dir.read("launched.txt")).toBe("small\n") // big's agent never started
+  const why = `the prompt is ${prompt.toLocaleString("en")} bytes (${Math.floor(prompt / 1024)} KiB), more than command takes (131,071 bytes (127 KiB): the prompt is one argument of its command line, and Linux takes at most 128 KiB in one)`
+  expect(r.stdout).toContain(`big | error: ${why}\n`)
+  expect(r.stdout).not.toContain("big: retry")
+  const notes = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks[0].ai_notes
+  expect(notes?.at(-1)).toBe(
+    `flow run: ${why}; shorten what the prompt holds ('flow prompt big' shows it: the task's instructions and notes, its dependencies' notes), or give the task an agent whose CLI takes it`,
+  )
+})
