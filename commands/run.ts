@@ -104,7 +104,19 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 /** The run settings that come from flow.yaml. */
 type ConfigSettings = Pick<
   RunSettings,
-  "retries" | "taskTimeoutMs" | "leaseMs" | "limitBackoffMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
+  | "retries"
+  | "taskTimeoutMs"
+  | "leaseMs"
+  | "limitBackoffMs"
+  | "defaults"
+  | "publish"
+  | "verify"
+  | "fixAttempts"
+  | "queueDepth"
+  | "emptyDone"
+  | "prepare"
+  | "budget"
+  | "prices"
 >
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */

@@ -15,7 +15,12 @@ test(
   "gemini: the agent's commit carries the person's identity from the repository's effective git config, and a variable the person set wins",
   async () => {
     server.model.script("signed", [
-      { commands: ["printf 'signed\\n' > signed.txt && git add signed.txt && git commit -qm 'signed by the agent' && git log -1 --format='%an <%ae>'", "flow done signed"] },
+      {
+        commands: [
+          "printf 'signed\\n' > signed.txt && git add signed.txt && git commit -qm 'signed by the agent' && git log -1 --format='%an <%ae>'",
+          "flow done signed",
+        ],
+      },
     ])
     // The person: a name in ~/.gitconfig (e2eProject's HOME: Agent User), an email of this repository's own.
     await using p = await e2eProject(gemini, server, [{ id: "signed", title: "Signed", status: "todo", instructions: "Commit signed.txt." }])
@@ -28,7 +33,9 @@ test(
       .join("\n")
     expect(results).not.toContain("Author identity unknown")
     expect(results).toContain("Agent User <repo@flow.invalid>")
-    expect(await git(p.dir.path, ["log", "--format=%an|%ae|%cn|%ce|%s", "main"])).toContain("Agent User|repo@flow.invalid|Env Committer|repo@flow.invalid|signed by the agent\n")
+    expect(await git(p.dir.path, ["log", "--format=%an|%ae|%cn|%ce|%s", "main"])).toContain(
+      "Agent User|repo@flow.invalid|Env Committer|repo@flow.invalid|signed by the agent\n",
+    )
     expect(p.dir.read("signed.txt")).toBe("signed\n")
   },
   TIMEOUT,

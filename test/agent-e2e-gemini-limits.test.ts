@@ -20,7 +20,10 @@ test(
   "gemini: a quota on the first turn parks the task with a back-off doubling per limit in a row (1s, 2s, 4s), each try a fresh session with the whole prompt, then it finishes",
   async () => {
     server.model.script("quota", [
-      { fail: { status: 429, message: QUOTA, times: 3 }, commands: ["printf 'quota\\n' > quota.txt && git add quota.txt && git commit -qm quota", "flow done quota"] },
+      {
+        fail: { status: 429, message: QUOTA, times: 3 },
+        commands: ["printf 'quota\\n' > quota.txt && git add quota.txt && git commit -qm quota", "flow done quota"],
+      },
     ])
     await using p = await e2eProject(gemini, server, [{ id: "quota", title: "Quota", status: "todo", instructions: "Write quota.txt." }])
     p.dir.write("flow.yaml", `${p.dir.read("flow.yaml")}limit_backoff: 1s\n`)
@@ -37,7 +40,12 @@ test(
     // Three refused requests, each from a fresh session given the whole task (a resume the CLI refused sent none).
     const turns = server.model.requests("quota")
     expect(turns.filter((q) => q.action?.kind === "fail").length).toBe(3)
-    expect(turns.filter((q) => (q.toolResults ?? []).length === 0).map((q) => q.prompt?.includes("# Your task: quota: Quota"))).toEqual([true, true, true, true])
+    expect(turns.filter((q) => (q.toolResults ?? []).length === 0).map((q) => q.prompt?.includes("# Your task: quota: Quota"))).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ])
     // No request for the task's own session ever needed the earlier ones: every resume was refused, so the
     // turn that worked has one prompt, the task's.
     expect(turns.at(-1)!.prompts!.filter((x) => x.includes("# Your task: quota"))).toHaveLength(1)

@@ -10,12 +10,14 @@ import { startModelServer, type ModelServer } from "./fixtures/model-server/serv
 import { flow, type TempDir } from "./helpers"
 
 const SLOW = 900_000 // a real CLI reading a 300 KB prompt, on a loaded machine
-const tasks = (id: string) => `tasks:\n  - id: ${id}\n    title: Big\n    status: todo\n    instructions: Write big.txt; the note holds the log to read first.\n`
+const tasks = (id: string) =>
+  `tasks:\n  - id: ${id}\n    title: Big\n    status: todo\n    instructions: Write big.txt; the note holds the log to read first.\n`
 
 /** About 300 KB of log, as a person pastes one into a note: lines of words, a few quotes and symbols. */
 const NOTE = Array.from(
   { length: 4_000 },
-  (_, i) => `${String(i).padStart(4, "0")} 2026-11-24T10:${String(i % 60).padStart(2, "0")}:00Z worker "w-${i % 7}" retried job #${i * 13} after 'timeout' (exit 124) $HOME`,
+  (_, i) =>
+    `${String(i).padStart(4, "0")} 2026-11-24T10:${String(i % 60).padStart(2, "0")}:00Z worker "w-${i % 7}" retried job #${i * 13} after 'timeout' (exit 124) $HOME`,
 ).join("\n")
 
 /** Where two long texts first differ, briefly ("" when equal): a failed comparison must not print 300 KB. */

@@ -188,20 +188,7 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
   ])
   expect(argv("gemini")).toEqual([
     ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust"],
-    [
-      "gemini",
-      "--output-format",
-      "stream-json",
-      "--approval-mode",
-      "yolo",
-      "--skip-trust",
-      "--model",
-      "m1",
-      "--resume",
-      "S1",
-      "--x",
-      "y",
-    ],
+    ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust", "--model", "m1", "--resume", "S1", "--x", "y"],
   ])
   // The CLIs that read a prompt from stdin get it there: one argument is capped at 128 KiB (OpenCode also rewrites argv messages).
   expect(argv("opencode")).toEqual([
@@ -215,19 +202,7 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
   ])
   expect(argv("copilot")).toEqual([
     ["copilot", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update"],
-    [
-      "copilot",
-      "--output-format",
-      "json",
-      "--allow-all-tools",
-      "--no-ask-user",
-      "--no-auto-update",
-      "--model",
-      "m1",
-      "--session-id=S1",
-      "--x",
-      "y",
-    ],
+    ["copilot", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update", "--model", "m1", "--session-id=S1", "--x", "y"],
   ])
   // A new Copilot session gets the id flow chose (the runner records it before the CLI starts).
   expect(
@@ -264,7 +239,11 @@ test.concurrent("a prompt goes where it can be long: on stdin, or in one argumen
   expect(limits).toEqual({ claude: 10_485_760, codex: 1_048_576, gemini: 8_388_608, opencode: undefined, cursor: 131_071, copilot: undefined, goose: 131_064 })
   const prompt = "x".repeat(200_000)
   for (const cli of AGENT_CLIS.filter((c) => c !== "command" && adapterFor(c).promptOnStdin)) {
-    expect(adapterFor(cli).argv({ prompt, cwd: "/w", sessionId: "S1" }).some((a) => a.includes("xxx"))).toBe(false)
+    expect(
+      adapterFor(cli)
+        .argv({ prompt, cwd: "/w", sessionId: "S1" })
+        .some((a) => a.includes("xxx")),
+    ).toBe(false)
   }
   const template = commandAdapter(["agent", "--task={prompt} (in {cwd})"])
   expect(template.promptLimit?.bytes).toBe(131_071 - "--task= (in )".length)

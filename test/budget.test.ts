@@ -230,7 +230,10 @@ test("parking: until the reset the CLI named, else a back-off doubling per limit
     note: expect.stringContaining("## Work so far\n\nAgent claude-1 (claude) worked on this task"),
   })
   // A task restricted to its agent (agent_name) never moves. Its limits in a row are its own: another task's do not count.
-  expect(parking.park("c", agents[0], { kind: "rate", message: "429" }, true, now)).toEqual({ until: new Date(now + 60_000), backoff: { ms: 60_000, streak: 1 } })
+  expect(parking.park("c", agents[0], { kind: "rate", message: "429" }, true, now)).toEqual({
+    until: new Date(now + 60_000),
+    backoff: { ms: 60_000, streak: 1 },
+  })
   expect(parking.takeFor(agents[2], now)).toBeUndefined()
   expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now).backoff).toEqual({ ms: 240_000, streak: 3 })
   // A turn of the task that met no limit starts its back-off afresh.

@@ -23,7 +23,12 @@ test.concurrent("the identity is git's own: the repository's config over the per
     await git(repo.path, ["config", "user.email", "ada@work.invalid"])
     await git(repo.path, ["config", "committer.name", "Build Bot"])
     const env = await identityEnv(repo.path, person)
-    expect(env).toEqual({ GIT_AUTHOR_NAME: "Ada Person", GIT_AUTHOR_EMAIL: "ada@work.invalid", GIT_COMMITTER_NAME: "Build Bot", GIT_COMMITTER_EMAIL: "ada@work.invalid" })
+    expect(env).toEqual({
+      GIT_AUTHOR_NAME: "Ada Person",
+      GIT_AUTHOR_EMAIL: "ada@work.invalid",
+      GIT_COMMITTER_NAME: "Build Bot",
+      GIT_COMMITTER_EMAIL: "ada@work.invalid",
+    })
     // What git itself commits with in that repository: the same identity.
     const commit = Bun.spawnSync(["git", "commit", "-q", "--allow-empty", "-m", "by git"], { cwd: repo.path, env: { ...process.env, ...person } })
     expect(commit.exitCode).toBe(0)

@@ -199,9 +199,11 @@ test.concurrent("a CLI that refuses to start says why on stderr only: that line 
 
 test.concurrent("a prompt longer than the agent's CLI takes never starts it: the task is blocked at once, saying how long and why", async () => {
   await using dir = await tempRepo({
-    "tasks.yaml": "tasks:\n  - id: big\n    title: Big\n    status: todo\n    instructions: Read the note.\n  - id: small\n    title: Small\n    status: todo\n    instructions: Go.\n",
+    "tasks.yaml":
+      "tasks:\n  - id: big\n    title: Big\n    status: todo\n    instructions: Read the note.\n  - id: small\n    title: Small\n    status: todo\n    instructions: Go.\n",
     // The prompt is one argument of the program (its $0): Linux's 128 KiB cap applies.
-    "flow.yaml": 'agents:\n  - name: c-1\n    cli: command\n    command: ["sh", "-c", "echo \\"$FLOW_TASK_ID\\" >> \\"$FLOW_PROJECT/launched.txt\\"; flow done \\"$FLOW_TASK_ID\\"", "{prompt}"]\n',
+    "flow.yaml":
+      'agents:\n  - name: c-1\n    cli: command\n    command: ["sh", "-c", "echo \\"$FLOW_TASK_ID\\" >> \\"$FLOW_PROJECT/launched.txt\\"; flow done \\"$FLOW_TASK_ID\\"", "{prompt}"]\n',
   })
   // A person's 140 KB note, in words of 35 KB (each argument of flow note under the cap).
   expect((await flow(dir.path, ["note", "big", ...Array.from({ length: 4 }, () => "n".repeat(35_000))])).code).toBe(0)
