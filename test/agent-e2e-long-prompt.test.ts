@@ -25,7 +25,7 @@ function difference(got: string, want: string): string {
   if (got === want) return ""
   let i = 0
   while (i < got.length && got[i] === want[i]) i++
-  return `lengths ${got.length} and ${want.length}; first difference at ${i}: ${JSON.stringify(got.slice(i, i + 80))} where ${JSON.stringify(want.slice(i, i + 80))} was expected`
+  return `lengths ${got.length} and ${want.length}; ends ${JSON.stringify(got.slice(-60))} and ${JSON.stringify(want.slice(-60))}; first difference at ${i}: ${JSON.stringify(got.slice(i, i + 80))} where ${JSON.stringify(want.slice(i, i + 80))} was expected`
 }
 
 /** The note as a person's `flow note` arguments: words the shell split, each well under one argument's cap. */
@@ -76,7 +76,7 @@ for (const cli of ["claude", "codex", "gemini", "opencode", "copilot"]) {
       expect(p.dir.read("big.txt")).toBe("big\n")
       // The model read the prompt as `flow prompt` prints it, after what the CLI puts first in the same message
       // (Copilot's date stamp, Gemini CLI's session context).
-      const first = server.model.requests(id)[0]?.prompt ?? ""
+      const first = (server.model.requests(id)[0]?.prompt ?? "").trim()
       const want = prompt.trim()
       expect(difference(first.slice(Math.max(0, first.length - want.length)), want)).toBe("")
     },
