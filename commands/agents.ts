@@ -14,6 +14,7 @@ import { usageText } from "../lib/run/usage"
 import { budgetReport, budgetText, lastRunSpend } from "../lib/run/budget-report"
 import { NO_SPEND } from "../lib/run/budget"
 import { clockTime } from "../lib/run/log"
+import * as clock from "../lib/cli/clock"
 
 export const meta = {
   usage: "flow agents [--json]",
@@ -41,7 +42,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const machines = [...new Set(records.map((r) => r.machine))]
   const lastRuns = new Map(db ? await Promise.all(machines.map(async (m) => [m, await lastRunSpend(db, m)] as const)) : [])
   db?.close()
-  const now = Date.now()
+  const now = clock.now()
   const index = indexTasks((await (await openStore(project)).read()).data)
 
   // flow.yaml's agents first, in its order; on a shared project each with a row per machine it worked on.
@@ -69,7 +70,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
   }
-  const header = shared ? `${runsLine(report.runs ?? [])}\n` : ""
+  const header = shared ? `${runsLine(report.runs ?? [], new Date(now))}\n` : ""
   if (report.agents.length === 0) {
     ctx.stdout(`${header}No agents: list them in flow.yaml, or start some with 'flow run --agents N --cli <cli>'.\n`)
     return
@@ -85,7 +86,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     const capped = budgetText(a.budget)
     if (capped) out.push(`    Budget: ${capped} in the latest run`)
     if (a.parked)
-      out.push(`    Parked until ${clockTime(new Date(a.parked.until))}: ${a.parked.reason}${a.parked.task ? ` (its task ${a.parked.task} waits)` : ""}`)
+      out.push(
+        `    Parked until ${clockTime(new Date(a.parked.until), new Date(now))}: ${a.parked.reason}${a.parked.task ? ` (its task ${a.parked.task} waits)` : ""}`,
+      )
   }
   ctx.stdout(`${header}${out.join("\n")}\n`)
 }
@@ -94,7 +97,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
  * A shared project's runs, first: `Runs: live on laptop-1 (pid 4242, since 12:01), laptop-2 (pid 77, since
  * 12:03)`, or `Runs: none live`.
  */
-function runsLine(runs: LiveRun[]): string {
+function runsLine(runs: LiveRun[], now: Date): string {
   if (runs.length === 0) return "Runs: none live"
-  return `Runs: live on ${runs.map((r) => `${r.machine} (pid ${r.pid}, since ${clockTime(new Date(r.since))})`).join(", ")}`
+  return `Runs: live on ${runs.map((r) => `${r.machine} (pid ${r.pid}, since ${clockTime(new Date(r.since), now)})`).join(", ")}`
 }

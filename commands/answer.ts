@@ -11,7 +11,8 @@ export const meta = {
 'flow ask --wait' prints it and carries on. Several words are joined with spaces. The answer is signed
 with $USER. A question is answered once: --force replaces an answer (an agent may already have read it).
 A question flow asks when a task reaches its budget takes an amount to add (flow answer q-7 10, or $10;
-tokens as 500k, minutes as 30m) or 'block' (docs/BUDGETS.md).`,
+tokens as 500k or 2M, minutes as 30m; a plain number is in the question's unit) or 'block'; an amount of
+another unit, or one that leaves the task over its cap, is refused, saying what clears it (docs/BUDGETS.md).`,
   options: {
     force: { type: "boolean", help: "replace the answer of a question that already has one" },
   },

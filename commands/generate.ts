@@ -17,7 +17,7 @@ import type { GenerateReport } from "../lib/model/json-shapes"
 import { formatNote } from "../lib/plan/plan-notes"
 import { findProject, projectAt, type Project } from "../lib/cli/project"
 import { openStore } from "../lib/store/open"
-import { lineEnding, withLineEnding } from "../lib/store/line-ending"
+import { inFormOf } from "../lib/store/line-ending"
 
 export const meta = {
   usage: "flow generate [<plan-file>] [--enrich] [--agent <name>] [--dry-run] [--json]",
@@ -67,8 +67,8 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 
   const report = await store.replace("flow generate", async (current) => {
     const g = await generateTasks(planText, current?.data, proposals?.enrichment, shownPlan)
-    // A CRLF file stays CRLF: the plan's tasks are rendered with LF.
-    if (g.text !== undefined && current) g.text = withLineEnding(g.text, lineEnding(current.text))
+    // A CRLF file stays CRLF, and a BOM stays: the plan's tasks are rendered with LF and none.
+    if (g.text !== undefined && current) g.text = inFormOf(current.text, g.text)
     g.notes.push(...(proposals?.notes ?? []))
     const ok = g.text !== undefined
     const report: GenerateReport = {

@@ -41,7 +41,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       const { serveStdio } = await import("../lib/mcp/stdio")
       ctx.stderr(`flow mcp: serving ${project.dir} on stdin and stdout (an MCP client starts this command; see docs/MCP.md)\n`)
       // The stdio transport is the process's own stdin and stdout, which Ctx does not wrap.
-      await serveStdio(project, ctx.env, { input: process.stdin, output: process.stdout, stop: stopped.signal })
+      await serveStdio(project, ctx.env, {
+        input: process.stdin,
+        output: process.stdout,
+        stop: stopped.signal,
+        log: (line) => ctx.stderr(`${line}\n`),
+      })
       return
     }
     const { startMcpHttp } = await import("../lib/mcp/http")

@@ -4,6 +4,7 @@ import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
 import { listQuestions } from "../lib/ops/questions"
 import { formatQuestion } from "../lib/terminal/question-format"
+import * as clock from "../lib/cli/clock"
 
 export const meta = {
   usage: "flow questions [--all] [--json]",
@@ -28,6 +29,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
     ctx.stdout(values.all ? "No questions.\n" : "No pending questions.\n")
     return
   }
-  const now = Date.now()
+  const now = clock.now()
   ctx.stdout(`${questions.map((q) => formatQuestion(q, now)).join("\n")}`)
 }

@@ -17,9 +17,10 @@ import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
-import { lockSharedRun, openStore } from "../lib/store/open"
+import { lockSharedRun, openForRun, openStore } from "../lib/store/open"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
+import { answerCheck } from "../lib/run/budget-answer"
 import { reviewCheckpoint } from "../lib/store/checkpoint-review"
 import { formatChange } from "../lib/store/transitions"
 import { Screen } from "../lib/terminal/screen"
@@ -63,6 +64,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
+  await openForRun(project)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
@@ -247,6 +249,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
           project: basename(project.dir),
           agents: options.agents.map((a) => a.name),
           user: answerer(ctx.env),
+          answerCheck: (id) => answerCheck(project, db!, id),
           loadTasks: () => taskSnapshot(store),
           stop,
           review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),

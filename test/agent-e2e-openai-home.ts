@@ -20,6 +20,8 @@ export type UserHome = { path: string; env: Record<string, string>; [Symbol.asyn
  * and a git identity (agents commit). `env` is what `flow run` needs: that HOME, the CLIs on PATH, the key.
  */
 export async function userHome(cli: "codex" | "opencode" | "copilot", url: string): Promise<UserHome> {
+  // The preload installs the CLIs before any test file loads: one missing fails its tests, never skips them.
+  if (!existsSync(join(AGENT_BIN, cli))) throw new Error(`${cli} is not installed in test/agent-clis: run 'bash test/agent-clis/install.sh'`)
   const path = mkdtempSync(join(tmpdir(), `flow-home-${cli}-`))
   const write = (name: string, text: string) => {
     mkdirSync(dirname(join(path, name)), { recursive: true })
@@ -52,8 +54,6 @@ export async function userHome(cli: "codex" | "opencode" | "copilot", url: strin
   }
   return home
 }
-
-export const installed = (cli: string) => existsSync(join(AGENT_BIN, cli))
 
 type Task = { id: string; status: string; ai_notes?: string[]; steps?: { id: string; status?: string }[] }
 export const tasksOf = (dir: TempDir) => (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }).tasks

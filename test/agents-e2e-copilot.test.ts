@@ -3,12 +3,12 @@
 // Chat Completions on loopback. The model plays a script of shell commands per task (Copilot's `bash` tool).
 import { describe, expect, test } from "bun:test"
 import { startModelServer } from "./fixtures/model-server/server"
-import { asksScenario, stopScenario, installed, lastNote, project, seen, session, statuses, turnRequests, userHome } from "./agent-e2e-openai-home"
+import { asksScenario, stopScenario, lastNote, project, seen, session, statuses, turnRequests, userHome } from "./agent-e2e-openai-home"
 import { CHAIN, CHAIN_SCRIPTS } from "./agent-e2e-tasks"
 import { flow } from "./helpers"
 
 const SLOW = 900_000 // a real CLI, several turns (20-60 s a turn on a loaded machine)
-const run = installed("copilot") ? test.concurrent : test.skip
+const run = test.concurrent
 
 /** Copilot puts `<current_datetime>…</current_datetime>` and a blank line before every user message it sends. */
 const unstamped = (prompt = "") => prompt.replace(/^<current_datetime>[^<]*<\/current_datetime>\n\n/, "")

@@ -3,7 +3,7 @@
 // OpenAI-compatible provider, Chat Completions). The model plays a script of shell commands per task.
 import { describe, expect, test } from "bun:test"
 import { startModelServer } from "./fixtures/model-server/server"
-import { asksScenario, stopScenario, installed, lastNote, project, seen, session, statuses, turnRequests, userHome } from "./agent-e2e-openai-home"
+import { asksScenario, stopScenario, lastNote, project, seen, session, statuses, turnRequests, userHome } from "./agent-e2e-openai-home"
 import { CHAIN, CHAIN_SCRIPTS } from "./agent-e2e-tasks"
 import { flow } from "./helpers"
 
@@ -11,7 +11,7 @@ const CLIS = ["codex", "opencode"] as const
 const SLOW = 900_000 // real CLIs, several turns each (OpenCode: up to a minute a turn on a loaded machine)
 
 describe.each(CLIS)("%s, for real, against the scripted model server", (cli) => {
-  const run = installed(cli) ? test.concurrent : test.skip
+  const run = test.concurrent
 
   run(
     `${cli}: a chain with steps in one session, a forgotten 'flow done' retried then blocked, a 401 as a one-line reason`,
@@ -54,7 +54,7 @@ describe.each(CLIS)("%s, for real, against the scripted model server", (cli) => 
 })
 
 describe.each(CLIS)("%s asks and is stopped, for real", (cli) => {
-  const run = installed(cli) ? test.concurrent : test.skip
+  const run = test.concurrent
 
   run(
     `${cli}: 'flow ask --wait' gets its answer in the same command; 'flow ask' answered before or after the exit is handed over`,

@@ -2,6 +2,7 @@
 // budget answers, prices and billed tokens, the forecast, the parking of limited agents.
 import { expect, test } from "bun:test"
 import { adapterFor } from "../lib/agents"
+import { Exit, type FlowError } from "../lib/cli/errors"
 import { matchLimit, resetTime } from "../lib/agents/limits"
 import { checkBudgetAnswer, grantsOf, parseBudgetAnswer, reached, taskLimits, withGrants } from "../lib/run/budget"
 import { budgetReport, budgetText } from "../lib/run/budget-report"
@@ -12,31 +13,37 @@ import { RunView } from "../lib/run/tui-state"
 import { indexTasks } from "../lib/model/task-index"
 import type { Question } from "../lib/model/json-shapes"
 
-// The preload sets TZ=Etc/UTC: local times are UTC here.
+// One moment, twice: as an instant, for the forms that carry their zone (epoch, ISO, a delay, a named zone),
+// and as a local time, for the clock times a CLI prints in the person's zone; so each expectation holds in
+// whatever zone the suite runs (CI runs it in UTC and at UTC+14).
 const NOW = new Date("2026-11-25T11:07:30Z")
+const LOCAL_NOW = new Date(2026, 10, 25, 11, 7, 30)
+/** A local time on a day of November 2026, as the ISO instant it is in this zone. */
+const local = (day: number, hour: number, minute: number) => new Date(2026, 10, day, hour, minute).toISOString()
 
 test("a reset time is read from every form the CLIs print: epoch, ISO, a delay, a clock time with or without a date and zone", () => {
   const at = (text: string) => resetTime(text, NOW)?.toISOString()
+  const atLocal = (text: string) => resetTime(text, LOCAL_NOW)?.toISOString()
   expect(at("Claude AI usage limit reached|1764072000")).toBe("2025-11-25T12:00:00.000Z")
   expect(at("usage limit reached · resets at 2026-11-25T11:10:05.123Z")).toBe("2026-11-25T11:10:05.123Z")
   expect(at("Last error: 429 Rate limit reached for requests. Please try again in 20s.")).toBe("2026-11-25T11:07:50.000Z")
   expect(at("Usage limit reached. It will reset in 2 hours 5 minutes.")).toBe("2026-11-25T13:12:30.000Z")
   expect(at("Please retry in 2.5s")).toBe("2026-11-25T11:07:32.500Z")
   // A minute's clock time: the end of that minute, so the wait never ends before the limit.
-  expect(at("You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.")).toBe(
-    "2026-11-25T12:09:00.000Z",
+  expect(atLocal("You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.")).toBe(
+    local(25, 12, 9),
   )
-  expect(at("You’ve hit your usage limit. Try again at Nov 26th, 2026 3:05 PM.")).toBe("2026-11-26T15:06:00.000Z")
+  expect(atLocal("You’ve hit your usage limit. Try again at Nov 26th, 2026 3:05 PM.")).toBe(local(26, 15, 6))
   expect(at("You've hit your session limit · resets 2pm (Europe/Paris)")).toBe("2026-11-25T13:00:00.000Z")
   // A time of day already past is tomorrow's.
-  expect(at("resets at 09:15")).toBe("2026-11-26T09:16:00.000Z")
+  expect(atLocal("resets at 09:15")).toBe(local(26, 9, 16))
   expect(at("API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit")).toBeUndefined()
   expect(at("retry 3 of 10")).toBeUndefined()
 })
 
 test("each adapter's table tells a rate limit, a used-up quota and an overloaded API from its CLI's own words; other errors are none", () => {
-  const limit = (cli: string, text: string) => {
-    const l = matchLimit(adapterFor(cli).limits ?? [], text, NOW)
+  const limit = (cli: string, text: string, now = NOW) => {
+    const l = matchLimit(adapterFor(cli).limits ?? [], text, now)
     return l && { kind: l.kind, resetsAt: l.resetsAt?.toISOString() }
   }
   expect(limit("claude", "API Error: Request rejected (429) · Number of request tokens has exceeded your per-minute rate limit")).toEqual({
@@ -47,13 +54,12 @@ test("each adapter's table tells a rate limit, a used-up quota and an overloaded
     kind: "overloaded",
     resetsAt: undefined,
   })
-  expect(limit("claude", "You've hit your session limit · resets 2pm")).toEqual({ kind: "quota", resetsAt: "2026-11-25T14:00:00.000Z" })
+  expect(limit("claude", "You've hit your session limit · resets 2pm", LOCAL_NOW)).toEqual({ kind: "quota", resetsAt: local(25, 14, 0) })
   expect(limit("claude", "Claude AI usage limit reached|1764079200")).toEqual({ kind: "quota", resetsAt: "2025-11-25T14:00:00.000Z" })
   expect(limit("claude", "Invalid API key · Fix external API key")).toBeUndefined()
-  expect(limit("codex", "You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.")).toEqual({
-    kind: "quota",
-    resetsAt: "2026-11-25T12:09:00.000Z",
-  })
+  expect(
+    limit("codex", "You’ve hit your usage limit. Visit https://chatgpt.com/settings/usage to purchase more credits or try again at 12:08 PM.", LOCAL_NOW),
+  ).toEqual({ kind: "quota", resetsAt: local(25, 12, 9) })
   expect(limit("codex", "Quota exceeded. Check your plan and billing details.")).toEqual({ kind: "quota", resetsAt: undefined })
   expect(limit("codex", "exceeded retry limit, last status: 429 Too Many Requests")).toEqual({ kind: "rate", resetsAt: undefined })
   expect(limit("codex", "unexpected status 401 Unauthorized: Incorrect API key provided")).toBeUndefined()
@@ -93,19 +99,82 @@ test("a budget answer is an amount of the question's unit or 'block'; anything e
     { grant: 3 },
     { grant: 5 },
   ])
-  expect(["500000", "500k", "2M", "1,000,000 tokens"].map((a) => parseBudgetAnswer("tokens", a))).toEqual([
+  expect(["500000", "500k", "2M", "1,000,000 tokens", "1.5m tokens"].map((a) => parseBudgetAnswer("tokens", a))).toEqual([
     { grant: 500_000 },
     { grant: 500_000 },
     { grant: 2_000_000 },
     { grant: 1_000_000 },
+    { grant: 1_500_000 },
   ])
-  expect(["30", "30m", "1h30m"].map((a) => parseBudgetAnswer("minutes", a))).toEqual([{ grant: 30 }, { grant: 30 }, { grant: 90 }])
+  expect(["30", "30m", "1h30m", "90s", "45 minutes"].map((a) => parseBudgetAnswer("minutes", a))).toEqual([
+    { grant: 30 },
+    { grant: 30 },
+    { grant: 90 },
+    { grant: 1.5 },
+    { grant: 45 },
+  ])
+  // An amount of another unit is no amount of this one.
+  expect([parseBudgetAnswer("tokens", "$5"), parseBudgetAnswer("usd", "500k"), parseBudgetAnswer("usd", "10m"), parseBudgetAnswer("minutes", "$5")]).toEqual([
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+  ])
   expect([parseBudgetAnswer("usd", "block"), parseBudgetAnswer("usd", "Block: too expensive")]).toEqual([{ block: undefined }, { block: "too expensive" }])
   expect(parseBudgetAnswer("usd", "lots")).toBeUndefined()
   const q = { id: "q-7", kind: "budget:usd" }
   expect(() => checkBudgetAnswer(q, "lots")).toThrow(`q-7 asks for more budget: answer with the dollars to add (5 or $5) or 'block' (was "lots")`)
   expect(() => checkBudgetAnswer(q, "$5")).not.toThrow()
   expect(() => checkBudgetAnswer({ id: "q-1", kind: null }, "anything at all")).not.toThrow()
+})
+
+test("a budget answer of another unit is refused naming both; one that leaves the task over its cap is refused saying what clears it", () => {
+  const refusal = (kind: string, text: string, line?: { taskId: string; spent: number; cap: number }) => {
+    try {
+      checkBudgetAnswer({ id: "q-1", kind }, text, line)
+      return undefined
+    } catch (e) {
+      const err = e as FlowError
+      return { message: err.message, hint: err.hint, exit: err.exit }
+    }
+  }
+  expect(refusal("budget:tokens", "$5")).toEqual({
+    message: `q-1 asks for more tokens, and "$5" is dollars: answer with the tokens to add (500000, 500k or 2M) or 'block'`,
+    hint: "for example: flow answer q-1 500000",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:tokens", "10m")).toEqual({
+    message: `q-1 asks for more tokens, and "10m" is minutes: answer with the tokens to add (500000, 500k or 2M) or 'block'`,
+    hint: "an 'm' is minutes; millions of tokens are written 2M (or 2m tokens)",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:usd", "10m")?.message).toBe(`q-1 asks for more dollars, and "10m" is minutes: answer with the dollars to add (5 or $5) or 'block'`)
+  // 2,100,000 tokens used of a 2,000,000 cap: 5 more leaves it over; more than 100,000 clears it.
+  const tokens = { taskId: "api", spent: 2_100_000, cap: 2_000_000 }
+  expect(refusal("budget:tokens", "5", tokens)).toEqual({
+    message: "q-1: 5 tokens more leaves task 'api' over its budget (it used 2,100,000 of 2,000,005 tokens); more than 100,000 tokens clears it",
+    hint: "for example: flow answer q-1 200k, or flow answer q-1 block to block the task",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:tokens", "100k", tokens)?.message).toContain("more than 100,000 tokens clears it")
+  expect([refusal("budget:tokens", "100001", tokens), refusal("budget:tokens", "2M", tokens), refusal("budget:tokens", "block", tokens)]).toEqual([
+    undefined,
+    undefined,
+    undefined,
+  ])
+  expect(refusal("budget:usd", "$0.10", { taskId: "api", spent: 5.2041, cap: 5 })).toEqual({
+    message: "q-1: $0.10 more leaves task 'api' over its budget (it spent $5.20 of $5.10); more than $0.21 clears it",
+    hint: "for example: flow answer q-1 $1, or flow answer q-1 block to block the task",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:minutes", "1", { taskId: "api", spent: 47.5, cap: 45 })).toEqual({
+    message: "q-1: 1m more leaves task 'api' over its budget (it ran 47m 30s of 46m); more than 2m 30s clears it",
+    hint: "for example: flow answer q-1 3m, or flow answer q-1 block to block the task",
+    exit: Exit.usage,
+  })
+  expect(refusal("budget:minutes", "3m", { taskId: "api", spent: 47.5, cap: 45 })).toBeUndefined()
+  // An answer flow took before `m` meant minutes still grants what it granted then.
+  expect(parseBudgetAnswer("tokens", "2m")).toEqual({ grant: 2_000_000 })
 })
 
 test("a task's caps: flow.yaml's under the task's own, raised by what was granted; reached at 1 or the ceiling's times", () => {
@@ -154,7 +223,7 @@ test("prices: a model's own entry, else the longest it extends; cached input bil
   expect(priced(u, table, "unknown-model")).toEqual({ ...u, billedTokens: 20_000 })
 })
 
-test("the forecast: the tasks to do, what the finished spent, the rest at their mean less what started ones spent; else bounded by the budgets", () => {
+test("the forecast: the tasks to do, what the finished spent, the rest at their mean less what started ones spent; else counted at the budgets, said to be no bound", () => {
   const index = indexTasks({
     tasks: [
       { id: "a", title: "A", status: "done", instructions: "" },
@@ -192,7 +261,13 @@ test("the forecast: the tasks to do, what the finished spent, the rest at their 
     task: { usd: 5 },
   })
   expect(fresh.rest).toEqual({ usd: 2 })
-  expect(fresh.basis).toBe("at most: no task has finished yet, so each task to do is counted at its budget")
+  // Counted at the budgets, and said not to be a bound: a last turn can overshoot a cap.
+  expect(fresh.basis).toBe(
+    "no task has finished yet, so each task to do is counted at its budget; not a bound: a task's last turn can go past its budget (minutes up to about 1.5 times it, where the agent is stopped; dollars and tokens by what that turn spends before its CLI reports it), and answers to budget questions add more",
+  )
+  expect(
+    forecast(indexTasks({ tasks: [{ id: "x", title: "X", status: "todo", instructions: "", budget: { minutes: 10 } }] }), new Map(), { ceiling: 2 }).basis,
+  ).toContain("minutes up to about 2 times it")
 })
 
 test("parking: until the reset the CLI named, else a back-off doubling per limit in a row of the task; the task goes back to its agent after, or to a fallback at once", () => {
@@ -257,11 +332,11 @@ test("parking: the first back-off is flow.yaml's limit_backoff, and doubling sto
 
 test("the run screen shows a parked agent as 'parked until' its reset, and running again once it takes work", () => {
   const view = new RunView("p", ["claude-1"], 0)
-  const until = new Date(NOW.getTime() + 3_600_000)
-  view.apply({ type: "parked", taskId: "a", agent: "claude-1", until: until.toISOString(), reason: "usage limit reached" }, NOW)
+  const until = new Date(LOCAL_NOW.getTime() + 3_600_000)
+  view.apply({ type: "parked", taskId: "a", agent: "claude-1", until: until.toISOString(), reason: "usage limit reached" }, LOCAL_NOW)
   const pane = view.panes.get("claude-1")!
-  expect(view.stateOf(pane, NOW.getTime())).toBe("parked until 12:07")
+  expect(view.stateOf(pane, LOCAL_NOW.getTime())).toBe("parked until 12:07")
   expect(view.log.at(-1)).toBe("11:07:30 a: claude-1's usage limit is reached (usage limit reached): parked until 12:07, then resumed in the same session")
-  view.apply({ type: "task-assigned", taskId: "a", agent: "claude-1", cli: "claude" }, NOW)
-  expect(view.stateOf(pane, NOW.getTime())).toBe("running")
+  view.apply({ type: "task-assigned", taskId: "a", agent: "claude-1", cli: "claude" }, LOCAL_NOW)
+  expect(view.stateOf(pane, LOCAL_NOW.getTime())).toBe("running")
 })

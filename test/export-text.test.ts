@@ -40,6 +40,15 @@ test("a graph that reads as the text gets the text back byte for byte", () => {
   expect(textOnto(crlf, parse(crlf))).toBe(crlf)
 })
 
+test("a graph laid over a CRLF text with a byte order mark keeps both", () => {
+  const crlf = `\uFEFF${BASE.replace(/\n/g, "\r\n")}`
+  const data = parse(crlf)
+  data.tasks.push({ id: "c", title: "C", status: "todo", instructions: "c" })
+  const text = textOnto(crlf, data)
+  expect(parse(text)).toEqual(data)
+  expect({ bom: text.startsWith("\uFEFF"), lf: text.replaceAll("\r\n", "").includes("\n") }).toEqual({ bom: true, lf: false })
+})
+
 test("progress (values, removed keys, appended notes, step state) is written as minimal edits", () => {
   const data = parse(BASE)
   const [a, b] = data.tasks

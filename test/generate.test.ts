@@ -95,6 +95,21 @@ test.concurrent("re-generating a CRLF tasks.yaml keeps it CRLF, and an unchanged
   expect(text.replaceAll("\r\n", "").includes("\n")).toBe(false)
 })
 
+test.concurrent("re-generating a tasks.yaml that starts with a byte order mark keeps the mark and the CRLF lines", async () => {
+  const original = `\uFEFF${read("basic.yaml").replaceAll("\n", "\r\n")}`
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("basic.md"), "tasks.yaml": original })
+  expect((await flow(dir.path, ["generate"])).stdout).toStartWith("tasks.yaml is up to date")
+  expect(dir.read("tasks.yaml")).toBe(original)
+  dir.write("plan.md", `${read("basic.md")}\n### 2.3 Export as JSON\n\n- Write \`src/json.ts\`\n`)
+  expect((await flow(dir.path, ["generate"])).code).toBe(0)
+  const text = dir.read("tasks.yaml")
+  expect({ bom: text.startsWith("\uFEFF"), json: text.includes("export-as-json"), lf: text.replaceAll("\r\n", "").includes("\n") }).toEqual({
+    bom: true,
+    json: true,
+    lf: false,
+  })
+})
+
 test.concurrent("--dry-run prints the tasks.yaml and writes nothing", async () => {
   await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": read("numbered-lists.md") })
   const r = await flow(dir.path, ["generate", "--dry-run"])

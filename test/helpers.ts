@@ -15,7 +15,7 @@ export type Result = { code: number; stdout: string; stderr: string }
 
 /** Runs `flow <args>` in `cwd` and collects its output. */
 export async function flow(cwd: string, args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string } = {}): Promise<Result> {
-  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", TZ: "Etc/UTC", FLOW_PROJECT: undefined, ...opts.env }
+  const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", TZ: process.env.TZ, FLOW_PROJECT: undefined, ...opts.env }
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k]
   const proc = Bun.spawn([...flowArgv(), ...args], {
     cwd,

@@ -18,7 +18,7 @@ export type Connected = {
 export type Transport = "stdio" | "http"
 
 function env(extra: Record<string, string | undefined>): Record<string, string> {
-  const all: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", TZ: "Etc/UTC", FLOW_PROJECT: undefined, ...extra }
+  const all: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", TZ: process.env.TZ, FLOW_PROJECT: undefined, ...extra }
   return Object.fromEntries(Object.entries(all).filter((e): e is [string, string] => e[1] !== undefined))
 }
 

@@ -42,6 +42,14 @@ test.concurrent("it prints the address and a fresh token; requests without the t
     ])
     expect((await post(server.url, { authorization: `Bearer ${"0".repeat(64)}` })).status).toBe(401)
     expect((await post(server.url, { authorization: server.token })).status).toBe(401)
+    // The right token anywhere but the Authorization header (the inspector's other places) does not count.
+    for (const elsewhere of [post(`${server.url}?token=${server.token}`, {}), post(server.url, { "x-flow-token": server.token })]) {
+      const r = await elsewhere
+      expect([r.status, ((await r.json()) as { error: { message: string } }).error.message]).toEqual([
+        401,
+        "the token is taken only as 'Authorization: Bearer <token>', not in ?token= or x-flow-token",
+      ])
+    }
     // DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends its own Host.
     const rebound = await post(server.url, { ...good, host: `evil.example:${port}` })
     expect(rebound.status).toBe(403)

@@ -5,6 +5,7 @@ import { describe, expect, test } from "bun:test"
 import { McpError } from "@modelcontextprotocol/sdk/types.js"
 import { TASK_STATUSES } from "../lib/model/statuses"
 import { ID_PATTERN, STEP_ID_PATTERN } from "../lib/model/schema"
+import { MessageLimit, requestId } from "../lib/mcp/stdio"
 import { TOOLS } from "../lib/mcp/tools"
 import { NOTE_MAX_BYTES } from "../lib/store/note-limit"
 import { projectAt } from "../lib/cli/project"
@@ -263,7 +264,14 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     }
     // Arguments are checked against the schema of tasks.yaml before anything runs.
     expect(await callFails(client, "flow_done", { task_id: "stepped.1" })).toBe(
-      `error: invalid arguments to flow_done: task_id must be a task id (subtasks' too): lowercase letters and digits in words joined by '-', such as api-layer (was "stepped.1")\nhint: see the tool's inputSchema for its arguments`,
+      `error: invalid arguments to flow_done: task_id must be a task id (subtasks' too): lowercase letters and digits in words joined by '-', such as api-layer (was "stepped.1")\nhint: flow_done takes task_id, force; its inputSchema says what each must be`,
+    )
+    // An argument the tool does not take is refused, not dropped: a misspelt force must not mark anything done.
+    expect(await callFails(client, "flow_done", { task_id: "api", forse: true })).toBe(
+      "error: invalid arguments to flow_done: forse must be removed\nhint: flow_done takes task_id, force; its inputSchema says what each must be",
+    )
+    expect(await callFails(client, "flow_validate", { strict: true })).toBe(
+      "error: invalid arguments to flow_validate: strict must be removed\nhint: flow_validate takes no arguments",
     )
     expect(await callFails(client, "flow_list", { status: "doing" })).toStartWith("error: invalid arguments to flow_list: status must be ")
     expect(await callFails(client, "flow_note", { task_id: "api", text: "   " })).toStartWith(
@@ -273,10 +281,12 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     expect(await callFails(client, "flow_ask", { task_id: "api", text: "x", wait: true, timeout: "soon" })).toBe(
       "error: timeout: 'soon' is not a duration\nhint: write a positive whole number with a unit: 90s, 30m, 2h, 1d, or combined largest first, like 1h30m",
     )
-    // An unknown tool is the protocol's error, not a tool's.
+    // An unknown tool is the protocol's error, not a tool's; its words come once, after the client's one prefix.
     const unknown = await client.callTool({ name: "flow_merge", arguments: {} }).catch((e: unknown) => e)
     expect(unknown).toBeInstanceOf(McpError)
-    expect((unknown as McpError).message).toContain("no tool 'flow_merge'")
+    expect((unknown as McpError).message).toBe(`MCP error -32602: no tool 'flow_merge'; flow's tools: ${TOOLS.map((t) => t.name).join(", ")}`)
+    const resource = await client.readResource({ uri: "flow://nothing" }).catch((e: unknown) => e)
+    expect((resource as McpError).message).toStartWith("MCP error -32002: no resource 'flow://nothing'")
     await writesSettled(dir.path)
     expect(snapshot(dir.path)).toEqual(before)
 
@@ -378,26 +388,35 @@ test.concurrent("a budget question answered with flow_answer is refused and take
   dir.write("flow.yaml", "budget:\n  task: { usd: 5 }\n")
   {
     using db = await openState(projectAt(dir.path))
+    await db.events.append({ kind: "agent.usage", task_id: "api", agent: "claude-1", data: { type: "usage", costUsd: 5.2 } })
     await db.questions.ask({ task_id: "api", text: "task 'api' spent $5.20 of $5.00: ...", kind: "budget:usd" })
     await db.questions.ask({ task_id: "ui", text: "task 'ui' spent 80 minutes of 60: ...", kind: "budget:minutes" })
   }
   await using server = await connect("stdio", dir.path, { USER: "alice" })
   const { client } = server
+  await call(client, "flow_list") // the first read may add .flow/'s validation cache
   await writesSettled(dir.path)
   const before = snapshot(dir.path)
-  // Neither an amount nor 'block': the command's words (exit 2), and nothing written, through either.
-  for (const [id, text, example] of [
-    ["q-1", "lots", "5"],
-    ["q-1", "10 minutes", "5"],
-    ["q-2", "$5", "30"],
+  // Neither an amount of its unit nor 'block': the command's words (exit 2), and nothing written, through either.
+  for (const [id, text, example, words] of [
+    ["q-1", "lots", "5", "asks for more budget: answer with "],
+    ["q-1", "10 minutes", "5", 'asks for more dollars, and "10 minutes" is minutes: answer with '],
+    ["q-2", "$5", "30", 'asks for more minutes, and "$5" is dollars: answer with '],
   ] as const) {
     const said = await failsBoth(server, dir, ["flow_answer", { question_id: id, text }, ["answer", id, text]])
-    expect(said.message).toStartWith(`error: ${id} asks for more budget: answer with `)
+    expect(said.message).toStartWith(`error: ${id} ${words}`)
     expect(said).toMatchObject({
       cli: `for example: flow answer ${id} ${example}`,
       tool: `for example: \`flow_answer\` with question_id "${id}" and text "${example}"`,
     })
   }
+  // Too little to take the task back under its cap: refused, saying what clears it.
+  const short = await failsBoth(server, dir, ["flow_answer", { question_id: "q-1", text: "$0.10" }, ["answer", "q-1", "$0.10"]])
+  expect(short).toMatchObject({
+    message: "error: q-1: $0.10 more leaves task 'api' over its budget (it spent $5.20 of $5.10); more than $0.20 clears it",
+    cli: "for example: flow answer q-1 $1, or flow answer q-1 block to block the task",
+    tool: 'for example: `flow_answer` with question_id "q-1" and text "$1", or `flow_answer` with question_id "q-1" and text "block" to block the task',
+  })
   await writesSettled(dir.path)
   expect(snapshot(dir.path)).toEqual(before)
   expect(await call(client, "flow_answer", { question_id: "1", text: "$10" })).toMatchObject({ id: "q-1", kind: "budget:usd", answer: "$10" })
@@ -405,7 +424,7 @@ test.concurrent("a budget question answered with flow_answer is refused and take
   expect(await call(client, "flow_questions", { all: true })).toEqual((await cliJson(dir, ["questions", "--all"])) as Record<string, unknown>)
   // The answer is the grant: $5 from flow.yaml and $10 answered.
   const shown = await call(client, "flow_show", { task_id: "api" })
-  expect(shown.budget).toEqual({ usd: { spent: 0, cap: 15 } })
+  expect(shown.budget).toEqual({ usd: { spent: 5.2, cap: 15 } })
   expect(shown).toEqual((await cliJson(dir, ["show", "api"])) as Record<string, unknown>)
 })
 
@@ -418,6 +437,8 @@ test.concurrent("the input schemas come from the schema of tasks.yaml: the id pa
   expect(property("flow_step_done", "step_id").pattern).toBe(STEP_ID_PATTERN.source)
   expect([...(property("flow_list", "status").enum as string[])].sort()).toEqual([...TASK_STATUSES].sort())
   expect(tools.get("flow_done")!.inputSchema.required).toEqual(["task_id"])
+  // Every tool says it takes nothing but its own arguments.
+  expect([...tools.values()].filter((t) => t.inputSchema.additionalProperties !== false).map((t) => t.name)).toEqual([])
   expect(tools.get("flow_list")!.annotations).toMatchObject({ readOnlyHint: true })
   expect(tools.get("flow_done")!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false })
 })
@@ -454,6 +475,47 @@ test.concurrent("on stdio, nothing but protocol goes to stdout, and the server e
   const lines = stdout.trimEnd().split("\n")
   expect(lines).toHaveLength(1)
   expect(JSON.parse(lines[0]!)).toMatchObject({ jsonrpc: "2.0", id: 1, result: { protocolVersion: "2025-06-18", serverInfo: { name: "flow" } } })
+})
+
+test.concurrent("on stdio, a message over 10 MiB is answered with an error, as HTTP answers 413, and the server goes on", async () => {
+  await using dir = await project()
+  await using server = await connect("stdio", dir.path)
+  const before = dir.read("tasks.yaml")
+  // The SDK's client writes the id last, after the params: the error still reaches the call that sent it.
+  const big = await server.client.callTool({ name: "flow_note", arguments: { task_id: "api", text: "x".repeat(11 * 1024 * 1024) } }).catch((e: unknown) => e)
+  expect(big).toBeInstanceOf(McpError)
+  expect({ code: (big as McpError).code, message: (big as McpError).message }).toEqual({
+    code: -32000,
+    message: "MCP error -32000: Payload Too Large: a message on stdio must not exceed 10485760 bytes; it was dropped, and the server goes on",
+  })
+  expect(dir.read("tasks.yaml")).toBe(before)
+  expect(server.stderr()).toContain("flow mcp: Payload Too Large: a message on stdio must not exceed 10485760 bytes")
+  // Served on: the next calls are answered, one of a message just under the bound (its padding in _meta, so the
+  // answer stays small: the client has a bound of its own).
+  const padded = await server.client.callTool({ name: "flow_show", arguments: { task_id: "api" }, _meta: { padding: "y".repeat(10 * 1024 * 1024 - 300) } })
+  expect(padded.structuredContent).toMatchObject({ task: { id: "api" } })
+  expect(await call(server.client, "flow_note", { task_id: "api", text: "after" })).toMatchObject({ changes: [] })
+})
+
+test("the id of a dropped message is read from its first or last members only", () => {
+  const params = `"params":{"name":"flow_note","arguments":{"id":"not-this","text":"${"x".repeat(100)}"}}`
+  const line = (json: string) => [json.slice(0, 60), json.slice(-60)] as const
+  expect(requestId(...line(`{"method":"tools/call",${params},"jsonrpc":"2.0","id":7}`))).toBe(7)
+  expect(requestId(...line(`{"jsonrpc":"2.0","id":"req-1",${params}}\r`))).toBe("req-1")
+  expect(requestId(...line(`{"method":"notifications/x",${params},"jsonrpc":"2.0"}`))).toBeNull()
+  expect(requestId(...line(`{"method":"tools/call",${params}}`))).toBeNull()
+})
+
+test("a long line is passed on whole when it fits and dropped as it comes when it does not", async () => {
+  const dropped: (number | string | null)[] = []
+  const limit = new MessageLimit(20, (id) => dropped.push(id))
+  const out: string[] = []
+  limit.on("data", (chunk: Buffer) => out.push(chunk.toString()))
+  const ended = new Promise((resolve) => limit.on("end", resolve))
+  for (const piece of ['{"id":1}\n{"id":2,"a":"', "0123456789", '0123456789"}\n{"id":3}', "\n"]) limit.write(Buffer.from(piece))
+  limit.end()
+  await ended
+  expect({ out, dropped }).toEqual({ out: ['{"id":1}\n', '{"id":3}\n'], dropped: [2] })
 })
 
 test.concurrent("outside a project flow mcp fails at once, as every command does (exit 3)", async () => {

@@ -6,6 +6,9 @@ import { existsSync, readdirSync } from "node:fs"
 import { type } from "arktype"
 import { parseDuration } from "../lib/cli/duration"
 import { ErrorReport, QuestionsReport } from "../lib/model/json-shapes"
+import { projectAt } from "../lib/cli/project"
+import { budgetKind, budgetQuestion } from "../lib/run/budget"
+import { openState } from "../lib/state/state"
 import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
 const StrictReport = QuestionsReport.onDeepUndeclaredKey("reject")
@@ -252,4 +255,37 @@ test("parseDuration reads whole numbers with units, largest first, and rejects a
     90_000, 1_800_000, 7_200_000, 86_400_000, 5_400_000, 93_784_000,
   ])
   for (const bad of ["", "5", "5x", "30m1h", "1h 30m", "1h1h", "-1s", "1.5h"]) expect(() => parseDuration(bad, "--timeout")).toThrow("is not a duration")
+})
+
+test.concurrent("a budget question takes an amount of its unit that clears the task's cap: another unit, or too little, is refused saying what clears it", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml": tasksYaml([{ id: "api", title: "API", status: "in_progress", instructions: "x" }]),
+    "flow.yaml": "budget:\n  task: { tokens: 2000000 }\n",
+  })
+  // The state a run leaves at the cap: the turns' usage recorded, and the question it asks.
+  let id: string
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.events.append({ kind: "agent.usage", task_id: "api", agent: "claude-1", data: { type: "usage", inputTokens: 2_000_000, outputTokens: 100_000 } })
+    const reached = { unit: "tokens" as const, spent: 2_100_000, cap: 2_000_000 }
+    id = (await db.questions.ask({ task_id: "api", agent: null, text: budgetQuestion("api", reached), kind: budgetKind("tokens") })).id
+  }
+  expect(await flow(dir.path, ["answer", id, "5"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: ${id}: 5 tokens more leaves task 'api' over its budget (it used 2,100,000 of 2,000,005 tokens); more than 100,000 tokens clears it\nhint: for example: flow answer ${id} 200k, or flow answer ${id} block to block the task\n`,
+  })
+  expect(await flow(dir.path, ["answer", id, "$5"])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: `error: ${id} asks for more tokens, and "$5" is dollars: answer with the tokens to add (500000, 500k or 2M) or 'block'\nhint: for example: flow answer ${id} 500000\n`,
+  })
+  expect((await flow(dir.path, ["answer", id, "10m"])).stderr).toStartWith(`error: ${id} asks for more tokens, and "10m" is minutes:`)
+  // Nothing was recorded: the question is still pending, and the cap as it was.
+  expect((JSON.parse((await flow(dir.path, ["questions", "--json"])).stdout) as QuestionsReport).questions.map((q) => q.id)).toEqual([id])
+  expect(await flow(dir.path, ["answer", id, "500k"])).toEqual({ code: 0, stdout: `Answered ${id} (task api).\n`, stderr: "" })
+  expect((await flow(dir.path, ["show", "api"])).stdout).toContain("\nBudget: 2,100,000 of 2,500,000 tokens\n")
+  // Replacing the answer counts the task's cap without the answer it replaces.
+  expect((await flow(dir.path, ["answer", id, "50k", "--force"])).stderr).toContain("more than 100,000 tokens clears it")
+  expect((await flow(dir.path, ["answer", id, "150k", "--force"])).code).toBe(0)
 })

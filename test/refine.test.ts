@@ -15,6 +15,17 @@ const FINDING = "◆  This finding:"
 const fixture = (name: string) => readFileSync(join(ROOT, "test", "fixtures", "refine", name), "utf8")
 const StrictReport = RefineReport.onDeepUndeclaredKey("reject")
 
+/** fixtures/refine/PRD.md with every change its review suggests applied. */
+const APPLIED_PRD = () =>
+  fixture("PRD.md")
+    .replace("credit notes\n", "credit notes (target: <number and unit>)\n")
+    .replace("exports are fast\n", "exports are fast (target: <number and unit>)\n")
+    .replace("- finance signs", "- [ ] finance signs")
+    .replace("use?\n", "use?\n  - Answer: <who decides, by when>\n")
+    .concat("\n## Problem Statement\n<!-- The problem users have today, with evidence; not the solution. -->\n")
+    .concat("\n## Technical Constraints\n<!-- Must use, cannot use, integration points. -->\n")
+    .concat("\n## Out of Scope\n<!-- What this work will not do, each with the reason. -->\n")
+
 test.concurrent("without a terminal the PRD review is printed with its suggested changes, exit 0, nothing written", async () => {
   await using dir = await tempRepo({ "PRD.md": fixture("PRD.md") })
   const r = await flow(dir.path, ["refine", "prd"])
@@ -234,16 +245,7 @@ Wrote PRD.md: 7 changes; the previous version is in PRD.md.bak
 `,
   })
   expect(dir.read("PRD.md.bak")).toBe(fixture("PRD.md"))
-  expect(dir.read("PRD.md")).toBe(
-    fixture("PRD.md")
-      .replace("credit notes\n", "credit notes (target: <number and unit>)\n")
-      .replace("exports are fast\n", "exports are fast (target: <number and unit>)\n")
-      .replace("- finance signs", "- [ ] finance signs")
-      .replace("use?\n", "use?\n  - Answer: <who decides, by when>\n")
-      .concat("\n## Problem Statement\n<!-- The problem users have today, with evidence; not the solution. -->\n")
-      .concat("\n## Technical Constraints\n<!-- Must use, cannot use, integration points. -->\n")
-      .concat("\n## Out of Scope\n<!-- What this work will not do, each with the reason. -->\n"),
-  )
+  expect(dir.read("PRD.md")).toBe(APPLIED_PRD())
   // Now only findings a person must write are left: applying again changes nothing, and the review says what.
   expect((await flow(dir.path, ["refine", "prd", "--apply"])).stdout).toBe("PRD.md is unchanged: no finding has a suggested change\n")
   expect((await flow(dir.path, ["refine", "prd"])).stdout).toBe(`PRD.md: 6 findings
@@ -270,6 +272,20 @@ Run 'flow refine prd' in a terminal to accept, edit or skip each finding.
 `)
   await using plan = await tempRepo({ "PRD.md": "# x\n", "plan.md": fixture("plan.md") })
   expect((await flow(plan.path, ["refine", "--apply"])).stdout).toBe("plan.md is unchanged: no finding has a suggested change\n")
+})
+
+test.concurrent("--apply keeps a CRLF PRD.md's line endings and its byte order mark", async () => {
+  const crlf = (text: string) => `\uFEFF${text.replace(/\n/g, "\r\n")}`
+  const original = crlf(fixture("PRD.md"))
+  await using dir = await tempRepo({ "PRD.md": original })
+  const r = await flow(dir.path, ["refine", "prd", "--apply"])
+  expect({ code: r.code, stderr: r.stderr, last: r.stdout.split("\n").at(-2) }).toEqual({
+    code: 0,
+    stderr: "",
+    last: "Wrote PRD.md: 7 changes; the previous version is in PRD.md.bak",
+  })
+  expect(dir.read("PRD.md.bak")).toBe(original)
+  expect(dir.read("PRD.md")).toBe(crlf(APPLIED_PRD()))
 })
 
 test.concurrent("in a terminal, a CLI that takes no first prompt gets the prompt printed to paste", async () => {

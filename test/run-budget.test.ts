@@ -40,6 +40,15 @@ test.concurrent("past the ceiling of its minutes a turn is stopped at once, its 
   // What the script wrote before it was stopped is on each branch, and nothing was merged.
   expect(await git(dir.path, ["show", "flow/more:more.txt"])).toBe("work\n")
   expect(await git(dir.path, ["show", "flow/stop:stop.txt"])).toBe("work\n")
+  // The turn was stopped past 1.5 times its 2 s: one second more leaves it over its cap, and dollars are no minutes.
+  const tooLittle = await flow(dir.path, ["answer", more.id, "1s"])
+  expect({ code: tooLittle.code, stderr: tooLittle.stderr }).toEqual({
+    code: 2,
+    stderr: expect.stringMatching(
+      new RegExp(`^error: ${more.id}: 1s more leaves task 'more' over its budget \\(it ran \\ds of 3s\\); more than \\ds clears it\n`),
+    ),
+  })
+  expect((await flow(dir.path, ["answer", more.id, "$5"])).stderr).toStartWith(`error: ${more.id} asks for more minutes, and "$5" is dollars:`)
   expect((await flow(dir.path, ["answer", more.id, "1m"])).code).toBe(0)
   expect((await flow(dir.path, ["answer", stop.id, "block", "too slow"])).code).toBe(0)
   const end = await run.done()

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { startRegistry } from "./fixtures/npm-registry"
-import { flow, git, tasksYaml, tempRepo } from "./helpers"
+import { flow, git, ROOT, tasksYaml, tempRepo } from "./helpers"
 
 const PACKAGES = {
   "flow-fixture-pad": { "1.0.0": "module.exports = (s, n) => String(s).padStart(n, '.')\n" },
@@ -45,9 +45,14 @@ const MANAGERS: Manager[] = [
   },
 ]
 
+// pnpm is a devDependency (node_modules/.bin), so that a fresh clone runs this test too: a manager missing
+// here fails it, never skips it.
+const PATH = `${join(ROOT, "node_modules", ".bin")}:${process.env.PATH}`
+
 for (const m of MANAGERS) {
-  const installed = Bun.which(m.lock[0]) !== null && Bun.which("npm") !== null // npm packs the registry's packages
-  test.concurrent.skipIf(!installed)(`${m.name}: later worktrees install from the shared cache; only the first downloads`, async () => {
+  test.concurrent(`${m.name}: later worktrees install from the shared cache; only the first downloads`, async () => {
+    for (const tool of [m.lock[0], "npm"])
+      if (Bun.which(tool, { PATH }) === null) throw new Error(`${tool} is not installed: the test needs it (npm ci installs pnpm)`)
     using registry = startRegistry(PACKAGES)
     const shared = mkdtempSync(join(tmpdir(), `flow-${m.name}-cache-`))
     const own = mkdtempSync(join(tmpdir(), `flow-${m.name}-own-`))
@@ -61,14 +66,14 @@ for (const m of MANAGERS) {
         "tasks.yaml": tasksYaml(["a", "b", "c"].map((id) => ({ id, title: id, status: "todo", instructions: `\`\`\`sh\n${check}\n\`\`\`` }))),
       })
       // Not spawnSync: the registry answers from this process's event loop.
-      const locked = Bun.spawn(m.lock, { cwd: dir.path, env: { ...process.env, ...m.cacheEnv(own) }, stdout: "ignore", stderr: "pipe" })
+      const locked = Bun.spawn(m.lock, { cwd: dir.path, env: { ...process.env, PATH, ...m.cacheEnv(own) }, stdout: "ignore", stderr: "pipe" })
       const [code, stderr] = await Promise.all([locked.exited, new Response(locked.stderr).text()])
       expect({ code, stderr: code ? stderr : "" }).toEqual({ code: 0, stderr: "" })
       await git(dir.path, ["add", "-A"])
       await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "lockfile"])
       const before = registry.tarballs()
       // One agent: the worktrees are set up one after another, the first with the shared cache cold.
-      const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: m.cacheEnv(shared) })
+      const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: { PATH, ...m.cacheEnv(shared) } })
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
       expect(r.stdout.match(/: setup done after/g)).toHaveLength(3)
       expect(dir.read("out.txt")).toBe("...hello c\n")

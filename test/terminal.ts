@@ -12,7 +12,7 @@ export async function terminal(cwd: string, args: string[], env: Record<string, 
   }
   const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
   // CI=1 would make flow non-interactive; the pane stays after flow exits so its last screen can be read.
-  const command = `cd ${quote(cwd)} && env -u CI -u FLOW_PROJECT NO_COLOR=1 TZ=Etc/UTC ${Object.entries(env)
+  const command = `cd ${quote(cwd)} && env -u CI -u FLOW_PROJECT NO_COLOR=1 TZ=${quote(process.env.TZ ?? "Etc/UTC")} ${Object.entries(env)
     .map(([k, v]) => quote(`${k}=${v}`))
     .join(" ")} ${[...flowArgv(), ...args].map(quote).join(" ")}; echo "EXIT=$?"; sleep 600`
   tmux("new-session", "-d", "-s", "t", "-x", String(size.columns), "-y", String(size.rows), command)

@@ -321,6 +321,26 @@ test.concurrent("an answer needs the token and the same origin; then the questio
   expect((await flow(dir.path, ["questions"])).stdout).toBe("No pending questions.\n")
 })
 
+test.concurrent("an answer to a budget question that leaves its task over the cap is refused as flow answer refuses it, saying what clears it", async () => {
+  await using dir = await project()
+  dir.write("flow.yaml", "budget:\n  task: { minutes: 45 }\n")
+  const { post } = await serve(dir)
+  {
+    using db = await openState(projectAt(dir.path))
+    await db.events.append({ kind: "agent.exit", task_id: "api", agent: "claude-1", data: { code: 0, seconds: 47.5 * 60 } })
+    await db.questions.ask({ task_id: "api", text: "task 'api' ran 47m 30s of 45m: ...", kind: "budget:minutes" })
+  }
+  const refused = await post("/api/questions/q-1/answer", { answer: "2m" })
+  expect({ status: refused.status, body: await json(refused) }).toEqual({
+    status: 409,
+    body: {
+      error: "q-1: 2m more leaves task 'api' over its budget (it ran 47m 30s of 47m); more than 2m 30s clears it",
+      hint: "for example: flow answer q-1 3m, or flow answer q-1 block to block the task",
+    },
+  })
+  expect((await post("/api/questions/q-1/answer", { answer: "3m" })).status).toBe(200)
+})
+
 test.concurrent("a checkpoint is accepted or blocked from the page; other tasks and bad requests are refused", async () => {
   await using dir = await project()
   const { post } = await serve(dir)

@@ -1,7 +1,20 @@
 // flow view's page: the task graph (positions come from the server's elkjs layout), a details panel, and the
 // questions and checkpoints waiting for a person. Plain JS, no framework, nothing from the internet.
 // Every text from the project goes through esc() (or textContent) before it reaches the DOM.
-import { applyHighlights, buildFilters, centreAt, drawGraph, fit, openingView, renderCounts, setUpPanZoom, updateNodes, applyView } from "./graph.js"
+import {
+  applyHighlights,
+  applyView,
+  bandTitles,
+  buildFilters,
+  centreAt,
+  drawGraph,
+  fit,
+  openingView,
+  renderCounts,
+  setUpPanZoom,
+  updateNodes,
+  withBandTitles,
+} from "./graph.js"
 import { setUpMinimap } from "./minimap.js"
 import { onCardClick, renderDetails, renderInbox, renderQueue, select } from "./panel.js"
 import { $, actions, api, INSTANCE, state } from "./state.js"
@@ -53,10 +66,17 @@ async function load() {
   document.title = `flow view: ${report.project}`
   if (report.error) showBanner(`tasks.yaml cannot be read; showing the last valid version.\n${report.error}`, true)
   else hideBanner()
-  if (report.layout_key !== state.layoutKey) {
-    if (!state.layout) showProgress("Laying out the graph…")
-    state.layout = await api(`/api/layout/${encodeURIComponent(report.layout_key)}`)
-    state.layoutKey = report.layout_key
+  // A phase renamed (plan.md) can need another line for its band's title: drawn again as for a new layout.
+  const titles = state.rawLayout && state.layoutKey === report.layout_key ? bandTitles() : null
+  if (report.layout_key !== state.layoutKey || titles?.join("\n") !== state.bandTitles) {
+    if (report.layout_key !== state.layoutKey) {
+      if (!state.layout) showProgress("Laying out the graph…")
+      state.rawLayout = await api(`/api/layout/${encodeURIComponent(report.layout_key)}`)
+      state.layoutKey = report.layout_key
+    }
+    const now = bandTitles()
+    state.layout = withBandTitles(state.rawLayout, now)
+    state.bandTitles = now.join("\n")
     hideProgress()
     // Placed before drawing: measuring the canvas after 2,000 new nodes would force a full layout of them.
     if (!state.fitted) {

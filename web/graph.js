@@ -30,20 +30,32 @@ export function nodeMarkup(t, box) {
     t.steps.total ? `${t.steps.done}/${t.steps.total} steps` : "",
     t.agent_name ? `@${t.agent_name}` : "",
   ].filter(Boolean)
+  // The tooltip names the task whole: its id, shortened in the box when the box is too narrow for it, and its title.
   const head = `<g class="${classes}" data-id="${esc(t.id)}" transform="translate(${box.x},${box.y})"><title>${esc(`${t.id}: ${t.title} (${t.status})`)}</title><rect width="${box.width}" height="${box.height}"></rect>`
   if (parent) {
-    // One line: id, title, badges. The badges are placed first (the title can be read in the tooltip).
-    const free = box.width - 24 - (t.id.length + 2) * ID_PX
+    // One line: id, title, badges. The id takes at most 60% of it; then the badges are placed (the title can
+    // be read in the tooltip).
+    const line = box.width - 24
+    const id = shortId(t.id, Math.floor((line * 0.6) / ID_PX) - 2)
+    const free = line - (id.length + 2) * ID_PX
     const badge = fitBadges(badges, Math.floor((free - 8 * TITLE_PX) / BADGE_PX) - 2)
     const room = Math.max(4, Math.floor((free - (badge ? (width(badge) + 2) * BADGE_PX : 0)) / TITLE_PX))
-    return `${head}<rect class="bar" width="6" height="24" rx="3"></rect><text class="title" x="12" y="19"><tspan class="id">${esc(t.id)}</tspan>  ${esc(clip(t.title, room))}${badge ? `  <tspan class="badge">${esc(badge)}</tspan>` : ""}</text></g>`
+    return `${head}<rect class="bar" width="6" height="24" rx="3"></rect><text class="title" x="12" y="19"><tspan class="id">${esc(id)}</tspan>  ${esc(clip(t.title, room))}${badge ? `  <tspan class="badge">${esc(badge)}</tspan>` : ""}</text></g>`
   }
   const room = Math.max(8, Math.floor((box.width - 16) / TITLE_PX))
   const badge = fitBadges(badges, Math.floor((box.width - 20) / BADGE_PX))
   return (
-    `${head}<rect class="bar" width="6" height="${box.height}" rx="3"></rect><text class="id" x="12" y="14">${esc(t.id)}</text>` +
+    `${head}<rect class="bar" width="6" height="${box.height}" rx="3"></rect><text class="id" x="12" y="14">${esc(shortId(t.id, Math.floor((box.width - 20) / ID_PX)))}</text>` +
     `<text class="title" x="12" y="30">${esc(clip(t.title, room))}</text><text class="badge" x="12" y="43">${esc(badge)}</text></g>`
   )
+}
+
+/** An id of at most `chars` characters: its start and its end (where the ids of a series differ) around "…". */
+export function shortId(id, chars) {
+  if (id.length <= chars) return id
+  const keep = Math.max(2, chars - 1)
+  const head = Math.ceil(keep / 2)
+  return `${id.slice(0, head)}…${id.slice(id.length - (keep - head))}`
 }
 
 export function clip(text, chars) {
@@ -84,14 +96,71 @@ export function curve(a, b) {
   return `M${x1},${y1}C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`
 }
 
+// A band's title at the font of `.band text` (style.css), one line per BAND_LINE px, its first baseline
+// BAND_FIRST px below the band's top: the layout leaves room for one line above the boxes.
+const BAND_FONT = "600 22px"
+const BAND_LINE = 28
+const BAND_FIRST = 30
+
+/** The title of each band, as the report names its phase. */
+export function bandTitles() {
+  const titles = new Map(state.report.phases.map((p) => [p.phase, p.title]))
+  return state.rawLayout.phases.map((b) => `${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)
+}
+
+/**
+ * The server's layout with every band's title wrapped to the band's width (measured in its font, a word too
+ * long for a line broken where it must) and the boxes and arrows moved down by the lines the longest takes
+ * past the first: a phase's name is never cut, nor drawn over its boxes or into the next band.
+ */
+export function withBandTitles(layout, titles) {
+  const measure = document.createElement("canvas").getContext("2d")
+  measure.font = `${BAND_FONT} ${getComputedStyle(document.documentElement).fontFamily}`
+  const lines = layout.phases.map((b, i) => wrap(titles[i], b.width, (text) => measure.measureText(text).width))
+  const extra = (Math.max(1, ...lines.map((l) => l.length)) - 1) * BAND_LINE
+  const down = ([x, y]) => [x, y + extra]
+  return {
+    ...layout,
+    height: layout.height + extra,
+    phases: layout.phases.map((b, i) => ({ ...b, height: b.height + extra, lines: lines[i] })),
+    nodes: Object.fromEntries(Object.entries(layout.nodes).map(([id, n]) => [id, { ...n, y: n.y + extra }])),
+    edges: layout.edges.map((e) => ({ ...e, points: e.points.map(down) })),
+  }
+}
+
+/** `text` in lines no wider than `max`, broken between words, and inside a word only when it is wider alone. */
+function wrap(text, max, widthOf) {
+  const lines = []
+  let line = ""
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    const next = line ? `${line} ${word}` : word
+    if (widthOf(next) <= max) {
+      line = next
+      continue
+    }
+    if (line) lines.push(line)
+    line = ""
+    let rest = word
+    while (widthOf(rest) > max) {
+      let n = 1
+      while (n < rest.length && widthOf(rest.slice(0, n + 1)) <= max) n++
+      lines.push(rest.slice(0, n))
+      rest = rest.slice(n)
+    }
+    line = rest
+  }
+  if (line || lines.length === 0) lines.push(line)
+  return lines
+}
+
 export function drawGraph() {
   const { layout } = state
-  const titles = new Map(state.report.phases.map((p) => [p.phase, p.title]))
   $("bands").innerHTML = layout.phases
-    .map(
-      (b) =>
-        `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${b.x + 4}" y="${b.y + 30}">${esc(`${titles.get(b.phase) ?? "No phase"}${b.parts > 1 ? ` (part ${b.part} of ${b.parts})` : ""}`)}</text></g>`,
-    )
+    .map((b) => {
+      const x = b.x + 4
+      const lines = b.lines.map((l, i) => `<tspan x="${x}"${i > 0 ? ` dy="${BAND_LINE}"` : ""}>${esc(l)}</tspan>`).join("")
+      return `<g class="band"><rect x="${b.x - 10}" y="${b.y}" width="${b.width + 20}" height="${b.height}" rx="10"></rect><text x="${x}" y="${b.y + BAND_FIRST}">${lines}</text></g>`
+    })
     .join("")
   drawEdges()
   // Parents first, so their children are drawn on top of them.

@@ -15,8 +15,10 @@ export const actions = { select: (_id, _center) => {}, refresh: async () => {} }
 export const state = {
   tasks: new Map(), // id → GraphTask
   report: null,
-  layout: null,
+  layout: null, // the server's layout with room for the band titles (graph.js withBandTitles)
+  rawLayout: null, // the server's layout as it came
   layoutKey: null,
+  bandTitles: "", // the band titles the layout was last made room for
   selected: null,
   view: { x: 20, y: 20, k: 1 },
   canvas: { width: 0, height: 0 }, // the graph's area on screen, measured by applyView

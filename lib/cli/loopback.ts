@@ -3,9 +3,11 @@
 // 127.0.0.1, DNS rebinding, sends its own name), an Origin, when a browser sends one, must be this server's,
 // and the request must carry the server's token. Loopback is no boundary on a shared machine: every local
 // user can connect, so without the token another user reads every instruction and prompt (issue 21).
-// Notebook servers' rule: the address printed at start carries the token (`?token=`); a page opened from it
-// keeps it in a cookie named after the port (HttpOnly, SameSite=Strict), and scripts and MCP clients send it
-// as `Authorization: Bearer` or in `x-flow-token`. Plain functions of a web Request: nothing here knows Hono.
+// Notebook servers' rule for the inspector: the address printed at start carries the token (`?token=`); a page
+// opened from it keeps it in a cookie named after the port (HttpOnly, SameSite=Strict), and scripts send it as
+// `Authorization: Bearer` or in `x-flow-token`. MCP clients send it as `Authorization: Bearer` only, as the MCP
+// specification has them send a token: an address with the token in it ends up in logs and histories, and no
+// MCP client needs one. Plain functions of a web Request: nothing here knows Hono.
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Exit, FlowError } from "./errors"
 
@@ -19,7 +21,10 @@ export function loopbackHosts(port: number): string[] {
   return [`127.0.0.1:${port}`, `localhost:${port}`]
 }
 
-/** Why `req` is refused, or undefined when it may be served: wrong Host or Origin (403), a missing or wrong bearer token (401). */
+/**
+ * Why `req` is refused, or undefined when it may be served: wrong Host or Origin (403), a missing or wrong
+ * bearer token (401). The token counts only as `Authorization: Bearer` (`flow mcp --http`).
+ */
 export function refusal(req: Request, access: LocalAccess): Refusal | undefined {
   const hosts = loopbackHosts(access.port)
   const host = req.headers.get("host")
@@ -31,9 +36,16 @@ export function refusal(req: Request, access: LocalAccess): Refusal | undefined 
   }
   const origin = req.headers.get("origin")
   if (origin !== null && !hosts.some((h) => origin === `http://${h}`)) return { status: 403, message: `cross-origin request refused (origin ${origin})` }
-  const token = checkToken(access.token, req)
-  if (!token.allowed) return { status: 401, message: token.reason === "no token" ? "missing token: send 'Authorization: Bearer <token>'" : "wrong token" }
-  return undefined
+  const token = checkToken(access.token, req, { only: ["bearer"] })
+  if (token.allowed) return undefined
+  if (token.reason === "wrong token") return { status: 401, message: "wrong token" }
+  const elsewhere = queryToken(req.url) !== undefined || req.headers.get(TOKEN_HEADER) !== null
+  return {
+    status: 401,
+    message: elsewhere
+      ? `the token is taken only as 'Authorization: Bearer <token>', not in ?${TOKEN_PARAM}= or ${TOKEN_HEADER}`
+      : "missing token: send 'Authorization: Bearer <token>'",
+  }
 }
 
 /**
@@ -65,19 +77,19 @@ export type Access = { allowed: true; via: TokenSource } | { allowed: false; rea
 
 /**
  * Whether `req` carries `expected`: in the `?token=` query, the cookie `cookie` (when a name is given), an
- * `Authorization: Bearer` header or the x-flow-token header. Any one matching is enough; the comparison
- * takes the same time whatever the guess.
+ * `Authorization: Bearer` header or the x-flow-token header, or only in the places `only` names. Any one
+ * matching is enough; the comparison takes the same time whatever the guess.
  */
-export function checkToken(expected: string, req: Request, cookie?: string): Access {
+export function checkToken(expected: string, req: Request, opts: { cookie?: string; only?: readonly TokenSource[] } = {}): Access {
   const offered: [TokenSource, string | undefined][] = [
     ["query", queryToken(req.url)],
-    ["cookie", cookie ? cookieValue(req.headers.get("cookie"), cookie) : undefined],
+    ["cookie", opts.cookie ? cookieValue(req.headers.get("cookie"), opts.cookie) : undefined],
     ["bearer", /^Bearer\s+(\S+)\s*$/i.exec(req.headers.get("authorization") ?? "")?.[1]],
     ["header", req.headers.get(TOKEN_HEADER) ?? undefined],
   ]
   let any = false
   for (const [via, token] of offered) {
-    if (token === undefined || token === "") continue
+    if (token === undefined || token === "" || (opts.only && !opts.only.includes(via))) continue
     any = true
     if (sameToken(token, expected)) return { allowed: true, via }
   }

@@ -107,7 +107,7 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
       t.seconds === null ? "-" : formatDuration(t.seconds * 1000),
       t.step ? `step ${t.step.current}/${t.step.total}` : "",
       t.parked_until
-        ? [`parked until ${clockTime(new Date(t.parked_until))}`, c.yellow]
+        ? [`parked until ${clockTime(new Date(t.parked_until), new Date(Date.parse(r.at)))}`, c.yellow]
         : t.live === null
           ? ""
           : t.live

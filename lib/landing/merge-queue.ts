@@ -12,6 +12,7 @@ import { killPoint } from "../cli/kill-point"
 import type { MoveJournal } from "./merge-journal"
 import { timed } from "../cli/trace"
 import { runCheck, type Check, type CheckResult } from "./verify"
+import * as clock from "../cli/clock"
 
 export type Verdict =
   | { ok: true; commit: string; alreadyMerged: boolean }
@@ -290,7 +291,7 @@ export class MergeQueue {
     e.state = "checking"
     const ahead = this.entries.slice(0, this.entries.indexOf(e)).map((x) => x.taskId)
     this.emit(e, "checking", speculative ? `on top of ${ahead.join(", ")}` : undefined, undefined, ahead)
-    const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${Date.now().toString(36)}`)
+    const path = join(this.o.scratchDir, `${e.taskId}-${gen}-${clock.systemNow().toString(36)}`)
     const stop = AbortSignal.any([abort.signal, this.o.signal])
     void checkInScratch(this.o, e.taskId, e.merge!, path, check, stop, this.cleanups).then(
       ({ result, setup }) => {

@@ -5,10 +5,12 @@
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
+  type JSONRPCMessage,
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
@@ -59,6 +61,12 @@ const LISTED = TOOLS.map((t) => ({
   annotations: { title: t.title, readOnlyHint: t.readOnly, destructiveHint: false, idempotentHint: t.idempotent, openWorldHint: false },
 }))
 
+/** What a tool takes, for the hint of a call with wrong arguments. */
+function argumentsOf(name: string): string {
+  const names = Object.keys((LISTED.find((t) => t.name === name)?.inputSchema.properties as object | undefined) ?? {})
+  return names.length === 0 ? `${name} takes no arguments` : `${name} takes ${names.join(", ")}; its inputSchema says what each must be`
+}
+
 function jsonSchema(t: type.Any): { type: "object"; [key: string]: unknown } {
   const { $schema: _, ...schema } = t.toJsonSchema() as { type: "object"; $schema?: string }
   return schema
@@ -70,7 +78,7 @@ function jsonSchema(t: type.Any): { type: "object"; [key: string]: unknown } {
  */
 export function createServer(project: Project, env: Ctx["env"]): Server {
   const task = env.FLOW_TASK_ID
-  const server = new Server(
+  const server = new FlowServer(
     { name: "flow", title: "flow", version: VERSION },
     {
       capabilities: { tools: {}, resources: {} },
@@ -87,9 +95,7 @@ export function createServer(project: Project, env: Ctx["env"]): Server {
     const tool = BY_NAME.get(request.params.name)
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool '${request.params.name}'; flow's tools: ${TOOLS.map((t) => t.name).join(", ")}`)
     const args = tool.input(request.params.arguments ?? {})
-    if (args instanceof type.errors) {
-      return failed(new FlowError(`invalid arguments to ${tool.name}: ${args.summary}`, Exit.usage, "see the tool's inputSchema for its arguments"))
-    }
+    if (args instanceof type.errors) return failed(new FlowError(`invalid arguments to ${tool.name}: ${args.summary}`, Exit.usage, argumentsOf(tool.name)))
     const token = request.params._meta?.progressToken
     let ticks = 0
     const progress =
@@ -141,6 +147,25 @@ export function createServer(project: Project, env: Ctx["env"]): Server {
   })
 
   return server
+}
+
+/**
+ * The SDK's server, sending an error's message once. An McpError's message starts with `MCP error <code>: `
+ * and the client's McpError adds that again to what it receives, so a client would show `MCP error -32602:
+ * MCP error -32602: no tool ...`; errors leave with the prefix taken off, whoever threw them (flow or the SDK).
+ */
+class FlowServer extends Server {
+  override async connect(transport: Transport): Promise<void> {
+    const send = transport.send.bind(transport)
+    transport.send = (message, options) => send(withBareError(message), options)
+    await super.connect(transport)
+  }
+}
+
+function withBareError(message: JSONRPCMessage): JSONRPCMessage {
+  if (!("error" in message)) return message
+  const prefix = `MCP error ${message.error.code}: `
+  return message.error.message.startsWith(prefix) ? { ...message, error: { ...message.error, message: message.error.message.slice(prefix.length) } } : message
 }
 
 /** A failed call as MCP says to report one: a result with isError, carrying the CLI's message and its hint naming tools. */

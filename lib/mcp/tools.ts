@@ -45,10 +45,12 @@ export type Tool = {
   run: (c: ToolContext, args: never) => Promise<object>
 }
 
+// An argument a tool does not take is refused, not dropped: a client that misspells `force` must not get a
+// done without it. The published schema says so too (`additionalProperties: false`).
 function tool<const I extends type.Any<object>>(
   t: Omit<Tool, "input" | "run"> & { input: I; run: (c: ToolContext, args: I["infer"]) => Promise<object> },
 ): Tool {
-  return t as unknown as Tool
+  return { ...t, input: (t.input as unknown as type<object>).onUndeclaredKey("reject") } as unknown as Tool
 }
 
 // The pieces of tasks.yaml's schema the arguments are made of. A description becomes arktype's "expected"
@@ -153,7 +155,7 @@ export const TOOLS: readonly Tool[] = [
     name: "flow_answer",
     title: "Answer a question",
     description:
-      "Records the answer to a question an agent asked (flow answer); an agent waiting for it carries on. A question is answered once: force replaces an answer. A question flow asks when a task reaches its budget takes an amount to add (10, $10; tokens as 500k; minutes as 30m) or 'block'.",
+      "Records the answer to a question an agent asked (flow answer); an agent waiting for it carries on. A question is answered once: force replaces an answer. A question flow asks when a task reaches its budget takes an amount to add (10, $10; tokens as 500k or 2M; minutes as 30m) or 'block'; an amount of another unit, or one that leaves the task over its cap, is refused.",
     input: type({ question_id: type(/^(q-)?\d+$/).describe("a question id such as q-3 (or 3)"), text, "force?": "boolean" }),
     output: Question,
     readOnly: false,

@@ -56,7 +56,10 @@ export async function changeStatus(
       const applied = applyStatus(editor, id, to, now, { force: opts.force === true })
       // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.
       if (reason) editor.append({ taskId: id }, "ai_notes", `Blocked: ${reason}`)
-      const warnings = waiting.length > 0 ? [`${id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`] : []
+      const warnings = [
+        ...(waiting.length > 0 ? [`${id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`] : []),
+        ...(applied.warnings ?? []),
+      ]
       return { ...applied, warnings, task, report: writeReport(editor, id, applied.changes, [...warnings, ...applied.notes]) }
     },
     opts.fence,

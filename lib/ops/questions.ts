@@ -12,7 +12,8 @@ import { indexTasks } from "../model/task-index"
 import { openExistingState, openState } from "../state/state"
 import { openStore } from "../store/open"
 import { ago } from "../terminal/question-format"
-import { checkBudgetAnswer } from "../run/budget"
+import { answerCheck } from "../run/budget-answer"
+import * as clock from "../cli/clock"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */
 const POLL_MS = 100
@@ -63,7 +64,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
       hint`agents ask with ${quoted("ask", { task_id: "<task_id>", text: "<text>" })}`,
     )
   using open = db
-  const { before, after } = await open.questions.answer(id, text, by, { replace: force, accept: checkBudgetAnswer })
+  const { before, after } = await open.questions.answer(id, text, by, { replace: force, accept: await answerCheck(project, open, id) })
   if (!before) {
     const pending = (await open.questions.pending()).map((q) => q.id)
     const near = closest(id, pending)
@@ -79,7 +80,7 @@ export async function answerQuestion(project: Project, given: string, text: stri
   }
   if (!after) {
     throw new FlowError(
-      `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""} ${ago(before.answered_at!, Date.now())}: ${JSON.stringify(before.answer)}`,
+      `${id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""} ${ago(before.answered_at!, clock.now())}: ${JSON.stringify(before.answer)}`,
       undefined,
       hint`a waiting agent may have read that answer already; pass ${flag("force")} to replace it`,
     )

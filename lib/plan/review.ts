@@ -1,5 +1,6 @@
 // `flow refine`'s offline review of PRD.md and plan.md: findings, each with a suggested fix as a change of
 // lines that the person accepts, edits or skips. Pure: the command asks and writes.
+import { inFormOf } from "../store/line-ending"
 import { planToTasks } from "./generate"
 import { childrenOf, listItems, outline, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
 import { splitLines } from "./markdown-blocks"
@@ -224,12 +225,12 @@ export function reviewPlan(text: string): ReviewFinding[] {
   return sortFindings(out)
 }
 
-/** The text with the changes applied; changes are independent and refer to the original line numbers. */
+/** The text with the changes applied, in its own line ending and byte order mark; changes are independent and refer to the original line numbers. */
 export function applyChanges(text: string, changes: readonly Change[]): string {
   const lines = splitLines(text)
   const ordered = changes.map((c, i) => ({ c, i })).sort((a, b) => b.c.at - a.c.at || b.i - a.i)
   for (const { c } of ordered) lines.splice(c.at, c.remove, ...c.lines)
-  return `${lines.join("\n")}\n`
+  return inFormOf(text, `${lines.join("\n")}\n`)
 }
 
 /** Does a work item name a file, a path, a code identifier or a component? */

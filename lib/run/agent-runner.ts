@@ -11,6 +11,7 @@ import { runScript, shellBlocks } from "./script-agent"
 import { matchLimit, type UsageLimit } from "../agents/limits"
 import { promptTooLong } from "../agents/prompt-limit"
 import { type Pricing, TurnStream } from "./usage-meter"
+import * as clock from "../cli/clock"
 
 /**
  * `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line).
@@ -185,7 +186,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
 
 /** The limit a failed turn ended with: the stream's own report, with the reset its error text names if it gave none. */
 function limitOf(table: Parameters<typeof matchLimit>[0], reason: string | undefined, said: UsageLimit | undefined): UsageLimit | undefined {
-  const now = new Date()
+  const now = clock.nowDate()
   const text = reason === undefined ? undefined : matchLimit(table, reason, now)
   if (!said) return text
   return { ...said, message: reason ?? said.message, ...(said.resetsAt || !text?.resetsAt ? {} : { resetsAt: text.resetsAt }) }

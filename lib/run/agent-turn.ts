@@ -10,6 +10,7 @@ import { RUN_ID } from "./reaper"
 import { doneMark } from "./script-agent"
 import { turnLimit, waitingMs } from "./turn-limit"
 import type { WorkerTask } from "./worker-task"
+import * as clock from "../cli/clock"
 
 /**
  * A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms),
@@ -69,7 +70,7 @@ async function launch(t: WorkerTask, prompt: string, script: string, stepId?: st
   const limit = turnLimit(
     limitMs,
     watch.signal,
-    async (since) => waitingMs(await t.s.db.questions.forTask(t.taskId), since, Date.now()),
+    async (since) => waitingMs(await t.s.db.questions.forTask(t.taskId), since, clock.now()),
     () => t.s.bus.emit({ type: "notice", taskId: t.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
   )
   const turn = runTurn({

@@ -24,6 +24,7 @@ import {
 import type { Question } from "../model/json-shapes"
 import { sleepUnlessStopped } from "./stop-sleep"
 import { callVerb, flowCall } from "./prompt"
+import * as clock from "../cli/clock"
 
 /** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more; `tools` as in fixPrompt. */
 export function budgetNote(taskId: string, why: string, tools = false): string {
@@ -164,14 +165,14 @@ export class TaskBudget {
     parent.addEventListener("abort", abort, { once: true })
     if (parent.aborted) controller.abort()
     let why: string | undefined
-    const started = Date.now()
+    const started = clock.now()
     const { caps } = await this.state()
     if (Object.keys(caps).length === 0 && !this.s.budget?.agent && !this.s.budget?.run) {
       return { signal: controller.signal, stopped: () => undefined, clear: () => parent.removeEventListener("abort", abort) }
     }
     const check = async () => {
       if (why || controller.signal.aborted) return
-      const minutes = (Date.now() - started) / 60_000
+      const minutes = (clock.now() - started) / 60_000
       const spend = await this.meter.task(this.t.taskId)
       const over = reached({ ...spend, minutes: spend.minutes + minutes }, caps, this.ceiling)
       const shared = this.shared(this.ceiling, minutes)
@@ -188,7 +189,7 @@ export class TaskBudget {
     let timer: ReturnType<typeof setTimeout> | undefined
     const schedule = async () => {
       const spend = await this.meter.task(this.t.taskId)
-      const elapsed = (Date.now() - started) / 60_000
+      const elapsed = (clock.now() - started) / 60_000
       const left = [
         caps.minutes === undefined ? Infinity : caps.minutes * this.ceiling - spend.minutes - elapsed,
         this.s.budget?.agent?.minutes === undefined ? Infinity : this.s.budget.agent.minutes * this.ceiling - this.meter.agent(this.t.agent).minutes - elapsed,

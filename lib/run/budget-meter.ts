@@ -4,6 +4,7 @@
 import type { RunState, SpendRow } from "../state/run-state"
 import type { EventBus } from "./events"
 import { addSpend, NO_SPEND, type Spend } from "./budget"
+import * as clock from "../cli/clock"
 
 function fold(rows: readonly (SpendRow & { task_id: string })[]): Map<string, Spend> {
   const out = new Map<string, Spend>()
@@ -30,7 +31,7 @@ export async function taskSpend(db: RunState, taskId: string, before?: string): 
  * agent's, the time their turns ran (a turn still running is added by whoever watches it).
  */
 export class SpendMeter {
-  private readonly startedMs = Date.now()
+  private readonly startedMs = clock.now()
   private readonly since = new Date(this.startedMs).toISOString()
   private run: Spend = NO_SPEND
   private readonly tasks = new Map<string, Spend>()
@@ -78,7 +79,7 @@ export class SpendMeter {
 
   /** What the run spent, its minutes being its wall time so far. */
   total(): Spend {
-    return { ...this.run, minutes: (Date.now() - this.startedMs) / 60_000 }
+    return { ...this.run, minutes: (clock.now() - this.startedMs) / 60_000 }
   }
 
   /** Calls `listener` after every report; returns the unsubscribe. */

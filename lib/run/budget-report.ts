@@ -7,6 +7,7 @@ import { spendByTask, taskSpend } from "./budget-meter"
 import type { Project } from "../cli/project"
 import { agentKey, type RunState } from "../state/run-state"
 import { openExistingState } from "../state/state"
+import * as clock from "../cli/clock"
 
 /** Each capped unit with its spend; null when nothing is capped. */
 export function budgetReport(spend: Spend, caps: Limits): BudgetReport | null {
@@ -55,7 +56,7 @@ export async function taskBudget(
 export async function lastRunSpend(db: RunState, machine?: string): Promise<{ run: Spend; byAgent: Map<string, Spend> } | undefined> {
   const last = await db.spend.lastRun(machine)
   if (!last) return undefined
-  let run: Spend = { ...NO_SPEND, minutes: ((last.endedAt ? Date.parse(last.endedAt) : Date.now()) - Date.parse(last.startedAt)) / 60_000 }
+  let run: Spend = { ...NO_SPEND, minutes: ((last.endedAt ? Date.parse(last.endedAt) : clock.now()) - Date.parse(last.startedAt)) / 60_000 }
   const byAgent = new Map<string, Spend>()
   for (const r of last.rows) {
     const add = r.kind === "agent.exit" ? { minutes: (r.seconds ?? 0) / 60 } : { usd: r.cost ?? 0, tokens: r.tokens ?? 0 }
@@ -94,7 +95,7 @@ export type BudgetState = {
 
 export const NO_BUDGET_STATE: BudgetState = { spends: new Map(), grants: new Map(), parked: new Map() }
 
-export async function readBudgetState(db: RunState, config: BudgetConfig | undefined, now = Date.now()): Promise<BudgetState> {
+export async function readBudgetState(db: RunState, config: BudgetConfig | undefined, now = clock.now()): Promise<BudgetState> {
   const byTask = new Map<string, Question[]>()
   for (const q of await db.questions.all()) if (q.kind?.startsWith("budget:")) byTask.set(q.task_id, [...(byTask.get(q.task_id) ?? []), q])
   const parked = new Map<string, string>()
@@ -129,7 +130,7 @@ export async function readRunBudget(project: Project, config: BudgetConfig | und
 }
 
 /** When the agent a task waits for is parked until (ISO), if it is. */
-export async function parkedUntil(project: Project, taskId: string, now = Date.now()): Promise<string | null> {
+export async function parkedUntil(project: Project, taskId: string, now = clock.now()): Promise<string | null> {
   const db = await openExistingState(project)
   if (!db) return null
   using open = db

@@ -71,8 +71,9 @@ export function unitOf(question: Pick<Question, "kind">): Unit | undefined {
   return UNITS.includes(unit as Unit) ? (unit as Unit) : undefined
 }
 
-const EXAMPLE: Record<Unit, string> = { usd: "5 or $5", tokens: "500000 or 500k", minutes: "30 or 30m" }
+const EXAMPLE: Record<Unit, string> = { usd: "5 or $5", tokens: "500000, 500k or 2M", minutes: "30 or 30m" }
 const WHAT: Record<Unit, string> = { usd: "the dollars", tokens: "the tokens", minutes: "the minutes" }
+const NAME: Record<Unit, string> = { usd: "dollars", tokens: "tokens", minutes: "minutes" }
 
 /** The question flow asks when a task reaches a cap: what it spent, and the two answers it takes. */
 export function budgetQuestion(taskId: string, r: Reached): string {
@@ -82,39 +83,83 @@ export function budgetQuestion(taskId: string, r: Reached): string {
 /** What an answer to a budget question says: more of the unit, or block the task (with the person's reason, if any). */
 export type BudgetAnswer = { grant: number } | { block: string | undefined }
 
-/** The answer to a budget question about `unit`; undefined when it is neither an amount nor `block`. */
-export function parseBudgetAnswer(unit: Unit, text: string): BudgetAnswer | undefined {
-  const t = text.trim()
-  const block = /^block\b[\s:,-]*(.*)$/is.exec(t)
-  if (block) return { block: block[1].trim() || undefined }
-  if (unit === "usd") {
-    const m = /^\$?\s*(\d+(?:\.\d+)?)\s*(?:\$|usd|dollars?)?$/i.exec(t)
-    return m ? { grant: Number(m[1]) } : undefined
-  }
-  if (unit === "tokens") {
-    const m = /^(\d+(?:\.\d+)?)\s*([km])?(?:\s*tokens?)?$/i.exec(t.replaceAll(",", ""))
-    return m ? { grant: Math.round(Number(m[1]) * ({ k: 1e3, m: 1e6 }[m[2]?.toLowerCase() as "k" | "m"] ?? 1)) } : undefined
-  }
-  if (/^\d+(?:\.\d+)?$/.test(t)) return { grant: Number(t) }
+/**
+ * An amount as typed, with the unit it names: `$5`, `5 dollars`; `500k`, `2M`, `2m tokens`; `10m`, `1h30m`,
+ * `30 minutes`. A plain number names none: it is in the question's unit.
+ */
+function readAmount(text: string): { unit: Unit | undefined; n: number } | undefined {
+  const t = text.trim().replaceAll(",", "")
+  const num = String.raw`(\d+(?:\.\d+)?)`
+  let m = new RegExp(`^${num}$`).exec(t)
+  if (m) return { unit: undefined, n: Number(m[1]) }
+  m = new RegExp(String.raw`^\$\s*${num}$|^${num}\s*(?:\$|usd|dollars?)$`, "i").exec(t)
+  if (m) return { unit: "usd", n: Number(m[1] ?? m[2]) }
+  // `10m` is ten minutes, as every duration flow takes; millions of tokens are `M`, or `m` with the word tokens.
+  m = new RegExp(String.raw`^${num}\s*([km])?\s*tokens?$`, "i").exec(t) ?? new RegExp(String.raw`^${num}\s*([kKM])$`).exec(t)
+  if (m) return { unit: "tokens", n: Math.round(Number(m[1]) * (m[2] === undefined ? 1 : m[2].toLowerCase() === "k" ? 1e3 : 1e6)) }
+  m = new RegExp(String.raw`^${num}\s*(?:min|mins|minutes?)$`, "i").exec(t)
+  if (m) return { unit: "minutes", n: Number(m[1]) }
   try {
-    return { grant: parseDuration(t, "") / 60_000 }
+    return { unit: "minutes", n: parseDuration(t, "") / 60_000 }
   } catch {
     return undefined
   }
 }
 
+/** The answer to a budget question about `unit`; undefined when it is neither an amount of that unit nor `block`. */
+export function parseBudgetAnswer(unit: Unit, text: string): BudgetAnswer | undefined {
+  const block = /^block\b[\s:,-]*(.*)$/is.exec(text.trim())
+  if (block) return { block: block[1].trim() || undefined }
+  const a = readAmount(text)
+  // Answers taken before `m` meant minutes: `2m` to a token question granted two million tokens, and still does.
+  if (unit === "tokens" && a?.unit === "minutes" && /^\d+(?:\.\d+)?\s*m$/.test(text.trim())) return { grant: Math.round(Number.parseFloat(text) * 1e6) }
+  return a && (a.unit ?? unit) === unit ? { grant: a.n } : undefined
+}
+
+/** A task's spend and cap in one unit, the cap with what people granted (the question being answered aside). */
+export type BudgetLine = { taskId: string; spent: number; cap: number }
+
 /**
- * Refuses an answer a budget question cannot take, naming the two it can (a usage error: `flow answer` exits 2,
- * the run screen and the inspector say why and keep the text). Other questions take any text.
+ * Refuses an answer a budget question cannot take (a usage error: `flow answer` exits 2, the run screen and
+ * the inspector say why and keep the text): neither an amount of its unit nor `block`, or, given the task's
+ * `line`, an amount that leaves the task over its cap, saying what clears it. Other questions take any text.
  */
-export function checkBudgetAnswer(question: Pick<Question, "id" | "kind">, text: string): void {
+export function checkBudgetAnswer(question: Pick<Question, "id" | "kind">, text: string, line?: BudgetLine): void {
   const unit = unitOf(question)
-  if (unit === undefined || parseBudgetAnswer(unit, text) !== undefined) return
+  if (unit === undefined) return
+  const typed = readAmount(text)
+  const answer = typed?.unit !== undefined && typed.unit !== unit ? undefined : parseBudgetAnswer(unit, text)
+  if (answer === undefined) {
+    throw new FlowError(
+      typed?.unit
+        ? `${question.id} asks for more ${NAME[unit]}, and ${JSON.stringify(text)} is ${NAME[typed.unit]}: answer with ${WHAT[unit]} to add (${EXAMPLE[unit]}) or 'block'`
+        : `${question.id} asks for more budget: answer with ${WHAT[unit]} to add (${EXAMPLE[unit]}) or 'block' (was ${JSON.stringify(text)})`,
+      Exit.usage,
+      unit === "tokens" && typed?.unit === "minutes"
+        ? "an 'm' is minutes; millions of tokens are written 2M (or 2m tokens)"
+        : hint`for example: ${bare("answer", { question_id: question.id, text: EXAMPLE[unit].split(/,? or |, /)[0]! })}`,
+    )
+  }
+  if (!line || !("grant" in answer) || line.spent < line.cap + answer.grant) return
+  // Shown rounded up (a cent, a token, a second): every amount more than what is shown clears the cap.
+  const need = Math.ceil((line.spent - line.cap) * PER[unit] - 1e-9) / PER[unit]
   throw new FlowError(
-    `${question.id} asks for more budget: answer with ${WHAT[unit]} to add (${EXAMPLE[unit]}) or 'block' (was ${JSON.stringify(text)})`,
+    `${question.id}: ${amount(unit, answer.grant)} more leaves task '${line.taskId}' over its budget (it ${reachedText({ unit, spent: line.spent, cap: round(line.cap + answer.grant) })}); more than ${amount(unit, need)} clears it`,
     Exit.usage,
-    hint`for example: ${bare("answer", { question_id: question.id, text: EXAMPLE[unit].split(" or ")[0]! })}`,
+    hint`for example: ${bare("answer", { question_id: question.id, text: clearing(unit, need) })}, or ${bare("answer", { question_id: question.id, text: "block" })} to block the task`,
   )
+}
+
+/** The smallest step of a unit as amounts show it: a cent, a token, a second. */
+const PER: Record<Unit, number> = { usd: 100, tokens: 1, minutes: 60 }
+
+/** A round amount, as typed, just above `need`: `$3`, `200k`, `2M`, `5m`. */
+function clearing(unit: Unit, need: number): string {
+  if (unit === "usd") return `$${Math.floor(need) + 1}`
+  if (unit === "minutes") return formatDuration((Math.floor(need) + 1) * 60_000).replaceAll(" ", "")
+  const step = 10 ** Math.max(3, Math.floor(Math.log10(Math.max(need, 1))))
+  const n = (Math.floor(need / step) + 1) * step
+  return n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n % 1e3 === 0 ? `${n / 1e3}k` : String(n)
 }
 
 /** What people granted a task, per unit: the sum of the amounts answered to its budget questions. */

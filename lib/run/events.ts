@@ -2,6 +2,7 @@
 // to the same events, so what one shows the others can show too.
 import type { AgentEvent } from "../agents/types"
 import type { LandingEvent } from "../landing/merge-queue"
+import * as clock from "../cli/clock"
 
 /** A command flow.yaml runs in a task's worktree (docs/RUN.md, "Preparing worktrees"). */
 export type Hook = "setup" | "teardown"
@@ -62,7 +63,7 @@ export class EventBus {
   }
 
   emit(event: RunEvent): void {
-    const at = new Date()
+    const at = clock.nowDate()
     for (const listener of this.listeners) listener(event, at)
   }
 }

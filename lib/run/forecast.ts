@@ -2,7 +2,7 @@
 // tasks left to do, what each finished task spent, and an estimate of the rest with what it rests on.
 import type { Indexed } from "../model/task-index"
 import type { BudgetConfig } from "../store/config"
-import { amount, type Limits, NO_SPEND, type Spend, taskLimits, type Unit, UNITS } from "./budget"
+import { amount, DEFAULT_CEILING, type Limits, NO_SPEND, type Spend, taskLimits, type Unit, UNITS } from "./budget"
 
 export type Forecast = {
   /** tasks agents will still work on: not done, not blocked, not checkpoints or parents of subtasks */
@@ -21,7 +21,7 @@ const worked = (s: Spend | undefined): s is Spend => s !== undefined && (s.usd >
 /**
  * The forecast from the tasks and every task's spend so far (lib/run/budget-meter.ts spendByTask). The rest
  * is the mean spend of the finished tasks for each task to do (less what a started one spent already); with
- * none finished, the task budgets bound it; with neither, there is no estimate.
+ * none finished, each task is counted at its budget (said not to be a bound); with neither, there is no estimate.
  */
 export function forecast(index: Map<string, Indexed>, spent: Map<string, Spend>, budget: BudgetConfig | undefined): Forecast {
   const work = [...index.values()].map((e) => e.task).filter((t) => t.checkpoint !== true && !t.subtasks?.length)
@@ -44,9 +44,12 @@ export function forecast(index: Map<string, Indexed>, spent: Map<string, Spend>,
         rest[unit] = caps.reduce((sum, c, i) => sum + Math.max(0, c[unit]! - (spent.get(todo[i].id)?.[unit] ?? 0)), 0)
       }
     }
+    // Not a bound: a cap is checked before a turn and watched during one, so the last turn of a task can go
+    // past it (minutes until the ceiling stops it; dollars and tokens arrive when the CLI reports them).
+    const ceiling = budget?.ceiling ?? DEFAULT_CEILING
     basis =
       Object.keys(rest).length > 0
-        ? "at most: no task has finished yet, so each task to do is counted at its budget"
+        ? `no task has finished yet, so each task to do is counted at its budget; not a bound: a task's last turn can go past its budget (minutes up to about ${ceiling} times it, where the agent is stopped; dollars and tokens by what that turn spends before its CLI reports it), and answers to budget questions add more`
         : "no estimate: no task has finished yet and the tasks have no budget"
   }
   return { todo: todo.map((t) => t.id), finished, started, rest, basis }

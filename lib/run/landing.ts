@@ -17,6 +17,7 @@ import { worktreeHead } from "../landing/checkout-move"
 import { branchHeads, commitAll, dropBranch, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "../git/git"
 import { run } from "../cli/proc"
 import { killPoint } from "../cli/kill-point"
+import { isoSeconds } from "../cli/clock"
 import { indexTasks } from "../model/task-index"
 import { type LandingLock, landingLocks } from "../store/open"
 import type { Claim, Fence, TaskEdits } from "../store/store"
@@ -37,7 +38,6 @@ import { timed } from "../cli/trace"
 import type { Workspace } from "../git/workspace"
 
 export const AUTHOR = { name: "flow", email: "flow@localhost" }
-export const isoNow = () => new Date().toISOString().replace(/\.\d{3}Z$/, "Z")
 
 export type FixOutcome = "fixed" | "gave-up" | "stopped" | "failed"
 /**
@@ -156,7 +156,7 @@ export class Landing {
         `flow run: done ${taskId}`,
         (editor) => {
           if (empty) editor.append({ taskId }, "ai_notes", empty)
-          return applyStatus(editor, taskId, "done", isoNow(), { force: true }).changes
+          return applyStatus(editor, taskId, "done", isoSeconds(), { force: true }).changes
         },
         claim,
       ),
@@ -352,10 +352,11 @@ export async function blockTask(s: RunSettings, taskId: string, note: string, de
     `flow run: block ${taskId}`,
     (editor) => {
       editor.append({ taskId }, "ai_notes", note)
-      const changes = applyStatus(editor, taskId, "blocked", isoNow()).changes
+      const changes = applyStatus(editor, taskId, "blocked", isoSeconds()).changes
       if (demoteDependents) {
         for (const { task } of editor.tasks.values()) {
-          if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId)) changes.push(...applyStatus(editor, task.id, "todo", isoNow()).changes)
+          if (task.status === "ready_for_agent" && task.depends_on?.includes(taskId))
+            changes.push(...applyStatus(editor, task.id, "todo", isoSeconds()).changes)
         }
       }
       return changes

@@ -6,13 +6,13 @@ import type { RunEvent } from "./events"
 
 const MAX = 200
 
+/** The event as a log line, stamped with the local time it happened at; times it names are read against that moment. */
 export function logLine(event: RunEvent, at: Date): string | undefined {
-  const time = at.toISOString().slice(11, 19)
-  const line = describe(event)
-  return line === undefined ? undefined : `${time} ${line}`
+  const line = describe(event, at)
+  return line === undefined ? undefined : `${hms(at)} ${line}`
 }
 
-function describe(e: RunEvent): string | undefined {
+function describe(e: RunEvent, at: Date): string | undefined {
   switch (e.type) {
     case "run-start":
       return `run: ${e.tasks} task${e.tasks === 1 ? "" : "s"}, agents ${e.agents.join(", ")}, merging into ${e.target}`
@@ -71,7 +71,7 @@ function describe(e: RunEvent): string | undefined {
     case "budget-raised":
       return `${e.taskId}: ${e.question} answered: ${e.text}; its agent goes on in the same session`
     case "parked":
-      return `${e.taskId}: ${e.agent}'s usage limit is reached (${clip(e.reason)}): ${e.to ? `the task moves to ${e.to}` : `parked until ${clockTime(new Date(e.until))}${backoffNote(e)}, then resumed in the same session`}`
+      return `${e.taskId}: ${e.agent}'s usage limit is reached (${clip(e.reason)}): ${e.to ? `the task moves to ${e.to}` : `parked until ${clockTime(new Date(e.until), at)}${backoffNote(e)}, then resumed in the same session`}`
     case "waiting":
       return `run: ${e.reason}`
     case "notice":
@@ -98,9 +98,19 @@ export function agentLine(ev: AgentEvent): string | undefined {
   return undefined
 }
 
-/** `14:05`, or `Nov 26 14:05` when not today: when a parked agent goes on, as the run screen and `flow agents` say it. */
-export function clockTime(at: Date, now = new Date()): string {
-  const hm = `${String(at.getHours()).padStart(2, "0")}:${String(at.getMinutes()).padStart(2, "0")}`
+const two = (n: number) => String(n).padStart(2, "0")
+
+/** `14:05:09` in the person's time zone, as every time flow shows is (files keep UTC). */
+function hms(at: Date): string {
+  return `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`
+}
+
+/**
+ * `14:05`, or `Nov 26 14:05` when not on the day of `now`: when a parked agent goes on, as the run screen and
+ * `flow agents` say it. `now` is the caller's moment (an event's, a report's), never read here.
+ */
+export function clockTime(at: Date, now: Date): string {
+  const hm = `${two(at.getHours())}:${two(at.getMinutes())}`
   if (at.toDateString() === now.toDateString()) return hm
   return `${at.toLocaleString("en-US", { month: "short" })} ${at.getDate()} ${hm}`
 }

@@ -9,6 +9,7 @@ import { fallbacksOf } from "../store/fallback"
 import type { AgentRecord } from "../state/run-state"
 import type { EventBus } from "./events"
 import { callVerb, flowCall } from "./prompt"
+import * as clock from "../cli/clock"
 
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
 export type ParkedTask = { taskId: string; agent: string; cli: string; until: number; reason: string; fallbacks: string[] }
@@ -43,7 +44,7 @@ export class Parking {
   ) {}
 
   /** Agents an earlier run left parked (the state database's agents), each until its time. */
-  restore(records: readonly AgentRecord[], now = Date.now()): void {
+  restore(records: readonly AgentRecord[], now = clock.now()): void {
     for (const r of records) {
       const until = r.parked_until ? Date.parse(r.parked_until) : Number.NaN
       if (!(until > now) || !this.runAgents.some((a) => a.name === r.name)) continue
@@ -70,7 +71,7 @@ export class Parking {
    * when, the back-off when no reset was named (and which limit in a row it was), and the fallback agent the
    * task moves to, if any.
    */
-  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = Date.now()): { until: Date; backoff?: Backoff; to?: string } {
+  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = clock.now()): { until: Date; backoff?: Backoff; to?: string } {
     const streak = (this.streaks.get(taskId) ?? 0) + 1
     this.streaks.set(taskId, streak)
     const named = limit.resetsAt && limit.resetsAt.getTime() > now ? limit.resetsAt.getTime() : undefined
@@ -89,7 +90,7 @@ export class Parking {
     this.streaks.delete(taskId)
   }
 
-  isParked(agent: string, now = Date.now()): boolean {
+  isParked(agent: string, now = clock.now()): boolean {
     return (this.agents.get(agent) ?? 0) > now
   }
 
@@ -108,7 +109,7 @@ export class Parking {
    * (the same session), or a task parked by another agent that lists it as a fallback (a fresh session).
    * undefined when none; the task leaves the parking.
    */
-  takeFor(agent: AgentConfig, now = Date.now()): Handover | undefined {
+  takeFor(agent: AgentConfig, now = clock.now()): Handover | undefined {
     if (this.isParked(agent.name, now)) return undefined
     for (const p of this.tasks.values()) {
       if (p.agent === agent.name && p.until <= now) {
@@ -147,7 +148,7 @@ export class Parking {
         this.wakes.delete(until)
         this.wake()
       },
-      Math.max(0, until - Date.now()) + 50,
+      Math.max(0, until - clock.now()) + 50,
     )
     t.unref?.()
     this.wakes.set(until, t)

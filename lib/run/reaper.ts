@@ -23,9 +23,10 @@ import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { isGitProcess, processStartTime, statFields } from "../cli/pid"
 import { GIT_OWNER } from "../git/git"
 import type { RunState } from "../state/run-state"
+import * as clock from "../cli/clock"
 
 /** This run's id: every agent and check gets it as FLOW_RUN_ID (module comment). */
-export const RUN_ID = `${process.pid}-${Date.now()}`
+export const RUN_ID = `${process.pid}-${clock.systemNow()}`
 
 /** The process groups (field 5) that have a live member, from one scan of /proc. */
 function liveGroups(): Set<number> {
@@ -123,6 +124,6 @@ function orphanGitRunning(): boolean {
  */
 export async function awaitOrphanGit(timeoutMs = 30_000): Promise<void> {
   if (!existsSync("/proc/self/environ")) return
-  const end = Date.now() + timeoutMs
-  while (orphanGitRunning() && Date.now() < end) await Bun.sleep(50)
+  const end = clock.systemNow() + timeoutMs
+  while (orphanGitRunning() && clock.systemNow() < end) await Bun.sleep(50)
 }

@@ -5,6 +5,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSy
 import { join } from "node:path"
 import { runLockTarget, type Project } from "../cli/project"
 import { lockHolder } from "../store/lock"
+import * as clock from "../cli/clock"
 
 /** How many runs' logs are kept: the oldest go when a run starts. */
 export const KEEP_RUNS = 20
@@ -39,7 +40,7 @@ export type RunLog = RunLogFile & { write(line: string): void; close(): void }
  * remain with it. A log that cannot be written (a full disk, a read-only .flow) never stops the run: it
  * stops being written.
  */
-export function startRunLog(project: Project, now = new Date(), pid = process.pid): RunLog {
+export function startRunLog(project: Project, now = clock.nowDate(), pid = process.pid): RunLog {
   const dir = runLogDir(project)
   mkdirSync(dir, { recursive: true })
   for (const old of runLogs(project).slice(0, -(KEEP_RUNS - 1) || undefined)) rmSync(old.file, { force: true })

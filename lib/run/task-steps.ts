@@ -13,6 +13,7 @@ import { callVerb, currentStep, type FlowCall, flowCall, stepPrompt } from "./pr
 import { doneMark } from "./script-agent"
 import { sleepUnlessStopped } from "./stop-sleep"
 import type { WorkerTask } from "./worker-task"
+import * as clock from "../cli/clock"
 
 /** paused: the run's or the agent's budget is spent; parked: the agent's CLI reported a usage limit (both: left in progress) */
 export type Outcome = "finished" | "blocked" | "stopped" | "paused" | "parked"
@@ -175,6 +176,6 @@ async function blockTooLong(t: WorkerTask, turn: Turn): Promise<Outcome> {
 /** A limited turn of a fix waits for the reset where it is (or the run's stop: false). */
 async function waitOutLimit(t: WorkerTask, turn: Turn): Promise<boolean> {
   const until = parkAndSay({ parking: t.shared.parking, bus: t.s.bus, taskId: t.taskId, agent: t.agent, limit: turn.limit!, inPlace: true })
-  await sleepUnlessStopped(until.getTime() - Date.now(), t.s.signal)
+  await sleepUnlessStopped(until.getTime() - clock.now(), t.s.signal)
   return !t.s.signal.aborted
 }

@@ -6,6 +6,7 @@ import { TASK_STATUSES } from "../model/statuses"
 import type { RunEvent } from "./events"
 import { agentLine, clockTime, logLine } from "./log"
 import { sanitize } from "../terminal/screen"
+import * as clock from "../cli/clock"
 
 /** What the UI needs of tasks.yaml: each task's title, step ids and status. */
 export type TaskSnapshot = Map<string, { title: string; status: string; steps: string[] }>
@@ -161,7 +162,7 @@ export class RunView {
   }
 
   /** What an agent is doing now: a pending question about its task means it waits for a person. */
-  stateOf(pane: Pane, now = Date.now()): PaneState {
+  stateOf(pane: Pane, now = clock.now()): PaneState {
     const parked = this.parked.get(pane.agent)
     if (parked !== undefined && parked > now && !pane.taskId) return `parked until ${clockTime(new Date(parked), new Date(now))}`
     if (!pane.taskId) return "idle"

@@ -6,12 +6,11 @@ import type { Colours } from "../terminal/colour"
 import { formatDuration } from "../cli/duration"
 import { FlowError } from "../cli/errors"
 import type { Question } from "../model/json-shapes"
-import type { RunState } from "../state/run-state"
+import type { AnswerCheck, RunState } from "../state/run-state"
 import type { EventBus, RunEvent } from "./events"
 import { type Key, type Screen, textWidth, truncate } from "../terminal/screen"
 import { helpLines } from "./tui-help"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
-import { checkBudgetAnswer } from "./budget"
 
 export type TuiOptions = {
   bus: EventBus
@@ -22,6 +21,8 @@ export type TuiOptions = {
   agents: string[]
   /** who answers the questions typed here, recorded as `flow answer` records it */
   user: string
+  /** how an answer to a question is checked, as `flow answer` checks it (lib/run/budget-answer.ts) */
+  answerCheck: (id: string) => Promise<AnswerCheck>
   loadTasks: () => Promise<TaskSnapshot>
   /** the run's stop, the same as Ctrl-C outside the UI (a second call quits at once) */
   stop: () => void
@@ -104,7 +105,7 @@ export function startTui(o: TuiOptions): Tui {
 
   const answer = async (question: Question, text: string) => {
     try {
-      const { before, after } = await o.db.questions.answer(question.id, text, o.user, { accept: checkBudgetAnswer })
+      const { before, after } = await o.db.questions.answer(question.id, text, o.user, { accept: await o.answerCheck(question.id) })
       if (!before) flash(`no question '${question.id}' any more`)
       else if (!after) flash(`${question.id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}: ${JSON.stringify(before.answer)}`)
       else flash(`Answered ${question.id} (task ${question.task_id}).`)

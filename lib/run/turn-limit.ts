@@ -2,6 +2,7 @@
 // looping agent would otherwise hold its task, and its agent, forever. Time the task's questions waited for a
 // person does not count: an agent blocked in `flow ask --wait` is waiting for someone, not stuck.
 import type { Question } from "../model/json-shapes"
+import * as clock from "../cli/clock"
 
 export type TurnLimit = {
   /** the run's stop or the limit, whichever comes first: what the agent's process group is stopped by */
@@ -25,7 +26,7 @@ export function turnLimit(
 ): TurnLimit {
   if (limitMs === undefined) return { signal: parent, expired: () => false, clear: () => {} }
   const stop = new AbortController()
-  const started = Date.now()
+  const started = clock.now()
   let expired = false
   let cleared = false
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -33,7 +34,7 @@ export function turnLimit(
     // A database that cannot be read (a full disk) counts no waiting: the limit is kept.
     const paused = await pausedSince(started).catch(() => 0)
     if (cleared) return
-    const left = limitMs - (Date.now() - started - paused)
+    const left = limitMs - (clock.now() - started - paused)
     if (left > 0) {
       timer = setTimeout(check, Math.max(left, 1_000))
       return

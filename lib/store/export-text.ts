@@ -10,7 +10,7 @@
 // Every way is read back and compared with the graph before it is returned.
 import { type Document, isMap, isScalar, isSeq, type Node, parseDocument, stringify } from "yaml"
 import { indexTasks, type Task, type TaskFile } from "../model/task-index"
-import { lineEnding, withLineEnding } from "./line-ending"
+import { inFormOf } from "./line-ending"
 import { TasksEditor } from "./task-edit"
 
 /** The graph as tasks.yaml text, written onto `base` (module comment); without a base, rendered afresh. */
@@ -24,7 +24,7 @@ export function textOnto(base: string | undefined, data: TaskFile): string {
     if (laid !== undefined) return laid
   }
   const fresh = stringify(data, { lineWidth: 0 })
-  return base === undefined ? fresh : withLineEnding(fresh, lineEnding(base))
+  return base === undefined ? fresh : inFormOf(base, fresh)
 }
 
 function parseOrUndefined(text: string): unknown {
@@ -90,7 +90,7 @@ function layOnto(base: string, data: TaskFile): string | undefined {
   const doc = parseDocument(base)
   if (doc.errors.length > 0 || !isMap(doc.contents)) return undefined
   doc.contents = lay(doc, doc.contents, data) as typeof doc.contents
-  const text = withLineEnding(doc.toString({ lineWidth: 0, flowCollectionPadding: false }), lineEnding(base))
+  const text = inFormOf(base, doc.toString({ lineWidth: 0, flowCollectionPadding: false }))
   return Bun.deepEquals(parseOrUndefined(text), data, true) ? text : undefined
 }
 

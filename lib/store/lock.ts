@@ -12,6 +12,7 @@ import { basename } from "node:path"
 import { removeDeadTemps, tempName, writeAll, writeError } from "./atomic-write"
 import { FlowError } from "../cli/errors"
 import { bootId, isProcessStopped, isRecordedProcessGone, processCpuTicks, processStartTime } from "../cli/pid"
+import * as clock from "../cli/clock"
 
 type Owner = { pid: number; host: string; command: string; since: string; token: string; start?: string; boot?: string }
 
@@ -49,7 +50,7 @@ export async function acquire(file: string, { timeoutMs = 30_000, command = "flo
     pid: process.pid,
     host: hostname(),
     command,
-    since: new Date().toISOString(),
+    since: clock.nowDate().toISOString(),
     token: crypto.randomUUID(),
     start: processStartTime(process.pid),
     boot: bootId(),
@@ -287,7 +288,7 @@ function inspect(lockFile: string): Seen {
     const owner = JSON.parse(text) as Owner
     if (owner && typeof owner === "object" && Number.isSafeInteger(owner.pid) && typeof owner.token === "string") return { kind: "owner", owner }
   } catch {}
-  return { kind: "broken", ageMs: Date.now() - mtimeMs }
+  return { kind: "broken", ageMs: clock.systemNow() - mtimeMs }
 }
 
 function isGone(owner: Owner): boolean {
@@ -305,7 +306,7 @@ function takeOver(lockFile: string, stillStale: (now: Seen) => boolean): boolean
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw lockError(lockFile, e)
     // A rescuer that died inside these few lines leaves its guard behind: age tells.
     try {
-      if (Date.now() - statSync(guard).mtimeMs > 2_000) unlinkSync(guard)
+      if (clock.systemNow() - statSync(guard).mtimeMs > 2_000) unlinkSync(guard)
     } catch {}
     return false
   }

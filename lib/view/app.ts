@@ -20,7 +20,7 @@ import { readBudgetConfig } from "../store/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
 import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
-import { checkBudgetAnswer } from "../run/budget"
+import { answerCheck } from "../run/budget-answer"
 
 export type AppOptions = {
   model: ViewModel
@@ -63,7 +63,7 @@ export function createApp(opts: AppOptions): Hono {
     }
     // Every request, the page and its scripts included: the page holds the token for writes, and the
     // rest is the project's instructions and prompts (issue 21).
-    const access = checkToken(opts.token, c.req.raw, cookie)
+    const access = checkToken(opts.token, c.req.raw, { cookie })
     if (!access.allowed) return refuseAccess(c, access.reason, opts.port)
     await next()
     c.header("X-Content-Type-Options", "nosniff")
@@ -133,7 +133,7 @@ export function createApp(opts: AppOptions): Hono {
       const db = await openExistingState(model.project)
       if (!db) return c.json<ApiError>({ error: `no question '${id}': no question has been asked in this project` }, 404)
       using open = db
-      const { before, after } = await open.questions.answer(id, text, opts.user, { accept: checkBudgetAnswer })
+      const { before, after } = await open.questions.answer(id, text, opts.user, { accept: await answerCheck(model.project, open, id) })
       if (!before) return c.json<ApiError>({ error: `no question '${id}'` }, 404)
       if (!after)
         return c.json<ApiError>(

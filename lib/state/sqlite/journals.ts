@@ -14,11 +14,12 @@ import {
   mergeEntry,
   type RunState,
 } from "../run-state"
+import * as clock from "../../cli/clock"
 
 /** The database and StateDb's transactions (retried while busy). */
 export type Access = { db: Database; write<T>(fn: () => T): Promise<T>; retry<T>(fn: () => T): Promise<T> }
 
-const now = () => new Date().toISOString()
+const now = () => clock.nowDate().toISOString()
 
 export function mergesOf(a: Access): RunState["merges"] {
   return {

@@ -34,6 +34,7 @@ import { MIGRATIONS, SCHEMA_VERSION } from "./migrations"
 
 export { SCHEMA_VERSION }
 import { dumpRows, loadRows } from "./rows"
+import * as clock from "../../cli/clock"
 
 const BUSY_TIMEOUT_MS = 50
 
@@ -396,5 +397,5 @@ function isBusy(e: unknown): boolean {
 }
 
 function now(): string {
-  return new Date().toISOString()
+  return clock.nowDate().toISOString()
 }
