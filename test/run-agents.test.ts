@@ -1,7 +1,7 @@
 // `flow run` with agent CLIs: fake `claude` and `codex` scripts that speak the real stream formats, run the
 // flow commands their prompt names, ask questions, and exit without finishing.
 import { expect, test } from "bun:test"
-import { mkdirSync, readFileSync, symlinkSync } from "node:fs"
+import { chmodSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { background, flow, flowArgv, ROOT, tempRepo, type TempDir } from "./helpers"
 
@@ -219,4 +219,39 @@ test.concurrent("a prompt longer than the agent's CLI takes never starts it: the
   expect(notes?.at(-1)).toBe(
     `flow run: ${why}; shorten what the prompt holds ('flow prompt big' shows it: the task's instructions and notes, its dependencies' notes), or give the task an agent whose CLI takes it`,
   )
+})
+
+test.concurrent("copilot: a first launch that failed before it had a session leaves none to resume: the retry gets the whole task", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: fresh\n    title: Fresh\n    status: todo\n    instructions: Do it.\n" })
+  const bin = join(dir.path, ".test-bin")
+  mkdirSync(bin, { recursive: true })
+  // A copilot that dies at once the first time (as a broken install or a refused login does), saying nothing on
+  // stdout; then, as Copilot 1.0.102 does, reads its prompt from stdin and names its session in its result line.
+  dir.write(
+    ".test-bin/copilot",
+    `#!/usr/bin/env bun
+import { appendFileSync, existsSync } from "node:fs"
+if (process.argv[2] === "--version") { console.log("1.0.102"); process.exit(0) }
+const log = ${JSON.stringify(join(bin, "launches.jsonl"))}
+const first = !existsSync(log)
+const session = process.argv.find((a) => a.startsWith("--session-id="))?.slice(13)
+appendFileSync(log, JSON.stringify({ session, prompt: await Bun.stdin.text() }) + "\\n")
+if (first) { console.error("copilot: could not start"); process.exit(1) }
+Bun.spawnSync(["flow", "done", "fresh"], { stdout: "ignore" })
+console.log(JSON.stringify({ type: "result", sessionId: session, exitCode: 0 }))
+`,
+  )
+  chmodSync(join(bin, "copilot"), 0o755)
+  dir.write("flow.yaml", "agents:\n  - name: copilot-1\n    cli: copilot\n")
+  const r = await flow(dir.path, ["run", "--headless"], { env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}` } })
+  expect({ code: r.code, statuses: statuses(dir.read("tasks.yaml")) }).toEqual({ code: 0, statuses: { fresh: "done" } })
+  const [first, second] = readFileSync(join(bin, "launches.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { session: string; prompt: string })
+  expect(first.prompt).toContain("# Your task: fresh: Fresh")
+  // The retry is a new session, with the task and the reason for the retry, not the reminder alone.
+  expect(second.session).not.toBe(first.session)
+  expect(second.prompt).toStartWith(first.prompt)
+  expect(second.prompt).toContain("the agent exited (code 1) without 'flow done fresh' or 'flow block fresh'")
 })
