@@ -9,6 +9,7 @@ import { doctor } from "../lib/run/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
+import { DEFAULT_LIMIT_BACKOFF_MS } from "../lib/run/parking"
 import { recordRun } from "../lib/run/record"
 import { RUN_ID } from "../lib/run/reaper"
 import { startRunLog, type RunLog } from "../lib/run/run-log"
@@ -105,7 +106,19 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 /** The run settings that come from flow.yaml. */
 type ConfigSettings = Pick<
   RunSettings,
-  "retries" | "taskTimeoutMs" | "leaseMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
+  | "retries"
+  | "taskTimeoutMs"
+  | "leaseMs"
+  | "limitBackoffMs"
+  | "defaults"
+  | "publish"
+  | "verify"
+  | "fixAttempts"
+  | "queueDepth"
+  | "emptyDone"
+  | "prepare"
+  | "budget"
+  | "prices"
 >
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
@@ -117,6 +130,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     leaseMs: config.lease === undefined ? DEFAULT_LEASE_MS : parseDuration(config.lease, "flow.yaml: lease"),
+    limitBackoffMs: config.limit_backoff === undefined ? DEFAULT_LIMIT_BACKOFF_MS : parseDuration(config.limit_backoff, "flow.yaml: limit_backoff"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),

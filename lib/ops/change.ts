@@ -9,6 +9,7 @@ import { requireTask } from "../graph/task-lookup"
 import type { Task } from "../model/task-index"
 import type { WriteReport } from "../model/json-shapes"
 import { mergePending, pendingNote } from "../landing/merge-pending"
+import { checkNoteSize } from "../store/note-limit"
 import { openStore } from "../store/open"
 import type { Fence } from "../store/store"
 import {
@@ -41,6 +42,7 @@ export async function changeStatus(
 ): Promise<StatusChange> {
   const to = VERB_STATUS[verb]
   const reason = opts.reason?.trim()
+  if (reason) checkNoteSize(reason, "the reason")
   const store = await openStore(project)
   const result = await store.mutate(
     `flow ${verb} ${id}`,
@@ -75,6 +77,7 @@ export async function changeStatus(
 
 /** `flow note <id> <text>`: appends the text to the task's ai_notes. */
 export async function addNote(project: Project, id: string, text: string, fence?: Fence): Promise<WriteReport> {
+  checkNoteSize(text)
   const store = await openStore(project)
   return store.mutate(
     `flow note ${id}`,

@@ -61,7 +61,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const groups = new AgentGroups(s.db)
   const space = new SpaceWait(s.bus, s.signal, [s.project.dir, s.project.stateDir], () => wake.notify())
   const meter = new SpendMeter(s.bus, s.db)
-  const parking = new Parking(s.agents, () => wake.notify())
+  const parking = new Parking(s.agents, () => wake.notify(), s.limitBackoffMs)
   const shared: WorkerShared = {
     meter,
     parking,
