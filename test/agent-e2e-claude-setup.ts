@@ -16,7 +16,11 @@ export const claude: CliSetup = {
         CLAUDE_CODE_MAX_RETRIES: "1",
       },
     })
-    return {}
+    // CI's unit pass preloads libfaketime (a year ahead) into every process. Claude Code cannot open the
+    // semaphore libfaketime shares between processes and prints an error into its output, which flow rightly
+    // logs; so flow and Claude Code run on the real clock here (an empty LD_PRELOAD loads nothing). These
+    // tests are about the CLI, not the date.
+    return { LD_PRELOAD: "" }
   },
   authError: "Invalid API key · Fix external API key",
 }

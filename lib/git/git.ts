@@ -313,6 +313,15 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
   throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
 }
 
+/** The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any. */
+export async function mergeOnFirstParents(repo: string, tip: string, subject: string): Promise<string | undefined> {
+  const out = await git(repo, ["log", "--first-parent", "--merges", "--max-count=10000", "--format=%H %s", tip])
+  return out
+    .split("\n")
+    .find((l) => l.slice(l.indexOf(" ") + 1) === subject)
+    ?.split(" ")[0]
+}
+
 /** `dropped`: paths of flow's own files (keepOut) the branch changed, left as they are in `base` */
 export type MergeCommit = { ok: true; commit: string; tree: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
 

@@ -231,6 +231,8 @@ export class MergeQueue {
         })
       }
     }
+    // Its task lost to another run (the lead found its claim gone): said as such, not as a failure.
+    if (!verdict.ok && verdict.kind === "stopped") this.o.bus.emit({ type: "notice", taskId: w.taskId, text: verdict.reason })
     // Its own failure, said unless its check's was (a conflict, a refusal are said here).
     if (!verdict.ok && verdict.kind !== "stopped" && !w.seen.startsWith(`${r.gen}/failed/`))
       this.o.bus.emit({ type: "queue", taskId: w.taskId, target: this.o.target, state: "failed", position: 1, reason: verdict.reason })

@@ -11,7 +11,7 @@
 //
 // Every change is written in one transaction fenced by the lead's epoch: a lead that lapsed (its machine paused
 // or cut off) writes nothing, and its push, built on a target that has moved on since, is refused by the remote.
-import { isAncestor, makeMergeCommit, treeOf } from "../git/git"
+import { isAncestor, makeMergeCommit, mergeOnFirstParents, treeOf } from "../git/git"
 import { missingCommits } from "../git/remote-git"
 import { killPoint, stopPoint } from "../cli/kill-point"
 import type { QueueChange, QueueLead, QueueRow } from "../state/queue-rows"
@@ -21,11 +21,17 @@ import type { QueueOptions, Verdict } from "./queue-types"
 /** What a step did (`changed`: it wrote), and what it leaves for later: the head's move waits for the person (a change, an operation or a lock in the way). */
 export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean } }
 
-const stopped = (taskId: string): Verdict => ({
-  ok: false,
-  kind: "stopped",
-  reason: `this run no longer holds ${taskId} (another took it over): nothing of it was landed`,
-})
+/**
+ * Whether `r`'s run lost its claim of the task (a fleet's: its lease lapsed, and another run may have taken the
+ * task over): then a "stopped" verdict, said as what happened, with the other attempt's merge when the target at
+ * `tip` holds it. Not the candidate's failure: the task is another run's, and nothing of this attempt lands.
+ */
+async function lost(o: QueueOptions, r: QueueRow, tip: string): Promise<Extract<Verdict, { kind: "stopped" }> | undefined> {
+  if (!o.holds || r.attempt === null || (await o.holds({ taskId: r.task_id, attempt: r.attempt, run: r.run_id }))) return undefined
+  const merged = await mergeOnFirstParents(o.repo, tip, r.message)
+  const landed = merged ? `, and another run landed it: ${o.into.shown} has its merge (${merged.slice(0, 12)})` : ""
+  return { ok: false, kind: "stopped", reason: `this run no longer holds ${r.task_id} (its claim of attempt ${r.attempt} lapsed)${landed}; nothing of this attempt lands` }
+}
 
 /**
  * A lead's step on queue `o`: settles the head, builds the window, and writes what changed; `trees` caches
@@ -56,17 +62,18 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
       const r = line.shift()!
       leave(r, { ok: true, commit: r.merge!, alreadyMerged: r.merge === r.base }, "landed")
     }
-    // A head that failed on the target as it is now: its failure is its own.
+    // A head that failed on the target as it is now: its failure is its own (unless its task is another run's now).
     while (line[0]?.state === "failed" && line[0].base === tip) {
       const r = line.shift()!
-      leave(r, r.verdict as Verdict)
+      leave(r, (await lost(o, r, tip)) ?? (r.verdict as Verdict))
     }
     const batch: QueueRow[] = []
     for (const r of line) {
       if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
       // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
-      if (o.holds && r.attempt !== null && !(await o.holds({ taskId: r.task_id, attempt: r.attempt, run: r.run_id }))) {
-        leave(r, stopped(r.task_id))
+      const gone = await lost(o, r, tip)
+      if (gone) {
+        leave(r, gone)
         line = line.filter((x) => x !== r)
         break
       }
@@ -164,8 +171,9 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
     if (!m.ok && m.conflicts.length === 0) throw new Error(`could not merge ${r.branch} on ${on.slice(0, 12)}: ${m.reason}`)
     if (!m.ok) {
       if (i === 0) {
-        const verdict: Verdict = { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
-        changes.push({ id: r.id, gen: r.gen, state: "left", reason: m.reason, verdict })
+        // A task another run took over conflicts with its merge there: not this candidate's to fail.
+        const verdict = (await lost(o, r, on)) ?? ({ ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason } as const)
+        changes.push({ id: r.id, gen: r.gen, state: "left", reason: verdict.reason, verdict })
         continue
       }
       // It conflicts with a candidate ahead: it waits unbuilt until that one lands or leaves, and so does the rest.

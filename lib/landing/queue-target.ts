@@ -21,6 +21,8 @@ export interface QueueTarget {
   readonly key: string
   /** the target branch */
   readonly name: string
+  /** the target as a person names it: `main`, or `main of origin` (a shared remote's) */
+  readonly shown: string
   /** whether machines share it (a fleet's remote): merges are published, candidates' branches fetched */
   readonly shared: boolean
   /** the target's commit: a shared remote's as the lead recorded it (`cached`) unless `fresh` is asked; a local branch is read */
@@ -52,7 +54,10 @@ export class LocalTarget implements QueueTarget {
     private readonly moves: MoveJournal,
   ) {
     this.key = `${repo}\n${name}`
+    this.shown = name
   }
+
+  readonly shown: string
 
   async tip(): Promise<string> {
     const [tip] = await branchHeads(this.repo, this.name)
@@ -100,9 +105,11 @@ export class RemoteTarget implements QueueTarget {
     private readonly serial: <T>(fn: () => Promise<T>) => Promise<T>,
   ) {
     this.key = `${url}\n${name}`
+    this.shown = `${name} of ${remote}`
   }
 
   readonly key: string
+  readonly shown: string
 
   private get prefix(): string {
     return `refs/flow/queue/${this.project}/`
