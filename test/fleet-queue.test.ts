@@ -41,12 +41,18 @@ async function queueFleet(dbUrl: string, tasks: Record<string, unknown>[], flowY
   const machines = await Promise.all(
     names.map(async (name) => {
       const m = await f.clone(name)
-      appendFileSync(join(m.path, "flow.yaml"), `agents:\n${agents(name).map((a) => `  - {name: ${a}, cli: script}\n`).join("")}`)
+      appendFileSync(
+        join(m.path, "flow.yaml"),
+        `agents:\n${agents(name)
+          .map((a) => `  - {name: ${a}, cli: script}\n`)
+          .join("")}`,
+      )
       return {
         ...m,
         name,
         /** `flow run` on this machine, in a process group of its own (setsid), as on a machine of its own */
-        run: (args: string[] = [], env: Record<string, string> = {}) => background(m.path, ["run", "--headless", ...args], { ...m.env, SIGNALS: signals, ...env }, ["setsid"]),
+        run: (args: string[] = [], env: Record<string, string> = {}) =>
+          background(m.path, ["run", "--headless", ...args], { ...m.env, SIGNALS: signals, ...env }, ["setsid"]),
       }
     }),
   )
@@ -101,7 +107,12 @@ describe.skipIf(!HAVE_POSTGRES)("one merge queue for the fleet", () => {
   test("the checks of one window run on different machines at the same time", async () => {
     await using db = await freshDatabase()
     const ids = ["t1", "t2", "t3", "t4", "t5", "t6"]
-    await using q = await queueFleet(db.url, ids.map((id) => writes(id)), "", ["m1", "m2"])
+    await using q = await queueFleet(
+      db.url,
+      ids.map((id) => writes(id)),
+      "",
+      ["m1", "m2"],
+    )
     // Each check waits (up to 3 s) for a check on another machine to run beside it, and says so when one does.
     writeFileSync(
       join(q.signals, "hook.sh"),
@@ -159,7 +170,11 @@ rm -f "$SIGNALS/running/$FLOW_MACHINE.$FLOW_TASK_ID"
     )
     const [m1] = q.machines
     const runs = await workerThenCheckers(m1, q.machines.slice(1))
-    await until(() => existsSync(join(q.signals, "first", "machine")) && readFileSync(join(q.signals, "first", "machine"), "utf8").trim() !== "", runs, "the first check")
+    await until(
+      () => existsSync(join(q.signals, "first", "machine")) && readFileSync(join(q.signals, "first", "machine"), "utf8").trim() !== "",
+      runs,
+      "the first check",
+    )
     const paused = readFileSync(join(q.signals, "first", "machine"), "utf8").trim()
     const sleeper = runs[q.machines.findIndex((m) => m.name === paused)]
     process.kill(-sleeper.proc.pid, "SIGSTOP")
@@ -180,7 +195,12 @@ rm -f "$SIGNALS/running/$FLOW_MACHINE.$FLOW_TASK_ID"
   test("the remote's target pushed by a person mid-window: the window is built on it and checked again, never overwritten", async () => {
     await using db = await freshDatabase()
     const ids = ["t1", "t2", "t3", "t4"]
-    await using q = await queueFleet(db.url, ids.map((id) => writes(id)), "", ["m1", "m2"])
+    await using q = await queueFleet(
+      db.url,
+      ids.map((id) => writes(id)),
+      "",
+      ["m1", "m2"],
+    )
     const person = await q.f.clone("person")
     // The first check pushes a commit of the person's to the remote's main, then waits for a second candidate.
     writeFileSync(
@@ -233,7 +253,13 @@ fi
   test("a machine paused while it holds the head's push: another machine lands the window meanwhile, and the paused one's push lands nothing", async () => {
     await using db = await freshDatabase()
     const ids = ["t1", "t2", "t3", "t4"]
-    await using q = await queueFleet(db.url, ids.map((id) => writes(id)), "", ["m1", "m2"], (m) => [`${m}-1`])
+    await using q = await queueFleet(
+      db.url,
+      ids.map((id) => writes(id)),
+      "",
+      ["m1", "m2"],
+      (m) => [`${m}-1`],
+    )
     // The first process of either machine about to push the target stops itself there (a test hook).
     const once = join(q.signals, "stopped")
     const env = { FLOW_TEST_STOP_AT: "before-push", FLOW_TEST_STOP_ONCE: once }

@@ -30,7 +30,11 @@ async function lost(o: QueueOptions, r: QueueRow, tip: string): Promise<Extract<
   if (!o.holds || r.attempt === null || (await o.holds({ taskId: r.task_id, attempt: r.attempt, run: r.run_id }))) return undefined
   const merged = await mergeOnFirstParents(o.repo, tip, r.message)
   const landed = merged ? `, and another run landed it: ${o.into.shown} has its merge (${merged.slice(0, 12)})` : ""
-  return { ok: false, kind: "stopped", reason: `this run no longer holds ${r.task_id} (its claim of attempt ${r.attempt} lapsed)${landed}; nothing of this attempt lands` }
+  return {
+    ok: false,
+    kind: "stopped",
+    reason: `this run no longer holds ${r.task_id} (its claim of attempt ${r.attempt} lapsed)${landed}; nothing of this attempt lands`,
+  }
 }
 
 /**

@@ -104,8 +104,8 @@ export function queueOf(a: Access): QueueRows {
     renewLead: (lead: QueueLead, leaseMs: number) =>
       a.write(
         () =>
-          a.db.query("UPDATE queue_leads SET until = ? WHERE queue = ? AND run = ? AND epoch = ?").run(clock.now() + leaseMs, lead.queue, lead.run, lead.epoch).changes >
-          0,
+          a.db.query("UPDATE queue_leads SET until = ? WHERE queue = ? AND run = ? AND epoch = ?").run(clock.now() + leaseMs, lead.queue, lead.run, lead.epoch)
+            .changes > 0,
       ),
     freeRun: (run: string) =>
       a.write(() => {
