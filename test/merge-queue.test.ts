@@ -1,4 +1,4 @@
-// The verified merge queue end to end (docs/RUN.md, "The merge queue"): real repositories, the offline
+// The verified merge queue end to end (docs/RUN.md, "Merge queue"): real repositories, the offline
 // `script` agent, flow.yaml's `verify` check run on every merge before main moves, and the agent sent
 // back to fix a failed check or a conflict (its ```sh fix blocks).
 import { expect, test } from "bun:test"
