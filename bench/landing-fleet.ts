@@ -112,13 +112,13 @@ async function files(n: number, checkS: number, agents: number, failing?: number
 async function fleet(n: number, checkS: number, machines: number, agents: number, failing?: number): Promise<Outcome> {
   await using db = await freshDatabase()
   const root = mkdtempSync(join(tmpdir(), "flow-bench-lf-fleet-"))
+  const remote = join(root, "remote.git")
+  g(root, ["init", "-q", "--bare", "-b", "main", remote])
   const daemon = await gitDaemon(root).catch((e) => {
     rmSync(root, { recursive: true, force: true })
     throw e
   })
   try {
-    const remote = join(root, "remote.git")
-    g(root, ["init", "-q", "--bare", "-b", "main", remote])
     const first = join(root, "seed")
     seed(first, n, checkS, failing)
     const shared = Bun.spawnSync([FLOW, "share", db.url, "--project", "bench"], { cwd: first, env: benchEnv() })

@@ -76,6 +76,18 @@ async function queueFleet(dbUrl: string, tasks: Record<string, unknown>[], flowY
   }
 }
 
+const FOUR = ["t1", "t2", "t3", "t4"]
+
+/** Four tasks that each write their file, on two machines m1 and m2. */
+const fourOnTwo = (dbUrl: string, agents?: (m: string) => string[]) =>
+  queueFleet(
+    dbUrl,
+    FOUR.map((id) => writes(id)),
+    "",
+    ["m1", "m2"],
+    agents,
+  )
+
 type Run = ReturnType<typeof background>
 
 /** Waits until `cond`, failing with what each run said when all of them ended first, or after 2 minutes. */
@@ -194,13 +206,8 @@ rm -f "$SIGNALS/running/$FLOW_MACHINE.$FLOW_TASK_ID"
 
   test("the remote's target pushed by a person mid-window: the window is built on it and checked again, never overwritten", async () => {
     await using db = await freshDatabase()
-    const ids = ["t1", "t2", "t3", "t4"]
-    await using q = await queueFleet(
-      db.url,
-      ids.map((id) => writes(id)),
-      "",
-      ["m1", "m2"],
-    )
+    const ids = FOUR
+    await using q = await fourOnTwo(db.url)
     const person = await q.f.clone("person")
     // The first check pushes a commit of the person's to the remote's main, then waits for a second candidate.
     writeFileSync(
@@ -252,14 +259,8 @@ fi
 
   test("a machine paused while it holds the head's push: another machine lands the window meanwhile, and the paused one's push lands nothing", async () => {
     await using db = await freshDatabase()
-    const ids = ["t1", "t2", "t3", "t4"]
-    await using q = await queueFleet(
-      db.url,
-      ids.map((id) => writes(id)),
-      "",
-      ["m1", "m2"],
-      (m) => [`${m}-1`],
-    )
+    const ids = FOUR
+    await using q = await fourOnTwo(db.url, (m) => [`${m}-1`])
     // The first process of either machine about to push the target stops itself there (a test hook).
     const once = join(q.signals, "stopped")
     const env = { FLOW_TEST_STOP_AT: "before-push", FLOW_TEST_STOP_ONCE: once }
