@@ -4,7 +4,9 @@
 import { afterAll, expect, test } from "bun:test"
 import { Database } from "bun:sqlite"
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileSystemNow } from "../lib/cli/file-age"
 import type { QuestionsReport, ShowReport } from "../lib/model/json-shapes"
 import { CLAUDE_CLOCK, ensureAgentClis } from "./agent-clis/installed"
 import { until } from "./agent-e2e"
@@ -13,7 +15,8 @@ import { startModelServer } from "./fixtures/model-server/server"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const TIMEOUT = 300_000
-const server = startModelServer()
+// flow runs on the real clock in this file (CLAUDE_CLOCK): the server reads its reset times on that clock too.
+const server = startModelServer({}, { now: () => fileSystemNow(tmpdir()) })
 afterAll(() => server.stop())
 
 /** Claude Code's settings as its user writes them, pointing at the model server (one retry of a failed request). */
