@@ -73,6 +73,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (!choice.agent) {
     const skeleton = planSkeleton(prd)
     prdNotes.push(...skeleton.notes)
+    if (skeleton.text === undefined) {
+      // Nothing is written: a plan of placeholders would become tasks an agent "does".
+      const refusal = skeleton.notes.find((n) => n.severity === "error")!
+      if (!values.json) for (const n of skeleton.notes.filter((n) => n !== refusal)) ctx.stderr(formatNote(n, shown(prdFile), c))
+      throw new FlowError(refusal.message.replace("PRD.md", shown(prdFile)), Exit.failure, refusal.hint)
+    }
     keepBackup()
     writeFileAtomic(planFile, skeleton.text)
   } else {

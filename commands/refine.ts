@@ -12,14 +12,18 @@ import { filesUnder, refinePrompt } from "../lib/plan/plan-prompt"
 import { interactiveArgv, planningAgent, requireInstalled, type AgentChoice } from "../lib/plan/planning-agent"
 import { runAttached } from "../lib/cli/proc"
 import { findProject } from "../lib/cli/project"
-import { applyChanges, reviewPlan, reviewPrd, type Change, type ReviewFinding } from "../lib/plan/review"
+import { applyChanges, prdSectionMatches, renamed, reviewPlan, reviewPrd, type Change, type ReviewFinding, type SectionMatch } from "../lib/plan/review"
 
 export const meta = {
   usage: "flow refine [prd|plan] [--apply] [--agent <name>] [--no-agent] [--json]",
   description: `Improves PRD.md or plan.md (by default plan.md once it is not empty, else PRD.md). First an offline
-review: for the PRD, missing recommended sections, empty ones, requirements without a measurable number,
-success criteria that are not a checklist, open questions without an answer; for the plan, its shape as
-'flow generate' reads it, sections without work items, work items that name no file or component.
+review: for the PRD, missing recommended sections (headings people commonly write are taken for them:
+Non-Goals for Out of Scope, Success Metrics for Success Criteria, Core Features or User Stories for the
+requirements; the review says which it took), empty ones, requirements without a measurable number, success
+criteria that are not a checklist, open questions without an answer; for the plan, its shape as 'flow
+generate' reads it, sections without work items, work items that name no file or component, phases whose
+sections are all chained or each depend on the same several sections, and sections that may run at once
+and name the same files.
 On a terminal each finding is shown with its suggested fix, to accept, edit or skip; the accepted changes are
 written back and the previous file is kept as <file>.bak. Then, with an agent CLI in flow.yaml, the
 terminal is handed to that agent's own interactive session with a prompt to ask clarifying questions and
@@ -55,6 +59,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   }
   const text = readFileSync(file, "utf8")
   const findings = target === "PRD.md" ? reviewPrd(text) : reviewPlan(text)
+  // What the review took each of flow's sections to be, said where a heading has another name.
+  const sections = target === "PRD.md" ? prdSectionMatches(text) : undefined
+  const took = (sections ?? []).filter(renamed).map((m) => `${shown}:${m.line}: took '${m.heading}' for ${m.section}`)
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
   // Only the terminal session hands over; checked before the first question so no answer is lost to it.
   const handsOver = ctx.interactive && !values.json && !values.apply
@@ -76,7 +83,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       )
     }
     if (values.json) {
-      ctx.stdout(`${JSON.stringify(reportOf(file, changes), null, 2)}\n`)
+      ctx.stdout(`${JSON.stringify(reportOf(file, changes, sections), null, 2)}\n`)
       return Exit.ok
     }
     for (const f of changes) ctx.stdout(`applied: ${shown}${f.line ? `:${f.line}` : ""}: ${f.suggestion}\n`)
@@ -90,10 +97,11 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 
   if (values.json || !ctx.interactive) {
     if (values.json) {
-      ctx.stdout(`${JSON.stringify(reportOf(file, findings), null, 2)}\n`)
+      ctx.stdout(`${JSON.stringify(reportOf(file, findings, sections), null, 2)}\n`)
       return Exit.ok
     }
     const lines = text.replace(/\r\n?/g, "\n").split("\n")
+    for (const t of took) ctx.stdout(`${t}\n`)
     ctx.stdout(`${shown}: ${findings.length === 0 ? "no findings" : plural(findings.length, "finding")}\n`)
     for (const f of findings) ctx.stdout(`\n${describe(f, shown, lines, c)}`)
     ctx.stdout(
@@ -105,6 +113,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   // Interactive from here on: ctx.interactive means stdin and stdout are a terminal (a prompt would hang otherwise).
   const clack = await import("@clack/prompts")
   clack.intro(`flow refine ${shown}`)
+  if (took.length > 0) clack.log.info(took.join("\n"))
   const accepted: Change[] = []
   const lines = text.replace(/\r\n?/g, "\n").split("\n")
   if (findings.length === 0) clack.log.success("The offline review found nothing to change.")
@@ -166,9 +175,10 @@ async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice
   return Exit.ok
 }
 
-function reportOf(file: string, findings: readonly ReviewFinding[]): RefineReport {
+function reportOf(file: string, findings: readonly ReviewFinding[], sections: SectionMatch[] | undefined): RefineReport {
   return {
     file,
+    ...(sections ? { sections } : {}),
     findings: findings.map((f) => ({
       rule: f.rule,
       line: f.line ?? null,

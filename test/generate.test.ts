@@ -159,6 +159,13 @@ test.concurrent("--json reports the outcome in the GenerateReport shape", async 
     notes: [
       {
         severity: "warning",
+        line: 11,
+        message:
+          "the sections of phase 2 without a 'Depends on' line do not wait for phase 1: it ends in 2 sections (1.1 and 1.2) and has no checkpoint",
+        hint: "end phase 1 with a '(checkpoint)' section, the one gate phase 2 then waits for, or give the sections of phase 2 'Depends on:' lines ('Depends on: none' when they need nothing)",
+      },
+      {
+        severity: "warning",
         line: 13,
         message: "section 2.1 has the same id as an earlier section; it is 'tests-2'",
         hint: "give it its own title or an id: {#tests-<something>}",
@@ -357,7 +364,8 @@ test.concurrent("re-generating puts a ready task back to todo when the plan give
     ["done", "four"],
   ])
     expect((await flow(dir.path, args)).code).toBe(0)
-  dir.write("plan.md", v1.replace("## Phase 2", "### 1.2 Zero\n- z.ts\n\n## Phase 2"))
+  // Phase 1 still ends in one section, its gate: phase 2 waits for zero now.
+  dir.write("plan.md", v1.replace("## Phase 2", "### 1.2 Zero\nDepends on: 1.1\n- z.ts\n\n## Phase 2"))
   expect(await flow(dir.path, ["generate"])).toEqual({
     code: 0,
     stdout: `Wrote tasks.yaml: 5 tasks in 2 phases from plan.md
@@ -365,9 +373,9 @@ test.concurrent("re-generating puts a ready task back to todo when the plan give
   kept with their progress: one, two, three, four
   back to todo, a new dependency is not done: two
 `,
-    stderr: `plan.md:16: warning: 'three' is in_progress, but the plan now makes it depend on zero (todo), not done
+    stderr: `plan.md:17: warning: 'three' is in_progress, but the plan now makes it depend on zero (todo), not done
   hint: it keeps its status; 'flow todo three' makes it wait for them
-plan.md:19: warning: 'four' is done, but the plan now makes it depend on zero (todo), not done
+plan.md:20: warning: 'four' is done, but the plan now makes it depend on zero (todo), not done
   hint: check that its work still holds once they are done
 `,
   })

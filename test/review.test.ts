@@ -43,10 +43,10 @@ test("list items: bullets, numbers and checkboxes; wrapped text joined; nested l
 
 test("the skeleton's section titles drop requirement labels and keep the first clause", () => {
   const prd =
-    "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- `bin/x` prints the version. It is fast\n"
+    "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- R3: `bin/x` prints the version. It is fast\n"
   expect(
     planSkeleton(prd)
-      .text.split("\n")
+      .text!.split("\n")
       .filter((l) => l.startsWith("### ")),
   ).toEqual([
     "### 1.1 A user can log in with e-mail",
@@ -124,16 +124,20 @@ test("a plan without its title is told so at line 1", () => {
 test("requirements written as headings with prose under them are sections of the skeleton", () => {
   const prd =
     "# P\n\n## Requirements\n\n### Functional Requirements\n\n#### FR-1: Export\nA user exports a month as CSV in 2 s.\n\n#### FR-2: Import\nThe export reads back.\n"
-  expect(planSkeleton(prd).text.split("\n").slice(4, 13)).toEqual([
+  expect(planSkeleton(prd).text!.split("\n").slice(4, 17)).toEqual([
     "## Phase 1: Functional Requirements",
     "",
     "### 1.1 Export",
-    "- FR-1: Export",
-    "  A user exports a month as CSV in 2 s.",
+    "Depends on: none",
+    "FR-1: Export",
+    "",
+    "A user exports a month as CSV in 2 s.",
     "",
     "### 1.2 Import",
-    "- FR-2: Import",
-    "  The export reads back.",
+    "Depends on: none",
+    "FR-2: Import",
+    "",
+    "The export reads back.",
   ])
 })
 
@@ -151,7 +155,7 @@ test("headings inside a multi-line HTML comment of the PRD are not requirement g
   const prd = "# P\n\n## Requirements\n<!--\n### Example group\n- an example item\n-->\n- FR-1: export in 2 s\n"
   expect(
     planSkeleton(prd)
-      .text.split("\n")
+      .text!.split("\n")
       .filter((l) => l.startsWith("#")),
   ).toEqual([
     "# Implementation Plan",

@@ -6,6 +6,8 @@ import { currentBranch, repoRoot } from "../git/git"
 import { loadConfig } from "../store/config"
 import { openStore } from "../store/open"
 import { validateText } from "../store/validate"
+import { parallelism } from "../graph/parallelism"
+import type { TaskFile } from "../model/task-index"
 
 /**
  * The branch finished work merges into (flow.yaml's merge_target, else the project repository's current
@@ -33,8 +35,11 @@ export async function validateProject(project: Project, cwd = project.dir): Prom
   const { findings, taskCount } = await validateText(text, { targets: await mergeTargets(project.dir, text) })
   const errors = findings.filter((f) => f.severity === "error").length
   if (errors === 0) store.validated(text)
+  // Only a graph without errors has a shape to report: a cycle or a missing task would make the chains up.
+  const report: ValidateReport = { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings }
+  if (errors === 0) report.parallelism = parallelism((Bun.YAML.parse(text) as TaskFile).tasks)
   return {
-    report: { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings },
+    report,
     text,
     shown: store.shown(cwd),
   }

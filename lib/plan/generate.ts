@@ -3,6 +3,7 @@
 import { carryProgress, type Carried } from "./carry-progress"
 import { applyEnrichment, type Enrichment } from "./enrich"
 import { readBody, type PlanBody, type PlanRefs } from "./plan-body"
+import { defaultDependencies, type GateSection } from "./plan-gates"
 import { parsePlan, type ParsedPlan, type PlanChild, type PlanNote, type PlanSection } from "./plan-parse"
 import { closest, toKebab } from "../cli/suggest"
 import type { Step, Task, TaskFile } from "../model/task-index"
@@ -19,8 +20,12 @@ export type GeneratedTasks = {
 
 // The same shape lib/model/schema.ts checks; repeated here because importing the schema loads arktype.
 const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
-/** Generated ids stay short: they become branch and worktree names. */
-const MAX_ID = 40
+/** Generated ids stay short: they become branch and worktree names, and must fit a box in the inspector. */
+const MAX_ID = 24
+/** The limit before issue 34: an id of that rule already in tasks.yaml is kept, with its task's progress. */
+const LEGACY_MAX_ID = 40
+/** Words a long id drops first: the id stays readable with the words that carry the meaning. */
+const SMALL_WORDS = new Set(["a", "an", "the", "of", "and", "or", "to", "for", "with", "in", "on", "at", "by", "from", "its", "their", "into", "is", "be", "s"])
 
 export type Generation = GeneratedTasks &
   Omit<Carried, "warnings"> & {
@@ -36,7 +41,7 @@ export type Generation = GeneratedTasks &
  * `planName` is the plan file as notes and tasks.yaml's header name it.
  */
 export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment, planName = "plan.md"): Promise<Generation> {
-  const generated = planToTasks(parsePlan(planText, planName))
+  const generated = planToTasks(parsePlan(planText, planName), old ? idsOf(old.tasks) : undefined)
   const { warnings, ...carried } = carryProgress(generated.tasks, old, generated.lines)
   const notes = generated.notes
   notes.push(...warnings)
@@ -69,8 +74,11 @@ type Node = {
   steps: { child: PlanChild; body: PlanBody }[]
 }
 
-/** Tasks for every section of a parsed plan; errors in `notes` mean the tasks must not be written. */
-export function planToTasks(plan: ParsedPlan): GeneratedTasks {
+/**
+ * Tasks for every section of a parsed plan; errors in `notes` mean the tasks must not be written. `existing`:
+ * the ids of the tasks.yaml being replaced, whose ids made by an older rule are kept.
+ */
+export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): GeneratedTasks {
   const notes: PlanNote[] = [...plan.notes]
   const taken = new Set<string>()
   const roots: Node[] = plan.sections.map((section) => {
@@ -116,9 +124,15 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
   }
   for (const n of all) {
     if (n.id) continue
-    const base = shorten(toKebab(n.heading.title)) || `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
+    const kebab = toKebab(n.heading.title)
+    const legacy = cut(kebab, LEGACY_MAX_ID)
+    const base = kebab
+      ? existing?.has(legacy) && !taken.has(legacy)
+        ? legacy
+        : shorten(kebab, MAX_ID)
+      : `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
     let id = base
-    for (let k = 2; taken.has(id); k++) id = `${base}-${k}`
+    for (let k = 2; taken.has(id); k++) id = `${shorten(base, MAX_ID - String(k).length - 1)}-${k}`
     if (id !== base)
       notes.push({
         severity: "warning",
@@ -164,35 +178,24 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     return [...new Set(ids)]
   }
 
-  // Explicit dependencies first: the default for a task is the last tasks of the previous phase, which
-  // needs the explicit edges inside that phase.
   const explicit = new Map<Node, string[]>()
   for (const n of all) if (n.body.dependsOn) explicit.set(n, resolve(n.body.dependsOn, n.where))
-  const phaseOf = (n: Node) => (n.heading as PlanSection).phase
-  const phaseNumbers = [...new Set(roots.map(phaseOf).filter((p): p is number => p !== undefined))].sort((a, b) => a - b)
-  const lastOfPhase = new Map<number, string[]>()
-  for (const p of phaseNumbers) {
-    const inPhase = roots.filter((r) => phaseOf(r) === p)
-    const dependedOn = new Set(inPhase.flatMap((r) => explicit.get(r) ?? []))
-    lastOfPhase.set(
-      p,
-      inPhase.filter((r) => !dependedOn.has(r.id)).map((r) => r.id),
-    )
-  }
-
+  const gateSections: GateSection[] = roots.map((r) => {
+    const section = r.heading as PlanSection
+    return { id: r.id, phase: section.phase, checkpoint: section.checkpoint, line: section.line, where: r.where, ref: section.number ?? r.id }
+  })
+  const explicitById = new Map([...explicit].filter(([n]) => roots.includes(n)).map(([n, deps]) => [n.id, deps]))
+  const defaults = defaultDependencies(plan.phases, gateSections, explicitById, notes)
   const lines = new Map<string, number>()
   const build = (n: Node, top: boolean): Task => {
     lines.set(n.id, n.heading.line)
     const task: Task = { id: n.id, title: n.heading.title || n.id, status: "todo" }
-    const phase = top ? phaseOf(n) : undefined
+    const phase = top ? (n.heading as PlanSection).phase : undefined
     if (phase !== undefined) task.phase = phase
     if (n.heading.checkpoint) task.checkpoint = true
-    let deps = explicit.get(n)
-    if (!deps && top && phase !== undefined) {
-      const before = phaseNumbers.filter((p) => p < phase).at(-1)
-      deps = before === undefined ? [] : lastOfPhase.get(before)!
-    }
+    const deps = explicit.get(n) ?? (top ? defaults.get(n.id) : undefined)
     if (deps && deps.length > 0) task.depends_on = deps
+    if (n.body.files && n.body.files.files.length > 0) task.files = n.body.files.files
     if (n.body.validatedBy) {
       const [target] = resolve(n.body.validatedBy, n.where)
       if (target) task.validation_task_id = target
@@ -248,10 +251,32 @@ function byLine(a: PlanNote, b: PlanNote): number {
   return (a.line ?? 0) - (b.line ?? 0)
 }
 
-/** A kebab id cut at a dash to at most MAX_ID characters. */
-function shorten(id: string): string {
-  if (id.length <= MAX_ID) return id
-  const cut = id.slice(0, MAX_ID + 1)
-  const dash = cut.lastIndexOf("-")
-  return dash > 0 ? cut.slice(0, dash) : id.slice(0, MAX_ID)
+/**
+ * A kebab id of at most `max` characters: small words dropped from the end until it fits (the first word
+ * stays: "sign-in-with-a-card-number" is "sign-in-with-card-number"), then cut at a dash.
+ */
+function shorten(id: string, max: number): string {
+  const words = id.split("-")
+  for (let i = words.length - 1; i > 0 && words.join("-").length > max; i--) if (SMALL_WORDS.has(words[i])) words.splice(i, 1)
+  return cut(words.join("-"), max)
+}
+
+/** A kebab id cut at a dash to at most `max` characters. */
+function cut(id: string, max: number): string {
+  if (id.length <= max) return id
+  const head = id.slice(0, max + 1)
+  const dash = head.lastIndexOf("-")
+  return dash > 0 ? head.slice(0, dash) : id.slice(0, max)
+}
+
+/** Every id of a task file, subtasks included. */
+function idsOf(tasks: readonly Task[]): Set<string> {
+  const ids = new Set<string>()
+  const stack = [...tasks]
+  while (stack.length > 0) {
+    const t = stack.pop()!
+    ids.add(t.id)
+    stack.push(...(t.subtasks ?? []))
+  }
+  return ids
 }

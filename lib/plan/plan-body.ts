@@ -14,6 +14,8 @@ export type PlanBody = {
   acceptance: string[]
   dependsOn?: PlanRefs
   validatedBy?: PlanRefs
+  /** from `Files:`: the files and folders the work touches, as written */
+  files?: { files: string[]; line: number }
   notes: PlanNote[]
 }
 
@@ -25,7 +27,7 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
   const body: PlanBody = { instructions: "", acceptance: [], notes: [] }
   const kept: PlanLine[] = []
   // After a label, the list items that follow belong to it until a line that is not one.
-  let list: { kind: "acceptance" | "depends"; indent: number; items: number } | undefined
+  let list: { kind: "acceptance" | "depends" | "files"; indent: number; items: number } | undefined
   // A bare 'Depends on:' and where it is, until a list item gives it references.
   let bareDepends: number | undefined
   const blocks = trackBlocks()
@@ -47,6 +49,9 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
         body.dependsOn = { refs: [...(body.dependsOn?.refs ?? []), ...refs], line: line.n }
         list = rest ? undefined : { kind: "depends", indent, items: 0 }
         bareDepends = rest ? undefined : line.n
+      } else if (kind === "files") {
+        body.files = { files: [...(body.files?.files ?? []), ...splitFiles(rest)], line: line.n }
+        list = rest ? undefined : { kind: "files", indent, items: 0 }
       } else if (kind === "validated") {
         const refs = splitRefs(rest)
         if (refs.length !== 1) {
@@ -69,6 +74,7 @@ export function readBody(lines: readonly PlanLine[], where: string): PlanBody {
       const item = text.match(LIST_ITEM)
       if (item && item[1].length >= list.indent) {
         if (list.kind === "acceptance") body.acceptance.push(item[2].trim())
+        else if (list.kind === "files") body.files!.files.push(...splitFiles(item[2]))
         else {
           body.dependsOn!.refs.push(...splitRefs(item[2]))
           bareDepends = undefined
@@ -127,6 +133,16 @@ function splitRefs(text: string): string[] {
       .map((r) => r.match(/^(\d+\.\d+(?:\.\d+)?)\s/)?.[1] ?? r)
       .filter((r) => r !== "" && !NONE.test(r))
   )
+}
+
+/** "`src/a.ts`, lib/b/ (the store); docs/x.md" → ["src/a.ts", "lib/b/", "docs/x.md"]; "none" → []. */
+function splitFiles(text: string): string[] {
+  if (NONE.test(text.trim())) return []
+  return text
+    .replace(/\([^)]*\)/g, "")
+    .split(/\s*[,;]\s*/)
+    .map((f) => f.replace(/[`"'*]/g, "").replace(/[.]$/, "").trim())
+    .filter((f) => f !== "" && !NONE.test(f))
 }
 
 function indentOf(text: string): number {

@@ -2,10 +2,14 @@
 // lines that the person accepts, edits or skips. Pure: the command asks and writes.
 import { inFormOf } from "../store/line-ending"
 import { planToTasks } from "./generate"
-import { childrenOf, listItems, outline, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
+import { childrenOf, listItems, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
 import { splitLines } from "./markdown-blocks"
 import { labelOpensList, readLabel } from "./plan-labels"
-import { parsePlan, type PlanLine } from "./plan-parse"
+import { FLOW_SECTIONS, headingName, readPrd, REQUIREMENT_KINDS, SECTION_OF, sectionsOf, type FlowSection, type PrdDoc, type PrdHeading } from "./prd-sections"
+import { parsePlan, type ParsedPlan, type PlanLine } from "./plan-parse"
+import { readBody } from "./plan-body"
+import { filesOverlaps, phaseShapes } from "../graph/parallelism"
+import type { Task } from "../model/task-index"
 
 /** A change of lines: `remove` lines from index `at` (0-based) are replaced by `lines`. */
 export type Change = { at: number; remove: number; lines: string[] }
@@ -20,6 +24,9 @@ export type ReviewFinding = {
     | "section-without-items"
     | "item-without-file"
     | "plan-shape"
+    | "chained-phase"
+    | "all-to-all-phase"
+    | "files-overlap"
   line?: number
   message: string
   /** the fix, in words */
@@ -33,56 +40,90 @@ export type ReviewFinding = {
   edit?: { question: string; initial?: string; change: (text: string) => Change }
 }
 
-const PRD_SECTIONS: { title: string; guidance: string; parent?: string }[] = [
-  { title: "Overview", guidance: "One short paragraph: what this is, who it is for, and why it matters now." },
-  { title: "Problem Statement", guidance: "The problem users have today, with evidence; not the solution." },
-  { title: "Requirements", guidance: "Functional and non-functional requirements." },
-  { title: "Functional Requirements", guidance: "FR-1: ... each specific, measurable and independent.", parent: "Requirements" },
-  { title: "Non-Functional Requirements", guidance: "NFR-1: ... performance, security, reliability targets, each with a number.", parent: "Requirements" },
-  { title: "Technical Constraints", guidance: "Must use, cannot use, integration points." },
-  { title: "Success Criteria", guidance: "- [ ] a checklist a reviewer can tick" },
-  { title: "Out of Scope", guidance: "What this work will not do, each with the reason." },
-  { title: "Open Questions", guidance: "Each question with an owner; the answer under it when decided." },
-]
+const GUIDANCE: Record<FlowSection, string> = {
+  Overview: "One short paragraph: what this is, who it is for, and why it matters now.",
+  "Problem Statement": "The problem users have today, with evidence; not the solution.",
+  Requirements: "Functional and non-functional requirements.",
+  "Functional Requirements": "FR-1: ... each specific, measurable and independent.",
+  "Non-Functional Requirements": "NFR-1: ... performance, security, reliability targets, each with a number.",
+  "Technical Constraints": "Must use, cannot use, integration points.",
+  "Success Criteria": "- [ ] a checklist a reviewer can tick",
+  "Out of Scope": "What this work will not do, each with the reason.",
+  "Open Questions": "Each question with an owner; the answer under it when decided.",
+}
+const GROUPS: readonly FlowSection[] = ["Functional Requirements", "Non-Functional Requirements"]
+
+/** The heading PRD.md has for each of flow's recommended sections, as `flow refine` reports it. */
+export type SectionMatch = { section: FlowSection; heading: string; line: number }
+
+/** Which heading of the PRD is taken for each of flow's sections (the first of its kinds), in flow's order. */
+export function prdSectionMatches(text: string): SectionMatch[] {
+  return sectionMatches(readPrd(text)).map(({ section, heading }) => ({ section, heading: heading.title, line: heading.line }))
+}
+
+/** Whether a match is a heading under another name than flow's ("Non-Goals" for Out of Scope): worth saying. */
+export function renamed(match: SectionMatch): boolean {
+  const plain = (t: string) => headingName(t).toLowerCase().replace(/[^a-z]+/g, " ").trim()
+  return plain(match.heading) !== plain(match.section)
+}
+
+function sectionMatches(prd: PrdDoc): { section: FlowSection; heading: PrdHeading }[] {
+  const out: { section: FlowSection; heading: PrdHeading }[] = []
+  for (const section of FLOW_SECTIONS) {
+    const heading =
+      section === "Requirements"
+        ? // Requirements is there when any requirement section is ("## Core Features" or "## User Stories").
+          (sectionsOf(prd, "requirements")[0] ?? prd.headings.find((h) => h.top && h.kind !== undefined && REQUIREMENT_KINDS.has(h.kind)))
+        : prd.headings.find((h) => h.top && h.kind !== undefined && SECTION_OF[h.kind] === section)
+    if (heading) out.push({ section, heading })
+  }
+  return out
+}
 
 const ANSWERED = /\b(?:answer(?:ed)?|decided|decision|resolved|resolution)\b\s*[:=-]|(?:^|\s)(?:A:|→|=>)/i
 const NUMBER = /\d/
+// "- Priority: high" under a requirement is about the requirement, not one more of them.
+const METADATA = /^(?:\*\*|__)?(?:priority|dependencies|depends on|requires|owner|status|verification|source|rationale|risk|notes?|files?)(?:\*\*|__)?\s*:/i
 const TARGET_PLACEHOLDER = "(target: <number and unit>)"
 const ANSWER_PLACEHOLDER = "<who decides, by when>"
 
 /** Findings for the text of PRD.md, in line order (missing sections last). */
 export function reviewPrd(text: string): ReviewFinding[] {
   const lines = splitLines(text)
-  const doc = outline(text)
+  const prd = readPrd(text)
+  const doc = prd.doc
   const out: ReviewFinding[] = []
-  const find = (title: string, level: number) => doc.headings.find((h) => h.level === level && normal(h.title).startsWith(normal(title)))
-  const requirements = find("Requirements", 2)
-  for (const section of PRD_SECTIONS) {
-    const level = section.parent ? 3 : 2
-    const heading = find(section.title, level) ?? (section.parent ? undefined : find(section.title, 3))
+  const found = new Map(sectionMatches(prd).map((m) => [m.section, m.heading]))
+  // The generic "## Requirements" heading, where missing requirement groups go.
+  const requirements = sectionsOf(prd, "requirements").find((h) => h.level === prd.chapter) ?? sectionsOf(prd, "requirements")[0]
+  const seen = new Set<PrdHeading>()
+  for (const section of FLOW_SECTIONS) {
+    const heading = found.get(section)
+    const group = GROUPS.includes(section)
     if (!heading) {
-      if (section.parent && !requirements) continue // reported with its parent
-      const at = section.parent ? endOf(doc, requirements!, lines.length) : lines.length
+      if (group && !found.has("Requirements")) continue // reported with Requirements
+      const level = group && requirements ? requirements.level + 1 : prd.chapter
+      const at = group && requirements ? endOf(doc, requirements, lines.length) : lines.length
       const hashes = "#".repeat(level)
       // A missing Requirements section comes with its two groups, which are reported with it.
-      const groups =
-        section.title === "Requirements"
-          ? PRD_SECTIONS.filter((g) => g.parent === "Requirements").flatMap((g) => ["", `### ${g.title}`, `<!-- ${g.guidance} -->`])
-          : []
+      const groups = section === "Requirements" ? GROUPS.flatMap((g) => ["", `${"#".repeat(level + 1)} ${g}`, `<!-- ${GUIDANCE[g]} -->`]) : []
       // Inserted before a heading, the new section needs a blank line of its own below it.
       const after = at < lines.length ? [""] : []
       out.push({
         rule: "missing-section",
-        message: `the recommended section '${section.title}' is missing`,
-        suggestion: `add '${hashes} ${section.title}'`,
-        change: { at, remove: 0, lines: ["", `${hashes} ${section.title}`, `<!-- ${section.guidance} -->`, ...groups, ...after] },
+        message: `the recommended section '${section}' is missing`,
+        suggestion: `add '${hashes} ${section}'`,
+        change: { at, remove: 0, lines: ["", `${hashes} ${section}`, `<!-- ${GUIDANCE[section]} -->`, ...groups, ...after] },
         edit: {
-          question: `What goes under '${section.title}'?`,
-          change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section.title}`, ...t.split("\n"), ...groups, ...after] }),
+          question: `What goes under '${section}'?`,
+          change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section}`, ...t.split("\n"), ...groups, ...after] }),
         },
       })
       continue
     }
+    // One heading taken for two sections ("## Core Features" for Requirements and Functional) is looked at once.
+    if (seen.has(heading)) continue
+    seen.add(heading)
     const content = writtenLines([heading, ...childrenOf(doc, heading)].flatMap((h) => h.lines))
     // An empty parent with sub-sections is reported through them.
     const hasSubsections = childrenOf(doc, heading).length > 0
@@ -92,15 +133,18 @@ export function reviewPrd(text: string): ReviewFinding[] {
         rule: "empty-section",
         line: heading.line,
         message: `'${heading.title}' is empty`,
-        suggestion: `write it: ${section.guidance}`,
-        edit: { question: `What goes under '${heading.title}'? (${section.guidance})`, change: (t) => ({ at, remove: 0, lines: t.split("\n") }) },
+        suggestion: `write it: ${GUIDANCE[section]}`,
+        edit: { question: `What goes under '${heading.title}'? (${GUIDANCE[section]})`, change: (t) => ({ at, remove: 0, lines: t.split("\n") }) },
       })
     }
   }
-  if (requirements) {
-    const groups = childrenOf(doc, requirements)
-    for (const h of [requirements, ...groups]) {
+  // Measurable numbers are asked of requirement lists ("FR-1: ..."), not of features and stories, which describe.
+  const measured = sectionsOf(prd, "requirements", "functional", "non-functional")
+  const checked = new Set(measured.flatMap((h) => [h, ...childrenOf(doc, h)]))
+  {
+    for (const h of checked) {
       for (const item of listItems(h.lines)) {
+        if (METADATA.test(item.text)) continue
         if (NUMBER.test(item.text.replace(/^\W*[A-Z]{1,5}-?\d+(?:\.\d+)*\W*/, ""))) continue
         const source = lines[item.line - 1]
         const at = item.line - 1
@@ -124,9 +168,11 @@ export function reviewPrd(text: string): ReviewFinding[] {
       }
     }
   }
-  const criteria = find("Success Criteria", 2)
+  const criteria = found.get("Success Criteria")
   if (criteria) {
     for (const l of writtenLines(criteria.lines)) {
+      // A table of metrics is a fine way to write them; its rows are no list items to tick.
+      if (/^\s*\|/.test(l.text)) continue
       const item = l.text.match(/^(\s*)(?:[-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?(.*)$/)
       if (item?.[2]) continue
       const at = l.n - 1
@@ -145,7 +191,7 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
-  const questions = find("Open Questions", 2)
+  const questions = found.get("Open Questions")
   if (questions) {
     for (const item of listItems(questions.lines)) {
       const indent = " ".repeat(item.column)
@@ -180,8 +226,9 @@ export function reviewPrd(text: string): ReviewFinding[] {
 export function reviewPlan(text: string): ReviewFinding[] {
   const lines = splitLines(text)
   const parsed = parsePlan(text)
+  const generated = planToTasks(parsed)
   // generate's "no work items" note is the review's own section-without-items finding, which can be edited.
-  const notes = planToTasks(parsed).notes.filter((n) => !n.message.endsWith("has no work items: its instructions are its title"))
+  const notes = generated.notes.filter((n) => !n.message.endsWith("has no work items: its instructions are its title"))
   const out: ReviewFinding[] = notes.map((n) => ({
     rule: "plan-shape",
     line: n.line,
@@ -204,7 +251,9 @@ export function reviewPlan(text: string): ReviewFinding[] {
         },
       })
     }
-    for (const body of bodies) {
+    // A section with a 'Files:' line has named where its work goes.
+    const files = readBody(section.body, name).files
+    for (const body of files && files.files.length > 0 ? [] : bodies) {
       for (const item of listItems(workLines(body))) {
         if (namesAThing(item.text)) continue
         const at = item.line - 1
@@ -222,7 +271,43 @@ export function reviewPlan(text: string): ReviewFinding[] {
       }
     }
   }
+  // The graph's shape, read only from a plan generate takes: a cycle or an unknown reference would make it up.
+  if (!generated.notes.some((n) => n.severity === "error")) out.push(...graphFindings(parsed, generated.tasks, generated.lines))
   return sortFindings(out)
+}
+
+/**
+ * What keeps the plan's tasks from running side by side: a phase whose sections are all chained, one where each
+ * section depends on the same several sections (one gate would do), and sections that may run at once (they
+ * share a level) and name the same files in `Files:` (their merges are likely to conflict).
+ */
+function graphFindings(parsed: ParsedPlan, tasks: readonly Task[], lines: ReadonlyMap<string, number>): ReviewFinding[] {
+  const out: ReviewFinding[] = []
+  const phaseLine = (n: number) => parsed.phases.find((p) => p.n === n)?.line ?? lines.get(tasks.find((t) => t.phase === n)!.id)
+  for (const shape of phaseShapes(tasks)) {
+    if (shape.shape === "chained")
+      out.push({
+        rule: "chained-phase",
+        line: phaseLine(shape.phase),
+        message: `the ${shape.tasks.length} sections of phase ${shape.phase} are all chained: only one of them can run at a time`,
+        suggestion: "keep 'Depends on' for what a section really needs; sections that touch other files can run side by side",
+      })
+    else
+      out.push({
+        rule: "all-to-all-phase",
+        line: phaseLine(shape.phase),
+        message: `each of the ${shape.tasks.length} sections of phase ${shape.phase} depends on the same ${shape.on.length} sections (${shape.on.join(", ")}): ${shape.tasks.length * shape.on.length} edges where one gate would do`,
+        suggestion: "end the earlier phase with a '(checkpoint)' section and let the sections depend on it, or name only what each section needs",
+      })
+  }
+  for (const o of filesOverlaps(tasks))
+    out.push({
+      rule: "files-overlap",
+      line: lines.get(o.b),
+      message: `'${o.b}' and '${o.a}' may run at the same time and both touch ${o.files.map((f) => `'${f}'`).join(", ")}: their merges are likely to conflict`,
+      suggestion: "make one depend on the other, or split the files so that each section has its own",
+    })
+  return out
 }
 
 /** The text with the changes applied, in its own line ending and byte order mark; changes are independent and refer to the original line numbers. */
@@ -286,13 +371,6 @@ function withoutAnswer(text: string): string {
 
 function bulletOf(line: string): string {
   return line.match(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/)?.[0] ?? "- "
-}
-
-function normal(title: string): string {
-  return title
-    .toLowerCase()
-    .replace(/[^a-z]+/g, " ")
-    .trim()
 }
 
 function short(text: string): string {
