@@ -25,7 +25,8 @@ function levels(tasks: readonly Task[]): Levels {
   walk(tasks)
   let edges = 0
   for (const node of nodes.values()) {
-    edges += node.task.depends_on?.length ?? 0
+    // A dependency written twice is one edge of the graph (validate warns about the repeat).
+    edges += new Set(node.task.depends_on ?? []).size
     if (node.children.length > 0) {
       // A parent is done when its subtasks are: it waits for them, and they wait for what it depends on.
       node.deps = node.children.map((c) => c.task.id)
@@ -191,7 +192,7 @@ export function parallelismLines(p: Parallelism): string[] {
   const time =
     path.minutes === null
       ? ""
-      : `, ${duration(path.minutes)}${path.timed < path.tasks.length ? ` for the ${path.timed} of them with a known time` : ""}`
+      : `, ${duration(path.minutes)}${path.timed < path.tasks.length ? ` for the ${path.timed} of ${path.tasks.length} with a known time` : ""}`
   return [
     `critical path: ${count(path.tasks.length, "task")}${chain.length > 0 ? ` (${chain.join(" → ")})` : ""}${time}`,
     `widest level: ${count(p.widest_level.tasks.length, "task")} can run at once`,

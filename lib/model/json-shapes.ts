@@ -18,7 +18,7 @@ export type Finding = typeof Finding.infer
 
 /**
  * How much of the graph can run at once (lib/graph/parallelism.ts, docs/PLANNING.md "The parallelism report"):
- * every task and `depends_on` entry counted; the longest chain of tasks that do the work, with its minutes
+ * every task and dependency counted (one written twice once); the longest chain of tasks that do the work, with its minutes
  * summed over the `timed` tasks whose time is known (a done task's recorded time, else its budget's minutes;
  * null when none is); the largest set of tasks that share a level (could run at once).
  */
