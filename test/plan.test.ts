@@ -122,6 +122,10 @@ test.concurrent("with an agent configured, the agent writes plan.md from a promp
   )
   expect(prompt).toContain("### 1.1 <section title>")
   expect(prompt).toContain("'Depends on: <n>.<m>, ...'")
+  // Both lines per section, with why: parallel agents, and conflicts the merge queue can see coming.
+  expect(prompt).toContain("Give every section a 'Depends on: <n>.<m>, ...' line naming only the sections whose work it really\n  needs")
+  expect(prompt).toContain("Give every section a 'Files:' line naming the files and folders it will touch.")
+  expect(prompt).toContain("Files: <the files and folders it touches, separated by commas>")
 })
 
 test.concurrent("the agent's plan is checked as generate reads it: what is off is reported with plan.md lines", async () => {

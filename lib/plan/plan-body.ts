@@ -141,7 +141,8 @@ function splitFiles(text: string): string[] {
   return text
     .replace(/\([^)]*\)/g, "")
     .split(/\s*[,;]\s*/)
-    .map((f) => f.replace(/[`"'*]/g, "").replace(/[.]$/, "").trim())
+    // A glob keeps its stars: only quotes, code marks and emphasis around the whole entry go.
+    .map((f) => f.trim().replace(/^(?:\*\*|__)(.*)(?:\*\*|__)$/, "$1").replace(/[`"']/g, "").replace(/[.]$/, "").trim())
     .filter((f) => f !== "" && !NONE.test(f))
 }
 
