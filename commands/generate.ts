@@ -119,7 +119,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
     if (report.requeued.length) say(`  back to todo, a new dependency is not done: ${report.requeued.join(", ")}\n`)
   }
-  if (report.parallelism && report.tasks > 0) say(`Parallelism:\n${parallelismLines(report.parallelism).map((l) => `  ${l}\n`).join("")}`)
+  if (report.parallelism && report.tasks > 0)
+    say(
+      `Parallelism:\n${parallelismLines(report.parallelism)
+        .map((l) => `  ${l}\n`)
+        .join("")}`,
+    )
   return Exit.ok
 }
 

@@ -37,7 +37,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     for (const f of findings) ctx.stdout(formatFinding(f, shown, text, c))
     if (findings.length > 0) ctx.stdout("\n")
     ctx.stdout(`${shown}: ${plural(report.tasks, "task")} checked\n${summarize(findings)}\n`)
-    if (report.parallelism && report.tasks > 0) ctx.stdout(`Parallelism:\n${parallelismLines(report.parallelism).map((l) => `  ${l}\n`).join("")}`)
+    if (report.parallelism && report.tasks > 0)
+      ctx.stdout(
+        `Parallelism:\n${parallelismLines(report.parallelism)
+          .map((l) => `  ${l}\n`)
+          .join("")}`,
+      )
   }
   return errors === 0 ? Exit.ok : Exit.failure
 }

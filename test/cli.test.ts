@@ -130,7 +130,10 @@ test.concurrent("-C <dir> runs the command as if started in <dir>; -C twice goes
   const ok = { code: 0, stdout: `tasks.yaml: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}`, stderr: "" }
   expect(await flow(dir.path, ["-C", "proj", "validate"])).toEqual(ok)
   expect(await flow(dir.path, ["-C", dir.file("proj"), "validate"])).toEqual(ok)
-  expect(await flow(dir.path, ["-C", "proj", "-C", "sub", "validate"])).toEqual({ ...ok, stdout: `../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}` })
+  expect(await flow(dir.path, ["-C", "proj", "-C", "sub", "validate"])).toEqual({
+    ...ok,
+    stdout: `../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}`,
+  })
 })
 
 test.concurrent("-C with a missing folder, a file, or no folder at all is a usage error", async () => {

@@ -181,8 +181,7 @@ test.concurrent("--json reports the outcome in the GenerateReport shape", async 
       {
         severity: "warning",
         line: 11,
-        message:
-          "the sections of phase 2 without a 'Depends on' line do not wait for phase 1: it ends in 2 sections (1.1 and 1.2) and has no checkpoint",
+        message: "the sections of phase 2 without a 'Depends on' line do not wait for phase 1: it ends in 2 sections (1.1 and 1.2) and has no checkpoint",
         hint: "end phase 1 with a '(checkpoint)' section, the one gate phase 2 then waits for, or give the sections of phase 2 'Depends on:' lines ('Depends on: none' when they need nothing)",
       },
       {
@@ -617,7 +616,8 @@ test("ids made from headings are at most 24 characters, small words going first;
 })
 
 test("a 'Files:' line becomes the task's files, read as generate reads every label", async () => {
-  const plan = "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 Store\nFiles: `src/store.ts`, lib/db/ (the pool); docs/STORE.md\n- the store\n\n### 1.2 Docs\n- the store's docs\n\nFiles:\n- `docs/`\n- README.md\n"
+  const plan =
+    "# Implementation Plan\n\n## Phase 1: A\n\n### 1.1 Store\nFiles: `src/store.ts`, lib/db/ (the pool); docs/STORE.md\n- the store\n\n### 1.2 Docs\n- the store's docs\n\nFiles:\n- `docs/`\n- README.md\n"
   const g = await generateTasks(plan)
   expect(g.tasks.map((t) => [t.id, t.files, t.instructions])).toEqual([
     ["store", ["src/store.ts", "lib/db/", "docs/STORE.md"], "the store"],

@@ -78,7 +78,11 @@ test.concurrent("offline, plain bullets right under Requirements are one section
   })
   expect(dir.read("plan.md")).toBe(fixture("skeletons/loose.plan.md"))
   const g = await flow(dir.path, ["generate"])
-  expect({ code: g.code, stdout: g.stdout.split("\n")[0], stderr: g.stderr }).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 5 tasks in 4 phases from plan.md", stderr: "" })
+  expect({ code: g.code, stdout: g.stdout.split("\n")[0], stderr: g.stderr }).toEqual({
+    code: 0,
+    stdout: "Wrote tasks.yaml: 5 tasks in 4 phases from plan.md",
+    stderr: "",
+  })
 })
 
 test.concurrent("a plan.md that is not empty is replaced only with --force, and kept as plan.md.bak", async () => {

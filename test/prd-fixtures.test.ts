@@ -37,14 +37,25 @@ const CASES: Case[] = [
   {
     name: "offline-notes",
     features: (t) => all(t, /^### US-\d+: (.+)$/gm),
-    took: ["Goals for Requirements", "User Stories for Functional Requirements", "Technical Design for Technical Constraints", "Success Metrics for Success Criteria", "Non-Goals for Out of Scope"],
+    took: [
+      "Goals for Requirements",
+      "User Stories for Functional Requirements",
+      "Technical Design for Technical Constraints",
+      "Success Metrics for Success Criteria",
+      "Non-Goals for Out of Scope",
+    ],
     missing: ["Non-Functional Requirements", "Open Questions"],
     criticalPath: ["write-notes-no", "changes-reach-server", "resolve-conflicting", "checklists-merge-item", "check-success-criteria"],
     phases: 2,
   },
   {
     name: "team-chat",
-    features: (t) => [...all(under(t, "## Core Features"), /^### \d+\. (.+)$/gm), "Functional Requirements", "Performance Requirements", "Security Requirements"],
+    features: (t) => [
+      ...all(under(t, "## Core Features"), /^### \d+\. (.+)$/gm),
+      "Functional Requirements",
+      "Performance Requirements",
+      "Security Requirements",
+    ],
     took: [
       "Project Overview for Overview",
       "The Problem for Problem Statement",

@@ -1037,7 +1037,8 @@ function chainYaml(n: number, dep: (i: number) => number | undefined): string {
 test.concurrent("a 10,000-task dependency chain validates with exit 0 and no recursion error, in both directions", async () => {
   const n = 10_000
   // Its parallelism is the chain itself: the critical path is every task, shown by its ends.
-  const report = (path: string) => `Parallelism:\n  critical path: ${n} tasks (${path})\n  widest level: 1 task can run at once\n  edges: ${n - 1} for ${n} tasks (1 per task)\n`
+  const report = (path: string) =>
+    `Parallelism:\n  critical path: ${n} tasks (${path})\n  widest level: 1 task can run at once\n  edges: ${n - 1} for ${n} tasks (1 per task)\n`
   const backward = await validate(
     chainYaml(n, (i) => (i > 0 ? i - 1 : undefined)),
     [],
@@ -1050,7 +1051,11 @@ test.concurrent("a 10,000-task dependency chain validates with exit 0 and no rec
     [],
     { parallelism: true },
   )
-  expect(forward).toEqual({ code: 0, stdout: summary(n, "0 errors, 0 warnings") + report("t-9999 → t-9998 → t-9997 → t-9996 → … → t-2 → t-1 → t-0"), stderr: "" })
+  expect(forward).toEqual({
+    code: 0,
+    stdout: summary(n, "0 errors, 0 warnings") + report("t-9999 → t-9998 → t-9997 → t-9996 → … → t-2 → t-1 → t-0"),
+    stderr: "",
+  })
 })
 
 test.concurrent("a 10,000-task cycle is reported once, with its whole path", async () => {

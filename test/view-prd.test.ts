@@ -69,7 +69,10 @@ test("the header reports the parallelism, and its button shows the critical path
   )
   expect({ on: on.sort(), hot: hot.sort(), pressed: await page.getAttribute("#critical", "aria-pressed") }).toEqual({
     on: [...path].sort(),
-    hot: path.slice(1).map((id, i) => `${path[i]}>${id}`).sort(),
+    hot: path
+      .slice(1)
+      .map((id, i) => `${path[i]}>${id}`)
+      .sort(),
     pressed: "true",
   })
   await page.screenshot({ path: join(ARTIFACTS, "view-prd-critical-path.png") })

@@ -315,7 +315,8 @@ function renderParallelism() {
     return
   }
   const path = p.critical_path
-  const time = path.minutes === null ? "" : `, ${minutesText(path.minutes)}${path.timed < path.tasks.length ? ` (${path.timed} of ${path.tasks.length} timed)` : ""}`
+  const time =
+    path.minutes === null ? "" : `, ${minutesText(path.minutes)}${path.timed < path.tasks.length ? ` (${path.timed} of ${path.tasks.length} timed)` : ""}`
   button.hidden = false
   button.textContent = `Critical path: ${path.tasks.length} task${path.tasks.length === 1 ? "" : "s"}${time}`
   button.title = `The longest chain of tasks that must run one after another (click to show it):\n${path.tasks.join(" → ")}`

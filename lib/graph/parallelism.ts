@@ -126,10 +126,16 @@ export function phaseShapes(tasks: readonly Task[]): PhaseShape[] {
       out.push({ phase, shape: "chained", tasks: list.map((t) => t.id), on: [] })
       continue
     }
-    const outside = list.map((t) => (t.depends_on ?? []).filter((d) => !ids.has(d)).sort().join("\0"))
+    const outside = list.map((t) =>
+      (t.depends_on ?? [])
+        .filter((d) => !ids.has(d))
+        .sort()
+        .join("\0"),
+    )
     const on = outside[0] ? outside[0].split("\0") : []
     // Flagged when one gate would take fewer edges: 2 tasks on 2 others are 4 edges either way.
-    if (list.length * on.length > list.length + on.length && outside.every((o) => o === outside[0])) out.push({ phase, shape: "all-to-all", tasks: list.map((t) => t.id), on })
+    if (list.length * on.length > list.length + on.length && outside.every((o) => o === outside[0]))
+      out.push({ phase, shape: "all-to-all", tasks: list.map((t) => t.id), on })
   }
   return out
 }

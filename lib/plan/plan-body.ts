@@ -138,12 +138,21 @@ function splitRefs(text: string): string[] {
 /** "`src/a.ts`, lib/b/ (the store); docs/x.md" → ["src/a.ts", "lib/b/", "docs/x.md"]; "none" → []. */
 function splitFiles(text: string): string[] {
   if (NONE.test(text.trim())) return []
-  return text
-    .replace(/\([^)]*\)/g, "")
-    .split(/\s*[,;]\s*/)
-    // A glob keeps its stars: only quotes, code marks and emphasis around the whole entry go.
-    .map((f) => f.trim().replace(/^(?:\*\*|__)(.*)(?:\*\*|__)$/, "$1").replace(/[`"']/g, "").replace(/[.]$/, "").trim())
-    .filter((f) => f !== "" && !NONE.test(f))
+  return (
+    text
+      .replace(/\([^)]*\)/g, "")
+      .split(/\s*[,;]\s*/)
+      // A glob keeps its stars: only quotes, code marks and emphasis around the whole entry go.
+      .map((f) =>
+        f
+          .trim()
+          .replace(/^(?:\*\*|__)(.*)(?:\*\*|__)$/, "$1")
+          .replace(/[`"']/g, "")
+          .replace(/[.]$/, "")
+          .trim(),
+      )
+      .filter((f) => f !== "" && !NONE.test(f))
+  )
 }
 
 function indentOf(text: string): number {

@@ -78,7 +78,13 @@ function endsOf(list: readonly GateSection[], depsOf: (id: string) => readonly s
 }
 
 function noGate(phase: number, before: number, ends: readonly GateSection[], phases: readonly PlanPhase[], first: GateSection): PlanNote {
-  const shown = ends.length > 4 ? `${ends.slice(0, 3).map((e) => e.ref).join(", ")} and ${ends.length - 3} more` : listed(ends.map((e) => e.ref))
+  const shown =
+    ends.length > 4
+      ? `${ends
+          .slice(0, 3)
+          .map((e) => e.ref)
+          .join(", ")} and ${ends.length - 3} more`
+      : listed(ends.map((e) => e.ref))
   return {
     severity: "warning",
     line: phases.find((p) => p.n === phase)?.line ?? first.line,

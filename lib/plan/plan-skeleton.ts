@@ -27,7 +27,7 @@ export function planSkeleton(prdText: string): Skeleton {
     return { notes, phases: 0, sections: 0 }
   }
   const numbers = new Map<Feature, string>()
-  groups.forEach((g, p) => g.features.forEach((f, s) => numbers.set(f, `${p + 1}.${s + 1}`)))
+  for (const [p, g] of groups.entries()) for (const [i, f] of g.features.entries()) numbers.set(f, `${p + 1}.${i + 1}`)
   const byName = new Map<string, Feature>()
   for (const f of numbers.keys()) for (const name of f.names) if (!byName.has(name)) byName.set(name, f)
 

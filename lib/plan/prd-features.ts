@@ -32,10 +32,8 @@ const LABEL = /^(?:\*\*|__)?([A-Z]{1,6}[-_ ]?\d+(?:\.\d+)*)(?:\*\*|__)?(?=\s*[:.
 const OUTLINE_NUMBER = /^(?:(?:feature|section|epic|story)\s+)?(\d+(?:\.\d+)*)\.?(?:\s+|\s*[:)\-–—]\s*)/i
 const STORY = /^(?:\*\*[^*]+\*\*\.?\s*)?as an?\s/i
 // A line of PRD text that states a dependency: "Depends on: Feature 1", "- Dependencies: REQ-001", "Requires: ...".
-const DEPENDENCY = new RegExp(
-  String.raw`^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?(?:depends\s+on|dependencies|dependency|requires|prerequisites?|blocked\s+by|builds\s+on)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$`,
-  "i",
-)
+const DEPENDENCY =
+  /^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?(?:depends\s+on|dependencies|dependency|requires|prerequisites?|blocked\s+by|builds\s+on)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$/i
 
 /** The groups of features of the PRD, in file order; `notes` get what could not be read. */
 export function prdFeatures(prd: PrdDoc, notes: PlanNote[]): FeatureGroup[] {
@@ -219,7 +217,12 @@ function splitRefs(text: string): string[] {
   }
   parts.push(text.slice(start))
   return parts
-    .map((r) => r.replace(/[`*_]/g, "").replace(/[.\s]+$/, "").trim())
+    .map((r) =>
+      r
+        .replace(/[`*_]/g, "")
+        .replace(/[.\s]+$/, "")
+        .trim(),
+    )
     .filter((r) => r !== "" && !/^(?:none|n\/a|-)$/i.test(r))
 }
 

@@ -164,7 +164,11 @@ export function headingName(title: string): string {
     .replace(/^(?:section|chapter|part|feature|epic)\s+\d+(?:\.\d+)*\s*(?:[:.)\-–—]\s*|\s+|$)/i, "")
     // "3D printing" and "2FA" keep their number: only one followed by a mark or a space goes.
     .replace(/^(?:\d+(?:\.\d+)*\.?|\d+\)|[IVXLC]+\.|[A-Z][.)])\s+/, "")
-  return bare(name).replace(/\s*[:.]$/, "").trim() || bare(title)
+  return (
+    bare(name)
+      .replace(/\s*[:.]$/, "")
+      .trim() || bare(title)
+  )
 }
 
 function normal(title: string): string {

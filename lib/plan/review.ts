@@ -63,7 +63,11 @@ export function prdSectionMatches(text: string): SectionMatch[] {
 
 /** Whether a match is a heading under another name than flow's ("Non-Goals" for Out of Scope): worth saying. */
 export function renamed(match: SectionMatch): boolean {
-  const plain = (t: string) => headingName(t).toLowerCase().replace(/[^a-z]+/g, " ").trim()
+  const plain = (t: string) =>
+    headingName(t)
+      .toLowerCase()
+      .replace(/[^a-z]+/g, " ")
+      .trim()
   return plain(match.heading) !== plain(match.section)
 }
 
@@ -141,31 +145,29 @@ export function reviewPrd(text: string): ReviewFinding[] {
   // Measurable numbers are asked of requirement lists ("FR-1: ..."), not of features and stories, which describe.
   const measured = sectionsOf(prd, "requirements", "functional", "non-functional")
   const checked = new Set(measured.flatMap((h) => [h, ...childrenOf(doc, h)]))
-  {
-    for (const h of checked) {
-      for (const item of listItems(h.lines)) {
-        if (METADATA.test(item.text)) continue
-        if (NUMBER.test(item.text.replace(/^\W*[A-Z]{1,5}-?\d+(?:\.\d+)*\W*/, ""))) continue
-        const source = lines[item.line - 1]
-        const at = item.line - 1
-        // A placeholder flow added before is still a finding, but adding another one would fix nothing.
-        const flagged = source.includes(TARGET_PLACEHOLDER)
-        out.push({
-          rule: "unmeasurable-requirement",
-          line: item.line,
-          message: `the requirement '${short(item.text)}' has no measurable number`,
-          suggestion: flagged
-            ? `replace '${TARGET_PLACEHOLDER}' with the number`
-            : "add a target with a number (a time, a size, a count, a rate) that a test can check",
-          ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
-          edit: {
-            question: "The requirement, with a number:",
-            initial: item.text,
-            // The line keeps its own list mark: one typed as well ("- FR-3: ...") is not doubled.
-            change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${withoutMark(t)}`] }),
-          },
-        })
-      }
+  for (const h of checked) {
+    for (const item of listItems(h.lines)) {
+      if (METADATA.test(item.text)) continue
+      if (NUMBER.test(item.text.replace(/^\W*[A-Z]{1,5}-?\d+(?:\.\d+)*\W*/, ""))) continue
+      const source = lines[item.line - 1]
+      const at = item.line - 1
+      // A placeholder flow added before is still a finding, but adding another one would fix nothing.
+      const flagged = source.includes(TARGET_PLACEHOLDER)
+      out.push({
+        rule: "unmeasurable-requirement",
+        line: item.line,
+        message: `the requirement '${short(item.text)}' has no measurable number`,
+        suggestion: flagged
+          ? `replace '${TARGET_PLACEHOLDER}' with the number`
+          : "add a target with a number (a time, a size, a count, a rate) that a test can check",
+        ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
+        edit: {
+          question: "The requirement, with a number:",
+          initial: item.text,
+          // The line keeps its own list mark: one typed as well ("- FR-3: ...") is not doubled.
+          change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${withoutMark(t)}`] }),
+        },
+      })
     }
   }
   const criteria = found.get("Success Criteria")
