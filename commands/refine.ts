@@ -62,7 +62,10 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const findings = target === "PRD.md" ? reviewPrd(text) : reviewPlan(text)
   // What the review took each of flow's sections to be, said where a heading has another name.
   const sections = target === "PRD.md" ? prdSectionMatches(text) : undefined
-  const took = (sections ?? []).filter(renamed).map((m) => `${shown}:${m.line}: took '${m.heading}' for ${m.section}`)
+  const took = (sections ?? [])
+    .filter(renamed)
+    .sort((a, b) => a.line - b.line)
+    .map((m) => `${shown}:${m.line}: took '${m.heading}' for ${m.section}`)
   const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
   // Only the terminal session hands over; checked before the first question so no answer is lost to it.
   const handsOver = ctx.interactive && !values.json && !values.apply
