@@ -7,96 +7,139 @@ import type { Parallelism } from "../model/json-shapes"
 import type { Task } from "../model/task-index"
 export type { Parallelism }
 
-type Node = { task: Task; deps: string[]; parent?: Node; children: Node[] }
+/**
+ * The graph of the tasks that do the work, by index in file order (subtasks after their parent), each with its
+ * level: the length of the longest chain up to it (0 for a task in a cycle, which has none). Typed arrays and one
+ * map of ids: `flow validate` of 10,000 tasks pays little for the report.
+ */
+type Levels = {
+  tasks: Task[]
+  /** a parent of subtasks: done by them, no task of a chain */
+  parent: Uint8Array
+  level: Int32Array
+  /** the dependency a task's longest chain comes through (the first written, on a tie), -1 for none */
+  via: Int32Array
+  edges: number
+}
 
-/** The graph of the tasks that do the work, each with its level (the length of the longest chain up to it). */
-type Levels = { nodes: Map<string, Node>; level: Map<string, number>; via: Map<string, string | undefined>; edges: number }
-
-function levels(tasks: readonly Task[]): Levels {
-  const nodes = new Map<string, Node>()
-  const walk = (list: readonly Task[], parent?: Node) => {
-    for (const task of list) {
-      const node: Node = { task, deps: [], parent, children: [] }
-      if (!nodes.has(task.id)) nodes.set(task.id, node)
-      parent?.children.push(node)
-      walk(task.subtasks ?? [], node)
-    }
-  }
-  walk(tasks)
-  let edges = 0
-  for (const node of nodes.values()) {
-    // A dependency written twice is one edge of the graph (validate warns about the repeat).
-    edges += new Set(node.task.depends_on ?? []).size
-    if (node.children.length > 0) {
-      // A parent is done when its subtasks are: it waits for them, and they wait for what it depends on.
-      node.deps = node.children.map((c) => c.task.id)
+/** The tasks in file order, each task's subtasks right after it, with each task's parent index (-1 at the top). */
+function flatten(roots: readonly Task[]): { tasks: Task[]; up: number[] } {
+  const tasks: Task[] = []
+  const up: number[] = []
+  // A stack, not recursion: the walk is as deep as the subtasks nest.
+  const stack: { list: readonly Task[]; i: number; parent: number }[] = [{ list: roots, i: 0, parent: -1 }]
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]
+    if (top.i >= top.list.length) {
+      stack.pop()
       continue
     }
-    const deps = new Set<string>()
-    for (let n: Node | undefined = node; n; n = n.parent) for (const d of n.task.depends_on ?? []) if (nodes.has(d)) deps.add(d)
-    node.deps = [...deps]
+    const task = top.list[top.i++]
+    tasks.push(task)
+    up.push(top.parent)
+    if (task.subtasks?.length) stack.push({ list: task.subtasks, i: 0, parent: tasks.length - 1 })
   }
-  // Kahn's order: a node's level is known once its dependencies' are.
-  const waiting = new Map<string, number>()
-  const dependents = new Map<string, string[]>()
-  for (const [id, node] of nodes) {
-    waiting.set(id, node.deps.length)
-    for (const d of node.deps) {
-      const list = dependents.get(d)
-      if (list) list.push(id)
-      else dependents.set(d, [id])
+  return { tasks, up }
+}
+
+/**
+ * The edges from → to (`to` waits for `from`), each once, in the order written: a task that does work waits for
+ * its own and its ancestors' depends_on; a parent waits for its subtasks (it is done when they are). `written`
+ * counts the depends_on entries that name a task, a repeat once (validate warns about the repeat).
+ */
+function edgesOf(tasks: readonly Task[], up: readonly number[], parent: Uint8Array): { from: number[]; to: number[]; written: number } {
+  const n = tasks.length
+  const index = new Map<string, number>()
+  for (let i = 0; i < n; i++) if (!index.has(tasks[i].id)) index.set(tasks[i].id, i)
+  const seen = new Int32Array(n).fill(-1) // seen[j] === i: task i already has the edge from j
+  const from: number[] = []
+  const to: number[] = []
+  let written = 0
+  const add = (i: number, task: Task, own: boolean) => {
+    for (const d of task.depends_on ?? []) {
+      const j = index.get(d)
+      if (j === undefined || seen[j] === i) continue
+      seen[j] = i
+      if (own) written++
+      if (!parent[i]) from.push(j), to.push(i)
     }
   }
-  const level = new Map<string, number>()
-  const via = new Map<string, string | undefined>()
-  const ready = [...nodes.keys()].filter((id) => waiting.get(id) === 0)
+  for (let i = 0; i < n; i++) {
+    add(i, tasks[i], true)
+    if (!parent[i]) for (let a = up[i]; a >= 0; a = up[a]) add(i, tasks[a], false)
+  }
+  for (let i = 0; i < n; i++) if (up[i] >= 0) from.push(i), to.push(up[i])
+  return { from, to, written }
+}
+
+/** The edges grouped by one end, each group in the order given: node i's other ends are `at[start[i] .. start[i + 1])`. */
+function group(by: readonly number[], other: readonly number[], n: number): { start: Int32Array; at: Int32Array } {
+  const start = new Int32Array(n + 1)
+  for (const i of by) start[i + 1]++
+  for (let i = 0; i < n; i++) start[i + 1] += start[i]
+  const at = new Int32Array(by.length)
+  const fill = start.slice(0, n)
+  for (let e = 0; e < by.length; e++) at[fill[by[e]]++] = other[e]
+  return { start, at }
+}
+
+function levels(roots: readonly Task[]): Levels {
+  const { tasks, up } = flatten(roots)
+  const n = tasks.length
+  const parent = new Uint8Array(n)
+  for (const p of up) if (p >= 0) parent[p] = 1
+  const { from, to, written } = edgesOf(tasks, up, parent)
+  const deps = group(to, from, n)
+  const dependents = group(from, to, n)
+  // Kahn's order: a task's level is known once its dependencies' are. A task in a cycle is never ready.
+  const waiting = new Int32Array(n)
+  const ready: number[] = []
+  for (let i = 0; i < n; i++) if ((waiting[i] = deps.start[i + 1] - deps.start[i]) === 0) ready.push(i)
+  const level = new Int32Array(n)
+  const via = new Int32Array(n).fill(-1)
   while (ready.length > 0) {
-    const id = ready.pop()!
-    const node = nodes.get(id)!
-    let best: string | undefined
-    for (const d of node.deps) if (best === undefined || level.get(d)! > level.get(best)!) best = d
-    level.set(id, (best === undefined ? 0 : level.get(best)!) + (node.children.length > 0 ? 0 : 1))
-    via.set(id, best)
-    for (const next of dependents.get(id) ?? []) {
-      const left = waiting.get(next)! - 1
-      waiting.set(next, left)
-      if (left === 0) ready.push(next)
+    const i = ready.pop()!
+    for (let k = deps.start[i]; k < deps.start[i + 1]; k++) {
+      const d = deps.at[k]
+      if (via[i] < 0 || level[d] > level[via[i]]) via[i] = d
     }
+    level[i] = (via[i] < 0 ? 0 : level[via[i]]) + (parent[i] ? 0 : 1)
+    for (let k = dependents.start[i]; k < dependents.start[i + 1]; k++) if (--waiting[dependents.at[k]] === 0) ready.push(dependents.at[k])
   }
-  return { nodes, level, via, edges }
+  return { tasks, parent, level, via, edges: written }
 }
 
 /** The tasks that take work (not parents of subtasks) with a level, in file order, grouped by level. */
-function byLevel({ nodes, level }: Levels): Map<number, Node[]> {
-  const out = new Map<number, Node[]>()
-  for (const n of nodes.values()) {
-    const l = level.get(n.task.id)
-    if (n.children.length > 0 || l === undefined) continue
-    const list = out.get(l)
-    if (list) list.push(n)
-    else out.set(l, [n])
+function byLevel({ tasks, parent, level }: Levels): Map<number, Task[]> {
+  const out = new Map<number, Task[]>()
+  for (let i = 0; i < tasks.length; i++) {
+    if (parent[i] || level[i] === 0) continue
+    const list = out.get(level[i])
+    if (list) list.push(tasks[i])
+    else out.set(level[i], [tasks[i]])
   }
   return out
 }
 
 /** The parallelism report of a task graph. Tasks in a cycle (which `flow validate` refuses) are left out of the chains. */
-export function parallelism(tasks: readonly Task[]): Parallelism {
-  const graph = levels(tasks)
-  const { nodes, level, via } = graph
-  let end: string | undefined
+export function parallelism(roots: readonly Task[]): Parallelism {
+  const graph = levels(roots)
+  const { tasks, parent, level, via } = graph
+  let end = -1
   let widest = { level: 0, tasks: [] as string[] }
+  for (let i = 0; i < tasks.length; i++) if (!parent[i] && level[i] > 0 && (end < 0 || level[i] > level[end])) end = i
   for (const [l, list] of [...byLevel(graph)].sort((a, b) => a[0] - b[0])) {
-    if (end === undefined || l > level.get(end)!) end = list[0].task.id
-    if (list.length > widest.tasks.length) widest = { level: l, tasks: list.map((n) => n.task.id) }
+    if (list.length > widest.tasks.length) widest = { level: l, tasks: list.map((t) => t.id) }
   }
-  const path: string[] = []
-  for (let id = end; id !== undefined; id = via.get(id)) if (nodes.get(id)!.children.length === 0) path.push(id)
-  path.reverse()
-  const times = path.map((id) => minutesOf(nodes.get(id)!.task)).filter((m) => m !== undefined)
+  const chain: Task[] = []
+  for (let i = end; i >= 0; i = via[i]) if (!parent[i]) chain.push(tasks[i])
+  chain.reverse()
+  const path = chain.map((t) => t.id)
+  const times = chain.map(minutesOf).filter((m) => m !== undefined)
   return {
-    tasks: nodes.size,
+    tasks: tasks.length,
     edges: graph.edges,
-    edges_per_task: nodes.size === 0 ? 0 : Math.round((graph.edges / nodes.size) * 100) / 100,
+    edges_per_task: tasks.length === 0 ? 0 : Math.round((graph.edges / tasks.length) * 100) / 100,
     critical_path: { tasks: path, minutes: times.length > 0 ? Math.round(times.reduce((a, b) => a + b, 0)) : null, timed: times.length },
     widest_level: widest,
   }
@@ -122,7 +165,7 @@ export function phaseShapes(tasks: readonly Task[]): PhaseShape[] {
   for (const [phase, list] of [...phases].sort((a, b) => a[0] - b[0])) {
     const ids = new Set(list.map((t) => t.id))
     const inside = levels(list.map((t) => ({ ...t, subtasks: undefined, depends_on: t.depends_on?.filter((d) => ids.has(d)) })))
-    if (list.length >= 3 && Math.max(...inside.level.values()) === list.length) {
+    if (list.length >= 3 && Math.max(...inside.level) === list.length) {
       out.push({ phase, shape: "chained", tasks: list.map((t) => t.id), on: [] })
       continue
     }
@@ -147,11 +190,11 @@ export type FilesOverlap = { a: string; b: string; files: string[] }
 export function filesOverlaps(tasks: readonly Task[]): FilesOverlap[] {
   const out: FilesOverlap[] = []
   for (const list of byLevel(levels(tasks)).values()) {
-    const withFiles = list.filter((n) => (n.task.files?.length ?? 0) > 0)
+    const withFiles = list.filter((t) => (t.files?.length ?? 0) > 0)
     for (let i = 0; i < withFiles.length; i++) {
       for (let j = i + 1; j < withFiles.length; j++) {
-        const a = withFiles[i].task
-        const b = withFiles[j].task
+        const a = withFiles[i]
+        const b = withFiles[j]
         const shared = a.files!.filter((f) => b.files!.some((g) => overlap(f, g)))
         if (shared.length > 0) out.push({ a: a.id, b: b.id, files: shared })
       }

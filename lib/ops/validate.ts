@@ -32,12 +32,12 @@ async function mergeTargets(dir: string, text: string): Promise<string[]> {
 export async function validateProject(project: Project, cwd = project.dir): Promise<{ report: ValidateReport; text: string; shown: string }> {
   const store = await openStore(project)
   const text = await store.text()
-  const { findings, taskCount } = await validateText(text, { targets: await mergeTargets(project.dir, text) })
+  const { findings, taskCount, data } = await validateText(text, { targets: await mergeTargets(project.dir, text) })
   const errors = findings.filter((f) => f.severity === "error").length
   if (errors === 0) store.validated(text)
   // Only a graph without errors has a shape to report: a cycle or a missing task would make the chains up.
   const report: ValidateReport = { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings }
-  if (errors === 0) report.parallelism = parallelism((Bun.YAML.parse(text) as TaskFile).tasks)
+  if (errors === 0) report.parallelism = parallelism((data as TaskFile).tasks)
   return {
     report,
     text,
