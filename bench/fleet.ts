@@ -19,7 +19,7 @@ import { projectAt } from "../lib/cli/project"
 import { availableTasks } from "../lib/graph/availability"
 import { indexTasks, type TaskFile } from "../lib/model/task-index"
 import { FileStore } from "../lib/store/file/file-store"
-import { closeDatabases, database } from "../lib/store/postgres/connection"
+import { closeDatabases, database, widenPools } from "../lib/store/postgres/connection"
 import { PgTaskStore } from "../lib/store/postgres/pg-store"
 import { createProject } from "../lib/store/postgres/share"
 import { parseUrl } from "../lib/store/postgres/url"
@@ -52,6 +52,7 @@ async function timed<T>(into: number[], fn: () => Promise<T>): Promise<T> {
 
 /** A process of the shared mode: `loops` claimers over the project until no task is left to claim. */
 async function sharedWorker(url: string, name: string, loops: number): Promise<Report> {
+  widenPools() // a run's process, whose workers query at once
   const store = PgTaskStore.open(settingOf(url))
   let candidates = availableTasks(indexTasks((await store.read()).data)).map((e) => e.task.id)
   const report: Report = { done: [], claim: [], write: [], release: [] }

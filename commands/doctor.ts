@@ -11,10 +11,11 @@ import { loadConfig } from "../lib/store/config"
 export const meta = {
   usage: "flow doctor [--cli <cli>]",
   description: `Checks what 'flow run' needs before it starts, and says what to fix: git new enough for the merge
-queue (2.38), each agent CLI of flow.yaml on PATH (and not older than flow's adapter was checked against),
-the programs of flow.yaml's setup, teardown and verify commands, flow reachable from the agents' worktrees
-(.flow/bin/flow), and a state folder that takes writes. 'flow run' runs the same checks first and stops on
-a failed one with the same words; warnings do not stop it.
+queue (2.38), a git repository with a commit on its merge target for the tasks to work in, each agent CLI
+of flow.yaml on PATH (and not older than flow's adapter was checked against), the programs of flow.yaml's
+setup, teardown and verify commands, flow reachable from the agents' worktrees (.flow/bin/flow), and a
+state folder that takes writes. 'flow run' runs the same checks first and stops on a failed one with the
+same words; warnings do not stop it.
 Exit 0 when nothing failed (warnings allowed), 1 when a check failed, 3 when flow.yaml is invalid.`,
   options: {
     cli: { type: "string", arg: "cli", help: "check this agent CLI instead of flow.yaml's agents (claude, codex, ...)" },

@@ -7,7 +7,7 @@ import { agentFence } from "../lib/ops/fence"
 
 export const meta = {
   usage: "flow note <task_id> <text> [--json]",
-  description: "Appends <text> to the task's ai_notes. Several words are joined with spaces.",
+  description: "Appends <text> to the task's ai_notes. Several words are joined with spaces. A note holds at most 512 KiB: notes go into agents' prompts.",
   options: {
     json: { type: "boolean", help: "print the task as the write left it: {changes, tasks, notes} (lib/model/json-shapes.ts WriteReport)" },
   },

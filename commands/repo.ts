@@ -3,9 +3,8 @@ import { basename, relative, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
-import { dirtyFiles, listWorktrees, removeWorktree, repoRoot } from "../lib/git/git"
-import { teardownEnv, teardownOf } from "../lib/run/prepare"
-import { runCheck } from "../lib/landing/verify"
+import { listWorktrees, repoRoot } from "../lib/git/git"
+import { refuseUnderLiveAgent, removeTaskWorktree, taskOfWorktree } from "../lib/ops/task-worktree"
 import { findProject, folderArgument, type Project } from "../lib/cli/project"
 import { closest } from "../lib/cli/suggest"
 import { indexTasks } from "../lib/model/task-index"
@@ -52,15 +51,19 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
       known.length ? `worktrees: ${known.join(", ")}` : "this repository has no worktrees besides its own checkout",
     )
   }
-  // flow.yaml's teardown first, as a run does; not for a worktree whose removal git would refuse anyway.
-  const teardown = await teardownOf(project.dir, loadConfig(project.dir), repo)
-  if (teardown && (values.force || (await dirtyFiles(target.path)).length === 0)) {
-    const env = teardownEnv(project.dir, project.stateDir, basename(target.path), target.path)
-    ctx.stdout(`teardown '${teardown.label}'\n`)
-    const r = await runCheck(teardown, target.path, env, new AbortController().signal, undefined, (line) => ctx.stdout(`  ${line}\n`))
-    if (!r.ok) ctx.stderr(`warning: ${r.output.split("\n")[0]}; the worktree is removed anyway\n`)
-  }
-  await removeWorktree(repo, target.path, Boolean(values.force))
+  // A clean worktree goes without --force too, and an agent may have committed all it did so far.
+  const taskId = taskOfWorktree(project, target.path)
+  if (taskId)
+    await refuseUnderLiveAgent(
+      project,
+      taskId,
+      "removing it",
+      `stop that run first (q or Ctrl-C where it runs; the next 'flow run' resumes the task here), or stop it and run 'flow reset ${taskId}' to start the task over from the target`,
+    )
+  await removeTaskWorktree(project, repo, target.path, Boolean(values.force), {
+    out: (line) => ctx.stdout(`${line}\n`),
+    warn: (line) => ctx.stderr(`warning: ${line}\n`),
+  })
   ctx.stdout(`Removed the worktree of ${branch} (${relative(ctx.cwd, target.path) || target.path}); the branch is kept.\n`)
 }
 

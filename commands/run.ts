@@ -9,6 +9,7 @@ import { doctor } from "../lib/run/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
+import { DEFAULT_LIMIT_BACKOFF_MS } from "../lib/run/parking"
 import { recordRun } from "../lib/run/record"
 import { RUN_ID } from "../lib/run/reaper"
 import { startRunLog, type RunLog } from "../lib/run/run-log"
@@ -16,7 +17,7 @@ import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
-import { lockSharedRun, openStore } from "../lib/store/open"
+import { lockSharedRun, openForRun, openStore } from "../lib/store/open"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/run/tui"
 import { answerCheck } from "../lib/run/budget-answer"
@@ -63,6 +64,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const { values, positionals } = parse(meta, args)
   if (positionals.length > 0) throw usage(`unexpected argument '${positionals[0]}'`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
+  await openForRun(project)
   const config = loadConfig(project.dir)
   const agents = agentsFrom(values, config.agents ?? [])
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
@@ -104,7 +106,19 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 /** The run settings that come from flow.yaml. */
 type ConfigSettings = Pick<
   RunSettings,
-  "retries" | "taskTimeoutMs" | "leaseMs" | "defaults" | "publish" | "verify" | "fixAttempts" | "queueDepth" | "emptyDone" | "prepare" | "budget" | "prices"
+  | "retries"
+  | "taskTimeoutMs"
+  | "leaseMs"
+  | "limitBackoffMs"
+  | "defaults"
+  | "publish"
+  | "verify"
+  | "fixAttempts"
+  | "queueDepth"
+  | "emptyDone"
+  | "prepare"
+  | "budget"
+  | "prices"
 >
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
@@ -116,6 +130,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     leaseMs: config.lease === undefined ? DEFAULT_LEASE_MS : parseDuration(config.lease, "flow.yaml: lease"),
+    limitBackoffMs: config.limit_backoff === undefined ? DEFAULT_LIMIT_BACKOFF_MS : parseDuration(config.limit_backoff, "flow.yaml: limit_backoff"),
     defaults: { repo: config.repo, target: config.merge_target },
     publish: publishSettings(config),
     verify: config.verify === undefined ? [] : [config.verify].flat(),

@@ -20,12 +20,16 @@ task's ai_notes as 'Blocked: <reason>'.`,
   todo: `Sets the task to todo: the orchestrator picks it up again on its next run, once its dependencies are done.`,
 }
 
+const LEAVING_DONE = `
+A task that was done takes back what that allowed: its dependents that are ready_for_agent go back to todo in
+the same write (those already started are named on stderr and left as they are).`
+
 /** The command `flow <verb>`. */
 export function statusCommand(verb: StatusVerb): Command {
   const to = VERB_STATUS[verb]
   const meta = {
     usage: `flow ${verb} <task_id>${verb === "block" ? " [<reason>]" : ""}${verb === "done" ? " [--force]" : ""} [--json]`,
-    description: `${DESCRIPTIONS[verb]}\nA task already ${to} is left as it is (exit 0). Each change is printed as '<id>: <from> → <to>'.`,
+    description: `${DESCRIPTIONS[verb]}${verb === "done" ? "" : LEAVING_DONE}\nA task already ${to} is left as it is (exit 0). Each change is printed as '<id>: <from> → <to>'.`,
     options: {
       json: { type: "boolean", help: "print what changed as JSON: {changes, tasks, notes} (lib/model/json-shapes.ts WriteReport)" },
       ...(verb === "done" ? { force: { type: "boolean" as const, help: "mark it done even with subtasks or steps not done" } } : {}),

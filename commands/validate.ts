@@ -14,7 +14,8 @@ Errors: YAML syntax, a missing 'tasks' list, missing required fields (id, title,
 duplicate task or step ids, ids that are not kebab-case, wrong types, statuses outside their lists,
 dependencies on missing tasks or on the task itself, circular dependencies, a validation_task_id that
 names no task. Warnings: fields flow does not know (they are kept), a dependency listed twice, a
-\`\`\`sh block in the instructions of a parent of subtasks (flow never runs a parent).
+\`\`\`sh block in the instructions of a parent of subtasks (flow never runs a parent), a task whose prompt is
+longer than the CLI of an agent in flow.yaml that may take it reads.
 Repeats of one kind in one task are one finding with their count; long lines are cut around the column.
 A graph without errors is followed by its parallelism: the critical path (with its time where the tasks'
 times are known), the widest level (how many tasks could run at once) and the edges per task.

@@ -2,6 +2,7 @@
 import { expect, test } from "bun:test"
 import { join } from "node:path"
 import { AGENT_CLIS, adapterFor, commandAdapter, type Adapter, type AgentEvent } from "../lib/agents"
+import { promptTooLong } from "../lib/agents/prompt-limit"
 import { FlowError } from "../lib/cli/errors"
 
 const FIXTURES = join(import.meta.dir, "fixtures", "agents")
@@ -147,7 +148,7 @@ const RESUME = { prompt: "Next step.", cwd: "/w", sessionId: "S1", model: "m1", 
 test.concurrent("argv of every adapter: a new session, and a resumed one with a model and extra args", () => {
   const argv = (cli: string) => [adapterFor(cli).argv(NEW), adapterFor(cli).argv(RESUME)]
   expect(argv("claude")).toEqual([
-    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash", "--", "Do the task."],
+    ["claude", "--print", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"],
     [
       "claude",
       "--print",
@@ -164,12 +165,10 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
       "S1",
       "--x",
       "y",
-      "--",
-      "Next step.",
     ],
   ])
   expect(argv("codex")).toEqual([
-    ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-c", "allow_login_shell=false", "--", "Do the task."],
+    ["codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-c", "allow_login_shell=false", "--", "-"],
     [
       "codex",
       "exec",
@@ -184,53 +183,26 @@ test.concurrent("argv of every adapter: a new session, and a resumed one with a 
       "y",
       "--",
       "S1",
-      "Next step.",
+      "-",
     ],
   ])
   expect(argv("gemini")).toEqual([
-    ["gemini", "--prompt=Do the task.", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust"],
-    [
-      "gemini",
-      "--prompt=Next step.",
-      "--output-format",
-      "stream-json",
-      "--approval-mode",
-      "yolo",
-      "--skip-trust",
-      "--model",
-      "m1",
-      "--resume",
-      "S1",
-      "--x",
-      "y",
-    ],
+    ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust"],
+    ["gemini", "--output-format", "stream-json", "--approval-mode", "yolo", "--skip-trust", "--model", "m1", "--resume", "S1", "--x", "y"],
   ])
-  // OpenCode reads its prompt from stdin (argv messages are rewritten)
+  // The CLIs that read a prompt from stdin get it there: one argument is capped at 128 KiB (OpenCode also rewrites argv messages).
   expect(argv("opencode")).toEqual([
     ["opencode", "run", "--format", "json", "--auto"],
     ["opencode", "run", "--format", "json", "--auto", "--model", "m1", "--session", "S1", "--x", "y"],
   ])
-  expect(AGENT_CLIS.filter((cli) => cli !== "command" && adapterFor(cli).promptOnStdin)).toEqual(["opencode"])
+  expect(AGENT_CLIS.filter((cli) => cli !== "command" && adapterFor(cli).promptOnStdin)).toEqual(["claude", "codex", "gemini", "opencode", "copilot"])
   expect(argv("cursor")).toEqual([
     ["cursor-agent", "--print", "--output-format", "stream-json", "--force", "--", "Do the task."],
     ["cursor-agent", "--print", "--output-format", "stream-json", "--force", "--model", "m1", "--resume=S1", "--x", "y", "--", "Next step."],
   ])
   expect(argv("copilot")).toEqual([
-    ["copilot", "--prompt=Do the task.", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update"],
-    [
-      "copilot",
-      "--prompt=Next step.",
-      "--output-format",
-      "json",
-      "--allow-all-tools",
-      "--no-ask-user",
-      "--no-auto-update",
-      "--model",
-      "m1",
-      "--session-id=S1",
-      "--x",
-      "y",
-    ],
+    ["copilot", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update"],
+    ["copilot", "--output-format", "json", "--allow-all-tools", "--no-ask-user", "--no-auto-update", "--model", "m1", "--session-id=S1", "--x", "y"],
   ])
   // A new Copilot session gets the id flow chose (the runner records it before the CLI starts).
   expect(
@@ -260,6 +232,34 @@ test.concurrent("a prompt that starts with a dash stays one argument, never a fl
       expect(argv[at - 1]).toBe("--") // an operand after the end of the options
     else expect(argv.filter((a) => /^--(prompt|text)=--help me$/.test(a)).length).toBe(1) // the value of an = flag
   }
+})
+
+test.concurrent("a prompt goes where it can be long: on stdin, or in one argument no longer than Linux starts a program with", () => {
+  const limits = Object.fromEntries(AGENT_CLIS.filter((c) => c !== "command").map((cli) => [cli, adapterFor(cli).promptLimit?.bytes]))
+  expect(limits).toEqual({ claude: 10_485_760, codex: 1_048_576, gemini: 8_388_608, opencode: undefined, cursor: 131_071, copilot: undefined, goose: 131_064 })
+  const prompt = "x".repeat(200_000)
+  for (const cli of AGENT_CLIS.filter((c) => c !== "command" && adapterFor(c).promptOnStdin)) {
+    expect(
+      adapterFor(cli)
+        .argv({ prompt, cwd: "/w", sessionId: "S1" })
+        .some((a) => a.includes("xxx")),
+    ).toBe(false)
+  }
+  const template = commandAdapter(["agent", "--task={prompt} (in {cwd})"])
+  expect(template.promptLimit?.bytes).toBe(131_071 - "--task= (in )".length)
+  // At its limit the argument starts a program; one byte more and Linux refuses it (E2BIG).
+  for (const adapter of [adapterFor("cursor"), adapterFor("goose"), template]) {
+    const limit = adapter.promptLimit!.bytes
+    const [, ...args] = adapter.argv({ prompt: "é".repeat(limit / 2) + (limit % 2 ? "x" : ""), cwd: "" })
+    expect(Bun.spawnSync(["true", ...args]).exitCode).toBe(0)
+    expect(promptTooLong(adapter, "x".repeat(limit))).toBeUndefined()
+    const [, ...over] = adapter.argv({ prompt: "x".repeat(limit + 1), cwd: "" })
+    expect(() => Bun.spawnSync(["true", ...over])).toThrow(/E2BIG|argument list too long/i)
+  }
+  expect(promptTooLong(adapterFor("cursor"), `${"x".repeat(131_070)}é`)).toBe(
+    "the prompt is 131,072 bytes (128 KiB), more than cursor takes (131,071 bytes (127 KiB): the prompt is one argument of its command line, and Linux takes at most 128 KiB in one)",
+  )
+  expect(promptTooLong(adapterFor("opencode"), "x".repeat(20_000_000))).toBeUndefined()
 })
 
 test.concurrent("command: placeholders filled; {session} and {model} dropped with their flag when absent", () => {
@@ -330,7 +330,7 @@ for (const cli of ["claude", "codex"] as const) {
           FAKE_AGENT_EXIT: String(exit),
           FAKE_AGENT_RECORD: join(dir, "record.jsonl"),
         }
-        const r = await run([process.execPath, fake, ...flags], { cwd: dir, env })
+        const r = await run([process.execPath, fake, ...flags], { cwd: dir, env, stdin: adapter.promptOnStdin ? "Do the task." : undefined })
         return { code: r.code, stderr: r.stderr, events: r.stdout.split("\n").flatMap((line) => adapter.parseLine(line)) }
       }
       const first = await launch(undefined, 0)

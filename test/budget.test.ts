@@ -270,7 +270,7 @@ test("the forecast: the tasks to do, what the finished spent, the rest at their 
   ).toContain("minutes up to about 2 times it")
 })
 
-test("parking: until the reset the CLI named, else a back-off doubling per limit in a row; the task goes back to its agent after, or to a fallback at once", () => {
+test("parking: until the reset the CLI named, else a back-off doubling per limit in a row of the task; the task goes back to its agent after, or to a fallback at once", () => {
   const agents = [
     { name: "claude-1", cli: "claude", fallback: "codex-1" },
     { name: "claude-2", cli: "claude" },
@@ -289,17 +289,45 @@ test("parking: until the reset the CLI named, else a back-off doubling per limit
   })
   expect(parking.holds("a")).toBe(false)
   // No reset named: 1 minute, then 2 for a second limit in a row; the fallback of another CLI takes it now.
-  expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now)).toEqual({ until: new Date(now + 60_000), to: "codex-1" })
-  expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now)).toEqual({ until: new Date(now + 120_000), to: "codex-1" })
+  expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now)).toEqual({
+    until: new Date(now + 60_000),
+    backoff: { ms: 60_000, streak: 1 },
+    to: "codex-1",
+  })
+  expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now)).toEqual({
+    until: new Date(now + 120_000),
+    backoff: { ms: 120_000, streak: 2 },
+    to: "codex-1",
+  })
   expect(parking.takeFor(agents[1], now + 200_000)).toBeUndefined() // not its task, not its fallback
   expect(parking.takeFor(agents[2], now)).toEqual({
     taskId: "b",
     note: expect.stringContaining("## Work so far\n\nAgent claude-1 (claude) worked on this task"),
   })
-  // A task restricted to its agent (agent_name) never moves.
-  expect(parking.park("c", agents[0], { kind: "rate", message: "429" }, true, now)).toEqual({ until: new Date(now + 240_000) })
+  // A task restricted to its agent (agent_name) never moves. Its limits in a row are its own: another task's do not count.
+  expect(parking.park("c", agents[0], { kind: "rate", message: "429" }, true, now)).toEqual({
+    until: new Date(now + 60_000),
+    backoff: { ms: 60_000, streak: 1 },
+  })
   expect(parking.takeFor(agents[2], now)).toBeUndefined()
+  expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now).backoff).toEqual({ ms: 240_000, streak: 3 })
+  // A turn of the task that met no limit starts its back-off afresh.
+  parking.ok("b")
+  expect(parking.park("b", agents[0], { kind: "rate", message: "429" }, false, now).backoff).toEqual({ ms: 60_000, streak: 1 })
   parking.close()
+})
+
+test("parking: the first back-off is flow.yaml's limit_backoff, and doubling stops at 30 minutes", () => {
+  const agents = [{ name: "gemini-1", cli: "gemini" }]
+  const parking = new Parking(agents, () => {}, 5_000)
+  const now = NOW.getTime()
+  const waits = Array.from({ length: 12 }, () => parking.park("a", agents[0], { kind: "quota", message: "quota exceeded" }, true, now).backoff?.ms)
+  expect(waits).toEqual([5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 640_000, 1_280_000, 1_800_000, 1_800_000, 1_800_000])
+  // A first back-off longer than 30 minutes is kept, never doubled.
+  const slow = new Parking(agents, () => {}, 3_600_000)
+  expect([1, 2].map(() => slow.park("a", agents[0], { kind: "quota", message: "quota exceeded" }, true, now).backoff?.ms)).toEqual([3_600_000, 3_600_000])
+  parking.close()
+  slow.close()
 })
 
 test("the run screen shows a parked agent as 'parked until' its reset, and running again once it takes work", () => {

@@ -15,8 +15,13 @@ export function stamped(text: string): string {
 }
 
 /** Runs `flow <args>`, expects exactly this result, and returns tasks.yaml afterwards. */
-export async function run(dir: TempDir, args: string[], expected: { code?: number; stdout: string; stderr?: string }): Promise<string> {
-  expect(await flow(dir.path, args)).toEqual({ code: expected.code ?? 0, stdout: expected.stdout, stderr: expected.stderr ?? "" })
+export async function run(
+  dir: TempDir,
+  args: string[],
+  expected: { code?: number; stdout: string; stderr?: string },
+  env?: Record<string, string>,
+): Promise<string> {
+  expect(await flow(dir.path, args, env && { env })).toEqual({ code: expected.code ?? 0, stdout: expected.stdout, stderr: expected.stderr ?? "" })
   return dir.read("tasks.yaml")
 }
 

@@ -107,27 +107,38 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     expect(await p.row("w")).toMatchObject({ attempt: 2, claimed_by: "run-b", claimed_agent: "b-1", live: true })
   })
 
-  test("a renewal extends the claims its run still holds and leaves out one taken over", async () => {
+  test("a renewal extends the claims given that their run still holds, leaves out one taken over, and never renews one not given", async () => {
     await using db = await freshDatabase()
     await using p = await sharedProject(db, [
       { id: "kept", status: "ready_for_agent" },
       { id: "lost", status: "ready_for_agent" },
       { id: "other", status: "ready_for_agent" },
+      { id: "dropped", status: "ready_for_agent" },
     ])
     const store = p.store()
     const kept = (await store.claims.claim(["kept"], A, 1_000))!
     const lost = (await store.claims.claim(["lost"], A, 1_000))!
-    await store.claims.claim(["other"], B, 60_000)
-    expect(await store.claims.renew("run-a", 1_000)).toEqual(
-      new Map([
-        ["kept", 1],
-        ["lost", 1],
-      ]),
-    )
+    const other = (await store.claims.claim(["other"], B, 60_000))!
+    // Run A's claim, not given to the renewal: its row names run A, but what the run counts as its own decides.
+    const dropped = (await store.claims.claim(["dropped"], A, 1_000))!
+    expect(await store.claims.renew([kept, lost], 1_000)).toEqual(new Set(["kept", "lost"]))
+    expect(await store.claims.renew([], 1_000)).toEqual(new Set()) // a run holding nothing asks too: the database's answer is news
+    // Another run's claim given as run A's, and an older attempt: neither is renewed.
+    expect(
+      await store.claims.renew(
+        [
+          { ...other, run: "run-a" },
+          { ...kept, attempt: 0 },
+        ],
+        60_000,
+      ),
+    ).toEqual(new Set())
     await lapsed(store, kept)
     await lapsed(store, lost)
+    await lapsed(store, dropped)
     expect(await store.claims.claim(["lost"], B, 60_000)).toMatchObject({ taskId: "lost", attempt: 2 })
-    expect(await store.claims.renew("run-a", 60_000)).toEqual(new Map([["kept", 1]]))
+    expect(await store.claims.renew([kept, lost], 60_000)).toEqual(new Set(["kept"]))
+    expect(await p.row("dropped")).toMatchObject({ claimed_by: "run-a", live: false })
     // Renewed on the database's clock: the lapsed claim lives again, for about the new lease.
     expect(await store.claims.holds(kept)).toBe(true)
     expect((await p.row("kept")).left).toBeGreaterThan(50)

@@ -250,7 +250,12 @@ describe.skipIf(!HAVE_POSTGRES)("many flow runs per shared project", () => {
 
     const again = clones.runFirst()
     await waitUntil(async () => (await runLockSessions(db)) === 2)
-    await waitUntil(async () => (await db.sql`SELECT pid FROM live_runs WHERE machine = 'laptop-1'`).length === 1)
+    // The lock is taken before the row is written (a holder not recorded yet): wait for this machine's one
+    // row to be the new run's, the dead run's gone.
+    await waitUntil(async () => {
+      const mine = await db.sql`SELECT pid FROM live_runs WHERE machine = 'laptop-1'`
+      return mine.length === 1 && mine[0].pid === again.proc.pid
+    })
     expect(await db.sql`SELECT machine, pid FROM live_runs ORDER BY since`).toEqual([
       { machine: "laptop-2", pid: second.proc.pid },
       { machine: "laptop-1", pid: again.proc.pid },

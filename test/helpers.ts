@@ -13,17 +13,32 @@ export function flowArgv(): string[] {
 
 export type Result = { code: number; stdout: string; stderr: string }
 
+// Every flow a test starts, until it exits: a test that times out (or throws before it stops its server) must
+// not leave `flow mcp --http` or a run alive past the test command. The preload kills what is left after all.
+const started = new Set<Bun.Subprocess>()
+/** Kills every flow a test started that is still running (test/preload.ts, after the last test). */
+export function killStarted(): void {
+  for (const proc of started) proc.kill("SIGKILL")
+}
+function tracked<T extends Bun.Subprocess>(proc: T): T {
+  started.add(proc)
+  void proc.exited.then(() => started.delete(proc))
+  return proc
+}
+
 /** Runs `flow <args>` in `cwd` and collects its output. */
 export async function flow(cwd: string, args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string } = {}): Promise<Result> {
   const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: "1", TZ: process.env.TZ, FLOW_PROJECT: undefined, ...opts.env }
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k]
-  const proc = Bun.spawn([...flowArgv(), ...args], {
-    cwd,
-    env: env as Record<string, string>,
-    stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
-  })
+  const proc = tracked(
+    Bun.spawn([...flowArgv(), ...args], {
+      cwd,
+      env: env as Record<string, string>,
+      stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
+      stdout: "pipe",
+      stderr: "pipe",
+    }),
+  )
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   return { code, stdout, stderr }
 }
@@ -73,7 +88,7 @@ export function tasksYaml(tasks: Record<string, unknown>[]): string {
  * (`setsid`: flow leads a process group of its own).
  */
 export function background(cwd: string, args: string[], env: Record<string, string | undefined> = {}, prefix: string[] = []) {
-  const proc = Bun.spawn([...prefix, ...flowArgv(), ...args], { cwd, env: { ...process.env, ...env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" })
+  const proc = tracked(Bun.spawn([...prefix, ...flowArgv(), ...args], { cwd, env: { ...process.env, ...env, NO_COLOR: "1" }, stdout: "pipe", stderr: "pipe" }))
   let out = ""
   const waiters: { found: (out: string) => boolean; resolve: () => void }[] = []
   const pump = (async () => {

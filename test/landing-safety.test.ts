@@ -80,12 +80,13 @@ test.concurrent("case 2: a branch that changes tasks.yaml, and the person's unco
   }
 })
 
-test.concurrent("the person's uncommitted change to a file a branch brings makes the landing wait, said once in the log, show, dashboard and inspector; it lands when the person stashes", async () => {
+test.concurrent("the person's uncommitted change to a file a branch brings makes the landing wait, said once in the log, show, dashboard and inspector; it lands when the person stashes just that file, as said", async () => {
   await using dir = await project([task("t1", "echo flow > shared.txt")], { "shared.txt": "base\n" })
   dir.write("shared.txt", "mine, not committed\n")
   const run = background(dir.path, RUN)
   await run.waitFor("your uncommitted change to shared.txt")
-  const reason = `your uncommitted change to shared.txt in ${dir.path} is in the way; commit or stash it and flow lands by itself`
+  const stash = `git -C ${dir.path} stash push -- shared.txt`
+  const reason = `your uncommitted change to shared.txt in ${dir.path} is in the way; commit it, or stash just it with \`${stash}\` (not a bare \`git stash\`, which takes flow's own uncommitted writes too), and flow lands by itself`
   const wait = { task: "t1", target: "main", reason, since: expect.any(String) }
   expect((await flow(dir.path, ["show", "t1"])).stdout).toContain(`\nStatus: in_progress\nLanding: waiting — ${reason}\nPhase:`)
   expect(JSON.parse((await flow(dir.path, ["show", "t1", "--json"])).stdout).landing_wait).toEqual(wait)
@@ -98,7 +99,9 @@ test.concurrent("the person's uncommitted change to a file a branch brings makes
   await Bun.sleep(2500)
   expect(run.output().match(/your uncommitted change to shared.txt/g)?.length).toBe(1)
   expect(dir.read("shared.txt")).toBe("mine, not committed\n")
-  await git(dir.path, ["stash", "-q"])
+  // The person does what the message says: the stash holds their change, and none of flow's writes.
+  await git(dir.path, stash.split(" ").slice(3))
+  expect((await git(dir.path, ["stash", "show", "--name-only", "stash@{0}"])).trim()).toBe("shared.txt")
   const r = await run.done()
   expect(r.code).toBe(0)
   expect(dir.read("shared.txt")).toBe("flow\n")

@@ -53,7 +53,12 @@ export type HttpServer = { url: string; token: string; stderr: () => string; sto
 /** `flow mcp --http 0` in the background: its address and token from the two lines it prints. */
 export async function startHttp(cwd: string, extra: Record<string, string | undefined> = {}): Promise<HttpServer> {
   const run = background(cwd, ["mcp", "--http", "0"], env(extra))
-  await run.waitFor((out) => out.split("\n").length >= 3 || (extra.FLOW_MCP_TOKEN !== undefined && out.includes("\n")))
+  await run
+    .waitFor((out) => out.split("\n").length >= 3 || (extra.FLOW_MCP_TOKEN !== undefined && out.includes("\n")))
+    .catch((e) => {
+      run.proc.kill("SIGKILL") // it never said where it listens: no test will stop it
+      throw e
+    })
   const [url, header] = run.output().split("\n")
   const token = extra.FLOW_MCP_TOKEN ?? /^Authorization: Bearer (\S+)$/.exec(header ?? "")?.[1]
   if (!url || !token) throw new Error(`flow mcp --http printed no address and header: ${run.output()}`)

@@ -7,6 +7,7 @@ import { TASK_STATUSES } from "../lib/model/statuses"
 import { ID_PATTERN, STEP_ID_PATTERN } from "../lib/model/schema"
 import { MessageLimit, requestId } from "../lib/mcp/stdio"
 import { TOOLS } from "../lib/mcp/tools"
+import { NOTE_MAX_BYTES } from "../lib/store/note-limit"
 import { projectAt } from "../lib/cli/project"
 import { openState } from "../lib/state/state"
 import { call, callFails, type Connected, connect, type Transport } from "./mcp-helpers"
@@ -307,6 +308,44 @@ describe.each(TRANSPORTS)("over %s", (transport) => {
     expect(report.valid).toBe(false)
     await writesSettled(dir.path)
     expect(snapshot(dir.path)).toEqual(broken)
+  })
+
+  test.concurrent("a note or a block reason is at most 512 KiB: longer, the tool refuses it as the command does and nothing is written", async () => {
+    await using dir = await project()
+    await using server = await connect(transport, dir.path)
+    const { client } = server
+    await call(client, "flow_list")
+    // At the bound exactly: written, by a tool call as by a person's words (each argument far under Linux's 128 KiB).
+    const atBound = "n".repeat(NOTE_MAX_BYTES)
+    expect(((await call(client, "flow_note", { task_id: "ui", text: atBound })).tasks as { ai_notes: string[] }[])[0].ai_notes).toEqual([atBound])
+    const words = (text: string) => {
+      const out: string[] = []
+      let rest = text
+      for (let cut = rest.lastIndexOf(" ", 100_000); rest.length > 100_000; cut = rest.lastIndexOf(" ", 100_000)) {
+        out.push(rest.slice(0, cut))
+        rest = rest.slice(cut + 1)
+      }
+      return [...out, rest]
+    }
+    // 5 words of 100,000 bytes, their 5 spaces, and 24,283 bytes of two-byte letters and one more: 524,288 bytes.
+    const person = [..."abcde"].map((c) => c.repeat(100_000)).concat(`${"é".repeat(12_141)}x`)
+    expect((await flow(dir.path, ["note", "ui", ...person])).code).toBe(0)
+    await writesSettled(dir.path)
+    const before = snapshot(dir.path)
+    // One byte more: refused, with what a person does instead.
+    const over = `${"word ".repeat(104_857)}wxyz`
+    expect(Buffer.byteLength(over)).toBe(NOTE_MAX_BYTES + 1)
+    const refused = {
+      message: `error: the note is ${(NOTE_MAX_BYTES + 1).toLocaleString("en")} bytes, more than a note may hold (524,288 bytes, 512 KiB): notes go into the prompts of agents`,
+      cli: "put the long text in a file of the repository and name that file in the note",
+      tool: "put the long text in a file of the repository and name that file in the note",
+    }
+    expect(await failsBoth(server, dir, ["flow_note", { task_id: "ui", text: over }, ["note", "ui", ...words(over)]])).toEqual(refused)
+    const reason = { ...refused, message: refused.message.replace("the note", "the reason") }
+    expect(await failsBoth(server, dir, ["flow_block", { task_id: "ui", reason: over }, ["block", "ui", ...words(over)]])).toEqual(reason)
+    expect((await flow(dir.path, ["note", "ui", ...words(over)])).code).toBe(2)
+    await writesSettled(dir.path)
+    expect(snapshot(dir.path)).toEqual(before)
   })
 
   test.concurrent("50 concurrent done and note calls, with flow notes from the shell at the same time, lose nothing", async () => {

@@ -113,7 +113,7 @@ test.concurrent("the target checked out in a linked worktree is found there (rea
     expect(await moveTarget(dir.path, "main", old, m.commit, "x", j.journal)).toMatchObject({
       ok: false,
       why: "wait",
-      detail: `your uncommitted change to b.txt in ${linked} is in the way; commit or stash it and flow lands by itself`,
+      detail: `your uncommitted change to b.txt in ${linked} is in the way; commit it, or stash just it with \`git -C ${linked} stash push -- b.txt\` (not a bare \`git stash\`, which takes flow's own uncommitted writes too), and flow lands by itself`,
     })
     rmSync(`${linked}/b.txt`)
     expect(await moveTarget(dir.path, "main", old, m.commit, "x", j.journal)).toEqual({ ok: true })

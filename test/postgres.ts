@@ -60,7 +60,10 @@ function check(argv: string[]): void {
   if (p.exitCode !== 0) throw new Error(`${argv.join(" ")} failed (${p.exitCode}): ${p.stderr.toString()}${p.stdout.toString()}`)
 }
 
-async function start(): Promise<Launched> {
+/** What a server is started with: `maxConnections`, the server's max_connections (400 unless said). */
+type ServerSettings = { maxConnections?: number }
+
+async function start(settings: ServerSettings = {}): Promise<Launched> {
   if (!BIN) throw new Error("PostgreSQL is not installed (no /usr/lib/postgresql/<n>/bin/pg_ctl, and PG_BIN is unset): run scripts/test-deps.sh")
   const dir = mkdtempSync(join(tmpdir(), "flow-pg-"))
   // Private to the server's user: the socket there trusts whoever can reach it.
@@ -82,7 +85,7 @@ async function start(): Promise<Launched> {
     "-c",
     "full_page_writes=off",
     "-c",
-    "max_connections=400",
+    `max_connections=${settings.maxConnections ?? 400}`,
   ]
   const pgCtl = join(BIN, "pg_ctl")
   let running = false
@@ -112,7 +115,8 @@ async function start(): Promise<Launched> {
     { stdout: "ignore", stderr: "ignore", stdin: "ignore" },
   ).unref()
   const url = (database: string, user = USER) => `postgres://${user}@localhost/${database}?host=${dir}`
-  const admin = new SQL(url("postgres"))
+  // One connection on a server of few (a pool opens several at once, each a slot taken from the test).
+  const admin = new SQL({ url: url("postgres"), ...(settings.maxConnections !== undefined ? { max: 1 } : {}) })
   await admin.unsafe(`CREATE ROLE ${PASSWORD_USER} LOGIN SUPERUSER PASSWORD '${PASSWORD}'`)
   return {
     dir,
@@ -140,8 +144,8 @@ export function server(): Promise<Server> {
 }
 
 /** A server of the caller's own, which it may stop and start again; gone when disposed. */
-export async function ownServer(): Promise<Server & AsyncDisposable> {
-  const { destroy, ...s } = await start()
+export async function ownServer(settings: ServerSettings = {}): Promise<Server & AsyncDisposable> {
+  const { destroy, ...s } = await start(settings)
   return {
     ...s,
     [Symbol.asyncDispose]: async () => {

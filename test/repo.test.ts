@@ -1,9 +1,9 @@
 // `flow repo worktree list|remove <repo>`: <repo> is a repository flow knows (SPEC 4 says a repository name),
 // by its path as flow.yaml or a task writes it or by its folder's name, or else a folder of the project.
 import { expect, test } from "bun:test"
-import { realpathSync, renameSync } from "node:fs"
+import { existsSync, realpathSync, renameSync } from "node:fs"
 import { join } from "node:path"
-import { flow, git, tasksYaml, tempRepo } from "./helpers"
+import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 /** A project whose task works in repos/app, a repository of its own with a worktree on branch flow/api. */
 async function projectWithApp() {
@@ -76,4 +76,33 @@ test.concurrent("remove runs flow.yaml's teardown of that repository in the work
     stderr: "",
   })
   expect(dir.read(".flow/worktrees/down.txt")).toBe("down\n")
+})
+
+test.concurrent("remove --force, and reset, refuse the worktree of an agent at work in a live run, naming the run", async () => {
+  await using dir = await tempRepo({
+    ".gitignore": ".flow/\n",
+    // The agent works until the test lets it finish: it waits for a file the test writes.
+    "tasks.yaml": tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: '```sh\nwhile [ ! -e "$FLOW_PROJECT/go" ]; do sleep 0.1; done\n```' }]),
+  })
+  const run = background(dir.path, ["run", "--headless", "--agents", "1", "--cli", "script"])
+  try {
+    await run.waitFor("long: started by script-1")
+    const who = `script-1 of a live 'flow run' (pid ${run.proc.pid}, since `
+    const removed = await flow(dir.path, ["repo", "worktree", "remove", ".", "flow/long", "--force"])
+    expect({ code: removed.code, stdout: removed.stdout }).toEqual({ code: 1, stdout: "" })
+    expect(removed.stderr).toContain(`error: ${who}`)
+    expect(removed.stderr).toContain("is at work on task 'long': removing it would pull its worktree from under it\n")
+    expect(removed.stderr).toContain(
+      "hint: stop that run first (q or Ctrl-C where it runs; the next 'flow run' resumes the task here), or stop it and run 'flow reset long'",
+    )
+    expect(existsSync(dir.file(".flow/worktrees/long"))).toBe(true)
+    const reset = await flow(dir.path, ["reset", "long"])
+    expect({ code: reset.code, stdout: reset.stdout }).toEqual({ code: 1, stdout: "" })
+    expect(reset.stderr).toContain("is at work on task 'long': a retry from the target would pull its worktree from under it\n")
+    expect(dir.read("tasks.yaml")).toContain("status: in_progress")
+  } finally {
+    dir.write("go", "")
+    await run.done()
+  }
+  expect(dir.read("tasks.yaml")).toContain("status: done")
 })

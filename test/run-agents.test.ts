@@ -1,7 +1,7 @@
 // `flow run` with agent CLIs: fake `claude` and `codex` scripts that speak the real stream formats, run the
 // flow commands their prompt names, ask questions, and exit without finishing.
 import { expect, test } from "bun:test"
-import { mkdirSync, readFileSync, symlinkSync } from "node:fs"
+import { chmodSync, mkdirSync, readFileSync, symlinkSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { background, flow, flowArgv, ROOT, tempRepo, type TempDir } from "./helpers"
 
@@ -195,4 +195,63 @@ test.concurrent("a CLI that refuses to start says why on stderr only: that line 
   expect(r.stdout).toContain("refused | error: claude: error: unknown option '--bogus'\n")
   expect(r.stdout).toContain("refused: claude-a exited 2 after")
   expect(dir.read("tasks.yaml")).toContain("the agent exited (code 2: claude: error: unknown option '--bogus') without 'flow done' or 'flow block'")
+})
+
+test.concurrent("a prompt longer than the agent's CLI takes never starts it: the task is blocked at once, saying how long and why", async () => {
+  await using dir = await tempRepo({
+    "tasks.yaml":
+      "tasks:\n  - id: big\n    title: Big\n    status: todo\n    instructions: Read the note.\n  - id: small\n    title: Small\n    status: todo\n    instructions: Go.\n",
+    // The prompt is one argument of the program (its $0): Linux's 128 KiB cap applies.
+    "flow.yaml":
+      'agents:\n  - name: c-1\n    cli: command\n    command: ["sh", "-c", "echo \\"$FLOW_TASK_ID\\" >> \\"$FLOW_PROJECT/launched.txt\\"; flow done \\"$FLOW_TASK_ID\\"", "{prompt}"]\n',
+  })
+  // A person's 140 KB note, in words of 35 KB (each argument of flow note under the cap).
+  expect((await flow(dir.path, ["note", "big", ...Array.from({ length: 4 }, () => "n".repeat(35_000))])).code).toBe(0)
+  const prompt = Buffer.byteLength((await flow(dir.path, ["prompt", "big"])).stdout)
+  const r = await flow(dir.path, ["run", "--headless"])
+  expect(r.code).toBe(4)
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ big: "blocked", small: "done" })
+  expect(dir.read("launched.txt")).toBe("small\n") // big's agent never started
+  const why = `the prompt is ${prompt.toLocaleString("en")} bytes (${Math.floor(prompt / 1024)} KiB), more than command takes (131,071 bytes (127 KiB): the prompt is one argument of its command line, and Linux takes at most 128 KiB in one)`
+  expect(r.stdout).toContain(`big | error: ${why}\n`)
+  expect(r.stdout).not.toContain("big: retry")
+  const notes = (Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: { id: string; ai_notes?: string[] }[] }).tasks[0].ai_notes
+  expect(notes?.at(-1)).toBe(
+    `flow run: ${why}; shorten what the prompt holds ('flow prompt big' shows it: the task's instructions and notes, its dependencies' notes), or give the task an agent whose CLI takes it`,
+  )
+})
+
+test.concurrent("copilot: a first launch that failed before it had a session leaves none to resume: the retry gets the whole task", async () => {
+  await using dir = await tempRepo({ "tasks.yaml": "tasks:\n  - id: fresh\n    title: Fresh\n    status: todo\n    instructions: Do it.\n" })
+  const bin = join(dir.path, ".test-bin")
+  mkdirSync(bin, { recursive: true })
+  // A copilot that dies at once the first time (as a broken install or a refused login does), saying nothing on
+  // stdout; then, as Copilot 1.0.102 does, reads its prompt from stdin and names its session in its result line.
+  dir.write(
+    ".test-bin/copilot",
+    `#!/usr/bin/env bun
+import { appendFileSync, existsSync } from "node:fs"
+if (process.argv[2] === "--version") { console.log("1.0.102"); process.exit(0) }
+const log = ${JSON.stringify(join(bin, "launches.jsonl"))}
+const first = !existsSync(log)
+const session = process.argv.find((a) => a.startsWith("--session-id="))?.slice(13)
+appendFileSync(log, JSON.stringify({ session, prompt: await Bun.stdin.text() }) + "\\n")
+if (first) { console.error("copilot: could not start"); process.exit(1) }
+Bun.spawnSync(["flow", "done", "fresh"], { stdout: "ignore" })
+console.log(JSON.stringify({ type: "result", sessionId: session, exitCode: 0 }))
+`,
+  )
+  chmodSync(join(bin, "copilot"), 0o755)
+  dir.write("flow.yaml", "agents:\n  - name: copilot-1\n    cli: copilot\n")
+  const r = await flow(dir.path, ["run", "--headless"], { env: { PATH: `${bin}:${dirname(process.execPath)}:${process.env.PATH}` } })
+  expect({ code: r.code, statuses: statuses(dir.read("tasks.yaml")) }).toEqual({ code: 0, statuses: { fresh: "done" } })
+  const [first, second] = readFileSync(join(bin, "launches.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { session: string; prompt: string })
+  expect(first.prompt).toContain("# Your task: fresh: Fresh")
+  // The retry is a new session, with the task and the reason for the retry, not the reminder alone.
+  expect(second.session).not.toBe(first.session)
+  expect(second.prompt).toStartWith(first.prompt)
+  expect(second.prompt).toContain("the agent exited (code 1) without 'flow done fresh' or 'flow block fresh'")
 })

@@ -302,7 +302,7 @@ test.concurrent("a conflict resolved by a person and marked done is merged by th
   expect((await flow(dir.path, ["list"])).stdout).not.toContain("merge pending")
 }, 180_000)
 
-test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last valid view and applies what finished meanwhile", async () => {
+test.concurrent("a tasks.yaml invalid for a moment: the run says what and where, waits with its last valid view and applies what finished meanwhile", async () => {
   await using dir = await tempRepo({ ".gitignore": ".flow/\n" })
   const saved = `${dir.path}.saved`
   // The first task's script breaks tasks.yaml as a half-saved edit would, keeping the good text aside.
@@ -313,7 +313,10 @@ test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last 
         id: "breaks",
         title: "Breaks",
         status: "todo",
-        instructions: sh(`cp "$FLOW_PROJECT/tasks.yaml" '${saved}'\necho 'tasks: [' > "$FLOW_PROJECT/tasks.yaml"\necho x > x.txt`),
+        // Replaced whole (a rename), so that the run reads the broken text, never an empty file on its way.
+        instructions: sh(
+          `cp "$FLOW_PROJECT/tasks.yaml" '${saved}'\necho 'tasks: [' > '${saved}.broken'\nmv '${saved}.broken' "$FLOW_PROJECT/tasks.yaml"\necho x > x.txt`,
+        ),
       },
       { id: "next", title: "Next", status: "todo", depends_on: ["breaks"], instructions: sh("echo y > y.txt") },
     ]),
@@ -326,6 +329,10 @@ test.concurrent("a tasks.yaml invalid for a moment: the run waits with its last 
     const r = await run.done()
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
     expect(r.stdout.match(/keeping the last valid view/g)).toHaveLength(1)
+    // What is wrong and where, not the first line of a report whose rest was cut ("the first:: keeping").
+    expect(r.stdout).toContain(
+      `run: tasks.yaml is invalid (1 error, 0 warnings); the first: YAML: Flow sequence in block collection must be sufficiently indented and end with a ], at ${dir.file("tasks.yaml")}:2:1: keeping the last valid view,`,
+    )
     expect(r.stdout).toContain("run: tasks.yaml is valid again: going on")
     expect(statuses(dir.read("tasks.yaml"))).toEqual({ breaks: "done", next: "done" })
     expect([dir.read("x.txt"), dir.read("y.txt")]).toEqual(["x\n", "y\n"])

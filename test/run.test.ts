@@ -124,7 +124,9 @@ test.concurrent("a landing held up by the person's local change waits, said once
   const run = background(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"])
   await run.waitFor("is in the way")
   expect(run.output()).toContain(" run: 1 task, agents script-1, merging into main\n")
-  expect(run.output()).toContain(`landing edit: your uncommitted change to a.txt in ${dir.path} is in the way; commit or stash it and flow lands by itself\n`)
+  expect(run.output()).toContain(
+    `landing edit: your uncommitted change to a.txt in ${dir.path} is in the way; commit it, or stash just it with \`git -C ${dir.path} stash push -- a.txt\` (not a bare \`git stash\`, which takes flow's own uncommitted writes too), and flow lands by itself\n`,
+  )
   expect(dir.read("a.txt")).toBe("local\n")
   await git(dir.path, ["checkout", "--", "a.txt"]) // the person discards it
   const r = await run.done()

@@ -205,6 +205,52 @@ describe.skipIf(!HAVE_POSTGRES)("a shared project", () => {
     expect((await flow(dir.path, ["list"])).code).toBe(3)
   })
 
+  test.concurrent("a database holding another application's projects and tasks is refused before anything is written; a schema of flow's own works", async () => {
+    await using db = await freshDatabase()
+    await db.sql.unsafe(`
+      CREATE TABLE projects (id serial PRIMARY KEY, name text NOT NULL);
+      CREATE TABLE tasks (id serial PRIMARY KEY, project integer REFERENCES projects, done boolean);
+      INSERT INTO projects (name) VALUES ('website');
+      INSERT INTO tasks (project, done) VALUES (1, false);`)
+    const theirs = async () => ({
+      relations: (
+        await db.sql`SELECT n.nspname || '.' || c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') ORDER BY 1`
+      ).map((r: { name: string }) => r.name),
+      rows: await db.sql`SELECT p.name, t.done FROM public.projects p JOIN public.tasks t ON t.project = p.id`,
+    })
+    const before = await theirs()
+    await using dir = await tempRepo({ "tasks.yaml": TASKS })
+    const refused = await flow(dir.path, ["share", db.url])
+    const own = `${db.url}&options=-csearch_path%3Dflow`
+    expect(refused).toEqual({
+      code: 3,
+      stdout: "",
+      stderr:
+        `error: the database at ${db.url} already has tables projects, tasks in schema public that are not flow's (flow creates its own under those names): nothing was written\n` +
+        `hint: give flow a schema of its own: run CREATE SCHEMA flow in that database and add options=-csearch_path%3Dflow to the URL (${own}); or use another database\n`,
+    })
+    expect(await theirs()).toEqual(before)
+    expect(existsSync(join(dir.path, "flow.yaml"))).toBe(false)
+
+    // The hint followed: a schema that does not exist yet is said, then flow's tables live in their own.
+    const missing = await flow(dir.path, ["share", own])
+    expect({ code: missing.code, stderr: missing.stderr }).toEqual({
+      code: 3,
+      stderr: `error: the database at ${own} has no schema to create flow's tables in: its search_path (flow) names none that exists\nhint: create it in that database (CREATE SCHEMA flow), or name one that exists in the URL's options=-csearch_path%3D<schema>\n`,
+    })
+    await db.sql`CREATE SCHEMA flow`
+    const shared = await flow(dir.path, ["share", own])
+    expect({ code: shared.code, stderr: shared.stderr }).toEqual({ code: 0, stderr: "" })
+    expect((await flow(dir.path, ["done", "setup"])).code).toBe(0)
+    expect((await flow(dir.path, ["list"])).stdout).toContain("[done] setup")
+    expect((await theirs()).rows).toEqual(before.rows)
+    expect(await db.sql`SELECT id, status FROM flow.tasks ORDER BY ord`).toEqual([
+      { id: "setup", status: "done" },
+      { id: "api", status: "ready_for_agent" },
+    ])
+  })
+
   test.concurrent("the URL's options (TLS settings and others) reach the client as written", async () => {
     await using db = await freshDatabase()
     await using dir = await tempRepo({ "tasks.yaml": TASKS })

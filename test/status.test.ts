@@ -97,6 +97,25 @@ test.concurrent("todo on its own leaves the task todo even when its dependencies
   expect(await run(dir, ["todo", "b"], { stdout: "b: blocked → todo\n" })).toBe(file.replace("status: blocked", "status: todo"))
 })
 
+test.concurrent("todo on an approved checkpoint holds back its dependents that have not started, names those that have", async () => {
+  const file = `tasks:
+  - {id: build, title: Build, status: done, instructions: b}
+  - {id: review, title: Review, status: done, checkpoint: true, depends_on: [build], instructions: r}
+  - {id: after, title: After, status: ready_for_agent, depends_on: [review], instructions: a}
+  - {id: early, title: Early, status: in_progress, depends_on: [review], instructions: e}
+  - {id: other, title: Other, status: ready_for_agent, depends_on: [build], instructions: o}
+`
+  await using dir = await tempRepo({ "tasks.yaml": file })
+  const after = await run(dir, ["todo", "review"], {
+    stdout: "review: done → todo\nafter: ready_for_agent → todo (dependency review no longer done)\n",
+    stderr:
+      "warning: review is no longer done, but its dependent early (in_progress) already started; left as it is (run 'flow reset <id>' to redo it after review)\n",
+  })
+  expect(after).toBe(file.replace("Review, status: done", "Review, status: todo").replace("After, status: ready_for_agent", "After, status: todo"))
+  // What waits on the checkpoint is no longer offered: only what does not depend on it.
+  expect((await flow(dir.path, ["next"])).stdout).toBe("[ready_for_agent] other Other (depends: build)\n")
+})
+
 test.concurrent("block appends the reason to ai_notes; a reason for a task already blocked is still recorded", async () => {
   await using dir = await tempRepo({ "tasks.yaml": GRAPH })
   const after = await run(dir, ["block", "setup", "tests", "fail", "on", "CI"], {

@@ -4,6 +4,7 @@ import { expect, test } from "bun:test"
 import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { type } from "arktype"
+import { size } from "../lib/agents/prompt-limit"
 import { ErrorReport, ValidateReport } from "../lib/model/json-shapes"
 import { flow, tempRepo, type Result } from "./helpers"
 
@@ -1171,4 +1172,65 @@ test.concurrent("a dependency typo never suggests the task itself; a step's erro
   expect(r.stdout).toContain("ERROR: Task 'api' depends on 'apj' which doesn't exist\n")
   expect(r.stdout).not.toContain("did you mean 'api'")
   expect(r.stdout).toContain("ERROR: Step 'web.1' of task 'web': instruction must be a string (was a number)")
+})
+
+test.concurrent("a task whose prompt is longer than the CLI of an agent that may take it reads is a warning, naming the agents and the limit", async () => {
+  const note = (kib: number) => "x".repeat(kib * 1024)
+  const yaml = `tasks:
+  - id: log
+    title: Log
+    status: todo
+    instructions: Read the log in the notes.
+    ai_notes:
+      - ${note(200)}
+  - id: pinned
+    title: Pinned
+    status: todo
+    agent_name: codex-1
+    instructions: The same log.
+    ai_notes:
+      - ${note(200)}
+  - id: huge
+    title: Huge
+    status: todo
+    instructions: Three logs.
+    ai_notes:
+      - ${note(500)}
+      - ${note(500)}
+      - ${note(100)}
+  - id: old
+    title: Old
+    status: done
+    instructions: Done long ago.
+    ai_notes:
+      - ${note(200)}
+`
+  await using dir = await tempRepo({ "tasks.yaml": yaml, "flow.yaml": "agents:\n  - name: cursor-1\n    cli: cursor\n  - name: codex-1\n    cli: codex\n" })
+  const bytes = async (id: string) => Buffer.byteLength((await flow(dir.path, ["prompt", id])).stdout)
+  const [log, huge] = [await bytes("log"), await bytes("huge")]
+  const cursor = "cursor: 131,071 bytes (127 KiB), as the prompt is one argument of its command line, and Linux takes at most 128 KiB in one"
+  const codex = "codex: 1,048,576 bytes (1.0 MiB), as Codex takes at most 1,048,576 characters of input in one turn"
+  // Four tasks that depend on nothing: the valid graph's parallelism follows the summary.
+  const shape = "Parallelism:\n  critical path: 1 task (log)\n  widest level: 4 tasks can run at once\n  edges: 0 for 4 tasks (0 per task)\n"
+  expect(await flow(dir.path, ["validate"])).toEqual({
+    code: 0,
+    stdout: `WARNING: Task 'log': its prompt is ${size(log)}, more than agent cursor-1 can take (${cursor})
+  at tasks.yaml:2:9
+  2 |   - id: log
+    |         ^
+  hint: shorten what its prompt holds ('flow prompt log' shows it: the instructions, the notes, its dependencies' notes), or give it to another agent with agent_name; the run blocks it before its agent starts
+WARNING: Task 'huge': its prompt is ${size(huge)}, more than agents cursor-1 and codex-1 can take (${cursor}; ${codex})
+  at tasks.yaml:15:9
+  15 |   - id: huge
+     |         ^
+  hint: shorten what its prompt holds ('flow prompt huge' shows it: the instructions, the notes, its dependencies' notes); the run blocks it before its agent starts
+
+tasks.yaml: 4 tasks checked
+0 errors, 2 warnings
+${shape}`,
+    stderr: "",
+  })
+  // Under every limit (or without agents whose CLI has one), validate builds no prompt and says nothing.
+  dir.write("flow.yaml", "agents:\n  - name: claude-1\n    cli: claude\n")
+  expect((await flow(dir.path, ["validate"])).stdout).toBe(`tasks.yaml: 4 tasks checked\n0 errors, 0 warnings\n${shape}`)
 })

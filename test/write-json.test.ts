@@ -84,8 +84,15 @@ test.concurrent("a status verb prints its changes and every task they name, as s
     notes: [],
   })
   expect(await report(dir.path, ["block", "setup", "no", "disk", "--json"])).toMatchObject({
-    changes: [{ id: "setup", from: "done", to: "blocked", reason: null }],
-    tasks: [{ id: "setup", status: "blocked", ai_notes: ["Blocked: no disk"] }],
+    // Leaving done sends the ready dependent back to todo in the same write, and names it.
+    changes: [
+      { id: "setup", from: "done", to: "blocked", reason: null },
+      { id: "api", from: "ready_for_agent", to: "todo", reason: "dependency setup no longer done" },
+    ],
+    tasks: [
+      { id: "setup", status: "blocked", ai_notes: ["Blocked: no disk"] },
+      { id: "api", status: "todo" },
+    ],
   })
   await using other = await tempRepo({ "tasks.yaml": FILE })
   expect(await report(other.path, ["start", "api", "--json"])).toMatchObject({

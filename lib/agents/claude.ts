@@ -39,6 +39,10 @@ export const claude: Adapter = {
   canResume: true,
   lostSession: /^No conversation found with session ID/,
   limits: CLAUDE_LIMITS,
+  // Print mode without a prompt argument reads it from stdin to its end (2.1.330: `[argument, stdin]` joined
+  // by a newline, so stdin alone is the prompt as sent), at most 10 MiB of it; one argument could hold 128 KiB.
+  promptOnStdin: true,
+  promptLimit: { bytes: 10 * 1024 * 1024, why: "Claude Code reads at most 10 MiB of prompt from stdin" },
   // `--mcp-config <file>` adds the server to the user's own; print mode denies a tool nobody allowed, and
   // `mcp__<server>` allows every tool of that server (Claude Code names them mcp__<server>__<tool>).
   // `timeout` (ms) is the server's limit per call: flow_ask waits for a person.
@@ -50,7 +54,7 @@ export const claude: Adapter = {
   },
   // Without a version in the stream (it has named one since 2.1.197 at least): as the tested version counts.
   totalsPer: (version) => (version !== undefined && compareVersions(version, SESSION_TOTALS_SINCE) < 0 ? "process" : "session"),
-  argv({ prompt, sessionId, model, extraArgs = [] }) {
+  argv({ sessionId, model, extraArgs = [] }) {
     return [
       "claude",
       "--print",
@@ -68,8 +72,6 @@ export const claude: Adapter = {
       ...withModel(model, "--model"),
       ...(sessionId ? ["--resume", sessionId] : []),
       ...extraArgs,
-      "--", // the prompt is an operand even if it starts with a dash
-      prompt,
     ]
   },
   parseLine: (line) => parseJsonLine(line, claudeEvent),

@@ -36,6 +36,10 @@ export const codex: Adapter = {
   testedVersion: "0.169.0",
   canResume: true,
   limits: CODEX_LIMITS,
+  // `-` as the prompt reads it from stdin, unchanged (`exec` and `exec resume` alike: codex-rs/exec's
+  // read_prompt_from_stdin, 0.169.0); Codex refuses a user input over 1 << 20 characters (MAX_USER_INPUT_TEXT_CHARS).
+  promptOnStdin: true,
+  promptLimit: { bytes: 1 << 20, why: "Codex takes at most 1,048,576 characters of input in one turn" },
   // Codex has no MCP config flag: `-c mcp_servers.<name>.<key>=<TOML value>` sets the server for this run only,
   // on top of ~/.codex/config.toml, and `exec` and `exec resume` both take it. Codex passes a stdio server
   // only a few variables of its own environment (HOME, PATH, ...), so flow's are given in `env`.
@@ -62,9 +66,9 @@ export const codex: Adapter = {
       ],
     }
   },
-  argv({ prompt, sessionId, model, extraArgs = [] }) {
+  argv({ sessionId, model, extraArgs = [] }) {
     const flags = ["--json", FULL_ACCESS, ...NO_LOGIN_SHELL, ...withModel(model, "--model"), ...extraArgs]
-    return sessionId ? ["codex", "exec", "resume", ...flags, "--", sessionId, prompt] : ["codex", "exec", ...flags, "--", prompt]
+    return sessionId ? ["codex", "exec", "resume", ...flags, "--", sessionId, "-"] : ["codex", "exec", ...flags, "--", "-"]
   },
   parseLine: (line) => parseJsonLine(line, codexEvent),
 }

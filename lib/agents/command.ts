@@ -1,6 +1,7 @@
 // The generic agent: any program, its argv written as a template in flow.yaml, its stdout shown as text.
 import { Exit, FlowError } from "../cli/errors"
-import type { Adapter, AgentEvent, LaunchOptions } from "./types"
+import { argvLimit } from "./prompt-limit"
+import type { Adapter, AgentEvent, LaunchOptions, PromptLimit } from "./types"
 
 const PLACEHOLDERS = ["prompt", "session", "model", "cwd"] as const
 type Placeholder = (typeof PLACEHOLDERS)[number]
@@ -21,9 +22,25 @@ export function commandAdapter(template: readonly string[]): Adapter {
     install: "check the first word of the agent's command: template in flow.yaml",
     testedVersion: "n/a (any program)",
     canResume: template.some((element) => element.includes("{session}")),
+    promptLimit: commandPromptLimit(template),
     argv: (opts) => commandArgv(template, opts),
     parseLine: commandLine,
   }
+}
+
+/**
+ * The prompt is part of an argument (or of several): the longest such argument, `{prompt}` filled in, must
+ * fit Linux's cap on one argument, with every other placeholder's value counted as empty.
+ */
+function commandPromptLimit(template: readonly string[]): PromptLimit {
+  const limits = template
+    .filter((element) => element.includes("{prompt}"))
+    .map((element) => {
+      const times = element.split("{prompt}").length - 1
+      const { bytes, why } = argvLimit(element.replace(/\{\w+\}/g, ""))
+      return { bytes: Math.floor(bytes / times), why }
+    })
+  return limits.reduce((a, b) => (b.bytes < a.bytes ? b : a))
 }
 
 const SESSION_LINE = /^flow-session:\s*(\S+)\s*$/

@@ -28,11 +28,13 @@ export const copilot: Adapter = {
   canResume: true,
   choosesSessionId: true,
   limits: COPILOT_LIMITS,
-  argv({ prompt, sessionId, newSessionId, model, extraArgs = [] }) {
+  // Without --prompt and with no terminal, prompt mode takes the prompt from stdin, all of it (1.0.102's
+  // bundle: `prompt || text(process.stdin)`); no limit is known.
+  promptOnStdin: true,
+  argv({ sessionId, newSessionId, model, extraArgs = [] }) {
     const id = sessionId ?? newSessionId
     return [
       "copilot",
-      `--prompt=${prompt}`, // the `=` form keeps a prompt that starts with a dash a value
       "--output-format",
       "json",
       // Prompt mode needs --allow-all-tools to run tools unattended; --no-ask-user: nobody is there to answer

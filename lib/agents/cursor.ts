@@ -1,6 +1,7 @@
 // Cursor's agent CLI in print mode with stream-json output. Not on npm, so checked against its documentation
 // only (cursor.com/docs/cli/reference/output-format), not a binary.
 import { HTTP_LIMITS } from "./limits"
+import { argvLimit } from "./prompt-limit"
 import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -12,6 +13,8 @@ export const cursor: Adapter = {
   canResume: true,
   // Its documentation names no wording of a refusal: the API's own words, as every CLI passes them on.
   limits: HTTP_LIMITS,
+  // Its documentation says nothing of reading a prompt from stdin: the prompt stays an argument.
+  promptLimit: argvLimit(),
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     return [
       "cursor-agent",

@@ -27,6 +27,10 @@ export const gemini: Adapter = {
   // A session whose first turn failed (a rejected key) was announced but never saved: resuming it fails.
   lostSession: /^Error resuming session/,
   limits: GEMINI_LIMITS,
+  // Headless without --prompt (stdin is not a terminal), the prompt is stdin, read to its end: 0.61.0's
+  // readStdin cuts it at 8 MiB without a word, so flow never sends more.
+  promptOnStdin: true,
+  promptLimit: { bytes: 8 * 1024 * 1024, why: "Gemini CLI reads at most 8 MiB of prompt from stdin" },
   // Gemini CLI has no MCP flag; it reads `mcpServers` from settings files in layers (system defaults, user,
   // workspace, system), merged key by key. The system layers are skipped unless every folder above the file is
   // owned by root, and the user's is the user's own; the workspace's, <cwd>/.gemini/settings.json, is in the
@@ -42,11 +46,9 @@ export const gemini: Adapter = {
       env: { GEMINI_CLI_TRUST_WORKSPACE: "true" },
     }
   },
-  argv({ prompt, sessionId, model, extraArgs = [] }) {
+  argv({ sessionId, model, extraArgs = [] }) {
     return [
       "gemini",
-      // `--prompt=<text>` keeps a prompt that starts with a dash from being read as a flag.
-      `--prompt=${prompt}`,
       "--output-format",
       "stream-json",
       // yolo: nobody is there to approve tool calls; --skip-trust: an untrusted folder would force the

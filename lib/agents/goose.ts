@@ -1,6 +1,7 @@
 // Goose `run` with stream-json output (checked against goose 1.50.0's documentation and source; goose is
 // not on npm, so no binary was checked).
 import { HTTP_LIMITS } from "./limits"
+import { argvLimit } from "./prompt-limit"
 import { arr, num, obj, parseJsonLine, str, text, tool, usage, withModel } from "./stream"
 import type { Adapter, AgentEvent } from "./types"
 
@@ -15,6 +16,7 @@ export const goose: Adapter = {
   env: { GOOSE_MODE: "auto" }, // approve every tool call: nobody is there to answer
   // Its documentation names no wording of a refusal: the provider's own words, as every CLI passes them on.
   limits: HTTP_LIMITS,
+  promptLimit: argvLimit("--text="), // no binary was checked: the prompt stays the argument its documentation shows
   argv({ prompt, sessionId, model, extraArgs = [] }) {
     if (sessionId) throw new Error("goose cannot resume a session through flow (canResume is false)")
     return [

@@ -42,6 +42,9 @@ export type UsageField = "tokens" | "cost"
 /** What a CLI's running totals add up: the reports of one process, or of the whole session. */
 export type TotalsScope = "process" | "session"
 
+/** The longest prompt a CLI takes, in UTF-8 bytes (a limit counted in characters is at most as many bytes), and why. */
+export type PromptLimit = { bytes: number; why: string }
+
 /** `newSessionId`: the id for a new session, chosen by flow (only for adapters with `choosesSessionId`). */
 export type LaunchOptions = { prompt: string; cwd: string; sessionId?: string; newSessionId?: string; model?: string; extraArgs?: readonly string[] }
 
@@ -88,8 +91,13 @@ export type Adapter = {
   sessionStore?(dir: string): Record<string, string>
   /** The error of a resume whose session the CLI does not have (it never saved it, or it was deleted). */
   lostSession?: RegExp
-  /** The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): for CLIs that rewrite argv text. */
+  /**
+   * The prompt goes to the CLI's stdin, not its argv (argv() leaves it out): every CLI that reads its prompt
+   * there, since one argument is capped at 128 KiB and OpenCode rewrites argv text (docs/AGENTS.md).
+   */
   promptOnStdin?: boolean
+  /** The longest prompt the CLI takes (lib/agents/prompt-limit.ts); absent: none is known (it reads stdin to its end). */
+  promptLimit?: PromptLimit
   /** The CLI's wordings of a rate limit, a used-up quota or an overloaded API (lib/agents/limits.ts), first match wins. */
   limits?: readonly LimitPattern[]
   /**

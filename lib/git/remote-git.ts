@@ -76,18 +76,26 @@ export async function newerOnRemote(ws: { repo: string; path: string; branch: st
 }
 
 /** Where the work of a worktree that a newer attempt superseded is kept (never lost): `git log <ref>` shows it. */
-export const setAsideRef = (branch: string, head: string) => `refs/flow/superseded/${branch}/${head.slice(0, 12)}`
+/** Why an attempt's work was set aside: a newer attempt on another machine, or a person's `flow reset`. */
+export type AsideReason = "superseded" | "reset"
+
+export const setAsideRef = (branch: string, head: string, why: AsideReason = "superseded") => `refs/flow/${why}/${branch}/${head.slice(0, 12)}`
 
 /**
- * Keeps the worktree's head, with what it had not committed as one more commit, under setAsideRef; the caller
- * then removes the worktree and this clone's branch (dropBranch), so the task's next worktree starts from the
- * remote's branch. Returns the ref.
+ * Keeps the task's branch (its worktree's head, with what it had not committed as one more commit, when it has
+ * a worktree) under setAsideRef; the caller then removes the worktree and this clone's branch (dropBranch), so
+ * the task's next worktree starts afresh: from the remote's branch, or from the target. Returns the ref.
  */
-export async function keepAside(ws: { repo: string; path: string; branch: string }, author: { name: string; email: string }): Promise<string> {
-  await commitAll(ws.path, `${ws.branch}: uncommitted work of a superseded attempt`, author)
-  const [head] = await revParse(ws.path, "HEAD")
-  if (!head) throw new FlowError(`the worktree ${ws.path} has no commit to keep`)
-  const ref = setAsideRef(ws.branch, head)
+export async function keepAside(
+  ws: { repo: string; path: string; branch: string },
+  author: { name: string; email: string },
+  why: AsideReason = "superseded",
+): Promise<string> {
+  const worktree = existsSync(ws.path)
+  if (worktree) await commitAll(ws.path, `${ws.branch}: uncommitted work of ${why === "reset" ? "an attempt a person reset" : "a superseded attempt"}`, author)
+  const [head] = worktree ? await revParse(ws.path, "HEAD") : await revParse(ws.repo, `refs/heads/${ws.branch}`)
+  if (!head) throw new FlowError(`${worktree ? `the worktree ${ws.path}` : `the branch ${ws.branch}`} has no commit to keep`)
+  const ref = setAsideRef(ws.branch, head, why)
   const r = await run(["git", "update-ref", ref, head], { cwd: ws.repo, env: GIT_ENV })
   if (r.code !== 0) throw new FlowError(`could not keep ${ws.path}'s work as ${ref}: ${lastLines(r.stderr || r.stdout)}`)
   return ref

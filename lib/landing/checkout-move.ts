@@ -80,6 +80,9 @@ function inTheWay(stderr: string): string[] {
   return [...paths]
 }
 
+/** A word as a POSIX shell reads it back: as it is when it can be, else in single quotes. */
+const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`)
+
 export const list = (paths: string[]) => `${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ` and ${paths.length - 5} more` : ""}`
 
 /** What to tell the person when git refused the checkout's move. */
@@ -87,10 +90,15 @@ function refusal(stderr: string, checkout: string): { detail: string; lock?: boo
   const lock = lockIn(stderr)
   if (lock) return { detail: lockAdvice(lock, checkout), lock: true }
   const paths = inTheWay(stderr)
-  if (paths.length)
+  if (paths.length) {
+    const it = paths.length === 1 ? "it" : "them"
+    // A bare `git stash` takes every change, flow's own tasks.yaml writes with them (its `stash pop` then
+    // fails on the run's later writes): the command names the paths git named, and only those.
+    const stash = ["git", "-C", checkout, "stash", "push", "--", ...paths].map(shellWord).join(" ")
     return {
-      detail: `your uncommitted change${paths.length === 1 ? "" : "s"} to ${list(paths)} in ${checkout} ${paths.length === 1 ? "is" : "are"} in the way; commit or stash ${paths.length === 1 ? "it" : "them"} and flow lands by itself`,
+      detail: `your uncommitted change${paths.length === 1 ? "" : "s"} to ${list(paths)} in ${checkout} ${paths.length === 1 ? "is" : "are"} in the way; commit ${it}, or stash just ${it} with \`${stash}\` (not a bare \`git stash\`, which takes flow's own uncommitted writes too), and flow lands by itself`,
     }
+  }
   return { detail: `git refused to update ${checkout}: ${stderr.trim().split("\n")[0]}` }
 }
 

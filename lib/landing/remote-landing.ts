@@ -106,7 +106,8 @@ export class RemoteLanding {
       return { ok: true, commit: before, alreadyMerged: true, empty: await onFirstParents(repo, c.head, before) }
     }
     const m = await timed(c.taskId, "build", () => makeMergeCommit(repo, before, c.head, c.message, author, keepOut))
-    if (!m.ok) return { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
+    // A task another run took over is not this run's to fail: its merge there is why this one conflicts.
+    if (!m.ok) return (await this.lost(c, before)) ?? { ok: false, kind: "conflict", conflicts: m.conflicts, reason: m.reason }
     if (m.dropped.length)
       this.o.bus.emit({
         type: "notice",
@@ -120,6 +121,8 @@ export class RemoteLanding {
       const { result, setup } = await checkInScratch(this.o, c.taskId, m.commit, path, check, signal, this.cleanups)
       if (signal.aborted) return { ok: false, kind: "stopped", reason: "the run was stopped" }
       if (!result.ok) {
+        const gone = await this.lost(c, before)
+        if (gone) return gone
         const failed = checkFailure(check, result, setup)
         this.o.bus.emit({ type: "queue", taskId: c.taskId, target, state: "failed", position: 1, reason: failed.reason, seconds: result.seconds })
         return failed
@@ -127,14 +130,30 @@ export class RemoteLanding {
       this.o.bus.emit({ type: "queue", taskId: c.taskId, target, state: "passed", position: 1, seconds: result.seconds })
     }
     // Nothing of a task another run took over leaves this machine.
-    if (c.claim && !(await c.claim.holds()))
-      return { ok: false, kind: "stopped", reason: `this run no longer holds ${c.taskId} (another took it over): nothing of it was landed` }
+    const gone = await this.lost(c, before)
+    if (gone) return gone
     await c.intent(before)
     const pushed = await timed(c.taskId, "push", () => pushTarget(repo, this.remote, m.commit, target))
     if (!pushed.ok) return pushed.rejected ? { retry: pushed.detail } : { ok: false, kind: "refused", reason: pushed.detail }
     killPoint("after-push")
     await this.follow(c.taskId, m.commit)
     return { ok: true, commit: m.commit, alreadyMerged: false }
+  }
+
+  /**
+   * Whether `c`'s claim is lost (its lease lapsed, and another run may have taken the task over): then a
+   * "stopped" verdict, said as what happened, with the other attempt's merge when the remote's target `tip`
+   * holds it. Not a failure: the task is the other run's, and nothing of this attempt lands.
+   */
+  private async lost(c: RemoteCandidate, tip: string): Promise<RemoteVerdict | undefined> {
+    if (!c.claim || (await c.claim.holds())) return undefined
+    const { repo, target } = this.o
+    const merged = await mergeOnFirstParents(repo, tip, c.message)
+    const reason = `this run no longer holds ${c.taskId} (its claim of attempt ${c.claim.attempt} lapsed)${
+      merged ? `, and another run landed it: ${target} of ${this.remote} has its merge (${merged.slice(0, 12)})` : ""
+    }; nothing of this attempt lands`
+    this.o.bus.emit({ type: "notice", taskId: c.taskId, text: reason })
+    return { ok: false, kind: "stopped", reason }
   }
 
   /**
@@ -158,6 +177,15 @@ export class RemoteLanding {
       text: `${target} in ${repo} does not follow ${this.remote}/${target} (${why}); flow leaves it alone: 'git pull' brings it up to date`,
     })
   }
+}
+
+/** The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any. */
+async function mergeOnFirstParents(repo: string, tip: string, subject: string): Promise<string | undefined> {
+  const r = await run(["git", "log", "--first-parent", "--merges", "--max-count=10000", "--format=%H %s", tip], { cwd: repo, env: GIT_ENV })
+  return r.stdout
+    .split("\n")
+    .find((l) => l.slice(l.indexOf(" ") + 1) === subject)
+    ?.split(" ")[0]
 }
 
 /** Whether `commit` is on `tip`'s first-parent line (the target's own history: a branch that never left it). */

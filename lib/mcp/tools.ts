@@ -128,7 +128,8 @@ export const TOOLS: readonly Tool[] = [
   tool({
     name: "flow_note",
     title: "Add a note",
-    description: "Appends the text to the task's ai_notes (flow note): a decision or finding for the people and agents after you.",
+    description:
+      "Appends the text to the task's ai_notes (flow note): a decision or finding for the people and agents after you. At most 512 KiB: notes go into agents' prompts.",
     input: type({ task_id: taskId, text }),
     output: WriteReport,
     readOnly: false,

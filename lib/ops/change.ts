@@ -9,6 +9,7 @@ import { requireTask } from "../graph/task-lookup"
 import type { Task } from "../model/task-index"
 import type { WriteReport } from "../model/json-shapes"
 import { mergePending, pendingNote } from "../landing/merge-pending"
+import { checkNoteSize } from "../store/note-limit"
 import { openStore } from "../store/open"
 import type { Fence } from "../store/store"
 import {
@@ -41,6 +42,7 @@ export async function changeStatus(
 ): Promise<StatusChange> {
   const to = VERB_STATUS[verb]
   const reason = opts.reason?.trim()
+  if (reason) checkNoteSize(reason, "the reason")
   const store = await openStore(project)
   const result = await store.mutate(
     `flow ${verb} ${id}`,
@@ -54,7 +56,10 @@ export async function changeStatus(
       const applied = applyStatus(editor, id, to, now, { force: opts.force === true })
       // A reason on a task that is already blocked is still recorded: dropping the user's words would be worse.
       if (reason) editor.append({ taskId: id }, "ai_notes", `Blocked: ${reason}`)
-      const warnings = waiting.length > 0 ? [`${id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`] : []
+      const warnings = [
+        ...(waiting.length > 0 ? [`${id} depends on ${listWithStatus(waiting)}, not done yet; started anyway`] : []),
+        ...(applied.warnings ?? []),
+      ]
       return { ...applied, warnings, task, report: writeReport(editor, id, applied.changes, [...warnings, ...applied.notes]) }
     },
     opts.fence,
@@ -72,6 +77,7 @@ export async function changeStatus(
 
 /** `flow note <id> <text>`: appends the text to the task's ai_notes. */
 export async function addNote(project: Project, id: string, text: string, fence?: Fence): Promise<WriteReport> {
+  checkNoteSize(text)
   const store = await openStore(project)
   return store.mutate(
     `flow note ${id}`,

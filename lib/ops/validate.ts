@@ -1,13 +1,14 @@
 // `flow validate` as a function of the project: every finding in the task graph (tasks.yaml, or a shared
 // project's graph in the file format `flow export` writes), for the command and for `flow mcp`'s validate tool.
 import type { Project } from "../cli/project"
-import type { ValidateReport } from "../model/json-shapes"
+import type { Finding, ValidateReport } from "../model/json-shapes"
 import { currentBranch, repoRoot } from "../git/git"
 import { loadConfig } from "../store/config"
 import { openStore } from "../store/open"
 import { validateText } from "../store/validate"
 import { parallelism } from "../graph/parallelism"
 import type { TaskFile } from "../model/task-index"
+import { promptFindings } from "./prompt-fit"
 
 /**
  * The branch finished work merges into (flow.yaml's merge_target, else the project repository's current
@@ -32,15 +33,22 @@ async function mergeTargets(dir: string, text: string): Promise<string[]> {
 export async function validateProject(project: Project, cwd = project.dir): Promise<{ report: ValidateReport; text: string; shown: string }> {
   const store = await openStore(project)
   const text = await store.text()
-  const { findings, taskCount, data } = await validateText(text, { targets: await mergeTargets(project.dir, text) })
-  const errors = findings.filter((f) => f.severity === "error").length
+  const checked = await validateText(text, { targets: await mergeTargets(project.dir, text) })
+  const { taskCount } = checked
+  const errors = checked.findings.filter((f) => f.severity === "error").length
+  // Only a valid graph has prompts to measure.
+  const findings = errors > 0 ? checked.findings : byLine([...checked.findings, ...(await promptFindings(project, text))])
   if (errors === 0) store.validated(text)
   // Only a graph without errors has a shape to report: a cycle or a missing task would make the chains up.
   const report: ValidateReport = { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings }
-  if (errors === 0) report.parallelism = parallelism((data as TaskFile).tasks)
+  if (errors === 0) report.parallelism = parallelism((checked.data as TaskFile).tasks)
   return {
     report,
     text,
     shown: store.shown(cwd),
   }
+}
+
+function byLine(findings: Finding[]): Finding[] {
+  return findings.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0))
 }

@@ -9,6 +9,7 @@ import type { AgentConfig } from "../store/config"
 import { lines, spawnGroup } from "../cli/proc"
 import { runScript, shellBlocks } from "./script-agent"
 import { matchLimit, type UsageLimit } from "../agents/limits"
+import { promptTooLong } from "../agents/prompt-limit"
 import { type Pricing, TurnStream } from "./usage-meter"
 import * as clock from "../cli/clock"
 
@@ -16,8 +17,21 @@ import * as clock from "../cli/clock"
  * `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line).
  * `lostSession`: the CLI could not resume the session it was given (it does not have it).
  * `limit`: the turn failed because the provider refused for a rate limit, a quota or its load (lib/agents/limits.ts).
+ * `tooLong`: the CLI was not started, the prompt being longer than it takes (`error` says so): no retry can help.
+ * `unconfirmed`: the session id flow chose for a new session (Adapter.choosesSessionId) the CLI never named, though
+ * nobody stopped it: it failed before it had a session, and the next turn must not resume one with half a prompt.
  */
-export type TurnResult = { code: number; tail: string; sessionId?: string; seconds: number; error?: string; lostSession?: boolean; limit?: UsageLimit }
+export type TurnResult = {
+  code: number
+  tail: string
+  sessionId?: string
+  seconds: number
+  error?: string
+  lostSession?: boolean
+  limit?: UsageLimit
+  tooLong?: boolean
+  unconfirmed?: boolean
+}
 
 export type Turn = {
   agent: AgentConfig
@@ -69,6 +83,12 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   }
 
   const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
+  // Started anyway, a CLI would fail to start (E2BIG) or cut the prompt without a word (Gemini CLI at 8 MiB).
+  const tooLong = promptTooLong(adapter, turn.prompt)
+  if (tooLong) {
+    turn.onEvent({ type: "error", message: tooLong })
+    return { code: 1, tail: tooLong, error: tooLong, tooLong: true, seconds: seconds() }
+  }
   const resume = adapter.canResume ? turn.sessionId : undefined
   const newSessionId = adapter.choosesSessionId && !resume ? crypto.randomUUID() : undefined
   const handOver = turn.mcp ? mcpHandOver(adapter, turn.mcp, turn.cwd) : undefined
@@ -80,7 +100,6 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     model: turn.agent.model,
     extraArgs: [...(handOver?.args ?? []), ...(turn.agent.args ?? [])],
   })
-  if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
   const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId, turn.pricing)
   let limitSaid: UsageLimit | undefined // a refusal the stream reported in its own terms
   // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
@@ -90,6 +109,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   let error: string | undefined
   let stderrReason: string | undefined
   let streamed = false
+  let named = false // the stream named the session
   const tail: string[] = []
   const errTail: string[] = []
   const keep = (into: string[], text: string) => {
@@ -111,11 +131,15 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   } catch (e) {
     return { code: 127, tail: `cannot start ${argv[0]}: ${(e as Error).message}`, seconds: seconds() }
   }
+  // Recorded once the CLI runs, before it can be stopped: a launch that failed leaves no session behind, or
+  // the next turn would resume one the CLI never had, with only the new part of the prompt.
+  if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
   turn.onGroup?.(proc.pid, proc.exited)
   const out = (async () => {
     for await (const line of lines(proc.stdout)) {
       for (const event of stream.parse(line)) {
         streamed = true
+        if (event.type === "session") named = true
         if (event.type === "error") {
           if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
           error = event.message
@@ -156,6 +180,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}),
     ...(lostSession ? { lostSession } : {}),
     ...(limit ? { limit } : {}),
+    ...(newSessionId && !named && !turn.signal.aborted ? { unconfirmed: true } : {}),
   }
 }
 

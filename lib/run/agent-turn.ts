@@ -45,11 +45,22 @@ export function ended(turn: Turn): string {
 /** One turn of the task's agent on `prompt` (the script agent runs `script`); `env` adds to its environment. */
 export async function agentTurn(t: WorkerTask, prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
   const result = await launch(t, prompt, script, stepId, env)
-  if (!result.lostSession || t.s.signal.aborted) return result
+  // A session flow chose that the CLI never started: the next turn starts one, with the whole task.
+  if (result.unconfirmed) forgetSession(t)
+  if (!result.lostSession || t.s.signal.aborted) return reached(t, result)
   // The CLI does not have the session (Gemini never saves one whose first request failed): start a new
   // one with the whole task, since a resume prompt alone would make no sense to a fresh session.
   forgetSession(t)
-  return launch(t, await taskPrompt(t), script, stepId, env)
+  return reached(t, await launch(t, await taskPrompt(t), script, stepId, env))
+}
+
+/**
+ * A turn that ended without a usage limit ends the task's limits in a row (lib/run/parking.ts). Only the
+ * turn's last launch counts: a resume the CLI refused for a session it never saved never reached the provider.
+ */
+function reached(t: WorkerTask, turn: Turn): Turn {
+  if (!turn.limit && !turn.tooLong) t.shared.parking.ok(t.taskId)
+  return turn
 }
 
 async function launch(t: WorkerTask, prompt: string, script: string, stepId?: string, env?: Record<string, string>): Promise<Turn> {
@@ -86,7 +97,6 @@ async function launch(t: WorkerTask, prompt: string, script: string, stepId?: st
   })
   const result = await timed(t.taskId, "agent", () => turn)
   t.s.bus.emit({ type: "agent-exit", taskId: t.taskId, agent: t.agent.name, code: result.code, seconds: result.seconds })
-  if (!result.limit) t.shared.parking.ok(t.agent.name)
   const budgetStop = watch.stopped()
   if (budgetStop && !t.s.signal.aborted) return { ...result, budgetStop }
   return limit.expired() && !t.s.signal.aborted ? { ...result, stoppedAfter: limitMs } : result
@@ -105,6 +115,8 @@ export function agentEnv(t: WorkerTask): Record<string, string | undefined> {
     // that was taken over (its machine paused past its lease) changes nothing (docs/FLEET.md).
     ...(t.claim ? { FLOW_ATTEMPT: String(t.claim.attempt) } : {}),
     PATH: `${bin}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    // The person's git identity, for a CLI whose shell hides their git config (Gemini CLI's).
+    ...t.identity,
     // Its ports, and git's view of the files copied into the worktree (kept out of the agent's commits).
     ...t.prep?.env,
   }

@@ -11,13 +11,14 @@ import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
 import { run } from "../cli/proc"
 import { type AgentConfig, type FlowConfig, repoEntries } from "../store/config"
-import { GIT_ENV, repoRoot } from "../git/git"
-import { indexTasks } from "../model/task-index"
+import { GIT_ENV, repoRoot, revParse } from "../git/git"
+import { indexTasks, type Task } from "../model/task-index"
 import { openStore } from "../store/open"
 import { storeSetting } from "../store/setting"
 import { redact } from "../git/publish"
 import { remoteUrl } from "../git/remote-git"
-import { insideProject } from "../git/workspace"
+import { insideProject, Workspaces } from "../git/workspace"
+import { programsOf } from "./shell-programs"
 
 /** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
 export type DoctorState = "ok" | "warn" | "fail"
@@ -45,7 +46,7 @@ export const GIT_MINIMUM = "2.38.0"
  * Every check, in the order they are told; each runs at once with the others. A check of another part of
  * flow is a function of the input added here (issue 22: the fleet mode's database, [] without one).
  */
-export const DOCTOR_CHECKS: readonly DoctorCheck[] = [gitVersion, agentClis, commandPrograms, flowOnPath, stateFolder, sharedRemote]
+export const DOCTOR_CHECKS: readonly DoctorCheck[] = [gitVersion, taskRepositories, agentClis, commandPrograms, flowOnPath, stateFolder, sharedRemote]
 
 /** The findings of every check, in the list's order. */
 export async function doctor(input: DoctorInput, checks: readonly DoctorCheck[] = DOCTOR_CHECKS): Promise<DoctorLine[]> {
@@ -66,6 +67,64 @@ async function gitVersion(i: DoctorInput): Promise<DoctorLine[]> {
       },
     ]
   return [{ state: "ok", what: `git ${version}` }]
+}
+
+/**
+ * The repositories the tasks left to do work in (a task's repo, else flow.yaml's, else the one holding the project
+ * folder; with no tasks.yaml yet, the default one): each there, with a commit on its merge target for the tasks'
+ * branches to start from. Outside any repository the run would start, then block its first task.
+ */
+async function taskRepositories(i: DoctorInput): Promise<DoctorLine[]> {
+  const store = await openStore(i.project)
+  // An invalid tasks.yaml is the run's to say (exit 3), and flow validate's.
+  const data = (await store.exists())
+    ? await store.read().then(
+        (r) => r.data,
+        () => undefined,
+      )
+    : { tasks: [] }
+  if (!data) return []
+  const todo = [...indexTasks(data).values()].map((e) => e.task).filter((t) => t.status !== "done" && t.checkpoint !== true && !t.subtasks?.length)
+  const workspaces = new Workspaces(i.project, { repo: i.config.repo, target: i.config.merge_target })
+  const found = new Map<string, { ids: string[]; repo?: string; error?: FlowError }>()
+  // No task yet (no tasks.yaml, or an empty one): the default repository, where the first tasks will work.
+  const looked = todo.length > 0 ? todo : data.tasks.length === 0 ? [{} as Task] : []
+  for (const task of looked) {
+    const at: { key: string; repo?: string; error?: FlowError } = await workspaces.repoOf(task).then(
+      (repo) => ({ key: repo, repo }),
+      (e) => {
+        if (!(e instanceof FlowError)) throw e
+        return { key: `! ${e.message}`, error: e }
+      },
+    )
+    const entry = found.get(at.key) ?? { ids: [], repo: at.repo, error: at.error }
+    if (task.id) entry.ids.push(task.id)
+    found.set(at.key, entry)
+  }
+  const shared = store.shared
+  const own = await repoRoot(i.project.dir).catch(() => undefined)
+  return Promise.all(
+    [...found.values()].map(async ({ ids, repo, error }): Promise<DoctorLine> => {
+      if (!repo) {
+        const which = ids.length === 0 ? "" : ` (${ids.length === 1 ? "task" : "tasks"} ${ids.slice(0, 5).join(", ")}${ids.length > 5 ? ", ..." : ""})`
+        return { state: "fail", what: `${error!.message}${which}`, hint: error!.hint }
+      }
+      const name = repo === own ? "the project's repository" : `the repository ${relative(i.project.dir, repo) || "."}`
+      const target = await workspaces.targetOf(repo).catch((e: unknown) => {
+        if (e instanceof FlowError) return e
+        throw e
+      })
+      if (target instanceof FlowError) return { state: "fail", what: `${name}: ${target.message}`, hint: target.hint }
+      // A shared project's tasks branch from the remote's target, which the shared remote's check looks at.
+      if (!shared && !(await revParse(repo, `refs/heads/${target}`))[0])
+        return {
+          state: "fail",
+          what: `${name} has no commit on ${target} yet: the tasks' branches start from one`,
+          hint: `commit what is there first: git -C ${repo} add -A && git -C ${repo} commit -m 'first commit'`,
+        }
+      return { state: "ok", what: `${name}: tasks branch from ${target}${ids.length ? ` (${ids.length} to do)` : ""}` }
+    }),
+  )
 }
 
 /** Each CLI once, however many agents use it: found on PATH, and its version when flow knows the CLI's. */
@@ -102,28 +161,6 @@ async function agentClis(i: DoctorInput): Promise<DoctorLine[]> {
     }),
   )
   return [...unknown, ...lines]
-}
-
-const BUILTINS = new Set(
-  ". : [ [[ ! { } alias bg break case cd command continue do done echo elif else esac eval exec exit export false fg fi for function getopts hash if in jobs kill local printf pwd read readonly return set shift source test then time times trap true type ulimit umask unalias unset until wait while".split(
-    " ",
-  ),
-)
-
-/**
- * The programs a command of flow.yaml starts, as far as can be told without a shell: an argv's first word;
- * for a shell line, the first word of each command (split at `&&`, `||`, `;`, `|`) but shell builtins, a
- * variable's assignment, or a word with quotes or substitutions (only the first command of such a line).
- */
-export function programsOf(command: string | readonly string[]): string[] {
-  if (typeof command !== "string") return [command[0]]
-  const special = /["'`$\\(){}<>*?]/
-  const parts = special.test(command) ? [command] : command.split(/&&|\|\||[;|&\n]/)
-  return parts.flatMap((part) => {
-    const words = part.trim().split(/\s+/)
-    const first = words.find((w) => !/^[A-Za-z_][A-Za-z0-9_]*=/.test(w))
-    return first && !BUILTINS.has(first) && !special.test(first) ? [first] : []
-  })
 }
 
 /** The programs of setup, teardown and verify: on PATH, or (a path) in the repository they run in. */

@@ -39,7 +39,8 @@ export type RunEvent =
    * the agent's CLI reported a usage limit: the task waits (in progress, its session kept) until `until` (ISO)
    * for `agent`, or moves at once to the agent `to` (flow.yaml `fallback`)
    */
-  | { type: "parked"; taskId: string; agent: string; until: string; reason: string; to?: string }
+  /** `backoffMs`, `streak`: the CLI named no reset, so a back-off after the task's `streak`-th limit in a row */
+  | { type: "parked"; taskId: string; agent: string; until: string; reason: string; backoffMs?: number; streak?: number; to?: string }
   | LandingEvent
   | {
       type: "run-end"

@@ -1,6 +1,7 @@
 // The headless log: one timestamped plain line per event, for CI, scripts and `flow run --headless`; the
 // terminal UI shows the same words (agentLine in its panes, logLine in its footer).
 import type { AgentEvent } from "../agents/types"
+import { formatDuration } from "../cli/duration"
 import type { RunEvent } from "./events"
 
 const MAX = 200
@@ -70,7 +71,7 @@ function describe(e: RunEvent, at: Date): string | undefined {
     case "budget-raised":
       return `${e.taskId}: ${e.question} answered: ${e.text}; its agent goes on in the same session`
     case "parked":
-      return `${e.taskId}: ${e.agent}'s usage limit is reached (${clip(e.reason)}): ${e.to ? `the task moves to ${e.to}` : `parked until ${clockTime(new Date(e.until), at)}, then resumed in the same session`}`
+      return `${e.taskId}: ${e.agent}'s usage limit is reached (${clip(e.reason)}): ${e.to ? `the task moves to ${e.to}` : `parked until ${clockTime(new Date(e.until), at)}${backoffNote(e)}, then resumed in the same session`}`
     case "waiting":
       return `run: ${e.reason}`
     case "notice":
@@ -112,6 +113,12 @@ export function clockTime(at: Date, now: Date): string {
   const hm = `${two(at.getHours())}:${two(at.getMinutes())}`
   if (at.toDateString() === now.toDateString()) return hm
   return `${at.toLocaleString("en-US", { month: "short" })} ${at.getDate()} ${hm}`
+}
+
+/** ` (no reset time named: back-off 4m, limit 3 in a row)`: why a parked agent waits as long as it does. */
+function backoffNote(e: { backoffMs?: number; streak?: number }): string {
+  if (e.backoffMs === undefined) return ""
+  return ` (no reset time named: back-off ${formatDuration(e.backoffMs)}${(e.streak ?? 1) > 1 ? `, limit ${e.streak} in a row` : ""})`
 }
 
 function clip(text: string): string {

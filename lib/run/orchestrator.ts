@@ -1,8 +1,7 @@
 // `flow run`: drives agents through the task graph (SPEC sections 2.3 to 2.6 and 3). Event-driven: a
 // finished task, a change of tasks.yaml by a person or an agent, or a stop request wakes the scheduler at
-// once; nothing polls. tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains
-// the rules.
-import { watch } from "chokidar"
+// once; the only look without an event is a stat of tasks.yaml every second, a backstop for its watcher.
+// tasks.yaml is the source of truth, re-read on every decision. docs/RUN.md explains the rules.
 import { availableTasks } from "../graph/availability"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { Landing } from "./landing"
@@ -11,7 +10,9 @@ import { recover } from "./recovery"
 import { TaskWorker } from "./task-worker"
 import type { WorkerShared } from "./worker-task"
 import { isInvalidTasks } from "./tasks-wait"
+import { watchTasksFile } from "./tasks-watch"
 import { StoreUnreachable } from "../store/store"
+import { InvalidTasks } from "../store/tasks"
 import { traceCpu } from "../cli/trace"
 import type { AgentConfig } from "../store/config"
 import type { RunSettings, RunSummary } from "./settings"
@@ -60,7 +61,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   const groups = new AgentGroups(s.db)
   const space = new SpaceWait(s.bus, s.signal, [s.project.dir, s.project.stateDir], () => wake.notify())
   const meter = new SpendMeter(s.bus, s.db)
-  const parking = new Parking(s.agents, () => wake.notify())
+  const parking = new Parking(s.agents, () => wake.notify(), s.limitBackoffMs)
   const shared: WorkerShared = {
     meter,
     parking,
@@ -138,15 +139,10 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
   let last = first // the last valid tasks.yaml: a person's half-saved edit is waited out, not fatal
   let invalidSaid = false
   let awaySaid = false
-  // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset):
-  // chokidar follows the file across atomic renames, where fs.watch stops after the first. It starts only
-  // here, where the finally below closes it: a watcher left open by an error above (an invalid tasks.yaml)
-  // kept the process from exiting. The loop re-reads the file first, so nothing before is missed.
-  // chokidar drops a change within 50 ms of the last (its throttle): a script that breaks tasks.yaml just
-  // after the run wrote it went unseen, and the run waited for ever. Its raw events are not throttled.
-  const watcher = watch(s.project.tasksFile, { ignoreInitial: true, awaitWriteFinish: false })
-    .on("all", () => wake.notify())
-    .on("raw", () => wake.notify())
+  // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset). The watch
+  // starts only here, where the finally below closes it: a watcher left open by an error above (an invalid
+  // tasks.yaml) kept the process from exiting. The loop re-reads the file first, so nothing before is missed.
+  const unwatch = watchTasksFile(s.project.tasksFile, () => wake.notify())
   // A shared graph changes in the database, where no file event says so: it is looked at every few seconds
   // (docs/FLEET.md); a change's read is cheap there (only the rows written since the last one).
   // Other runs' writes are announced (LISTEN); the poll stays as the backstop for a listener that went quiet
@@ -187,7 +183,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
         if (!invalidSaid)
           s.bus.emit({
             type: "notice",
-            text: `${(e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)`,
+            text: `${e instanceof InvalidTasks ? e.line : (e as Error).message.split("\n")[0]}: keeping the last valid view, starting nothing new until it is fixed (finished work is recorded and applied then)`,
           })
         invalidSaid = true
         await wake.wait()
@@ -321,7 +317,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
     await Promise.allSettled(running.values())
     await Promise.allSettled(shared.background)
     await shared.landing.idle() // the checks' scratch worktrees, removed after their checks
-    await watcher.close()
+    await unwatch()
     clearInterval(poll)
     await unlisten?.().catch(() => {})
     await fleet?.close()

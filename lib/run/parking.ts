@@ -14,23 +14,33 @@ import * as clock from "../cli/clock"
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
 export type ParkedTask = { taskId: string; agent: string; cli: string; until: number; reason: string; fallbacks: string[] }
 
+/** A back-off instead of a reset time the CLI named: how long, and which limit in a row of the task it follows. */
+export type Backoff = { ms: number; streak: number }
+
 /** Who takes a parked task, and what its next prompt says about the turn the limit stopped. */
 export type Handover = { taskId: string; note: string }
 
-// Without a reset time: a minute, doubled for each limit in a row, up to half an hour.
-const BACKOFF_MS = 60_000
+/** Without a reset time: a minute (flow.yaml `limit_backoff`), doubled for each limit in a row of the task. */
+export const DEFAULT_LIMIT_BACKOFF_MS = 60_000
+/** The back-off doubles up to half an hour (or the first back-off, when that is longer). */
 const BACKOFF_MAX_MS = 30 * 60_000
 
 export class Parking {
-  /** agent → parked until (ms), and how many limits in a row it met */
-  private readonly agents = new Map<string, { until: number; streak: number }>()
+  /** agent → parked until (ms) */
+  private readonly agents = new Map<string, number>()
+  /**
+   * task → how many limits in a row its turns met. Counted per task, not per agent: a turn that never reached
+   * the provider (a resume the CLI refused: it never saved the session) is no sign the limit is over.
+   */
+  private readonly streaks = new Map<string, number>()
   private readonly tasks = new Map<string, ParkedTask>()
   private readonly wakes = new Map<number, ReturnType<typeof setTimeout>>()
 
-  /** `wake`: called when a parked agent's time comes (the scheduler looks again). */
+  /** `wake`: called when a parked agent's time comes (the scheduler looks again); `backoffMs`: the first back-off. */
   constructor(
     private readonly runAgents: readonly AgentConfig[],
     private readonly wake: () => void,
+    private readonly backoffMs = DEFAULT_LIMIT_BACKOFF_MS,
   ) {}
 
   /** Agents an earlier run left parked (the state database's agents), each until its time. */
@@ -38,9 +48,10 @@ export class Parking {
     for (const r of records) {
       const until = r.parked_until ? Date.parse(r.parked_until) : Number.NaN
       if (!(until > now) || !this.runAgents.some((a) => a.name === r.name)) continue
-      this.agents.set(r.name, { until, streak: 1 })
+      this.agents.set(r.name, until)
       this.timer(until)
       if (r.parked_task) {
+        this.streaks.set(r.parked_task, 1)
         const agent = this.runAgents.find((a) => a.name === r.name)!
         this.tasks.set(r.parked_task, {
           taskId: r.parked_task,
@@ -56,28 +67,31 @@ export class Parking {
 
   /**
    * Parks `agent` (its task `taskId`, which may not move when `pinned` by agent_name) after `limit`: until the
-   * reset the CLI named, else a back-off. Returns until when, and the fallback agent the task moves to, if any.
+   * reset the CLI named, else a back-off, `backoffMs` doubled for each limit in a row of the task. Returns until
+   * when, the back-off when no reset was named (and which limit in a row it was), and the fallback agent the
+   * task moves to, if any.
    */
-  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = clock.now()): { until: Date; to?: string } {
-    const streak = (this.agents.get(agent.name)?.streak ?? 0) + 1
-    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_MS * 2 ** (streak - 1))
-    const until = limit.resetsAt && limit.resetsAt.getTime() > now ? limit.resetsAt.getTime() : now + backoff
-    this.agents.set(agent.name, { until, streak })
+  park(taskId: string, agent: AgentConfig, limit: UsageLimit, pinned: boolean, now = clock.now()): { until: Date; backoff?: Backoff; to?: string } {
+    const streak = (this.streaks.get(taskId) ?? 0) + 1
+    this.streaks.set(taskId, streak)
+    const named = limit.resetsAt && limit.resetsAt.getTime() > now ? limit.resetsAt.getTime() : undefined
+    const backoff = Math.min(Math.max(BACKOFF_MAX_MS, this.backoffMs), this.backoffMs * 2 ** (streak - 1))
+    const until = named ?? now + backoff
+    this.agents.set(agent.name, until)
     this.timer(until)
     const fallbacks = pinned ? [] : this.fallbacks(agent)
     this.tasks.set(taskId, { taskId, agent: agent.name, cli: agent.cli, until, reason: limit.message, fallbacks })
     const to = fallbacks.find((name) => !this.isParked(name, now))
-    return { until: new Date(until), ...(to ? { to } : {}) }
+    return { until: new Date(until), ...(named === undefined ? { backoff: { ms: backoff, streak } } : {}), ...(to ? { to } : {}) }
   }
 
-  /** The agent worked a turn without meeting a limit: its next limit starts the back-off afresh. */
-  ok(agent: string): void {
-    const a = this.agents.get(agent)
-    if (a && a.until <= clock.now()) this.agents.delete(agent)
+  /** The task's agent worked a turn without meeting a limit: the task's next limit starts the back-off afresh. */
+  ok(taskId: string): void {
+    this.streaks.delete(taskId)
   }
 
   isParked(agent: string, now = clock.now()): boolean {
-    return (this.agents.get(agent)?.until ?? 0) > now
+    return (this.agents.get(agent) ?? 0) > now
   }
 
   /** Whether a task waits here (it is not to be taken as an ordinary task meanwhile). */
@@ -154,9 +168,17 @@ export function parkAndSay(o: {
   pinned?: boolean
   inPlace?: boolean
 }): Date {
-  const { until, to } = o.parking.park(o.taskId, o.agent, o.limit, Boolean(o.pinned || o.inPlace))
+  const { until, backoff, to } = o.parking.park(o.taskId, o.agent, o.limit, Boolean(o.pinned || o.inPlace))
   if (o.inPlace) o.parking.forget(o.taskId)
-  o.bus.emit({ type: "parked", taskId: o.taskId, agent: o.agent.name, until: until.toISOString(), reason: o.limit.message, ...(to ? { to } : {}) })
+  o.bus.emit({
+    type: "parked",
+    taskId: o.taskId,
+    agent: o.agent.name,
+    until: until.toISOString(),
+    reason: o.limit.message,
+    ...(backoff ? { backoffMs: backoff.ms, streak: backoff.streak } : {}),
+    ...(to ? { to } : {}),
+  })
   return until
 }
 

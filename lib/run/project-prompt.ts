@@ -45,7 +45,8 @@ export async function projectTaskPrompt(project: Project, index: Map<string, Ind
   })
 }
 
-function readGuidelines(dir: string): string | undefined {
+/** The project's GUIDELINES.md, which opens every prompt; undefined without one. */
+export function readGuidelines(dir: string): string | undefined {
   try {
     return readFileSync(join(dir, "GUIDELINES.md"), "utf8")
   } catch {

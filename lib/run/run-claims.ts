@@ -81,9 +81,14 @@ export class RunClaims {
   }
 
   private async renew(): Promise<void> {
-    let still: Map<string, number>
+    // The claims held as the renewal starts, and only those: each was committed before (take adds a claim once
+    // its statement returned), so one the renewal leaves out is one whose row moved on. A claim taken while the
+    // statement runs may commit too late for it to see: the next renewal judges it (judged by a set read after
+    // the statement, it was taken for lost: issue 31). A claim this run no longer holds is never renewed.
+    const mine = [...this.held.values()]
+    let renewed: Set<string>
     try {
-      still = await this.claims.renew(RUN_ID, this.s.leaseMs)
+      renewed = await this.claims.renew(mine, this.s.leaseMs)
     } catch (e) {
       // Cut off from the database: the agents go on; their outcomes are written when it is back, unless the
       // lease lapsed meanwhile and another run took a task over (found at the next renewal that works). The
@@ -96,8 +101,10 @@ export class RunClaims {
     }
     if (this.unreachableSaid) this.s.bus.emit({ type: "notice", text: "the database answers again: claims renewed" })
     this.unreachableSaid = false
-    for (const [id, claim] of this.held) {
-      if (still.get(id) === claim.attempt) continue
+    for (const claim of mine) {
+      const id = claim.taskId
+      // Given back meanwhile (its worker ended), or given back and taken again: not this renewal's to judge.
+      if (renewed.has(id) || this.held.get(id) !== claim) continue
       this.held.delete(id)
       this.s.bus.emit({
         type: "notice",

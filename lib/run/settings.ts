@@ -16,6 +16,8 @@ export type RunSettings = {
   taskTimeoutMs?: number
   /** on a shared graph, how long a claim holds without a renewal (flow.yaml `lease`; docs/FLEET.md) */
   leaseMs: number
+  /** the first back-off of an agent whose CLI named no reset of its usage limit (flow.yaml `limit_backoff`; docs/BUDGETS.md) */
+  limitBackoffMs: number
   /** approve checkpoints automatically (the demo's --yes) */
   yes: boolean
   defaults: { repo?: string; target?: string }

@@ -29,6 +29,7 @@ export async function runWhole(t: WorkerTask, resumeWith?: string, env?: Record<
     if (gate !== "go") return gate
     const turn = await agentTurn(t, prompt, task.instructions ?? "", undefined, env)
     if (t.s.signal.aborted) return "stopped"
+    if (turn.tooLong) return blockTooLong(t, turn)
     const after = await t.read()
     if (after.status === "blocked") return "blocked"
     if (after.status === "done") return "finished"
@@ -105,6 +106,7 @@ export async function runSteps(t: WorkerTask, answers?: string): Promise<Outcome
         )
     resumeWith = undefined
     if (t.s.signal.aborted) return "stopped"
+    if (turn.tooLong) return blockTooLong(t, turn)
     if (turn.budgetStop || turn.limit) {
       const after = await t.read()
       if (after.status === "blocked") return "blocked"
@@ -161,6 +163,14 @@ async function park(t: WorkerTask, turn: Turn): Promise<Outcome> {
   const pinned = (await t.read()).agent_name !== undefined
   parkAndSay({ parking: t.shared.parking, bus: t.s.bus, taskId: t.taskId, agent: t.agent, limit: turn.limit!, pinned })
   return "parked"
+}
+
+/** A prompt longer than the agent's CLI takes: asking again sends it again, so a person decides. */
+async function blockTooLong(t: WorkerTask, turn: Turn): Promise<Outcome> {
+  await t.block(
+    `flow run: ${turn.error}; shorten what the prompt holds ('flow prompt ${t.taskId}' shows it: the task's instructions and notes, its dependencies' notes), or give the task an agent whose CLI takes it`,
+  )
+  return "blocked"
 }
 
 /** A limited turn of a fix waits for the reset where it is (or the run's stop: false). */

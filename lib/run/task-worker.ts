@@ -7,6 +7,7 @@ import { FlowError } from "../cli/errors"
 import { currentStep } from "./prompt"
 import { applyStatus } from "../store/transitions"
 import { isoSeconds as now } from "../cli/clock"
+import { identityEnv } from "../git/identity"
 import { takenOverNote } from "../git/remote-git"
 import type { RunSettings } from "./settings"
 import { parseDuration } from "../cli/duration"
@@ -133,6 +134,7 @@ export class TaskWorker {
       task.status !== "in_progress" ? timed(t.taskId, "claim", () => t.setStatus("assigned")) : undefined,
       timed(t.taskId, "worktree", () => t.shared.landing.worktree(t.taskId, ws)),
     ])
+    t.identity ??= await identityEnv(ws.path, process.env)
     // Another machine's attempt pushed the branch and died: its work is here, its agent's session is not.
     if (how === "taken-over") this.handover ??= takenOverNote(ws.branch)
     await timed(t.taskId, "start", () => t.setStatus("in_progress"))

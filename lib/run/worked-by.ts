@@ -53,7 +53,19 @@ export async function workFrom(db: RunState, runs: LiveRun[]): Promise<WorkLedge
  * lock before the record was written (in files, where neither says a machine, the one live run).
  */
 export function ofLiveRun(runs: readonly LiveRun[], record: { machine?: string; at: string }): boolean {
-  return runs.some((r) => r.machine === record.machine && record.at >= r.since)
+  return liveRunOf(runs, record) !== undefined
+}
+
+function liveRunOf(runs: readonly LiveRun[], record: { machine?: string; at: string }): LiveRun | undefined {
+  return runs.find((r) => r.machine === record.machine && record.at >= r.since)
+}
+
+/** The agent of a live `flow run` at work on `taskId` now, with its run; undefined when none is. */
+export async function liveWorkOn(project: Project, taskId: string): Promise<{ agent: string; run: LiveRun } | undefined> {
+  const work = await readWork(project)
+  const held = work.holders.get(taskId)
+  const run = held && liveRunOf(work.runs, held)
+  return run && { agent: held.agent, run }
 }
 
 /**

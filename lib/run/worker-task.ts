@@ -46,6 +46,8 @@ export class WorkerTask {
   prep?: Extract<Preparation, { ok: true }>
   /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
   limitMs?: number
+  /** the person's git identity in the task's repository, for its agent's commits (lib/git/identity.ts) */
+  identity?: Record<string, string>
   readonly budget: TaskBudget
 
   /** `claim`: the run's claim of the task on a shared graph, which fences every write of the task (docs/FLEET.md). */

@@ -3,6 +3,7 @@
 import { isoSeconds } from "../cli/clock"
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
+import { checkNoteSize } from "./note-limit"
 import { openStore } from "./open"
 import { applyStatus, type Change } from "./transitions"
 
@@ -11,6 +12,7 @@ import { applyStatus, type Change } from "./transitions"
  * as a note. Refuses a task that is not a checkpoint; returns the status changes of the one write.
  */
 export async function reviewCheckpoint(project: Project, id: string, decision: "done" | "block", reason: string, by: string): Promise<Change[]> {
+  if (reason) checkNoteSize(reason, "the reason")
   const store = await openStore(project)
   return store.mutate(`${by}: review ${id}`, (editor) => {
     const task = editor.task(id)

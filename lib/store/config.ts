@@ -99,6 +99,8 @@ export const FlowConfig = type({
   "retries?": "number.integer >= 0",
   /** how long one turn of an agent may run before it is stopped and counted as failed (default: no limit) */
   "task_timeout?": Duration,
+  /** an agent whose CLI reports a usage limit without its reset waits this long, doubled for each limit in a row of its task, up to 30m (default 1m) */
+  "limit_backoff?": Duration,
   /** on a shared graph, how long a run's claim of a task holds without a renewal (default 60s; renewed every third of it) */
   "lease?": Duration,
   /** the check a merge must pass before the target branch moves: one, or one per repository */

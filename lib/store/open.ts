@@ -18,6 +18,18 @@ export async function openStore(project: Project): Promise<TaskStore> {
 }
 
 /**
+ * Readies a shared project's database for a run, before its first use: the process's pools may open several
+ * connections, as a run's workers, landings and renewals query at once (every other command keeps to one:
+ * lib/store/postgres/connection.ts). Nothing in files.
+ */
+export async function openForRun(project: Project): Promise<void> {
+  const { storeSetting } = await import("./setting")
+  if ((await storeSetting(project)).kind === "file") return
+  const { widenPools } = await import("./postgres/connection")
+  widenPools()
+}
+
+/**
  * A shared project's run lock, taken for `command` (docs/FLEET.md, "Many runs per shared project"): shared with
  * every other run for a run (`{ run: <its RUN_ID> }`), alone for what must have no run live (`"exclusive"`). Its
  * release, or the FlowError `refuse` makes of who holds it in the way (what heldBy says, and the holders'

@@ -21,6 +21,8 @@ export type SharedSetting = {
   key: string
   /** this machine's name for the rows only it acts on (FLOW_MACHINE, else the host name) */
   machine: string
+  /** how long a command waits its turn (FLOW_LOCK_TIMEOUT): here, for a connection the server has no slot free for */
+  waitMs: number
 }
 
 export type StoreSetting = { kind: "file" } | SharedSetting
@@ -68,7 +70,7 @@ export async function storeSetting(project: Project): Promise<StoreSetting> {
 
 /** The setting of a shared store at `url` for `key`, on this machine. */
 export function sharedSetting(project: Project, url: DatabaseUrl, key: string, password: Secret | string | undefined): SharedSetting {
-  return { kind: "postgres", url, shown: shownUrl(url), password, key, machine: project.storeEnv?.machine || hostname() }
+  return { kind: "postgres", url, shown: shownUrl(url), password, key, machine: project.storeEnv?.machine || hostname(), waitMs: project.lockTimeoutMs }
 }
 
 /** A folder's name as a project key: lowercase, other characters as '-'. */

@@ -55,8 +55,12 @@ export interface Claims {
    * resume and whose dependencies are done, for `leaseMs`: its fence, or undefined when none could be taken.
    */
   claim(candidates: readonly string[], who: { run: string; agent: string }, leaseMs: number): Promise<Fence | undefined>
-  /** Renews every claim `run` holds for another `leaseMs`: the tasks it still holds, with their attempts. */
-  renew(run: string, leaseMs: number): Promise<Map<string, number>>
+  /**
+   * Renews `claims` for another `leaseMs`, each only while the task's row still names its attempt and run: the
+   * ids of the tasks renewed. A claim left out is one this run lost (another run took the task over, or it was
+   * given back), judged by the row alone, never by what else the run claimed meanwhile.
+   */
+  renew(claims: readonly Fence[], leaseMs: number): Promise<Set<string>>
   /** Whether `fence` is still the task's live claim, on the database's clock. */
   holds(fence: Fence): Promise<boolean>
   /** Gives the task back, in whatever status it is: any run may take it at once. Nothing when the claim moved on. */

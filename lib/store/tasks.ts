@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { basename } from "node:path"
 import { writeFileAtomic, writeFileAtomicAsync } from "./atomic-write"
 import { Exit, FlowError } from "../cli/errors"
-import { hint, run } from "../cli/hint"
+import { type Hint, hint, run } from "../cli/hint"
 import { formatFinding, summarize } from "./findings"
 import { withLock } from "./lock"
 import type { Project } from "../cli/project"
@@ -12,6 +12,18 @@ import type { TasksEditor } from "./task-edit"
 import { isKnownValid, rememberValid } from "./valid-cache"
 
 export type Loaded = { text: string; data: TaskFile }
+
+/** A tasks.yaml that does not validate (exit 3): the report with its excerpt, and `line`, the same in one line. */
+export class InvalidTasks extends FlowError {
+  constructor(
+    message: string,
+    hint: Hint,
+    /** what and where, for a log line: `tasks.yaml is invalid (1 error, 0 warnings); the first: <message>, at <file>:<line>:<column>` */
+    readonly line: string,
+  ) {
+    super(message, Exit.invalid, hint)
+  }
+}
 
 /** Reads and checks tasks.yaml; an invalid or missing file is a FlowError with exit 3. */
 export async function readTasks(project: Project): Promise<Loaded> {
@@ -22,10 +34,12 @@ export async function readTasks(project: Project): Promise<Loaded> {
   const errors = findings.filter((f) => f.severity === "error")
   if (errors.length > 0) {
     const name = basename(project.tasksFile)
-    throw new FlowError(
-      `${name} is invalid (${summarize(findings)}); the first:\n${formatFinding(errors[0], project.tasksFile, text).trimEnd()}`,
-      Exit.invalid,
+    const first = errors[0]
+    const at = `, at ${project.tasksFile}${first.line ? `:${first.line}:${first.column ?? 1}` : ""}`
+    throw new InvalidTasks(
+      `${name} is invalid (${summarize(findings)}); the first:\n${formatFinding(first, project.tasksFile, text).trimEnd()}`,
       hint`${run("validate")} to see every problem, fix them, and try again`,
+      `${name} is invalid (${summarize(findings)}); the first: ${first.message}${at}`,
     )
   }
   rememberValid(project.stateDir, text)

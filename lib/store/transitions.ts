@@ -78,7 +78,8 @@ export function listWithStatus(tasks: { id: string; status?: string }[]): string
   return tasks.map((t) => `${t.id} (${t.status ?? "pending"})`).join(", ")
 }
 
-export type StatusResult = { changes: Change[]; notes: string[] }
+/** `warnings` go before the changes (something a person may want to undo), `notes` after them. */
+export type StatusResult = { changes: Change[]; notes: string[]; warnings?: string[] }
 
 /**
  * Sets the status of task `id` as `flow <verb>` does, with every cascade. A task already in that status
@@ -89,7 +90,12 @@ export function applyStatus(editor: TaskEdits, id: string, to: TaskStatus, now: 
   const task = requireTask(editor.tasks, id).task
   if (task.status === to) return { changes: [], notes: [] }
   if (to === "done" && !opts.force) refuseUnfinished(task)
+  const wasDone = task.status === "done"
   const first = moveTask(editor, id, to, now)
+  if (wasDone) {
+    const held = holdBackDependents(editor, id, now, `dependency ${id} no longer done`)
+    return { changes: [first, ...held.changes], notes: [], warnings: held.warnings }
+  }
   if (to !== "done") return { changes: [first], notes: [] }
   const cascade = completeCascade(editor, [id], now)
   return { changes: [first, ...cascade.changes], notes: cascade.notes }
@@ -156,12 +162,13 @@ function dependentsIndex(editor: TaskEdits): Map<string, Task[]> {
 export type ResetResult = { changes: Change[]; warnings: string[] }
 
 /**
- * `flow reset`: the task goes back to todo without its timestamps, and its in-progress steps back to pending
- * (done steps stay done: their work is committed). agent_name, notes and subtasks are left alone. When the
- * task was done, its dependents that were ready_for_agent go back to todo (rule 1: a dependency is no longer
- * done), and those already assigned or in progress are named in `warnings`.
+ * `flow reset`: the task goes back to todo without its timestamps, and its in-progress steps back to pending;
+ * its done steps too with `redo` (a retry from the target, whose work is not there), else they stay done (a
+ * stuck task resumes on its branch, where their work is committed). agent_name, notes and subtasks are left
+ * alone. When the task was done, its dependents that were ready_for_agent go back to todo (rule 1: a
+ * dependency is no longer done), and those already assigned or in progress are named in `warnings`.
  */
-export function resetTask(editor: TaskEdits, id: string, now: string, reason?: string): ResetResult {
+export function resetTask(editor: TaskEdits, id: string, now: string, reason?: string, redo = false): ResetResult {
   const task = requireTask(editor.tasks, id).task
   const wasDone = task.status === "done"
   const changes: Change[] = []
@@ -171,16 +178,26 @@ export function resetTask(editor: TaskEdits, id: string, now: string, reason?: s
   editor.set({ taskId: id }, "started_at", undefined)
   editor.set({ taskId: id }, "completed_at", undefined)
   for (const step of task.steps ?? []) {
-    if (step.status !== "in_progress") continue
+    const from = stepStatus(step)
+    if (!(from === "in_progress" || (redo && from === "done"))) continue
     editor.set({ taskId: id, stepId: step.id }, "status", "pending")
     editor.set({ taskId: id, stepId: step.id }, "started_at", undefined)
-    changes.push({ id: step.id, from: "in_progress", to: "pending" })
+    editor.set({ taskId: id, stepId: step.id }, "completed_at", undefined)
+    changes.push({ id: step.id, from, to: "pending" })
   }
   if (!wasDone) return { changes, warnings: [] }
+  const held = holdBackDependents(editor, id, now, `dependency ${id} reset`)
+  return { changes: [...changes, ...held.changes], warnings: held.warnings }
+}
+
+/**
+ * A task that leaves done takes back what its being done allowed (rule 1): its dependents that are
+ * ready_for_agent go back to todo; those already assigned or in progress are left as they are (an agent may be
+ * at work on them) and named in `warnings`.
+ */
+function holdBackDependents(editor: TaskEdits, id: string, now: string, reason: string): ResetResult {
   const dependents = dependentsIndex(editor).get(id) ?? []
-  for (const dependent of dependents) {
-    if (dependent.status === "ready_for_agent") changes.push(moveTask(editor, dependent.id, "todo", now, `dependency ${id} reset`))
-  }
+  const changes = dependents.filter((t) => t.status === "ready_for_agent").map((t) => moveTask(editor, t.id, "todo", now, reason))
   const started = dependents.filter((t) => t.status === "assigned" || t.status === "in_progress")
   const warnings =
     started.length === 0

@@ -119,7 +119,7 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
       })
   }
 
-  const visited = walk(data.tasks)
+  const visited = walkTasks(data.tasks)
   const byId = new Map<string, Visited>()
   // The generated check says yes or no without loading arktype; only a file that fails it pays for arktype's
   // import (about 0.2 s) to learn what is wrong.
@@ -264,7 +264,7 @@ function checkPhaseList(phases: unknown, visited: Visited[]): RawFinding[] {
 }
 
 /** Every task record, subtasks included, in file order. */
-function walk(tasks: unknown[]): Visited[] {
+export function walkTasks(tasks: unknown[]): Visited[] {
   const out: Visited[] = []
   const stack: { list: unknown[]; i: number; path: Path; parent?: Visited }[] = [{ list: tasks, i: 0, path: ["tasks"] }]
   while (stack.length > 0) {

@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # Not `npm ci`: opencode-ai lists a dozen per-platform optional packages, and the registry this runs
 # against does not serve them all, so the lock file holds only the ones that resolve and `npm ci` calls
-# it out of sync. `npm install` follows the same lock file and leaves it unchanged.
-npm install --no-audit --no-fund
+# it out of sync. `npm install --no-save` follows the same lock file and never rewrites it.
+npm install --no-save --no-audit --no-fund

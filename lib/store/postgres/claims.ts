@@ -53,14 +53,19 @@ export class PgClaims implements Claims {
     return row ? { taskId: row.id, attempt: row.attempt, run: who.run } : undefined
   }
 
-  async renew(run: string, leaseMs: number): Promise<Map<string, number>> {
+  async renew(claims: readonly Fence[], leaseMs: number): Promise<Set<string>> {
+    // Each claim by its task, attempt and run: one the run no longer counts as its own is not kept alive, and
+    // one that is not renewed is one whose row names another attempt or claimant now (docs/FLEET.md). Asked
+    // with none too: a run holding nothing still hears that the database is away, and says it.
     const rows = await this.db.run(
       (sql) => sql`
-        UPDATE tasks SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
-        WHERE project = ${this.setting.key} AND claimed_by = ${run}
-        RETURNING id, attempt`,
+        UPDATE tasks t SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
+        FROM unnest(${sql.array(claims.map((c) => c.taskId))}::text[], ${sql.array(claims.map((c) => c.attempt))}::int[],
+                    ${sql.array(claims.map((c) => c.run))}::text[]) AS c(id, attempt, run)
+        WHERE t.project = ${this.setting.key} AND t.id = c.id AND t.attempt = c.attempt AND t.claimed_by = c.run
+        RETURNING t.id`,
     )
-    return new Map((rows as { id: string; attempt: number }[]).map((r) => [r.id, r.attempt]))
+    return new Set((rows as { id: string }[]).map((r) => r.id))
   }
 
   async holds(fence: Fence): Promise<boolean> {

@@ -1,8 +1,16 @@
 // One pool of connections per database per process (Bun's built-in client, `Bun.sql`), migrated on first
 // use, and the one place that turns the client's failures into FlowErrors: a database that cannot be reached,
-// refuses the login or does not exist is said with its URL without the password, and no message carries the
-// password (the client's own text is scrubbed of it too). Any other error is a bug and goes up as it is.
-import { SQL } from "bun"
+// refuses the login, has no connection free or does not exist is said with its URL without the password, and
+// no message carries the password (the client's own text is scrubbed of it too). Any other error is a bug and
+// goes up as it is.
+//
+// Connections are the server's scarcest thing (max_connections, 100 by default), and every agent of every
+// machine runs flow commands at once (docs/FLEET.md, "Connections"): a command's pool opens one connection, a
+// run's (widenPools) up to RUN_POOL; a lock held for a session's life (run-lock.ts, landing-lock.ts) and the
+// listener have a connection each of their own, never one of the pool's, so the pool is never starved of its
+// only one. A connection the server refuses for want of a free slot (SQLSTATE 53300) is tried again, backing
+// off, for up to FLOW_LOCK_TIMEOUT before the command fails saying so.
+import { type ReservedSQL, SQL } from "bun"
 import { Exit, FlowError } from "../../cli/errors"
 import { StoreUnreachable } from "../store"
 import type { SharedSetting } from "../setting"
@@ -14,6 +22,30 @@ const CONNECT_TIMEOUT_S = 10
 
 /** How often a listener whose connection closed tries to subscribe again. */
 const RELISTEN_MS = 2_000
+
+/** The connections a run's pool may open: its workers, landings, renewals and reads at once (Bun's default). */
+const RUN_POOL = 10
+
+/** The first and the longest wait between tries for a free connection slot. */
+const FULL_FIRST_MS = 50
+const FULL_MAX_MS = 1_000
+
+/** The connections each pool of this process may open: one, unless the process is a run (widenPools). */
+let poolMax = 1
+
+/**
+ * Lets this process's pools open up to RUN_POOL connections: for `flow run`, whose workers, landings and
+ * renewals query at once (one connection would make a renewal wait behind a write that waits for another
+ * process's lock, long enough for a lease to lapse). Called before the process's first use of a database.
+ */
+export function widenPools(): void {
+  poolMax = RUN_POOL
+}
+
+/** The server refused a connection for want of a free slot: too many clients (53300). */
+function isFull(e: unknown): boolean {
+  return (e as { errno?: unknown } | undefined)?.errno === "53300"
+}
 
 export class Database {
   readonly sql: SQL
@@ -31,7 +63,25 @@ export class Database {
       ...(this.password !== undefined ? { password: this.password } : {}),
       connectionTimeout: timeout ? Number(timeout) : CONNECT_TIMEOUT_S,
     }
-    this.sql = new SQL(this.options)
+    this.sql = new SQL({ ...this.options, max: poolMax })
+  }
+
+  /**
+   * A connection of its own, open, for a session-level lock held beyond one statement (run-lock.ts,
+   * landing-lock.ts): never the pool's, which may have only one. Reserved from a client of its own: once it
+   * closes (the server restarted, the session was ended) its statements fail rather than go to a new session,
+   * which would not hold the lock. Its close() ends the session and its locks, and leaves nothing open.
+   */
+  session(): Promise<ReservedSQL> {
+    return this.run(async () => {
+      const own = new SQL({ ...this.options, max: 1 })
+      try {
+        return await own.reserve()
+      } catch (e) {
+        await own.close().catch(() => {})
+        throw e
+      }
+    })
   }
 
   /**
@@ -56,6 +106,7 @@ export class Database {
     }
     const sql = new SQL({
       ...this.options,
+      max: 1,
       onclose: () => {
         const gone = sub
         sub = undefined
@@ -78,17 +129,27 @@ export class Database {
     }
   }
 
-  /** `fn` on the pool, after the schema is current; connection failures become FlowErrors. */
+  /**
+   * `fn` on the pool, after the schema is current; connection failures become FlowErrors. A server with no
+   * connection free (53300) is tried again, backing off, until FLOW_LOCK_TIMEOUT passed: the statement it
+   * refused never ran (its connection never opened), and one before it in `fn`, if any, ran on a connection
+   * that closed since (a transaction's was undone with it); `fn` runs again from its start.
+   */
   async run<T>(fn: (sql: SQL) => Promise<T>): Promise<T> {
-    try {
-      this.migrated ??= migrate(this.sql, this.shown).catch((e) => {
-        this.migrated = undefined
-        throw e
-      })
-      await this.migrated
-      return await fn(this.sql)
-    } catch (e) {
-      throw this.explain(e)
+    const started = performance.now()
+    for (let wait = FULL_FIRST_MS; ; wait = Math.min(wait * 2, FULL_MAX_MS)) {
+      try {
+        this.migrated ??= migrate(this.sql, this.shown).catch((e) => {
+          this.migrated = undefined
+          throw e
+        })
+        await this.migrated
+        return await fn(this.sql)
+      } catch (e) {
+        if (!isFull(e) || performance.now() - started + wait > this.setting.waitMs) throw this.explain(e)
+        // Jittered: commands refused together do not come back together.
+        await Bun.sleep(wait * (0.5 + Math.random()))
+      }
     }
   }
 
@@ -103,6 +164,14 @@ export class Database {
         `the database at ${this.shown} refused the login: ${detail}`,
         Exit.failure,
         "give the password in FLOW_DATABASE_URL (postgres://user:password@host/database) or PGPASSWORD, never in flow.yaml",
+      )
+    }
+    if (sqlState === "53300") {
+      return new StoreUnreachable(
+        `the database at ${this.shown} has no connection free: the server's max_connections are all in use (it said: ${detail}); tried for ${Math.round(this.setting.waitMs / 1000)} s`,
+        Exit.failure,
+        'raise max_connections on the server (postgresql.conf; it applies after a restart), or run fewer agents at once: each flow command takes one connection while it runs, a flow run up to 13 (docs/FLEET.md, "Connections")',
+        { cause: new Error(detail) },
       )
     }
     if (sqlState === "3D000") {

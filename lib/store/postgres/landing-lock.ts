@@ -1,8 +1,7 @@
 // The lock that serializes the merges of a shared project into one branch of one remote, whatever the machine
-// (docs/FLEET.md, "Git across machines"): a session-level advisory lock on a connection reserved while one
+// (docs/FLEET.md, "Git across machines"): a session-level advisory lock on a connection of its own while one
 // landing fetches, merges, checks and pushes. The server drops it when the connection closes, so a machine
 // that dies mid-landing holds nobody up for long (see run-lock.ts for the same reasoning).
-import type { ReservedSQL } from "bun"
 import type { SharedSetting } from "../setting"
 import { database } from "./connection"
 
@@ -19,29 +18,25 @@ const RETRY_MS = 100
  */
 export async function holdLandingLock(setting: SharedSetting, key: string, signal: AbortSignal): Promise<(() => Promise<void>) | undefined> {
   const db = database(setting)
-  const conn: ReservedSQL = await db.run((sql) => sql.reserve())
+  const conn = await db.session()
   const name = `${setting.key}\n${key}`
   try {
     for (;;) {
       const [{ ok }] = await conn`SELECT pg_try_advisory_lock(${LANDING_LOCK_CLASS}, hashtext(${name})) AS ok`
       if (ok) break
       if (signal.aborted) {
-        conn.release()
+        await conn.close()
         return undefined
       }
       await Bun.sleep(RETRY_MS)
     }
   } catch (e) {
-    // A connection that may hold the lock must not go back to the pool: closed, it lets go of it.
-    await conn.close().catch(() => {})
+    await conn.close().catch(() => {}) // closed, it lets go of the lock
     throw db.explain(e)
   }
   return async () => {
-    try {
-      await conn`SELECT pg_advisory_unlock(${LANDING_LOCK_CLASS}, hashtext(${name}))`
-      conn.release()
-    } catch {
-      await conn.close().catch(() => {}) // the connection is gone: the lock went with it
-    }
+    // Unlocked first: the lock is free when this returns, not when the server has seen the session end.
+    await conn`SELECT pg_advisory_unlock(${LANDING_LOCK_CLASS}, hashtext(${name}))`.catch(() => {}) // gone: the lock went with it
+    await conn.close().catch(() => {})
   }
 }

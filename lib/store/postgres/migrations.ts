@@ -195,11 +195,15 @@ const MIGRATIONS: readonly string[] = [
 /** The schema version this flow writes and reads. */
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
 
+/** The tables and indexes flow's migrations create, by name: what must not be another application's. */
+const RELATIONS = [...MIGRATIONS.join("\n").matchAll(/CREATE (?:TABLE|INDEX) (\w+)/g)].map((m) => m[1])
+
 /** Brings the database to PG_SCHEMA_VERSION (a no-op when it is there); a newer schema is a FlowError. */
 export async function migrate(sql: SQL, shown: string): Promise<void> {
   if ((await currentVersion(sql)) === PG_SCHEMA_VERSION) return
   await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK[0]}, ${MIGRATION_LOCK[1]})`
+    await refuseForeign(tx, shown)
     await tx`CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`
     // Read again under the lock: another flow may have migrated meanwhile.
     const [{ v }] = await tx`SELECT coalesce(max(version), 0)::int AS v FROM flow_schema`
@@ -220,6 +224,44 @@ async function currentVersion(sql: SQL): Promise<number> {
     if ((e as { errno?: string }).errno === "42P01") return 0 // no flow_schema yet
     throw e
   }
+}
+
+/**
+ * Before flow's first migration in a schema, nothing there may bear the name of a table or index flow creates:
+ * another application's `projects` or `tasks` would be written over, or fail the migration halfway with the
+ * server's words. Refused before anything is written, saying how to give flow a schema of its own. A schema
+ * flow migrated already (flow_schema there) holds flow's own.
+ */
+async function refuseForeign(tx: SQL, shown: string): Promise<void> {
+  const [{ schema, path, ours }] = await tx`
+    SELECT current_schema() AS schema, current_setting('search_path') AS path, to_regclass('flow_schema') IS NOT NULL AS ours`
+  if (schema === null) {
+    const named =
+      path
+        .split(",")
+        .map((p: string) => p.trim().replace(/^"(.*)"$/, "$1"))
+        .find((p: string) => p !== "$user") ?? "flow"
+    throw new FlowError(
+      `the database at ${shown} has no schema to create flow's tables in: its search_path (${path}) names none that exists`,
+      Exit.invalid,
+      `create it in that database (CREATE SCHEMA ${named}), or name one that exists in the URL's options=-csearch_path%3D<schema>`,
+    )
+  }
+  if (ours) return
+  const found: { relname: string; kind: string }[] = await tx`
+    SELECT c.relname, CASE WHEN c.relkind = 'i' THEN 'index' ELSE 'table' END AS kind
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = ${schema} AND c.relname = ANY(${tx.array(RELATIONS)}::text[]) ORDER BY c.relname`
+  if (found.length === 0) return
+  const named = (kind: string, plural: string) => {
+    const names = found.filter((r) => r.kind === kind).map((r) => r.relname)
+    return names.length === 0 ? [] : [`${names.length === 1 ? kind : plural} ${names.join(", ")}`]
+  }
+  throw new FlowError(
+    `the database at ${shown} already has ${[...named("table", "tables"), ...named("index", "indexes")].join(" and ")} in schema ${schema} that are not flow's (flow creates its own under those names): nothing was written`,
+    Exit.invalid,
+    `give flow a schema of its own: run CREATE SCHEMA flow in that database and add options=-csearch_path%3Dflow to the URL (${shown}${shown.includes("?") ? "&" : "?"}options=-csearch_path%3Dflow); or use another database`,
+  )
 }
 
 function refuseNewer(version: number, shown: string): void {

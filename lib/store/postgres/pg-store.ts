@@ -57,25 +57,24 @@ export class PgTaskStore implements TaskStore {
   private constructor(
     private readonly db: Database,
     private readonly setting: SharedSetting,
-    private readonly lockTimeoutMs: number,
   ) {
     this.claims = new PgClaims(db, setting)
   }
 
   /** The process's store of this project (one cache of rows per project and process). */
-  static open(setting: SharedSetting, lockTimeoutMs = 30_000): PgTaskStore {
+  static open(setting: SharedSetting): PgTaskStore {
     const id = `${setting.shown}\n${setting.key}`
     let store = stores.get(id)
     if (!store) {
-      store = new PgTaskStore(database(setting), setting, lockTimeoutMs)
+      store = new PgTaskStore(database(setting), setting)
       stores.set(id, store)
     }
     return store
   }
 
   /** A store with a cache of its own: another view of the project, as another process has (tests). */
-  static fresh(setting: SharedSetting, lockTimeoutMs = 30_000): PgTaskStore {
-    return new PgTaskStore(database(setting), setting, lockTimeoutMs)
+  static fresh(setting: SharedSetting): PgTaskStore {
+    return new PgTaskStore(database(setting), setting)
   }
 
   readonly shared = true
@@ -191,14 +190,14 @@ export class PgTaskStore implements TaskStore {
     let done: { out: T; committed?: () => void }
     try {
       done = await sql.begin(async (tx) => {
-        await tx.unsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.lockTimeoutMs))}`)
+        await tx.unsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(this.setting.waitMs))}`)
         const snap = await this.load(tx, true)
         return fn(tx, snap)
       })
     } catch (e) {
       if ((e as { errno?: string }).errno === "55P03") {
         throw new FlowError(
-          `${command}: another writer held project '${this.setting.key}' for ${this.lockTimeoutMs / 1000} s (${this.setting.shown})`,
+          `${command}: another writer held project '${this.setting.key}' for ${this.setting.waitMs / 1000} s (${this.setting.shown})`,
           Exit.failure,
           "try again; if it persists, look for a stuck flow process on the machines sharing it, or raise FLOW_LOCK_TIMEOUT (seconds)",
         )

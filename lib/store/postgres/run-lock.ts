@@ -1,6 +1,6 @@
 // Many live `flow run`s per shared project, none while it moves out (docs/FLEET.md, "Many runs per shared
 // project"). `.flow/run.lock` is one clone's; this lock is the database's: a session-level advisory lock held
-// on a connection reserved for the holder's whole life, shared by every run, exclusive for `flow unshare`. The
+// on a connection of its own for the holder's whole life, shared by every run, exclusive for `flow unshare`. The
 // server drops a session's advisory locks when its connection closes, so a holder that ends, fails, is stopped
 // or is killed outright (kill -9) lets go without anyone cleaning up. The lock is the truth; the rows only say
 // who holds it (a run's row in `live_runs`, the exclusive holder in the project's `run_locks` row), and a row
@@ -8,7 +8,7 @@
 import type { ReservedSQL, SQL } from "bun"
 import { thisProcess } from "../../cli/pid"
 import type { SharedSetting } from "../setting"
-import { database } from "./connection"
+import { type Database, database } from "./connection"
 import { missingProject } from "./pg-store"
 
 /**
@@ -54,9 +54,9 @@ export async function tryRunLock(
   return db.run(async (sql) => {
     const lockId = await lockIdOf(sql, setting)
     const who = { setting, command, mode, lockId }
-    const first = await takeOn(sql, who)
+    const first = await takeOn(db, who)
     if (!first) return { holders: await inTheWay(sql, setting.key, mode) }
-    const take = () => db.run((sql) => takeOn(sql, who, first.since))
+    const take = () => db.run(() => takeOn(db, who, first.since))
     const lost = async () => {
       const holders = await db.run((sql) => inTheWay(sql, setting.key, mode)).catch(() => [])
       onLost(heldBy(setting, holders, command))
@@ -72,16 +72,16 @@ type Taken = { conn: ReservedSQL; since: Date }
  * A connection of its own holding the lock for `who`, with its row written (`since`: when it first took it, kept
  * when it takes it again); undefined: refused.
  */
-async function takeOn(sql: SQL, who: Taker, since?: Date): Promise<Taken | undefined> {
+async function takeOn(db: Database, who: Taker, since?: Date): Promise<Taken | undefined> {
   const { setting, command, mode, lockId } = who
-  const conn = await sql.reserve()
+  const conn = await db.session()
   try {
     const [{ ok }] =
       mode === "exclusive"
         ? await conn`SELECT pg_try_advisory_lock(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
         : await conn`SELECT pg_try_advisory_lock_shared(${RUN_LOCK_CLASS}, ${lockId}) AS ok`
     if (!ok) {
-      await conn.release()
+      await conn.close()
       return undefined
     }
     if (mode === "exclusive") {
@@ -106,8 +106,7 @@ async function takeOn(sql: SQL, who: Taker, since?: Date): Promise<Taken | undef
       RETURNING since`
     return { conn, since: row.since }
   } catch (e) {
-    // A connection that may hold the lock must not go back to the pool: closed, it lets go of it.
-    await conn.close().catch(() => {})
+    await conn.close().catch(() => {}) // closed, it lets go of the lock
     throw e
   }
 }
@@ -205,11 +204,10 @@ async function unlock(conn: ReservedSQL, lockId: number, mode: LockMode): Promis
   try {
     if (mode === "exclusive") await conn`SELECT pg_advisory_unlock(${RUN_LOCK_CLASS}, ${lockId})`
     else await conn`SELECT pg_advisory_unlock_shared(${RUN_LOCK_CLASS}, ${lockId})`
-    await conn.release()
   } catch {
     // The connection is gone (the server restarted, the network dropped): the lock went with it.
-    await conn.close().catch(() => {})
   }
+  await conn.close().catch(() => {})
 }
 
 /**
