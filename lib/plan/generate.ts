@@ -80,8 +80,31 @@ type Node = {
  */
 export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): GeneratedTasks {
   const notes: PlanNote[] = [...plan.notes]
-  const taken = new Set<string>()
-  const roots: Node[] = plan.sections.map((section) => {
+  const roots = planTree(plan)
+  const flatten = (n: Node): Node[] => [n, ...n.subtasks.flatMap(flatten)]
+  const all = roots.flatMap(flatten)
+  for (const n of all) notes.push(...n.body.notes)
+  for (const { body } of roots.flatMap((r) => r.steps)) notes.push(...body.notes)
+  assignIds(all, existing, notes)
+  const resolve = referenceResolver(all, notes)
+  const explicit = new Map<Node, string[]>()
+  for (const n of all) if (n.body.dependsOn) explicit.set(n, resolve(n.body.dependsOn, n.where))
+  const gateSections: GateSection[] = roots.map((r) => {
+    const section = r.heading as PlanSection
+    return { id: r.id, phase: section.phase, checkpoint: section.checkpoint, line: section.line, where: r.where, ref: section.number ?? r.id }
+  })
+  const explicitById = new Map([...explicit].filter(([n]) => roots.includes(n)).map(([n, deps]) => [n.id, deps]))
+  const defaults = defaultDependencies(plan.phases, gateSections, explicitById, notes)
+  const build: Build = { lines: new Map(), explicit, defaults, resolve, notes }
+  const tasks = roots.map((r) => buildTask(build, r, true))
+  const phases = new Map<number, string>()
+  for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
+  return { tasks, phases, notes: notes.sort(byLine), lines: build.lines }
+}
+
+/** Each section as a node, its subtasks under it by depth and its steps in order; ids are given later. */
+function planTree(plan: ParsedPlan): Node[] {
+  return plan.sections.map((section) => {
     const where = section.number ? `section ${section.number}` : `section '${section.title}'`
     const node: Node = { heading: section, body: readBody(section.body, where), where, id: "", subtasks: [], steps: [] }
     // open[d] is the node a subtask of depth d + 1 belongs to: the section, then the latest subtask of each depth.
@@ -100,12 +123,11 @@ export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): G
     }
     return node
   })
-  const flatten = (n: Node): Node[] => [n, ...n.subtasks.flatMap(flatten)]
-  const all = roots.flatMap(flatten)
-  for (const n of all) notes.push(...n.body.notes)
-  for (const { body } of roots.flatMap((r) => r.steps)) notes.push(...body.notes)
+}
 
-  // Ids: the ones written as {#id} first, so a generated id never takes a name the plan chose.
+/** Every node's id: the ones written as {#id} first, so a generated id never takes a name the plan chose. */
+function assignIds(all: Node[], existing: ReadonlySet<string> | undefined, notes: PlanNote[]): void {
+  const taken = new Set<string>()
   for (const n of all) {
     const id = n.heading.id
     if (id === undefined) continue
@@ -143,8 +165,12 @@ export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): G
     taken.add(id)
     n.id = id
   }
+}
 
-  // A reference is a section number (1.2, 2.1.3) or an id.
+type Resolve = (refs: PlanRefs, where: string) => string[]
+
+/** Reads 'Depends on' and 'Validated by' references: a section number (1.2, 2.1.3) or an id; an unknown one is an error note. */
+function referenceResolver(all: Node[], notes: PlanNote[]): Resolve {
   const byNumber = new Map<string, Node>()
   for (const n of all) {
     const number = n.heading.number
@@ -160,7 +186,7 @@ export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): G
     else byNumber.set(number, n)
   }
   const byId = new Map(all.map((n) => [n.id, n]))
-  const resolve = (refs: PlanRefs, where: string): string[] => {
+  return (refs, where) => {
     const ids: string[] = []
     for (const ref of refs.refs) {
       const found = byNumber.get(ref.replace(/\.$/, "")) ?? byId.get(ref) ?? byId.get(toKebab(ref))
@@ -177,51 +203,41 @@ export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): G
     }
     return [...new Set(ids)]
   }
+}
 
-  const explicit = new Map<Node, string[]>()
-  for (const n of all) if (n.body.dependsOn) explicit.set(n, resolve(n.body.dependsOn, n.where))
-  const gateSections: GateSection[] = roots.map((r) => {
-    const section = r.heading as PlanSection
-    return { id: r.id, phase: section.phase, checkpoint: section.checkpoint, line: section.line, where: r.where, ref: section.number ?? r.id }
-  })
-  const explicitById = new Map([...explicit].filter(([n]) => roots.includes(n)).map(([n, deps]) => [n.id, deps]))
-  const defaults = defaultDependencies(plan.phases, gateSections, explicitById, notes)
-  const lines = new Map<string, number>()
-  const build = (n: Node, top: boolean): Task => {
-    lines.set(n.id, n.heading.line)
-    const task: Task = { id: n.id, title: n.heading.title || n.id, status: "todo" }
-    const phase = top ? (n.heading as PlanSection).phase : undefined
-    if (phase !== undefined) task.phase = phase
-    if (n.heading.checkpoint) task.checkpoint = true
-    const deps = explicit.get(n) ?? (top ? defaults.get(n.id) : undefined)
-    if (deps && deps.length > 0) task.depends_on = deps
-    if (n.body.files && n.body.files.files.length > 0) task.files = n.body.files.files
-    if (n.body.validatedBy) {
-      const [target] = resolve(n.body.validatedBy, n.where)
-      if (target) task.validation_task_id = target
-    }
-    const instructions = n.body.instructions
-    if (instructions) task.instructions = instructions
-    else if (n.steps.length === 0) {
-      task.instructions = n.heading.title || n.id
-      if (n.subtasks.length === 0) {
-        notes.push({
-          severity: "warning",
-          line: n.heading.line,
-          message: `${n.where} has no work items: its instructions are its title`,
-          hint: "list the work as bullets under the heading",
-        })
-      }
-    }
-    if (n.body.acceptance.length > 0) task.acceptance_criteria = n.body.acceptance
-    if (n.steps.length > 0) task.steps = n.steps.map((s, i) => buildStep(n.id, i + 1, s.child, s.body, notes))
-    if (n.subtasks.length > 0) task.subtasks = n.subtasks.map((s) => build(s, false))
-    return task
+/** What building the tasks shares: the heading line of each id (filled), the dependencies, the notes. */
+type Build = { lines: Map<string, number>; explicit: Map<Node, string[]>; defaults: Map<string, string[]>; resolve: Resolve; notes: PlanNote[] }
+
+function buildTask(b: Build, n: Node, top: boolean): Task {
+  b.lines.set(n.id, n.heading.line)
+  const task: Task = { id: n.id, title: n.heading.title || n.id, status: "todo" }
+  const phase = top ? (n.heading as PlanSection).phase : undefined
+  if (phase !== undefined) task.phase = phase
+  if (n.heading.checkpoint) task.checkpoint = true
+  const deps = b.explicit.get(n) ?? (top ? b.defaults.get(n.id) : undefined)
+  if (deps && deps.length > 0) task.depends_on = deps
+  if (n.body.files && n.body.files.files.length > 0) task.files = n.body.files.files
+  if (n.body.validatedBy) {
+    const [target] = b.resolve(n.body.validatedBy, n.where)
+    if (target) task.validation_task_id = target
   }
-  const tasks = roots.map((r) => build(r, true))
-  const phases = new Map<number, string>()
-  for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
-  return { tasks, phases, notes: notes.sort(byLine), lines }
+  const instructions = n.body.instructions
+  if (instructions) task.instructions = instructions
+  else if (n.steps.length === 0) {
+    task.instructions = n.heading.title || n.id
+    if (n.subtasks.length === 0) {
+      b.notes.push({
+        severity: "warning",
+        line: n.heading.line,
+        message: `${n.where} has no work items: its instructions are its title`,
+        hint: "list the work as bullets under the heading",
+      })
+    }
+  }
+  if (n.body.acceptance.length > 0) task.acceptance_criteria = n.body.acceptance
+  if (n.steps.length > 0) task.steps = n.steps.map((s, i) => buildStep(n.id, i + 1, s.child, s.body, b.notes))
+  if (n.subtasks.length > 0) task.subtasks = n.subtasks.map((s) => buildTask(b, s, false))
+  return task
 }
 
 function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, notes: PlanNote[]): Step {

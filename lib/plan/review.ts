@@ -90,9 +90,21 @@ const ANSWER_PLACEHOLDER = "<who decides, by when>"
 export function reviewPrd(text: string): ReviewFinding[] {
   const lines = splitLines(text)
   const prd = readPrd(text)
+  const found = new Map(sectionMatches(prd).map((m) => [m.section, m.heading]))
+  return sortFindings([
+    ...sectionFindings(prd, found, lines),
+    ...measureFindings(prd, lines),
+    ...criteriaFindings(found.get("Success Criteria")),
+    ...questionFindings(found.get("Open Questions"), lines),
+  ])
+}
+
+type Found = Map<FlowSection, PrdHeading>
+
+/** flow's recommended sections the PRD lacks (each with the heading to add) or has empty. */
+function sectionFindings(prd: PrdDoc, found: Found, lines: string[]): ReviewFinding[] {
   const doc = prd.doc
   const out: ReviewFinding[] = []
-  const found = new Map(sectionMatches(prd).map((m) => [m.section, m.heading]))
   // The generic "## Requirements" heading, where missing requirement groups go.
   const requirements = sectionsOf(prd, "requirements").find((h) => h.level === prd.chapter) ?? sectionsOf(prd, "requirements")[0]
   const seen = new Set<PrdHeading>()
@@ -137,6 +149,13 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
+  return out
+}
+
+/** Requirement list items without a number a test could check. */
+function measureFindings(prd: PrdDoc, lines: string[]): ReviewFinding[] {
+  const doc = prd.doc
+  const out: ReviewFinding[] = []
   // Measurable numbers are asked of requirement lists ("FR-1: ..."), not of features and stories, which describe.
   const measured = sectionsOf(prd, "requirements", "functional", "non-functional")
   const checked = new Set(measured.flatMap((h) => [h, ...childrenOf(doc, h)]))
@@ -165,7 +184,12 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
-  const criteria = found.get("Success Criteria")
+  return out
+}
+
+/** Success criteria that are not checklist items. */
+function criteriaFindings(criteria: PrdHeading | undefined): ReviewFinding[] {
+  const out: ReviewFinding[] = []
   if (criteria) {
     for (const l of writtenLines(criteria.lines)) {
       // A table of metrics is a fine way to write them; its rows are no list items to tick.
@@ -188,7 +212,12 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
-  const questions = found.get("Open Questions")
+  return out
+}
+
+/** Open questions without an answer (or with flow's placeholder still in place of one). */
+function questionFindings(questions: PrdHeading | undefined, lines: string[]): ReviewFinding[] {
+  const out: ReviewFinding[] = []
   if (questions) {
     for (const item of listItems(questions.lines)) {
       const indent = " ".repeat(item.column)
@@ -216,7 +245,7 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
-  return sortFindings(out)
+  return out
 }
 
 /** The text with the changes applied, in its own line ending and byte order mark; changes are independent and refer to the original line numbers. */
