@@ -9,7 +9,7 @@ import { showProgress } from "../lib/agents/agent-progress"
 import { loadConfig } from "../lib/store/config"
 import { ENRICH_FILE, enrichPrompt, readEnrichment, type Enrichment } from "../lib/plan/enrich"
 import { generateTasks } from "../lib/plan/generate"
-import { parallelism, parallelismLines } from "../lib/graph/parallelism"
+import { parallelism, parallelismText } from "../lib/graph/parallelism"
 import type { PlanNote } from "../lib/plan/plan-parse"
 import { planningAgent, requireInstalled } from "../lib/plan/planning-agent"
 import { runTurn } from "../lib/run/agent-runner"
@@ -54,16 +54,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const shownPlan = relative(ctx.cwd, planFile) || planFile
   const store = await openStore(project)
   const shownTasks = store.shown(ctx.cwd)
-  let planText: string
-  try {
-    planText = readFileSync(planFile, "utf8")
-  } catch (e) {
-    throw new FlowError(
-      `cannot read ${shownPlan}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
-      Exit.failure,
-      "write the plan first ('flow plan' drafts it from PRD.md)",
-    )
-  }
+  const planText = readPlan(planFile, shownPlan)
   const dryRun = Boolean(values["dry-run"])
   const c = colours(ctx)
   // The agent works before the lock is taken: it may take minutes, and agents of a run may be writing.
@@ -108,6 +99,24 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       "fix the plan at the lines above and run 'flow generate' again",
     )
   }
+  printGenerated(ctx, report, dryRun, shownPlan, shownTasks)
+  return Exit.ok
+}
+
+function readPlan(planFile: string, shownPlan: string): string {
+  try {
+    return readFileSync(planFile, "utf8")
+  } catch (e) {
+    throw new FlowError(
+      `cannot read ${shownPlan}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
+      Exit.failure,
+      "write the plan first ('flow plan' drafts it from PRD.md)",
+    )
+  }
+}
+
+/** What was written (or would be, with --dry-run: the file on stdout, the summary on stderr), the changes, the parallelism. */
+function printGenerated(ctx: Ctx, report: GenerateReport, dryRun: boolean, shownPlan: string, shownTasks: string): void {
   const say = dryRun ? ctx.stderr : ctx.stdout
   if (dryRun) ctx.stdout(report.text ?? "")
   const what = `${plural(report.tasks, "task")}${report.phases ? ` in ${plural(report.phases, "phase")}` : ""} from ${shownPlan}`
@@ -119,13 +128,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
     if (report.requeued.length) say(`  back to todo, a new dependency is not done: ${report.requeued.join(", ")}\n`)
   }
-  if (report.parallelism && report.tasks > 0)
-    say(
-      `Parallelism:\n${parallelismLines(report.parallelism)
-        .map((l) => `  ${l}\n`)
-        .join("")}`,
-    )
-  return Exit.ok
+  if (report.parallelism && report.tasks > 0) say(parallelismText(report.parallelism))
 }
 
 function countTasks(tasks: readonly { subtasks?: readonly unknown[] }[]): number {

@@ -5,7 +5,7 @@ import { colours } from "../lib/terminal/colour"
 import { formatFinding, plural, summarize } from "../lib/store/findings"
 import { findProject } from "../lib/cli/project"
 import { validateProject } from "../lib/ops/validate"
-import { parallelismLines } from "../lib/graph/parallelism"
+import { parallelismText } from "../lib/graph/parallelism"
 
 export const meta = {
   usage: "flow validate [--json]",
@@ -38,12 +38,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     for (const f of findings) ctx.stdout(formatFinding(f, shown, text, c))
     if (findings.length > 0) ctx.stdout("\n")
     ctx.stdout(`${shown}: ${plural(report.tasks, "task")} checked\n${summarize(findings)}\n`)
-    if (report.parallelism && report.tasks > 0)
-      ctx.stdout(
-        `Parallelism:\n${parallelismLines(report.parallelism)
-          .map((l) => `  ${l}\n`)
-          .join("")}`,
-      )
+    if (report.parallelism && report.tasks > 0) ctx.stdout(parallelismText(report.parallelism))
   }
   return errors === 0 ? Exit.ok : Exit.failure
 }

@@ -234,8 +234,15 @@ function minutesOf(task: Task): number | undefined {
   return task.budget?.minutes
 }
 
-/** The report as lines of text: `flow validate` and `flow generate` print them. */
-export function parallelismLines(p: Parallelism): string[] {
+/** The report as `flow validate` and `flow generate` print it: a heading and its lines, indented. */
+export function parallelismText(p: Parallelism): string {
+  return `Parallelism:\n${parallelismLines(p)
+    .map((l) => `  ${l}\n`)
+    .join("")}`
+}
+
+/** The report as lines of text. */
+function parallelismLines(p: Parallelism): string[] {
   const path = p.critical_path
   const chain = path.tasks.length > 8 ? [...path.tasks.slice(0, 4), "…", ...path.tasks.slice(-3)] : path.tasks
   const time =
