@@ -4,7 +4,7 @@
 // per task. One analysis for `flow validate`, `flow generate`, `flow refine plan` and the inspector. Pure and
 // linear in the tasks and edges.
 import type { Parallelism } from "../model/json-shapes"
-import type { Task } from "../model/task-index"
+import { type Task, walkTaskTree } from "../model/task-index"
 export type { Parallelism }
 
 /**
@@ -26,19 +26,12 @@ type Levels = {
 function flatten(roots: readonly Task[]): { tasks: Task[]; up: number[] } {
   const tasks: Task[] = []
   const up: number[] = []
-  // A stack, not recursion: the walk is as deep as the subtasks nest.
-  const stack: { list: readonly Task[]; i: number; parent: number }[] = [{ list: roots, i: 0, parent: -1 }]
-  while (stack.length > 0) {
-    const top = stack[stack.length - 1]
-    if (top.i >= top.list.length) {
-      stack.pop()
-      continue
-    }
-    const task = top.list[top.i++]
+  const at = new Map<Task, number>()
+  walkTaskTree(roots, (task, parent) => {
+    at.set(task, tasks.length)
     tasks.push(task)
-    up.push(top.parent)
-    if (task.subtasks?.length) stack.push({ list: task.subtasks, i: 0, parent: tasks.length - 1 })
-  }
+    up.push(parent ? at.get(parent)! : -1)
+  })
   return { tasks, up }
 }
 
