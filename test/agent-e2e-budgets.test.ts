@@ -6,7 +6,7 @@ import { Database } from "bun:sqlite"
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { QuestionsReport, ShowReport } from "../lib/model/json-shapes"
-import { ensureAgentClis } from "./agent-clis/installed"
+import { CLAUDE_CLOCK, ensureAgentClis } from "./agent-clis/installed"
 import { until } from "./agent-e2e"
 import { userHome } from "./agent-e2e-openai-home"
 import { startModelServer } from "./fixtures/model-server/server"
@@ -31,7 +31,7 @@ async function project(tasks: Record<string, unknown>[], flowYaml: string) {
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks), "flow.yaml": flowYaml })
   return {
     dir,
-    env: { ...home.env, TMPDIR: home.path } as Record<string, string>,
+    env: { ...home.env, TMPDIR: home.path, ...CLAUDE_CLOCK } as Record<string, string>,
     [Symbol.asyncDispose]: async () => {
       await dir[Symbol.asyncDispose]()
       await home[Symbol.asyncDispose]()
