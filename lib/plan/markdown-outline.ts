@@ -54,6 +54,8 @@ export type ListItem = {
   /** the item's text, without its bullet, number or checkbox; wrapped lines joined */
   text: string
   checkbox?: "open" | "done"
+  /** a numbered item (`1.`, `2)`) rather than a bullet */
+  ordered: boolean
   /** deeper lines under the item (nested lists, paragraphs), dedented to the item's content */
   nested: string[]
   /** the column where the item's text starts: nested lines are dedented to it */
@@ -89,6 +91,7 @@ export function listItems(lines: readonly PlanLine[]): ListItem[] {
         line: n,
         text: m[4].trim(),
         checkbox: m[3] === undefined ? undefined : m[3] === " " ? "open" : "done",
+        ordered: /\d/.test(m[2]),
         nested: [],
         column: indent + m[2].length + 1,
         end: n,

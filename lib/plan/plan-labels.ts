@@ -1,5 +1,5 @@
 // What a line or a heading of plan.md says besides its text: the labels (`Depends on: 1.2`, `Done when:`,
-// `Validated by: 2.3`), and a heading's `{#id}`, `(checkpoint)` and `(depends on 1.2)`. Pure: no IO.
+// `Validated by: 2.3`, `Files: src/a.ts`), and a heading's `{#id}`, `(checkpoint)` and `(depends on 1.2)`. Pure: no IO.
 
 const CHECKPOINT = /\s*[([]\s*checkpoint\s*[)\]]/i
 const ID_ATTRIBUTE = /\s*\{#([^}\s]*)\}/
@@ -26,7 +26,10 @@ const LABEL_LIKE = new RegExp(
   "i",
 )
 
-export type LabelKind = "acceptance" | "depends" | "validated"
+// "Files: `src/a.ts`, lib/b/": the files a section touches. The colon is required: "Files are uploaded to S3" is work.
+const FILES_LINE = new RegExp(String.raw`${LABEL_LEAD}files(?:\s+touched)?\s*${EMPHASIS}?\s*:\s*${EMPHASIS}?\s*(.*)$`, "i")
+
+export type LabelKind = "acceptance" | "depends" | "validated" | "files"
 
 /** A label line that `flow generate` reads inside a section: what it labels and the text after it. */
 export type Label = { kind: LabelKind; rest: string }
@@ -37,6 +40,8 @@ export type Label = { kind: LabelKind; rest: string }
  * `Dependencies: 1.2` when a section number follows.
  */
 export function readLabel(text: string): Label | undefined {
+  const files = withoutHeadingMarks(text).match(FILES_LINE)
+  if (files) return { kind: "files", rest: files[1].replace(new RegExp(String.raw`\s*${EMPHASIS}\s*$`), "").trim() }
   const m = withoutHeadingMarks(text).match(LABEL_LINE)
   if (!m) return undefined
   const word = m[1].toLowerCase().replace(/\s+/g, " ")
@@ -54,9 +59,9 @@ export function readLabel(text: string): Label | undefined {
   return { kind, rest }
 }
 
-/** Whether a label is followed by a list of its items: acceptance always, `Depends on` only when bare. */
+/** Whether a label is followed by a list of its items: acceptance always, `Depends on` and `Files` only when bare. */
 export function labelOpensList(label: Label): boolean {
-  return label.kind === "acceptance" || (label.kind === "depends" && label.rest === "")
+  return label.kind === "acceptance" || ((label.kind === "depends" || label.kind === "files") && label.rest === "")
 }
 
 /** Whether a line that is no label starts like one (`Depends on the API`): it is worth a warning. */

@@ -1,11 +1,10 @@
-// `flow refine`'s offline review of PRD.md and plan.md: findings, each with a suggested fix as a change of
-// lines that the person accepts, edits or skips. Pure: the command asks and writes.
+// `flow refine`'s offline review of PRD.md (the plan's is in review-plan.ts), and what both reviews share:
+// findings, each with a suggested fix as a change of lines that the person accepts, edits or skips. Pure: the
+// command asks and writes.
 import { inFormOf } from "../store/line-ending"
-import { planToTasks } from "./generate"
-import { childrenOf, listItems, outline, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
+import { childrenOf, listItems, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
 import { splitLines } from "./markdown-blocks"
-import { labelOpensList, readLabel } from "./plan-labels"
-import { parsePlan, type PlanLine } from "./plan-parse"
+import { FLOW_SECTIONS, headingName, readPrd, REQUIREMENT_KINDS, SECTION_OF, sectionsOf, type FlowSection, type PrdDoc, type PrdHeading } from "./prd-sections"
 
 /** A change of lines: `remove` lines from index `at` (0-based) are replaced by `lines`. */
 export type Change = { at: number; remove: number; lines: string[] }
@@ -20,6 +19,9 @@ export type ReviewFinding = {
     | "section-without-items"
     | "item-without-file"
     | "plan-shape"
+    | "chained-phase"
+    | "all-to-all-phase"
+    | "files-overlap"
   line?: number
   message: string
   /** the fix, in words */
@@ -33,56 +35,106 @@ export type ReviewFinding = {
   edit?: { question: string; initial?: string; change: (text: string) => Change }
 }
 
-const PRD_SECTIONS: { title: string; guidance: string; parent?: string }[] = [
-  { title: "Overview", guidance: "One short paragraph: what this is, who it is for, and why it matters now." },
-  { title: "Problem Statement", guidance: "The problem users have today, with evidence; not the solution." },
-  { title: "Requirements", guidance: "Functional and non-functional requirements." },
-  { title: "Functional Requirements", guidance: "FR-1: ... each specific, measurable and independent.", parent: "Requirements" },
-  { title: "Non-Functional Requirements", guidance: "NFR-1: ... performance, security, reliability targets, each with a number.", parent: "Requirements" },
-  { title: "Technical Constraints", guidance: "Must use, cannot use, integration points." },
-  { title: "Success Criteria", guidance: "- [ ] a checklist a reviewer can tick" },
-  { title: "Out of Scope", guidance: "What this work will not do, each with the reason." },
-  { title: "Open Questions", guidance: "Each question with an owner; the answer under it when decided." },
-]
+const GUIDANCE: Record<FlowSection, string> = {
+  Overview: "One short paragraph: what this is, who it is for, and why it matters now.",
+  "Problem Statement": "The problem users have today, with evidence; not the solution.",
+  Requirements: "Functional and non-functional requirements.",
+  "Functional Requirements": "FR-1: ... each specific, measurable and independent.",
+  "Non-Functional Requirements": "NFR-1: ... performance, security, reliability targets, each with a number.",
+  "Technical Constraints": "Must use, cannot use, integration points.",
+  "Success Criteria": "- [ ] a checklist a reviewer can tick",
+  "Out of Scope": "What this work will not do, each with the reason.",
+  "Open Questions": "Each question with an owner; the answer under it when decided.",
+}
+const GROUPS: readonly FlowSection[] = ["Functional Requirements", "Non-Functional Requirements"]
+
+/** The heading PRD.md has for each of flow's recommended sections, as `flow refine` reports it. */
+export type SectionMatch = { section: FlowSection; heading: string; line: number }
+
+/** Which heading of the PRD is taken for each of flow's sections (the first of its kinds), in flow's order. */
+export function prdSectionMatches(text: string): SectionMatch[] {
+  return sectionMatches(readPrd(text)).map(({ section, heading }) => ({ section, heading: heading.title, line: heading.line }))
+}
+
+/** Whether a match is a heading under another name than flow's ("Non-Goals" for Out of Scope): worth saying. */
+export function renamed(match: SectionMatch): boolean {
+  const plain = (t: string) =>
+    headingName(t)
+      .toLowerCase()
+      .replace(/[^a-z]+/g, " ")
+      .trim()
+  return plain(match.heading) !== plain(match.section)
+}
+
+function sectionMatches(prd: PrdDoc): { section: FlowSection; heading: PrdHeading }[] {
+  const out: { section: FlowSection; heading: PrdHeading }[] = []
+  for (const section of FLOW_SECTIONS) {
+    const heading =
+      section === "Requirements"
+        ? // Requirements is there when any requirement section is ("## Core Features" or "## User Stories").
+          (sectionsOf(prd, "requirements")[0] ?? prd.headings.find((h) => h.top && h.kind !== undefined && REQUIREMENT_KINDS.has(h.kind)))
+        : prd.headings.find((h) => h.top && h.kind !== undefined && SECTION_OF[h.kind] === section)
+    if (heading) out.push({ section, heading })
+  }
+  return out
+}
 
 const ANSWERED = /\b(?:answer(?:ed)?|decided|decision|resolved|resolution)\b\s*[:=-]|(?:^|\s)(?:A:|→|=>)/i
 const NUMBER = /\d/
+// "- Priority: high" under a requirement is about the requirement, not one more of them.
+const METADATA = /^(?:\*\*|__)?(?:priority|dependencies|depends on|requires|owner|status|verification|source|rationale|risk|notes?|files?)(?:\*\*|__)?\s*:/i
 const TARGET_PLACEHOLDER = "(target: <number and unit>)"
 const ANSWER_PLACEHOLDER = "<who decides, by when>"
 
 /** Findings for the text of PRD.md, in line order (missing sections last). */
 export function reviewPrd(text: string): ReviewFinding[] {
   const lines = splitLines(text)
-  const doc = outline(text)
+  const prd = readPrd(text)
+  const found = new Map(sectionMatches(prd).map((m) => [m.section, m.heading]))
+  return sortFindings([
+    ...sectionFindings(prd, found, lines),
+    ...measureFindings(prd, lines),
+    ...criteriaFindings(found.get("Success Criteria")),
+    ...questionFindings(found.get("Open Questions"), lines),
+  ])
+}
+
+type Found = Map<FlowSection, PrdHeading>
+
+/** flow's recommended sections the PRD lacks (each with the heading to add) or has empty. */
+function sectionFindings(prd: PrdDoc, found: Found, lines: string[]): ReviewFinding[] {
+  const doc = prd.doc
   const out: ReviewFinding[] = []
-  const find = (title: string, level: number) => doc.headings.find((h) => h.level === level && normal(h.title).startsWith(normal(title)))
-  const requirements = find("Requirements", 2)
-  for (const section of PRD_SECTIONS) {
-    const level = section.parent ? 3 : 2
-    const heading = find(section.title, level) ?? (section.parent ? undefined : find(section.title, 3))
+  // The generic "## Requirements" heading, where missing requirement groups go.
+  const requirements = sectionsOf(prd, "requirements").find((h) => h.level === prd.chapter) ?? sectionsOf(prd, "requirements")[0]
+  const seen = new Set<PrdHeading>()
+  for (const section of FLOW_SECTIONS) {
+    const heading = found.get(section)
+    const group = GROUPS.includes(section)
     if (!heading) {
-      if (section.parent && !requirements) continue // reported with its parent
-      const at = section.parent ? endOf(doc, requirements!, lines.length) : lines.length
+      if (group && !found.has("Requirements")) continue // reported with Requirements
+      const level = group && requirements ? requirements.level + 1 : prd.chapter
+      const at = group && requirements ? endOf(doc, requirements, lines.length) : lines.length
       const hashes = "#".repeat(level)
       // A missing Requirements section comes with its two groups, which are reported with it.
-      const groups =
-        section.title === "Requirements"
-          ? PRD_SECTIONS.filter((g) => g.parent === "Requirements").flatMap((g) => ["", `### ${g.title}`, `<!-- ${g.guidance} -->`])
-          : []
+      const groups = section === "Requirements" ? GROUPS.flatMap((g) => ["", `${"#".repeat(level + 1)} ${g}`, `<!-- ${GUIDANCE[g]} -->`]) : []
       // Inserted before a heading, the new section needs a blank line of its own below it.
       const after = at < lines.length ? [""] : []
       out.push({
         rule: "missing-section",
-        message: `the recommended section '${section.title}' is missing`,
-        suggestion: `add '${hashes} ${section.title}'`,
-        change: { at, remove: 0, lines: ["", `${hashes} ${section.title}`, `<!-- ${section.guidance} -->`, ...groups, ...after] },
+        message: `the recommended section '${section}' is missing`,
+        suggestion: `add '${hashes} ${section}'`,
+        change: { at, remove: 0, lines: ["", `${hashes} ${section}`, `<!-- ${GUIDANCE[section]} -->`, ...groups, ...after] },
         edit: {
-          question: `What goes under '${section.title}'?`,
-          change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section.title}`, ...t.split("\n"), ...groups, ...after] }),
+          question: `What goes under '${section}'?`,
+          change: (t) => ({ at, remove: 0, lines: ["", `${hashes} ${section}`, ...t.split("\n"), ...groups, ...after] }),
         },
       })
       continue
     }
+    // One heading taken for two sections ("## Core Features" for Requirements and Functional) is looked at once.
+    if (seen.has(heading)) continue
+    seen.add(heading)
     const content = writtenLines([heading, ...childrenOf(doc, heading)].flatMap((h) => h.lines))
     // An empty parent with sub-sections is reported through them.
     const hasSubsections = childrenOf(doc, heading).length > 0
@@ -92,41 +144,56 @@ export function reviewPrd(text: string): ReviewFinding[] {
         rule: "empty-section",
         line: heading.line,
         message: `'${heading.title}' is empty`,
-        suggestion: `write it: ${section.guidance}`,
-        edit: { question: `What goes under '${heading.title}'? (${section.guidance})`, change: (t) => ({ at, remove: 0, lines: t.split("\n") }) },
+        suggestion: `write it: ${GUIDANCE[section]}`,
+        edit: { question: `What goes under '${heading.title}'? (${GUIDANCE[section]})`, change: (t) => ({ at, remove: 0, lines: t.split("\n") }) },
       })
     }
   }
-  if (requirements) {
-    const groups = childrenOf(doc, requirements)
-    for (const h of [requirements, ...groups]) {
-      for (const item of listItems(h.lines)) {
-        if (NUMBER.test(item.text.replace(/^\W*[A-Z]{1,5}-?\d+(?:\.\d+)*\W*/, ""))) continue
-        const source = lines[item.line - 1]
-        const at = item.line - 1
-        // A placeholder flow added before is still a finding, but adding another one would fix nothing.
-        const flagged = source.includes(TARGET_PLACEHOLDER)
-        out.push({
-          rule: "unmeasurable-requirement",
-          line: item.line,
-          message: `the requirement '${short(item.text)}' has no measurable number`,
-          suggestion: flagged
-            ? `replace '${TARGET_PLACEHOLDER}' with the number`
-            : "add a target with a number (a time, a size, a count, a rate) that a test can check",
-          ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
-          edit: {
-            question: "The requirement, with a number:",
-            initial: item.text,
-            // The line keeps its own list mark: one typed as well ("- FR-3: ...") is not doubled.
-            change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${withoutMark(t)}`] }),
-          },
-        })
-      }
+  return out
+}
+
+/** Requirement list items without a number a test could check. */
+function measureFindings(prd: PrdDoc, lines: string[]): ReviewFinding[] {
+  const doc = prd.doc
+  const out: ReviewFinding[] = []
+  // Measurable numbers are asked of requirement lists ("FR-1: ..."), not of features and stories, which describe.
+  const measured = sectionsOf(prd, "requirements", "functional", "non-functional")
+  const checked = new Set(measured.flatMap((h) => [h, ...childrenOf(doc, h)]))
+  for (const h of checked) {
+    for (const item of listItems(h.lines)) {
+      if (METADATA.test(item.text)) continue
+      if (NUMBER.test(item.text.replace(/^\W*[A-Z]{1,5}-?\d+(?:\.\d+)*\W*/, ""))) continue
+      const source = lines[item.line - 1]
+      const at = item.line - 1
+      // A placeholder flow added before is still a finding, but adding another one would fix nothing.
+      const flagged = source.includes(TARGET_PLACEHOLDER)
+      out.push({
+        rule: "unmeasurable-requirement",
+        line: item.line,
+        message: `the requirement '${short(item.text)}' has no measurable number`,
+        suggestion: flagged
+          ? `replace '${TARGET_PLACEHOLDER}' with the number`
+          : "add a target with a number (a time, a size, a count, a rate) that a test can check",
+        ...(flagged ? {} : { change: { at, remove: 1, lines: [`${source.trimEnd()} ${TARGET_PLACEHOLDER}`] } }),
+        edit: {
+          question: "The requirement, with a number:",
+          initial: item.text,
+          // The line keeps its own list mark: one typed as well ("- FR-3: ...") is not doubled.
+          change: (t) => ({ at, remove: 1, lines: [`${bulletOf(source)}${withoutMark(t)}`] }),
+        },
+      })
     }
   }
-  const criteria = find("Success Criteria", 2)
+  return out
+}
+
+/** Success criteria that are not checklist items. */
+function criteriaFindings(criteria: PrdHeading | undefined): ReviewFinding[] {
+  const out: ReviewFinding[] = []
   if (criteria) {
     for (const l of writtenLines(criteria.lines)) {
+      // A table of metrics is a fine way to write them; its rows are no list items to tick.
+      if (/^\s*\|/.test(l.text)) continue
       const item = l.text.match(/^(\s*)(?:[-*+]|\d+[.)])\s+(\[[ xX]\]\s+)?(.*)$/)
       if (item?.[2]) continue
       const at = l.n - 1
@@ -145,7 +212,12 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
-  const questions = find("Open Questions", 2)
+  return out
+}
+
+/** Open questions without an answer (or with flow's placeholder still in place of one). */
+function questionFindings(questions: PrdHeading | undefined, lines: string[]): ReviewFinding[] {
+  const out: ReviewFinding[] = []
   if (questions) {
     for (const item of listItems(questions.lines)) {
       const indent = " ".repeat(item.column)
@@ -173,56 +245,7 @@ export function reviewPrd(text: string): ReviewFinding[] {
       })
     }
   }
-  return sortFindings(out)
-}
-
-/** Findings for the text of plan.md: its shape as generate reads it, empty sections, items naming no file. */
-export function reviewPlan(text: string): ReviewFinding[] {
-  const lines = splitLines(text)
-  const parsed = parsePlan(text)
-  // generate's "no work items" note is the review's own section-without-items finding, which can be edited.
-  const notes = planToTasks(parsed).notes.filter((n) => !n.message.endsWith("has no work items: its instructions are its title"))
-  const out: ReviewFinding[] = notes.map((n) => ({
-    rule: "plan-shape",
-    line: n.line,
-    message: n.message,
-    suggestion: n.hint ?? "edit plan.md at that line",
-  }))
-  for (const section of parsed.sections) {
-    const name = `${section.number ?? ""} ${section.title}`.trim()
-    const bodies = [section.body, ...section.children.map((c) => c.body)]
-    if (section.children.length === 0 && workLines(section.body).length === 0) {
-      const at = section.line
-      out.push({
-        rule: "section-without-items",
-        line: section.line,
-        message: `section ${name} has no work items`,
-        suggestion: "list the work as bullets, each naming the files or components it touches",
-        edit: {
-          question: `The work of ${name} (one item per line):`,
-          change: (t) => ({ at, remove: 0, lines: t.split("\n").map((l) => `- ${l.replace(/^[-*+]\s+/, "")}`) }),
-        },
-      })
-    }
-    for (const body of bodies) {
-      for (const item of listItems(workLines(body))) {
-        if (namesAThing(item.text)) continue
-        const at = item.line - 1
-        const source = lines[at]
-        out.push({
-          rule: "item-without-file",
-          line: item.line,
-          message: `the work item '${short(item.text)}' in ${name} names no file or component`,
-          suggestion: "name the file or component it touches, so the agent knows where to work",
-          edit: {
-            question: "Which file or component does it touch?",
-            change: (t) => ({ at, remove: 1, lines: [`${source.trimEnd()} (${t.includes("`") ? t : `\`${t}\``})`] }),
-          },
-        })
-      }
-    }
-  }
-  return sortFindings(out)
+  return out
 }
 
 /** The text with the changes applied, in its own line ending and byte order mark; changes are independent and refer to the original line numbers. */
@@ -233,35 +256,8 @@ export function applyChanges(text: string, changes: readonly Change[]): string {
   return inFormOf(text, `${lines.join("\n")}\n`)
 }
 
-/** Does a work item name a file, a path, a code identifier or a component? */
-export function namesAThing(text: string): boolean {
-  return (
-    /`[^`]+`/.test(text) ||
-    /\S\/\S/.test(text) ||
-    /\b[\w-]+\.[a-z][a-z0-9]{0,4}\b/i.test(text.replace(/\b(?:e\.g|i\.e|etc)\./gi, "")) ||
-    /\b[A-Z][a-z0-9]+[A-Z]\w*/.test(text) ||
-    /\w\(\)/.test(text)
-  )
-}
-
-/** A section's lines without its labelled blocks (Acceptance, Depends on): what remains is its work. */
-function workLines(body: readonly PlanLine[]): PlanLine[] {
-  const out: PlanLine[] = []
-  let inLabel = false
-  for (const l of body) {
-    const label = readLabel(l.text)
-    if (label) {
-      inLabel = labelOpensList(label)
-      continue
-    }
-    if (inLabel && (l.text.trim() === "" || /^\s*(?:[-*+]|\d+[.)])\s/.test(l.text))) continue
-    inLabel = false
-    out.push(l)
-  }
-  return writtenLines(out)
-}
-
-function sortFindings(findings: ReviewFinding[]): ReviewFinding[] {
+/** Findings in line order (those without a line last), equal lines in the order they were found. */
+export function sortFindings(findings: ReviewFinding[]): ReviewFinding[] {
   return findings
     .map((f, i) => ({ f, i }))
     .sort((a, b) => (a.f.line ?? Infinity) - (b.f.line ?? Infinity) || a.i - b.i)
@@ -288,13 +284,7 @@ function bulletOf(line: string): string {
   return line.match(/^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?/)?.[0] ?? "- "
 }
 
-function normal(title: string): string {
-  return title
-    .toLowerCase()
-    .replace(/[^a-z]+/g, " ")
-    .trim()
-}
-
-function short(text: string): string {
+/** A text cut to 60 characters for a message. */
+export function short(text: string): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text
 }

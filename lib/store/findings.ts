@@ -60,6 +60,11 @@ export function summarize(findings: readonly Finding[]): string {
   return `${plural(errors, "error")}, ${plural(warnings, "warning")}`
 }
 
+/** "a, b and c" */
+export function listed(names: readonly string[]): string {
+  return names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`
+}
+
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`
 }

@@ -11,7 +11,8 @@ import { branchNameProblem } from "./branch-name"
 import { mayHaveAnchors, textLimitFindings } from "./yaml-limits"
 import { isAlias, visit } from "yaml"
 
-export type Validation = { findings: Finding[]; taskCount: number }
+/** The findings, the number of tasks, and the parsed data when the text parsed (the parallelism report reads it). */
+export type Validation = { findings: Finding[]; taskCount: number; data?: unknown }
 
 type Rec = Record<string, unknown>
 
@@ -50,7 +51,7 @@ export async function validateText(text: string, opts: { targets?: string[] } = 
     return { findings: syntaxFindings(text, cause), taskCount: 0 }
   }
   const { raw, taskCount } = await checkData(data, opts.targets)
-  if (raw.length === 0 && !mayHaveDuplicateKeys(text) && !mayHaveAnchors(text)) return { findings: [], taskCount }
+  if (raw.length === 0 && !mayHaveDuplicateKeys(text) && !mayHaveAnchors(text)) return { findings: [], taskCount, data }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
   const found: Finding[] = collapse(
@@ -58,7 +59,7 @@ export async function validateText(text: string, opts: { targets?: string[] } = 
   )
   for (const { path, atKey, ...f } of collapse(raw)) found.push({ ...f, ...positionOf(parsed, path, atKey) })
   found.push(...collapse(anchorFindings(parsed)))
-  return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)), taskCount }
+  return { findings: found.sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)), taskCount, data }
 }
 
 /** A YAML error repeated through the file (a key written 100,000 times) is one finding with a count. */

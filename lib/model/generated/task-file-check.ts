@@ -188,10 +188,10 @@ const checks = {
         if (!this.check36(data)) {
             return false
         }
-        if (!this.check37(data, ctx)) {
+        if (!this.check37(data)) {
             return false
         }
-        if (!this.check38(data)) {
+        if (!this.check38(data, ctx)) {
             return false
         }
         if (!this.check39(data)) {
@@ -200,10 +200,13 @@ const checks = {
         if (!this.check40(data)) {
             return false
         }
+        if (!this.check41(data)) {
+            return false
+        }
         return true
   },
   check22(data, ctx) {     if ("id" in data) {
-            if (!this.check76(data.id)) {
+            if (!this.check77(data.id)) {
                 return false
             }
         }
@@ -213,7 +216,7 @@ const checks = {
         return true
   },
   check23(data, ctx) {     if ("status" in data) {
-            if (!this.check75(data.status)) {
+            if (!this.check76(data.status)) {
                 return false
             }
         }
@@ -223,7 +226,7 @@ const checks = {
         return true
   },
   check24(data, ctx) {     if ("title" in data) {
-            if (!this.check73(data.title)) {
+            if (!this.check74(data.title)) {
                 return false
             }
         }
@@ -233,7 +236,7 @@ const checks = {
         return true
   },
   check25(data, ctx) {     if ("acceptance_criteria" in data) {
-            if (!this.check53(data.acceptance_criteria)) {
+            if (!this.check54(data.acceptance_criteria)) {
                 return false
             }
         }
@@ -247,21 +250,21 @@ const checks = {
         return true
   },
   check27(data, ctx) {     if ("ai_notes" in data) {
-            if (!this.check53(data.ai_notes)) {
+            if (!this.check54(data.ai_notes)) {
                 return false
             }
         }
         return true
   },
   check28(data, ctx) {     if ("budget" in data) {
-            if (!this.check62(data.budget)) {
+            if (!this.check63(data.budget)) {
                 return false
             }
         }
         return true
   },
   check29(data, ctx) {     if ("checkpoint" in data) {
-            if (!this.check59(data.checkpoint)) {
+            if (!this.check60(data.checkpoint)) {
                 return false
             }
         }
@@ -275,48 +278,55 @@ const checks = {
         return true
   },
   check31(data, ctx) {     if ("depends_on" in data) {
-            if (!this.check53(data.depends_on)) {
+            if (!this.check54(data.depends_on)) {
                 return false
             }
         }
         return true
   },
-  check32(data, ctx) {     if ("instructions" in data) {
+  check32(data, ctx) {     if ("files" in data) {
+            if (!this.check54(data.files)) {
+                return false
+            }
+        }
+        return true
+  },
+  check33(data, ctx) {     if ("instructions" in data) {
             if (!this.check14(data.instructions)) {
                 return false
             }
         }
         return true
   },
-  check33(data, ctx) {     if ("phase" in data) {
+  check34(data, ctx) {     if ("phase" in data) {
             if (!this.check15(data.phase)) {
                 return false
             }
         }
         return true
   },
-  check34(data, ctx) {     if ("repo" in data) {
+  check35(data, ctx) {     if ("repo" in data) {
             if (!this.check14(data.repo)) {
                 return false
             }
         }
         return true
   },
-  check35(data, ctx) {     if ("started_at" in data) {
+  check36(data, ctx) {     if ("started_at" in data) {
             if (!this.check14(data.started_at)) {
                 return false
             }
         }
         return true
   },
-  check36(data, ctx) {     if ("steps" in data) {
-            if (!this.check44(data.steps)) {
+  check37(data, ctx) {     if ("steps" in data) {
+            if (!this.check45(data.steps)) {
                 return false
             }
         }
         return true
   },
-  check37(data, ctx) {     if ("subtasks" in data) {
+  check38(data, ctx) {     if ("subtasks" in data) {
             ctx.path.push("subtasks")
             if (!this.check16(data.subtasks, ctx)) {
                 return false
@@ -325,71 +335,71 @@ const checks = {
         }
         return true
   },
-  check38(data, ctx) {     if ("task_timeout" in data) {
-            if (!this.check41(data.task_timeout)) {
+  check39(data, ctx) {     if ("task_timeout" in data) {
+            if (!this.check42(data.task_timeout)) {
                 return false
             }
         }
         return true
   },
-  check39(data, ctx) {     if ("validation_task_id" in data) {
+  check40(data, ctx) {     if ("validation_task_id" in data) {
             if (!this.check14(data.validation_task_id)) {
                 return false
             }
         }
         return true
   },
-  check40(data, ctx) {     if ("worktree" in data) {
+  check41(data, ctx) {     if ("worktree" in data) {
             if (!this.check14(data.worktree)) {
                 return false
             }
         }
         return true
   },
-  check41(data, ctx) {     if (!this.check42(data)) {
+  check42(data, ctx) {     if (!this.check43(data)) {
             return false
         }
-        if (!this.check43(data)) {
-            return false
-        }
-        return true
-  },
-  check42(data, ctx) {     return typeof data === "string"
-  },
-  check43(data, ctx) {     return /^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/.test(data)
-  },
-  check44(data, ctx) {     if (!this.check6(data)) {
-            return false
-        }
-        if (!this.check45(data)) {
+        if (!this.check44(data)) {
             return false
         }
         return true
   },
-  check45(data, ctx) {     if (!this.check46(data)) {
+  check43(data, ctx) {     return typeof data === "string"
+  },
+  check44(data, ctx) {     return /^(?=.*[1-9])(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?$/.test(data)
+  },
+  check45(data, ctx) {     if (!this.check6(data)) {
+            return false
+        }
+        if (!this.check46(data)) {
             return false
         }
         return true
   },
-  check46(data, ctx) {     for (let i = 0; i < data.length; i++) {
-            if (!this.check47(data[i])) {
+  check46(data, ctx) {     if (!this.check47(data)) {
+            return false
+        }
+        return true
+  },
+  check47(data, ctx) {     for (let i = 0; i < data.length; i++) {
+            if (!this.check48(data[i])) {
                 return false
             }
         }
         return true
   },
-  check47(data, ctx) {     if (!this.check1(data)) {
+  check48(data, ctx) {     if (!this.check1(data)) {
             return false
         }
-        if (!this.check48(data)) {
+        if (!this.check49(data)) {
             return false
         }
         return true
   },
-  check48(data, ctx) {     if (!this.check49(data)) {
+  check49(data, ctx) {     if (!this.check50(data)) {
             return false
         }
-        if (!this.check50(data)) {
+        if (!this.check51(data)) {
             return false
         }
         if (!this.check25(data)) {
@@ -398,16 +408,16 @@ const checks = {
         if (!this.check30(data)) {
             return false
         }
-        if (!this.check35(data)) {
+        if (!this.check36(data)) {
             return false
         }
-        if (!this.check51(data)) {
+        if (!this.check52(data)) {
             return false
         }
         return true
   },
-  check49(data, ctx) {     if ("id" in data) {
-            if (!this.check56(data.id)) {
+  check50(data, ctx) {     if ("id" in data) {
+            if (!this.check57(data.id)) {
                 return false
             }
         }
@@ -416,7 +426,7 @@ const checks = {
         }
         return true
   },
-  check50(data, ctx) {     if ("instruction" in data) {
+  check51(data, ctx) {     if ("instruction" in data) {
             if (!this.check14(data.instruction)) {
                 return false
             }
@@ -426,142 +436,142 @@ const checks = {
         }
         return true
   },
-  check51(data, ctx) {     if ("status" in data) {
-            if (!this.check52(data.status)) {
+  check52(data, ctx) {     if ("status" in data) {
+            if (!this.check53(data.status)) {
                 return false
             }
         }
         return true
   },
-  check52(data, ctx) {     switch(data) {
+  check53(data, ctx) {     switch(data) {
             case "done": return true
             case "in_progress": return true
             case "pending": return true
         }
         return false
   },
-  check53(data, ctx) {     if (!this.check6(data)) {
+  check54(data, ctx) {     if (!this.check6(data)) {
             return false
         }
-        if (!this.check54(data)) {
-            return false
-        }
-        return true
-  },
-  check54(data, ctx) {     if (!this.check55(data)) {
+        if (!this.check55(data)) {
             return false
         }
         return true
   },
-  check55(data, ctx) {     for (let i = 0; i < data.length; i++) {
+  check55(data, ctx) {     if (!this.check56(data)) {
+            return false
+        }
+        return true
+  },
+  check56(data, ctx) {     for (let i = 0; i < data.length; i++) {
             if (!this.check14(data[i])) {
                 return false
             }
         }
         return true
   },
-  check56(data, ctx) {     if (!this.check57(data)) {
+  check57(data, ctx) {     if (!this.check58(data)) {
             return false
         }
-        if (!this.check58(data)) {
+        if (!this.check59(data)) {
             return false
         }
         return true
   },
-  check57(data, ctx) {     return typeof data === "string"
+  check58(data, ctx) {     return typeof data === "string"
   },
-  check58(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/.test(data)
+  check59(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*$/.test(data)
   },
-  check59(data, ctx) {     if (this.check60(data)) {
+  check60(data, ctx) {     if (this.check61(data)) {
             return true
         }
-        if (this.check61(data)) {
+        if (this.check62(data)) {
             return true
         }
         return false
   },
-  check60(data, ctx) {     return data === false
+  check61(data, ctx) {     return data === false
   },
-  check61(data, ctx) {     return data === true
+  check62(data, ctx) {     return data === true
   },
-  check62(data, ctx) {     if (!this.check63(data)) {
+  check63(data, ctx) {     if (!this.check64(data)) {
             return false
         }
-        if (!this.check64(data)) {
+        if (!this.check65(data)) {
             return false
         }
         return true
   },
-  check63(data, ctx) {     return ((typeof data === "object" && data !== null) || typeof data === "function")
+  check64(data, ctx) {     return ((typeof data === "object" && data !== null) || typeof data === "function")
   },
-  check64(data, ctx) {     if (!this.check65(data)) {
-            return false
-        }
-        if (!this.check66(data)) {
+  check65(data, ctx) {     if (!this.check66(data)) {
             return false
         }
         if (!this.check67(data)) {
             return false
         }
+        if (!this.check68(data)) {
+            return false
+        }
         return true
   },
-  check65(data, ctx) {     if ("minutes" in data) {
-            if (!this.check68(data.minutes)) {
+  check66(data, ctx) {     if ("minutes" in data) {
+            if (!this.check69(data.minutes)) {
                 return false
             }
         }
         return true
   },
-  check66(data, ctx) {     if ("tokens" in data) {
-            if (!this.check70(data.tokens)) {
+  check67(data, ctx) {     if ("tokens" in data) {
+            if (!this.check71(data.tokens)) {
                 return false
             }
         }
         return true
   },
-  check67(data, ctx) {     if ("usd" in data) {
-            if (!this.check68(data.usd)) {
+  check68(data, ctx) {     if ("usd" in data) {
+            if (!this.check69(data.usd)) {
                 return false
             }
         }
         return true
   },
-  check68(data, ctx) {     if (!this.check15(data)) {
+  check69(data, ctx) {     if (!this.check15(data)) {
             return false
         }
-        if (!this.check69(data)) {
-            return false
-        }
-        return true
-  },
-  check69(data, ctx) {     return data > 0
-  },
-  check70(data, ctx) {     if (!this.check71(data)) {
-            return false
-        }
-        if (!this.check72(data)) {
-            return false
-        }
-        if (!this.check69(data)) {
+        if (!this.check70(data)) {
             return false
         }
         return true
   },
-  check71(data, ctx) {     return typeof data === "number" && !Number.isNaN(data)
+  check70(data, ctx) {     return data > 0
   },
-  check72(data, ctx) {     return data % 1 === 0
-  },
-  check73(data, ctx) {     if (!this.check14(data)) {
+  check71(data, ctx) {     if (!this.check72(data)) {
             return false
         }
-        if (!this.check74(data)) {
+        if (!this.check73(data)) {
+            return false
+        }
+        if (!this.check70(data)) {
             return false
         }
         return true
   },
-  check74(data, ctx) {     return data.length >= 1
+  check72(data, ctx) {     return typeof data === "number" && !Number.isNaN(data)
   },
-  check75(data, ctx) {     switch(data) {
+  check73(data, ctx) {     return data % 1 === 0
+  },
+  check74(data, ctx) {     if (!this.check14(data)) {
+            return false
+        }
+        if (!this.check75(data)) {
+            return false
+        }
+        return true
+  },
+  check75(data, ctx) {     return data.length >= 1
+  },
+  check76(data, ctx) {     switch(data) {
             case "assigned": return true
             case "blocked": return true
             case "done": return true
@@ -571,15 +581,15 @@ const checks = {
         }
         return false
   },
-  check76(data, ctx) {     if (!this.check57(data)) {
+  check77(data, ctx) {     if (!this.check58(data)) {
             return false
         }
-        if (!this.check77(data)) {
+        if (!this.check78(data)) {
             return false
         }
         return true
   },
-  check77(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*$/.test(data)
+  check78(data, ctx) {     return /^[a-z0-9]+(-[a-z0-9]+)*$/.test(data)
   },
 }
 
@@ -605,5 +615,5 @@ function seenSets() {
   })
 }
 
-export const TASK_KEYS: ReadonlySet<string> = new Set(["id","status","title","acceptance_criteria","agent_name","ai_notes","budget","checkpoint","completed_at","depends_on","instructions","phase","repo","started_at","steps","subtasks","task_timeout","validation_task_id","worktree"])
+export const TASK_KEYS: ReadonlySet<string> = new Set(["id","status","title","acceptance_criteria","agent_name","ai_notes","budget","checkpoint","completed_at","depends_on","files","instructions","phase","repo","started_at","steps","subtasks","task_timeout","validation_task_id","worktree"])
 export const STEP_KEYS: ReadonlySet<string> = new Set(["id","instruction","acceptance_criteria","completed_at","started_at","status"])
