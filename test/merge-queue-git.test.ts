@@ -279,13 +279,14 @@ test.concurrent("two verify entries for one repository are refused with exit 3",
 test("the run screen shows a task's place in the merge queue as its pane's state, until it lands or goes back to its agent", () => {
   const view = new RunView("p", ["a-1"], 0)
   const pane = view.panes.get("a-1")!
-  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, new Date(0))
+  const MIDNIGHT = new Date(2026, 0, 1) // in the zone the test runs in: the log's stamps are local time
+  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, MIDNIGHT)
   expect(view.stateOf(pane)).toBe("running")
-  view.apply({ type: "queue", taskId: "t", target: "main", state: "checking", position: 2 }, new Date(0))
+  view.apply({ type: "queue", taskId: "t", target: "main", state: "checking", position: 2 }, MIDNIGHT)
   expect(view.stateOf(pane)).toBe("queue main #2 checking")
-  view.apply({ type: "queue", taskId: "t", target: "main", state: "failed", position: 1, reason: "the check failed (exit 1)" }, new Date(0))
+  view.apply({ type: "queue", taskId: "t", target: "main", state: "failed", position: 1, reason: "the check failed (exit 1)" }, MIDNIGHT)
   expect(view.log.at(-1)).toBe("00:00:00 t: queue main #1 failed (the check failed (exit 1))")
-  view.apply({ type: "fix", taskId: "t", attempt: 1, of: 2, kind: "check", reason: "the check failed (exit 1)" }, new Date(0))
+  view.apply({ type: "fix", taskId: "t", attempt: 1, of: 2, kind: "check", reason: "the check failed (exit 1)" }, MIDNIGHT)
   expect(view.stateOf(pane)).toBe("running")
 })
 
