@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
-import { bindable, leasePorts, portEnv } from "../lib/run/ports"
+import { bindable, leasePorts, portEnv } from "../lib/worktree/ports"
 
 /** A temp folder of port locks, and a stretch of ports that are free now (above what the runs' tests use). */
 function setup(length: number) {

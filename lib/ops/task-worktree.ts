@@ -13,7 +13,7 @@ import { runCheck } from "../landing/verify"
 import type { Task } from "../model/task-index"
 import { loadConfig } from "../store/config"
 import { AUTHOR } from "../run/landing"
-import { teardownEnv, teardownOf } from "../run/prepare"
+import { teardownEnv, teardownOf } from "../worktree/prepare"
 import { liveWorkOn } from "../run/worked-by"
 
 /** Where a command says what it does: lines for stdout and stderr. */

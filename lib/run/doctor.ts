@@ -18,7 +18,7 @@ import { storeSetting } from "../store/setting"
 import { redact } from "../git/publish"
 import { remoteUrl } from "../git/remote-git"
 import { insideProject, Workspaces } from "../git/workspace"
-import { programsOf } from "./shell-programs"
+import { programsOf } from "../worktree/shell-programs"
 
 /** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
 export type DoctorState = "ok" | "warn" | "fail"

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import type { Project } from "../cli/project"
-import { previewPrepared } from "./prepare"
+import { previewPrepared } from "../worktree/prepare"
 import { taskPrompt, type Prepared, type PromptInput } from "./prompt"
 import { branchOf } from "../git/workspace"
 import type { RunState } from "../state/run-state"
