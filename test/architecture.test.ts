@@ -15,6 +15,7 @@ export const LAYERS = [
   "store",
   "state",
   "git",
+  "worktree",
   "landing",
   "agents",
   "plan",

@@ -11,7 +11,8 @@ import { makeMergeCommit, revParse as revParseAll } from "../lib/git/git"
 import { MoveJournal } from "../lib/landing/merge-journal"
 import { openState } from "../lib/state/state"
 import { RunView } from "../lib/run/tui-state"
-import { checkResolver, trimOutput } from "../lib/landing/verify"
+import { checkResolver } from "../lib/landing/verify"
+import { trimOutput } from "../lib/worktree/command"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const ID = { name: "flow", email: "flow@localhost" }

@@ -11,7 +11,10 @@ import { addScratchWorktree, branchHeads, isAncestor, listWorktrees, makeMergeCo
 import { killPoint } from "../cli/kill-point"
 import type { MoveJournal } from "./merge-journal"
 import { timed } from "../cli/trace"
-import { runCheck, type Check, type CheckResult } from "./verify"
+import { runCheck, type Check, type CheckResult } from "../worktree/command"
+import type { WorktreeSettings } from "../worktree/hooks"
+import { prepareWorktree } from "../worktree/prepare"
+import { teardownWorktree } from "../worktree/teardown"
 import * as clock from "../cli/clock"
 
 export type Verdict =
@@ -46,8 +49,8 @@ export type QueueOptions = {
   track: (pid: number, taskId: string) => void
   /** where a landing that waits for the person is recorded while it waits (lib/landing/landing-waits.ts) */
   waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
-  /** each check's scratch worktree made ready as a task's is (flow.yaml copy, ports, setup), and torn down */
-  worktree: CheckWorktree
+  /** how each check's scratch worktree is made ready as a task's is (flow.yaml copy, ports, setup), and torn down */
+  worktree: WorktreeSettings
 }
 
 /** A merge candidate's place in its target's queue (docs/RUN.md, "The merge queue"). */
@@ -63,21 +66,6 @@ export type LandingEvent =
   | { type: "notice"; taskId?: string; text: string }
 
 export type LandingEvents = { emit(event: LandingEvent): void }
-
-/** A worktree made ready for work (lib/run/prepare.ts), or why not. */
-export type WorktreeReady =
-  /** `env`: what the environment adds (ports, the ignore file); `release`: gives the ports back */
-  | { ok: true; env: Record<string, string>; release: () => void }
-  /** the setup failed (`note`: why, for the task's block note; `failed`: how it ended) or the run stopped (neither) */
-  | { ok: false; note?: string; failed?: Extract<CheckResult, { ok: false }> }
-
-/** lib/run/prepare.ts's preparation of a worktree, for a check's: a check must see what the agent saw. */
-export type CheckWorktree = {
-  /** `env`: the check's own (the setup's too); `signal`: stops the setup with the check */
-  prepare: (taskId: string, path: string, env: Record<string, string>, signal: AbortSignal) => Promise<WorktreeReady>
-  /** flow.yaml's teardown, before the scratch worktree is removed */
-  teardown: (taskId: string, path: string) => Promise<unknown>
-}
 
 /** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
 export const SCRATCH_REPO = ".repo"
@@ -365,7 +353,9 @@ export async function checkInScratch(
     await timed(taskId, "scratch", () => o.serial(() => addScratchWorktree(o.repo, path, commit)))
     added = true
     const env = { ...o.checkEnv, FLOW_TASK_ID: taskId, FLOW_TARGET: o.target }
-    const prep = await timed(taskId, "prepare", () => o.worktree.prepare(taskId, path, env, stop))
+    // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
+    const onGroup = (pid: number) => o.track(pid, taskId)
+    const prep = await timed(taskId, "prepare", () => prepareWorktree(o.worktree, { taskId, ws: { repo: o.repo, path }, env, signal: stop, onGroup }))
     // Stopped (the run, or a rebuild) during the setup: the caller reports it into nothing.
     if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
     try {
@@ -377,7 +367,7 @@ export async function checkInScratch(
     // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
     // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
     // until the next run's start).
-    const cleanup = (added ? o.worktree.teardown(taskId, path).catch(() => {}) : Promise.resolve())
+    const cleanup = (added ? teardownWorktree(o.worktree, taskId, { repo: o.repo, path }, (pid) => o.track(pid, taskId)).catch(() => {}) : Promise.resolve())
       .then(() =>
         o.serial(
           () =>

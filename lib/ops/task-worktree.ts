@@ -9,11 +9,11 @@ import type { Project } from "../cli/project"
 import { branchExists, dirtyFiles, dropBranch, listWorktrees, removeWorktree } from "../git/git"
 import { keepAside } from "../git/remote-git"
 import { Workspaces } from "../git/workspace"
-import { runCheck } from "../landing/verify"
+import { runCheck } from "../worktree/command"
 import type { Task } from "../model/task-index"
 import { loadConfig } from "../store/config"
 import { AUTHOR } from "../run/landing"
-import { teardownEnv, teardownOf } from "../worktree/prepare"
+import { teardownEnv, teardownOf } from "../worktree/teardown"
 import { liveWorkOn } from "../run/worked-by"
 
 /** Where a command says what it does: lines for stdout and stderr. */

@@ -2,10 +2,8 @@
 // to the same events, so what one shows the others can show too.
 import type { AgentEvent } from "../agents/types"
 import type { LandingEvent } from "../landing/merge-queue"
+import type { WorktreeEvent } from "../worktree/events"
 import * as clock from "../cli/clock"
-
-/** A command flow.yaml runs in a task's worktree (docs/RUN.md, "Preparing worktrees"). */
-export type Hook = "setup" | "teardown"
 
 export type RunEvent =
   | { type: "run-start"; agents: string[]; tasks: number; target: string }
@@ -15,12 +13,6 @@ export type RunEvent =
   | { type: "agent"; taskId: string; agent: string; event: AgentEvent }
   | { type: "agent-exit"; taskId: string; agent: string; code: number; seconds: number }
   | { type: "task-end"; taskId: string; agent: string; cli: string; status: string }
-  /** a worktree's setup (before its agent; agent set) or teardown (before its removal) from flow.yaml starts */
-  | { type: "hook-start"; taskId: string; agent?: string; hook: Hook; command: string }
-  | { type: "hook-output"; taskId: string; agent?: string; hook: Hook; line: string }
-  | { type: "hook-end"; taskId: string; agent?: string; hook: Hook; command: string; ok: boolean; code: number; seconds: number; timedOut: boolean }
-  /** what was prepared in the task's worktree before its agent starts: files copied (and refused, with why), its ports */
-  | { type: "prepared"; taskId: string; agent?: string; copied: string[]; refused: string[]; ports: number[] }
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
@@ -42,6 +34,7 @@ export type RunEvent =
   /** `backoffMs`, `streak`: the CLI named no reset, so a back-off after the task's `streak`-th limit in a row */
   | { type: "parked"; taskId: string; agent: string; until: string; reason: string; backoffMs?: number; streak?: number; to?: string }
   | LandingEvent
+  | WorktreeEvent
   | {
       type: "run-end"
       done: number

@@ -26,7 +26,8 @@ import type { RemoteVerdict } from "../landing/remote-landing"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "./fix-prompts"
 import { MergeJournal } from "../landing/merge-journal"
-import { teardownWorktree } from "../worktree/prepare"
+import { teardownWorktree } from "../worktree/teardown"
+import { AgentGroups } from "./reaper"
 import type { Verdict } from "../landing/merge-queue"
 import { MergeQueues } from "./queues"
 import { coalescedWrite } from "./status-writes"
@@ -166,7 +167,7 @@ export class Landing {
     // flow.yaml's teardown first (outside the repository's git queue: it may take a while), then the removal.
     background.add(
       timed(taskId, "cleanup", () =>
-        teardownWorktree(this.s, taskId, ws).then((go) =>
+        teardownWorktree(this.s, taskId, ws, new AgentGroups(this.s.db).tracker(taskId)).then((go) =>
           go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true) : undefined,
         ),
       ).catch(() => {}),
@@ -246,7 +247,7 @@ export class Landing {
     const newer = await this.inRepo(ws.repo, () => newerOnRemote(ws, this.s.publish.remote)) // a fetch: in turn with the worktrees
     if (!newer) return false
     const ref = await this.inRepo(ws.repo, () => keepAside(ws, AUTHOR))
-    await teardownWorktree(this.s, taskId, ws)
+    await teardownWorktree(this.s, taskId, ws, new AgentGroups(this.s.db).tracker(taskId))
     await this.inRepo(ws.repo, async () => {
       await removeWorktree(ws.repo, ws.path, true)
       await dropBranch(ws.repo, ws.branch)

@@ -4,6 +4,7 @@ import { toolCall } from "../cli/hint"
 import type { Question } from "../model/json-shapes"
 import { ancestorSection, dependencySection, oneLine } from "./prompt-context"
 import type { Indexed, Step, Task } from "../model/task-index"
+import type { Prepared } from "../worktree/prepare"
 
 export type PromptInput = {
   /** every task by id (lib/model/task-index.ts) */
@@ -22,12 +23,6 @@ export type PromptInput = {
   /** the agent has flow's MCP server (flow.yaml `mcp: true`): name its tools instead of commands */
   tools?: boolean
 }
-
-/**
- * What the agent finds prepared: the setup command that ran, the files copied from the person's checkout,
- * its ports (a count when they are not handed out yet: `flow prompt` before a run).
- */
-export type Prepared = { setup?: string; copied: readonly string[]; ports: readonly number[] | number }
 
 /** The first prompt of a task: its whole context, and for a task with steps, its current step. */
 export function taskPrompt(input: PromptInput): string {

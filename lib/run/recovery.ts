@@ -18,7 +18,8 @@ import { join } from "node:path"
 import { recoverMoves } from "../landing/move-recovery"
 import { clearBranchLock, clearHalfMade, clearRemoteRefLocks, clearStaleLocks } from "../landing/git-leftovers"
 import { commitAll, gitDirs, pruneWorktrees, removeWorktree, revParse, unmergedBranches } from "../git/git"
-import { teardownWorktree } from "../worktree/prepare"
+import { teardownWorktree } from "../worktree/teardown"
+import { AgentGroups } from "./reaper"
 import { fetchBranch, tracking } from "../git/remote-git"
 import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
@@ -98,7 +99,7 @@ export async function recover(
         // (cut off half way, files or its .git gone). Committing that would merge deletions: it only goes.
         s.bus.emit({ type: "notice", taskId: task.id, text: "done and merged: removing its worktree" })
         for (const mark of doneMarks(s.project.stateDir, task.id)) rmSync(mark, { force: true }) // the run may have died before it did
-        if (!(await teardownWorktree(s, task.id, ws))) return
+        if (!(await teardownWorktree(s, task.id, ws, new AgentGroups(s.db).tracker(task.id)))) return
         await landing
           .inRepo(ws.repo, () => removeWorktree(ws.repo, ws.path, true))
           .catch((e) => s.bus.emit({ type: "notice", taskId: task.id, text: `its worktree ${ws.path} stays: ${(e as Error).message}` }))

@@ -2,8 +2,9 @@
 // the files flow.yaml `copy` names, copied from the person's checkout and kept out of every commit; the
 // task's block of free TCP ports (`ports`); and the `setup` command, run once per worktree (again when the
 // worktree is made anew) with its output in the run's log. A setup that fails blocks the task and its agent
-// never starts. Before a worktree is removed its `teardown` runs. The scratch worktree a merge's check runs
-// in is prepared the same way (lib/landing/merge-queue.ts): the check must see what the agent saw.
+// never starts. Before a worktree is removed its `teardown` runs (lib/worktree/teardown.ts). The scratch
+// worktree a merge's check runs in is prepared the same way (lib/landing/merge-queue.ts): the check must see
+// what the agent saw.
 //
 // What was done is kept in the worktree's git folder (flow-prepared.json), which goes with the worktree: a
 // resumed run does not run the setup again, and a new worktree has none of it.
@@ -12,20 +13,14 @@ import { join } from "node:path"
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
 import type { Task } from "../model/task-index"
-import { loadConfig, repoEntries, type CopyConfig, type FlowConfig, type HookConfig, type PortsConfig } from "../store/config"
-import type { Hook } from "../run/events"
+import { loadConfig, repoEntries, type FlowConfig } from "../store/config"
 import { excludeEnv, FLOW_EXCLUDE, globalExcludesFile, trackedPaths, worktreeGitDir } from "../git/git"
-import { leasePorts, portEnv } from "./ports"
-import type { Prepared } from "../run/prompt"
-import { AgentGroups, RUN_ID } from "../run/reaper"
-import { entryResolver } from "../git/repo-entries"
-import type { PrepareSettings, RunSettings } from "../run/settings"
-import type { WorktreeReady } from "../landing/merge-queue"
-import { runCheck, toCheck, type CheckResult } from "../landing/verify"
-import { copyFiles, ignorePattern, matchFiles } from "./copy"
 import { Workspaces, type Workspace } from "../git/workspace"
+import { toCheck, type CheckResult } from "./command"
+import { copyFiles, ignorePattern, matchFiles } from "./copy"
+import { DEFAULTS, entriesOf, runHook, type PrepareSettings, type WorktreeSettings } from "./hooks"
+import { leasePorts, portEnv } from "./ports"
 
-const DEFAULTS: Record<Hook, string> = { setup: "10m", teardown: "2m" }
 const MANIFEST = "flow-prepared.json"
 
 /** What a worktree was given so far: the files copied into it, and the setup command that succeeded there. */
@@ -42,28 +37,18 @@ export function prepareSettings(config: FlowConfig, portsDir: string): PrepareSe
   }
 }
 
-type Resolvers = {
-  setup: (repo: string) => Promise<HookConfig | undefined>
-  teardown: (repo: string) => Promise<HookConfig | undefined>
-  copy: (repo: string) => Promise<CopyConfig | undefined>
-  ports: (repo: string) => Promise<PortsConfig | undefined>
-}
-const resolvers = new WeakMap<PrepareSettings, Resolvers>()
+/**
+ * What the agent finds prepared: the setup command that ran, the files copied from the person's checkout,
+ * its ports (a count when they are not handed out yet: `flow prompt` before a run).
+ */
+export type Prepared = { setup?: string; copied: readonly string[]; ports: readonly number[] | number }
 
-/** Each repository's entries of a run's settings, looked up once per repository. */
-function entriesOf(projectDir: string, p: PrepareSettings): Resolvers {
-  let r = resolvers.get(p)
-  if (!r) {
-    r = {
-      setup: entryResolver(projectDir, p.setup, "setup"),
-      teardown: entryResolver(projectDir, p.teardown, "teardown"),
-      copy: entryResolver(projectDir, p.copy, "copy"),
-      ports: entryResolver(projectDir, p.ports, "ports"),
-    }
-    resolvers.set(p, r)
-  }
-  return r
-}
+/** A worktree made ready for work, or why not. */
+export type WorktreeReady =
+  /** `env`: what the environment adds (ports, the ignore file); `release`: gives the ports back */
+  | { ok: true; env: Record<string, string>; release: () => void }
+  /** the setup failed (`note`: why, for the task's block note; `failed`: how it ended) or the run stopped (neither) */
+  | { ok: false; note?: string; failed?: Extract<CheckResult, { ok: false }> }
 
 /** A task's worktree made ready (`prepared`: what was copied and refused, its ports), or why not. */
 export type Preparation = (Extract<WorktreeReady, { ok: true }> & { prepared: Prepared }) | Extract<WorktreeReady, { ok: false }>
@@ -85,7 +70,7 @@ export type PrepareOptions = {
 const NOTHING: Preparation = { ok: true, prepared: { copied: [], ports: [] }, env: {}, release: () => {} }
 
 /** Prepares the task's worktree (the module comment); the ports stay held until `release`. */
-export async function prepareWorktree(s: RunSettings, o: PrepareOptions): Promise<Preparation> {
+export async function prepareWorktree(s: WorktreeSettings, o: PrepareOptions): Promise<Preparation> {
   const { ws, taskId } = o
   const signal = o.signal ?? s.signal
   const r = entriesOf(s.project.dir, s.prepare)
@@ -130,42 +115,6 @@ export async function prepareWorktree(s: RunSettings, o: PrepareOptions): Promis
 }
 
 /**
- * Runs flow.yaml's teardown in the worktree before it is removed. Whether the removal may go on: yes when it
- * succeeded, failed (said on the bus: the person reads how) or there is none; no when the run stopped during
- * it (the next run's recovery removes the worktree, and tears it down first).
- */
-export async function teardownWorktree(s: RunSettings, taskId: string, ws: Pick<Workspace, "repo" | "path">): Promise<boolean> {
-  if (!existsSync(ws.path)) return true
-  const entry = await entriesOf(s.project.dir, s.prepare).teardown(ws.repo)
-  if (!entry) return true
-  if (s.signal.aborted) return false
-  const groups = new AgentGroups(s.db)
-  const env = teardownEnv(s.project.dir, s.project.stateDir, taskId, ws.path)
-  const check = toCheck(entry, "teardown", DEFAULTS.teardown)
-  const onGroup = (pid: number) => void groups.track(pid, taskId).catch(() => {})
-  await runHook(s, "teardown", check, { taskId, cwd: ws.path, env, onGroup, signal: s.signal })
-  return !s.signal.aborted
-}
-
-/** A teardown's environment: where it runs and for which task, flow on its PATH, and git's view of flow's copies. */
-export function teardownEnv(projectDir: string, stateDir: string, taskId: string, path: string): Record<string, string | undefined> {
-  const base = {
-    FLOW_PROJECT: projectDir,
-    FLOW_TASK_ID: taskId,
-    FLOW_WORKTREE: path,
-    FLOW_RUN_ID: RUN_ID,
-    PATH: `${join(stateDir, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-  }
-  return { ...base, ...excludeEnv(path, { ...process.env, ...base }) }
-}
-
-/** The teardown command of the repository `repo` in flow.yaml, as it runs; undefined when there is none. */
-export async function teardownOf(projectDir: string, config: FlowConfig, repo: string) {
-  const entry = await entryResolver(projectDir, repoEntries(config, "teardown"), "teardown")(repo)
-  return entry && toCheck(entry, "teardown", DEFAULTS.teardown)
-}
-
-/**
  * What flow.yaml would prepare for `task` (for `flow prompt` before a run): its setup, the files of the
  * checkout that would be copied now, how many ports. Undefined when flow.yaml or the task's repository
  * cannot be read: a preview leaves that to `flow run`, which stops on it with the reason.
@@ -189,33 +138,8 @@ export async function previewPrepared(project: Project, task: Task): Promise<Pre
   return { setup: setup && toCheck(setup, "setup", DEFAULTS.setup).label, copied: matched.filter((f) => !tracked.has(f)), ports: ports?.count ?? 0 }
 }
 
-type HookRun = { taskId: string; agent?: string; cwd: string; env: Record<string, string | undefined>; onGroup: (pid: number) => void; signal: AbortSignal }
-
-/** A setup or teardown with its start, each line of its output and its end on the bus. */
-async function runHook(s: RunSettings, hook: Hook, check: ReturnType<typeof toCheck>, o: HookRun): Promise<CheckResult> {
-  const { taskId, agent } = o
-  // Not started once the run stops (runCheck only hears a stop that comes while it runs).
-  if (o.signal.aborted) return { ok: false, timedOut: false, code: 130, output: `the ${hook} was not run: the run stops`, seconds: 0 }
-  s.bus.emit({ type: "hook-start", taskId, agent, hook, command: check.label })
-  const result = await runCheck(check, o.cwd, { ...o.env, FLOW_WORKTREE: o.cwd }, o.signal, o.onGroup, (line) =>
-    s.bus.emit({ type: "hook-output", taskId, agent, hook, line }),
-  )
-  s.bus.emit({
-    type: "hook-end",
-    taskId,
-    agent,
-    hook,
-    command: check.label,
-    ok: result.ok,
-    code: result.ok ? 0 : result.code,
-    seconds: result.seconds,
-    timedOut: !result.ok && result.timedOut,
-  })
-  return result
-}
-
 /** The checkout's files that `patterns` name, but those git tracks (git's to give), copied into the worktree. */
-async function copyInto(s: RunSettings, ws: Pick<Workspace, "repo" | "path">, patterns: readonly string[], before: readonly string[]) {
+async function copyInto(s: WorktreeSettings, ws: Pick<Workspace, "repo" | "path">, patterns: readonly string[], before: readonly string[]) {
   const refused: string[] = []
   const matched = matchAll(ws.repo, patterns, s.project.stateDir, refused)
   const tracked = await trackedPaths(ws.repo, matched)
