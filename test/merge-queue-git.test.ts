@@ -1,5 +1,5 @@
 // The merge queue's git plumbing (lib/git/git.ts) on real repositories, the trimming of a check's output
-// (lib/landing/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
+// (lib/worktree/command.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"

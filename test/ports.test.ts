@@ -1,4 +1,4 @@
-// Blocks of free TCP ports for tasks (lib/run/ports.ts): consecutive, free on the machine when handed out,
+// Blocks of free TCP ports for tasks (lib/worktree/ports.ts): consecutive, free on the machine when handed out,
 // never held by two at once, a dead holder's lock taken over.
 import { expect, test } from "bun:test"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"

@@ -4,13 +4,13 @@
 // Each check says what to fix. The list is open: another part of flow adds its check to DOCTOR_CHECKS (the
 // fleet mode's database, issue 22, goes there).
 import { accessSync, constants, existsSync, readFileSync, realpathSync, statfsSync, statSync } from "node:fs"
-import { dirname, isAbsolute, join, relative, resolve } from "node:path"
+import { dirname, join, relative } from "node:path"
 import { adapterFor, type Adapter } from "../agents"
 import { compareVersions, installedVersion, OLDEST_CHECKED, parseVersion, versionWarning } from "../agents/versions"
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
 import { run } from "../cli/proc"
-import { type AgentConfig, type FlowConfig, repoEntries } from "../store/config"
+import type { AgentConfig, FlowConfig } from "../store/config"
 import { GIT_ENV, repoRoot, revParse } from "../git/git"
 import { indexTasks, type Task } from "../model/task-index"
 import { openStore } from "../store/open"
@@ -18,12 +18,7 @@ import { storeSetting } from "../store/setting"
 import { redact } from "../git/publish"
 import { remoteUrl } from "../git/remote-git"
 import { insideProject, Workspaces } from "../git/workspace"
-import { programsOf } from "../worktree/shell-programs"
-
-/** A finding's weight: a `fail` stops `flow run`, a `warn` is said and the run goes on. */
-export type DoctorState = "ok" | "warn" | "fail"
-/** One finding: `what` is one sentence; a failed one names its fix in `hint`. */
-export type DoctorLine = { state: DoctorState; what: string; hint?: string }
+import { commandPrograms, type DoctorLine, repoOf } from "../worktree/command-programs"
 
 /** What every check is given: the run as `flow run` would start it. */
 export type DoctorInput = {
@@ -161,46 +156,6 @@ async function agentClis(i: DoctorInput): Promise<DoctorLine[]> {
     }),
   )
   return [...unknown, ...lines]
-}
-
-/** The programs of setup, teardown and verify: on PATH, or (a path) in the repository they run in. */
-async function commandPrograms(i: DoctorInput): Promise<DoctorLine[]> {
-  const fields = ["setup", "teardown", "verify"] as const
-  const entries = fields.flatMap((field) => repoEntries(i.config, field).map((e) => ({ field, e })))
-  return Promise.all(
-    entries.map(async ({ field, e }): Promise<DoctorLine> => {
-      const label = `${field}${e.repo ? ` of ${e.repo}` : ""} '${typeof e.command === "string" ? e.command : e.command.join(" ")}'`
-      const programs = programsOf(e.command)
-      const missing: string[] = []
-      const absent: string[] = []
-      for (const program of programs) {
-        if (program.includes("/")) {
-          // A file of the repository may come with the task's branch, or from the command's own first step: said, not fatal.
-          const root = await repoOf(i, e.repo)
-          const path = isAbsolute(program) ? program : resolve(root ?? i.project.dir, program)
-          if (!existsSync(path)) absent.push(`'${program}' is not in ${isAbsolute(program) ? "this machine's files" : (root ?? i.project.dir)}`)
-        } else if (!Bun.which(program, { PATH: i.env.PATH ?? "" })) missing.push(`'${program}'`)
-      }
-      if (missing.length)
-        return {
-          state: "fail",
-          what: `${label} needs ${missing.join(", ")}, not on PATH`,
-          hint: `install ${missing.length === 1 ? "it" : "them"}, or change flow.yaml's ${field}`,
-        }
-      if (absent.length) return { state: "warn", what: `${label}: ${absent.join("; ")}` }
-      return { state: "ok", what: `${label}${programs.length ? `: ${programs.join(", ")} found` : ""}` }
-    }),
-  )
-}
-
-/** The top folder of the repository an entry names (or the default repository's), where its commands run. */
-async function repoOf(i: DoctorInput, repo: string | undefined): Promise<string | undefined> {
-  const named = repo ?? i.config.repo
-  try {
-    return await repoRoot(named === undefined ? i.project.dir : insideProject(i.project.dir, named, "flow.yaml: repo"))
-  } catch {
-    return undefined // a repository that is not there: the run says so itself
-  }
 }
 
 /**

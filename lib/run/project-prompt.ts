@@ -16,7 +16,7 @@ export type ProjectPromptOptions = {
   workspace?: PromptInput["workspace"]
   /** an open state database; without one the project's is opened for the call, if it has one */
   db?: RunState
-  /** what the run prepared in the worktree; without it, what flow.yaml would prepare (lib/run/prepare.ts) */
+  /** what the run prepared in the worktree; without it, what flow.yaml would prepare (lib/worktree/prepare.ts) */
   prepared?: Prepared
   /** the agent has flow's MCP server: the prompt names tools instead of commands */
   tools?: boolean

@@ -18,7 +18,7 @@ export type PromptInput = {
   workspace?: { branch: string }
   /** the task's questions from .flow/state.db: the answered ones are part of its context */
   questions?: readonly Pick<Question, "id" | "text" | "answer">[]
-  /** what was made ready in the worktree before the agent starts (lib/run/prepare.ts) */
+  /** what was made ready in the worktree before the agent starts (lib/worktree/prepare.ts) */
   prepared?: Prepared
   /** the agent has flow's MCP server (flow.yaml `mcp: true`): name its tools instead of commands */
   tools?: boolean

@@ -42,7 +42,7 @@ export type WorkerShared = {
 
 export class WorkerTask {
   ws?: Workspace
-  /** what the worktree was given before the agent (lib/run/prepare.ts); its ports are held until the worker ends */
+  /** what the worktree was given before the agent (lib/worktree/prepare.ts); its ports are held until the worker ends */
   prep?: Extract<Preparation, { ok: true }>
   /** task_timeout: the task's own, else flow.yaml's; undefined: no limit */
   limitMs?: number
