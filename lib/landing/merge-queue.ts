@@ -348,13 +348,13 @@ export async function checkInScratch(
   stop: AbortSignal,
   cleanups: Set<Promise<unknown>>,
 ): Promise<{ result: CheckResult; setup?: boolean }> {
+  const onGroup = (pid: number) => o.track(pid, taskId)
   let added = false
   try {
     await timed(taskId, "scratch", () => o.serial(() => addScratchWorktree(o.repo, path, commit)))
     added = true
     const env = { ...o.checkEnv, FLOW_TASK_ID: taskId, FLOW_TARGET: o.target }
     // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
-    const onGroup = (pid: number) => o.track(pid, taskId)
     const prep = await timed(taskId, "prepare", () => prepareWorktree(o.worktree, { taskId, ws: { repo: o.repo, path }, env, signal: stop, onGroup }))
     // Stopped (the run, or a rebuild) during the setup: the caller reports it into nothing.
     if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
@@ -367,7 +367,7 @@ export async function checkInScratch(
     // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
     // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
     // until the next run's start).
-    const cleanup = (added ? teardownWorktree(o.worktree, taskId, { repo: o.repo, path }, (pid) => o.track(pid, taskId)).catch(() => {}) : Promise.resolve())
+    const cleanup = (added ? teardownWorktree(o.worktree, taskId, { repo: o.repo, path }, onGroup).catch(() => {}) : Promise.resolve())
       .then(() =>
         o.serial(
           () =>
