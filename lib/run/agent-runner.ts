@@ -10,7 +10,7 @@ import { lines, spawnGroup } from "../cli/proc"
 import { runScript, shellBlocks } from "./script-agent"
 import { matchLimit, type UsageLimit } from "../agents/limits"
 import { promptTooLong } from "../agents/prompt-limit"
-import { type Pricing, TurnStream } from "./usage-meter"
+import { type Pricing, TurnStream } from "../budget/usage-meter"
 import * as clock from "../cli/clock"
 
 /**
