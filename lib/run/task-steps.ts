@@ -157,7 +157,7 @@ export async function runSteps(t: WorkerTask, answers?: string): Promise<Outcome
 /**
  * The agent's CLI reported a usage limit: its work is committed, the agent parked until the reset (or a
  * back-off), and the task handed back to the run, in progress with its session, for this agent once the
- * reset comes or for a fallback agent now (lib/run/parking.ts).
+ * reset comes or for a fallback agent now (lib/budget/parking.ts).
  */
 async function park(t: WorkerTask, turn: Turn): Promise<Outcome> {
   await t.commitWork("its agent's usage limit is reached")

@@ -29,7 +29,7 @@ export class TaskWorker {
   private readonly t: WorkerTask
 
   /**
-   * `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts); `claim`: the
+   * `handover`: what the first turn is told of a turn a usage limit stopped (lib/budget/parking.ts); `claim`: the
    * run's claim of the task on a shared graph, which fences every write of the task (docs/FLEET.md).
    */
   constructor(
