@@ -17,6 +17,7 @@ export const LAYERS = [
   "git",
   "landing",
   "agents",
+  "budget",
   "plan",
   "run",
   "ops",

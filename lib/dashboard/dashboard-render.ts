@@ -8,8 +8,8 @@ import { queueDetail } from "../landing/queue-report"
 import { sanitize, textWidth, truncate } from "../terminal/screen"
 import { TASK_STATUSES } from "../model/statuses"
 import { oneLine } from "../graph/task-lines"
-import { usageCell, usageText } from "../run/usage"
-import { budgetText } from "../run/budget-report"
+import { usageCell, usageText } from "../budget/usage"
+import { budgetText } from "../budget/budget-report"
 import { clockTime } from "../run/log"
 
 export type RenderOptions = {

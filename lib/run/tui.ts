@@ -21,7 +21,7 @@ export type TuiOptions = {
   agents: string[]
   /** who answers the questions typed here, recorded as `flow answer` records it */
   user: string
-  /** how an answer to a question is checked, as `flow answer` checks it (lib/run/budget-answer.ts) */
+  /** how an answer to a question is checked, as `flow answer` checks it (lib/budget/budget-answer.ts) */
   answerCheck: (id: string) => Promise<AnswerCheck>
   loadTasks: () => Promise<TaskSnapshot>
   /** the run's stop, the same as Ctrl-C outside the UI (a second call quits at once) */

@@ -14,13 +14,13 @@ import type { Question, QuestionsReport, RunUsage, ViewQueueReport } from "../mo
 import { readProjectQueues } from "../landing/queue-report"
 import { openExistingState } from "../state/state"
 import { formatChange } from "../store/transitions"
-import { readUsage } from "../run/usage"
-import { readRunBudget } from "../run/budget-report"
+import { readUsage } from "../budget/usage"
+import { readRunBudget } from "../budget/budget-report"
 import { readBudgetConfig } from "../store/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
 import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
-import { answerCheck } from "../run/budget-answer"
+import { answerCheck } from "../budget/budget-answer"
 
 export type AppOptions = {
   model: ViewModel
