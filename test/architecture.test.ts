@@ -19,6 +19,7 @@ export const LAYERS = [
   "agents",
   "plan",
   "run",
+  "tui",
   "ops",
   "dashboard",
   "view",

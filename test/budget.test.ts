@@ -9,7 +9,7 @@ import { budgetReport, budgetText } from "../lib/run/budget-report"
 import { forecast, forecastLines } from "../lib/run/forecast"
 import { Parking } from "../lib/run/parking"
 import { billedTokens, DEFAULT_PRICES, estimateCost, priceOf, priced, priceTable } from "../lib/run/prices"
-import { RunView } from "../lib/run/tui-state"
+import { RunView } from "../lib/tui/tui-state"
 import { indexTasks } from "../lib/model/task-index"
 import type { Question } from "../lib/model/json-shapes"
 
