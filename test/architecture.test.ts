@@ -20,6 +20,7 @@ export const LAYERS = [
   "budget",
   "plan",
   "run",
+  "tui",
   "ops",
   "dashboard",
   "view",

@@ -9,7 +9,7 @@ import { budgetReport, budgetText } from "../lib/budget/budget-report"
 import { forecast, forecastLines } from "../lib/budget/forecast"
 import { Parking } from "../lib/budget/parking"
 import { billedTokens, DEFAULT_PRICES, estimateCost, priceOf, priced, priceTable } from "../lib/budget/prices"
-import { RunView } from "../lib/run/tui-state"
+import { RunView } from "../lib/tui/tui-state"
 import { indexTasks } from "../lib/model/task-index"
 import type { Question } from "../lib/model/json-shapes"
 

@@ -10,7 +10,7 @@ import { recoverMoves } from "../lib/landing/move-recovery"
 import { makeMergeCommit, revParse as revParseAll } from "../lib/git/git"
 import { MoveJournal } from "../lib/landing/merge-journal"
 import { openState } from "../lib/state/state"
-import { RunView } from "../lib/run/tui-state"
+import { RunView } from "../lib/tui/tui-state"
 import { checkResolver, trimOutput } from "../lib/landing/verify"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
