@@ -8,19 +8,35 @@ import { systemNow } from "./clock"
 
 let probes = 0
 
+/** The file system's lead over the process's clock, by folder: measured at most once per SKEW_TTL_MS. */
+const skews = new Map<string, { skewMs: number; at: number }>()
+// A lock wait polls a file's age every few ms; a probe file each time would wake every watcher of the folder
+// (the run watches tasks.yaml's). A clock's skew drifts slowly, so one probe per folder per 10 s is enough.
+const SKEW_TTL_MS = 10_000
+
 /** The file system's time now in `dir`, in ms; the process's clock where no file can be made there. */
 export function fileSystemNow(dir: string): number {
-  const probe = join(dir, `.flow-clock-${process.pid}-${probes++}`)
+  const now = systemNow()
+  const known = skews.get(dir)
+  if (known && now >= known.at && now - known.at < SKEW_TTL_MS) return now + known.skewMs
+  const probed = probe(dir)
+  if (probed === undefined) return systemNow()
+  skews.set(dir, { skewMs: probed - now, at: now })
+  return probed
+}
+
+function probe(dir: string): number | undefined {
+  const file = join(dir, `.flow-clock-${process.pid}-${probes++}`)
   try {
-    const fd = openSync(probe, "wx")
+    const fd = openSync(file, "wx")
     try {
       return fstatSync(fd).mtimeMs
     } finally {
       closeSync(fd)
-      unlinkSync(probe)
+      unlinkSync(file)
     }
   } catch {
-    return systemNow()
+    return undefined
   }
 }
 

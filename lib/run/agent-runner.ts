@@ -10,7 +10,7 @@ import { lines, spawnGroup } from "../cli/proc"
 import { runScript, shellBlocks } from "./script-agent"
 import { matchLimit, type UsageLimit } from "../agents/limits"
 import { promptTooLong } from "../agents/prompt-limit"
-import { type Pricing, TurnStream } from "./usage-meter"
+import { type Pricing, TurnStream } from "../budget/usage-meter"
 import * as clock from "../cli/clock"
 
 /**
@@ -43,7 +43,7 @@ export type Turn = {
   sessionId?: string
   /** where the session's last reported usage totals are kept between turns and runs (see usage-meter.ts) */
   usageFile?: string
-  /** prices for CLIs that report tokens without dollars (lib/run/prices.ts) */
+  /** prices for CLIs that report tokens without dollars (lib/budget/prices.ts) */
   pricing?: Pricing
   signal: AbortSignal
   onEvent: (event: AgentEvent) => void

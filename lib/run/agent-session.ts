@@ -8,7 +8,7 @@ import { indexTasks, type Step } from "../model/task-index"
 import { isDiskFull } from "../store/disk-full"
 import { projectTaskPrompt } from "./project-prompt"
 import { answersPrompt } from "./prompt"
-import { sleepUnlessStopped } from "./stop-sleep"
+import { sleepUnlessStopped } from "../cli/stop-sleep"
 import { untilValid } from "./tasks-wait"
 import type { WorkerTask } from "./worker-task"
 

@@ -55,7 +55,7 @@ export async function agentTurn(t: WorkerTask, prompt: string, script: string, s
 }
 
 /**
- * A turn that ended without a usage limit ends the task's limits in a row (lib/run/parking.ts). Only the
+ * A turn that ended without a usage limit ends the task's limits in a row (lib/budget/parking.ts). Only the
  * turn's last launch counts: a resume the CLI refused for a session it never saved never reached the provider.
  */
 function reached(t: WorkerTask, turn: Turn): Turn {

@@ -1,7 +1,7 @@
 // What the agent is told when its finished branch comes back: the check's output, or the conflicting files
 // with the target's commits it lacks and the tasks that wrote them. docs/RUN.md, "Sent back to the agent".
 import { commitsBetween } from "../git/git"
-import { callVerb, flowCall } from "./prompt"
+import { callVerb, flowCall } from "../agents/flow-call"
 import type { Task } from "../model/task-index"
 import type { Verdict } from "../landing/merge-queue"
 import type { Workspace } from "../git/workspace"

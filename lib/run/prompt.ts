@@ -1,7 +1,7 @@
 // The exact text an agent receives. One builder serves the orchestrator, `flow prompt` and the inspector,
 // so what a person previews is what the agent gets.
-import { toolCall } from "../cli/hint"
 import type { Question } from "../model/json-shapes"
+import { callVerb, flowCall } from "../agents/flow-call"
 import { ancestorSection, dependencySection, oneLine } from "./prompt-context"
 import type { Indexed, Step, Task } from "../model/task-index"
 import type { Prepared } from "../worktree/prepare"
@@ -171,24 +171,6 @@ function endLines(task: Task, step: Step | undefined, tools: boolean): string[] 
     : `- ${flowCall({ done: task.id }, tools)} when every acceptance criterion is met, the tests pass and your work is committed; then exit.`
   return [block, end]
 }
-
-/** A call to flow that ends an agent's turn: finishing its task or its step, or blocking its task (with a reason to give, as a placeholder). */
-export type FlowCall = { done: string } | { stepDone: string } | { block: string; reason?: string }
-
-/**
- * How an agent is told to make `call`, in every prompt flow sends it (the task's and each follow-up's): the
- * command, between `quote`s, or for an agent with flow's MCP server (`tools`) the tool with its arguments.
- * The verb before it: callVerb.
- */
-export function flowCall(call: FlowCall, tools = false, quote = "`"): string {
-  if ("done" in call) return tools ? toolCall("flow_done", { task_id: call.done }) : `${quote}flow done ${call.done}${quote}`
-  if ("stepDone" in call) return tools ? toolCall("flow_step_done", { step_id: call.stepDone }) : `${quote}flow step done ${call.stepDone}${quote}`
-  if (tools) return toolCall("flow_block", { task_id: call.block, ...(call.reason ? { reason: call.reason } : {}) })
-  return `${quote}flow block ${call.block}${call.reason ? ` "${call.reason}"` : ""}${quote}`
-}
-
-/** "run" a command, "call" a tool. */
-export const callVerb = (tools = false): string => (tools ? "call" : "run")
 
 function bullets(items: readonly string[]): string[] {
   return items.map((item) => `- ${oneLine(item)}`)

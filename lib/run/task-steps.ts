@@ -6,12 +6,13 @@ import { formatDuration } from "../cli/duration"
 import { commitAll } from "../git/git"
 import { agentTurn, ended, exitNote, scriptEnd, type Turn } from "./agent-turn"
 import { awaitAnswers, continuation, resumable, session, taskPrompt } from "./agent-session"
-import { budgetNote } from "./budget-gate"
+import { budgetNote } from "../budget/budget-gate"
 import { AUTHOR } from "./landing"
-import { limitNote, parkAndSay } from "./parking"
-import { callVerb, currentStep, type FlowCall, flowCall, stepPrompt } from "./prompt"
+import { limitNote, parkAndSay } from "../budget/parking"
+import { callVerb, type FlowCall, flowCall } from "../agents/flow-call"
+import { currentStep, stepPrompt } from "./prompt"
 import { doneMark } from "./script-agent"
-import { sleepUnlessStopped } from "./stop-sleep"
+import { sleepUnlessStopped } from "../cli/stop-sleep"
 import type { WorkerTask } from "./worker-task"
 import * as clock from "../cli/clock"
 
@@ -156,7 +157,7 @@ export async function runSteps(t: WorkerTask, answers?: string): Promise<Outcome
 /**
  * The agent's CLI reported a usage limit: its work is committed, the agent parked until the reset (or a
  * back-off), and the task handed back to the run, in progress with its session, for this agent once the
- * reset comes or for a fallback agent now (lib/run/parking.ts).
+ * reset comes or for a fallback agent now (lib/budget/parking.ts).
  */
 async function park(t: WorkerTask, turn: Turn): Promise<Outcome> {
   await t.commitWork("its agent's usage limit is reached")

@@ -15,7 +15,7 @@ import { prepareWorktree } from "../worktree/prepare"
 import { doneMarks } from "./script-agent"
 import { untilValid } from "./tasks-wait"
 import { timed } from "../cli/trace"
-import { sleepUnlessStopped } from "./stop-sleep"
+import { sleepUnlessStopped } from "../cli/stop-sleep"
 import { agentEnv } from "./agent-turn"
 import { awaitAnswers, continuation, resumable } from "./agent-session"
 import { runSteps, runWhole } from "./task-steps"
@@ -29,7 +29,7 @@ export class TaskWorker {
   private readonly t: WorkerTask
 
   /**
-   * `handover`: what the first turn is told of a turn a usage limit stopped (lib/run/parking.ts); `claim`: the
+   * `handover`: what the first turn is told of a turn a usage limit stopped (lib/budget/parking.ts); `claim`: the
    * run's claim of the task on a shared graph, which fences every write of the task (docs/FLEET.md).
    */
   constructor(

@@ -15,9 +15,9 @@ import type { Preparation } from "../worktree/prepare"
 import type { AgentGroups } from "./reaper"
 import { untilValid } from "./tasks-wait"
 import type { Workspace, Workspaces } from "../git/workspace"
-import { TaskBudget } from "./budget-gate"
-import type { SpendMeter } from "./budget-meter"
-import type { Parking } from "./parking"
+import { TaskBudget } from "../budget/budget-gate"
+import type { SpendMeter } from "../budget/budget-meter"
+import type { Parking } from "../budget/parking"
 
 export type WorkerShared = {
   settings: RunSettings

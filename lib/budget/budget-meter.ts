@@ -2,7 +2,7 @@
 // the run state's events, and everything since counted from the run's own events as they happen (the
 // database is written behind the run, so a read could miss the turn that just ended).
 import type { RunState, SpendRow } from "../state/run-state"
-import type { EventBus } from "./events"
+import { isSpendEvent, type SpendEvents } from "./budget-events"
 import { addSpend, NO_SPEND, type Spend } from "./budget"
 import * as clock from "../cli/clock"
 
@@ -40,10 +40,11 @@ export class SpendMeter {
   private readonly listeners = new Set<() => void>()
 
   constructor(
-    bus: EventBus,
+    bus: SpendEvents,
     private readonly db: RunState,
   ) {
     bus.subscribe((e) => {
+      if (!isSpendEvent(e)) return
       if (e.type === "agent" && e.event.type === "usage") {
         const u = e.event
         const add = { usd: u.costUsd ?? 0, tokens: u.billedTokens ?? (u.inputTokens ?? 0) + (u.outputTokens ?? 0) }

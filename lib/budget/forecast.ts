@@ -19,7 +19,7 @@ export type Forecast = {
 const worked = (s: Spend | undefined): s is Spend => s !== undefined && (s.usd > 0 || s.tokens > 0 || s.minutes > 0)
 
 /**
- * The forecast from the tasks and every task's spend so far (lib/run/budget-meter.ts spendByTask). The rest
+ * The forecast from the tasks and every task's spend so far (lib/budget/budget-meter.ts spendByTask). The rest
  * is the mean spend of the finished tasks for each task to do (less what a started one spent already); with
  * none finished, each task is counted at its budget (said not to be a bound); with neither, there is no estimate.
  */

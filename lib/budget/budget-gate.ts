@@ -2,7 +2,9 @@
 // during one. At a task's cap the run asks a person and waits (its agent's work committed first); at the
 // run's or the agent's, the task is left in progress for the next run; past the ceiling a turn is stopped
 // at once instead of at its end.
-import type { RunSettings } from "./settings"
+import type { BudgetConfig } from "../store/config"
+import type { RunState } from "../state/run-state"
+import type { BudgetEvents } from "./budget-events"
 import type { SpendMeter } from "./budget-meter"
 import {
   checkBudgetAnswer,
@@ -22,8 +24,8 @@ import {
   withGrants,
 } from "./budget"
 import type { Question } from "../model/json-shapes"
-import { sleepUnlessStopped } from "./stop-sleep"
-import { callVerb, flowCall } from "./prompt"
+import { sleepUnlessStopped } from "../cli/stop-sleep"
+import { callVerb, flowCall } from "../agents/flow-call"
 import * as clock from "../cli/clock"
 
 /** What a session is told when it goes on after a budget's ceiling stopped its turn and a person gave more; `tools` as in fixPrompt. */
@@ -38,6 +40,16 @@ const ANSWER_POLL_MS = 200
 
 /** go: the next turn may start; paused: the run's or the agent's budget is spent, the task waits for the next run. */
 export type Gate = "go" | "paused" | "blocked" | "stopped"
+
+/** What the gate needs of the run's settings (lib/run/settings.ts). */
+export type GateSettings = {
+  /** flow.yaml `budget` */
+  budget?: BudgetConfig
+  db: RunState
+  bus: BudgetEvents
+  /** the run's stop */
+  signal: AbortSignal
+}
 
 /** What the gate needs of its task worker. */
 export type GateTask = {
@@ -54,7 +66,7 @@ export class TaskBudget {
   private pausedSaid = false
 
   constructor(
-    private readonly s: RunSettings,
+    private readonly s: GateSettings,
     private readonly meter: SpendMeter,
     private readonly t: GateTask,
   ) {}

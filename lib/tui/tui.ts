@@ -7,7 +7,7 @@ import { formatDuration } from "../cli/duration"
 import { FlowError } from "../cli/errors"
 import type { Question } from "../model/json-shapes"
 import type { AnswerCheck, RunState } from "../state/run-state"
-import type { EventBus, RunEvent } from "./events"
+import type { EventBus, RunEvent } from "../run/events"
 import { type Key, type Screen, textWidth, truncate } from "../terminal/screen"
 import { helpLines } from "./tui-help"
 import { RunView, type Pane, type TaskSnapshot } from "./tui-state"
@@ -21,7 +21,7 @@ export type TuiOptions = {
   agents: string[]
   /** who answers the questions typed here, recorded as `flow answer` records it */
   user: string
-  /** how an answer to a question is checked, as `flow answer` checks it (lib/run/budget-answer.ts) */
+  /** how an answer to a question is checked, as `flow answer` checks it (lib/budget/budget-answer.ts) */
   answerCheck: (id: string) => Promise<AnswerCheck>
   loadTasks: () => Promise<TaskSnapshot>
   /** the run's stop, the same as Ctrl-C outside the UI (a second call quits at once) */
@@ -62,6 +62,49 @@ export function startTui(o: TuiOptions): Tui {
   const now = o.now ?? Date.now
   const view = new RunView(o.project, o.agents, now())
   const ui: UiState = {}
+  const frames = frameClock(o, view, ui, now)
+  const flash = (text: string) => {
+    ui.flash = { text, until: now() + FLASH_MS }
+    frames.schedule()
+  }
+  // A refresh that fails (tasks.yaml half edited by a person, a busy database) keeps what was shown and says why.
+  const refreshTasks = serial(() => o.loadTasks().then((tasks) => void (view.tasks = tasks)), frames.schedule, flash)
+  const refreshQuestions = serial(() => o.db.questions.pending().then((qs) => void (view.questions = qs)), frames.schedule, flash)
+  const s: Session = { o, view, ui, schedule: frames.schedule, flash, refreshTasks, refreshQuestions }
+
+  const unwatch = watchRun(s)
+  o.screen.open((key) => onKey(s, key), frames.draw)
+  refreshTasks()
+  refreshQuestions()
+  frames.draw()
+  return {
+    stopping() {
+      view.stopping = true
+      frames.schedule()
+    },
+    close() {
+      if (!frames.stop()) return
+      unwatch()
+      o.screen.close()
+    },
+  }
+}
+
+/** What the UI's handlers share: its options, the run as seen, the person's state, and how a change is shown. */
+type Session = {
+  o: TuiOptions
+  view: RunView
+  ui: UiState
+  /** a frame soon, at most one per FRAME_MS */
+  schedule: () => void
+  /** a message shown for FLASH_MS */
+  flash: (text: string) => void
+  refreshTasks: () => void
+  refreshQuestions: () => void
+}
+
+/** The screen's frames: one drawn now, or one scheduled (at most one per FRAME_MS) until `stop`. */
+function frameClock(o: TuiOptions, view: RunView, ui: UiState, now: () => number) {
   let timer: ReturnType<typeof setTimeout> | undefined
   let lastDraw = 0
   let closed = false
@@ -81,108 +124,104 @@ export function startTui(o: TuiOptions): Tui {
   const schedule = () => {
     if (timer === undefined && !closed) timer = setTimeout(draw, Math.max(0, lastDraw + FRAME_MS - now()))
   }
-  const flash = (text: string) => {
-    ui.flash = { text, until: now() + FLASH_MS }
-    schedule()
+  return {
+    draw,
+    schedule,
+    /** No frame after this one; false when the frames had stopped already. */
+    stop(): boolean {
+      if (closed) return false
+      closed = true
+      clearTimeout(timer)
+      return true
+    },
   }
-  // A refresh that fails (tasks.yaml half edited by a person, a busy database) keeps what was shown and says why.
-  const refreshTasks = serial(() => o.loadTasks().then((tasks) => void (view.tasks = tasks)), schedule, flash)
-  const refreshQuestions = serial(() => o.db.questions.pending().then((qs) => void (view.questions = qs)), schedule, flash)
+}
 
-  const unsubscribe = o.bus.subscribe((event, at) => {
-    view.apply(event, at)
-    if (TASK_EVENTS.has(event.type)) refreshTasks()
-    if (QUESTION_EVENTS.has(event.type)) refreshQuestions()
-    schedule()
+/** The run's events and a tick keep the view current; returns what stops both. */
+function watchRun(s: Session): () => void {
+  const unsubscribe = s.o.bus.subscribe((event, at) => {
+    s.view.apply(event, at)
+    if (TASK_EVENTS.has(event.type)) s.refreshTasks()
+    if (QUESTION_EVENTS.has(event.type)) s.refreshQuestions()
+    s.schedule()
   })
   let ticks = 0
   // `flow ask` runs in another process and says nothing on the bus: the queue is re-read every second.
   const tick = setInterval(() => {
-    refreshQuestions()
-    if (++ticks % TASKS_EVERY === 0) refreshTasks()
-    schedule()
+    s.refreshQuestions()
+    if (++ticks % TASKS_EVERY === 0) s.refreshTasks()
+    s.schedule()
   }, TICK_MS)
-
-  const answer = async (question: Question, text: string) => {
-    try {
-      const { before, after } = await o.db.questions.answer(question.id, text, o.user, { accept: await o.answerCheck(question.id) })
-      if (!before) flash(`no question '${question.id}' any more`)
-      else if (!after) flash(`${question.id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}: ${JSON.stringify(before.answer)}`)
-      else flash(`Answered ${question.id} (task ${question.task_id}).`)
-    } catch (e) {
-      if (!(e instanceof FlowError)) throw e
-      ui.input = { question, text } // nothing was recorded: the text is not lost
-      flash(e.message)
-    }
-    refreshQuestions()
+  return () => {
+    clearInterval(tick)
+    unsubscribe()
   }
+}
 
-  const review = async (id: string, decision: "done" | "block", reason: string) => {
-    try {
-      const changes = await o.review(id, decision, reason)
-      flash(changes.length ? changes.join("; ") : `${id} was already ${decision === "done" ? "done" : "blocked"}`)
-    } catch (e) {
-      if (!(e instanceof FlowError)) throw e
-      if (decision === "block") ui.input = { checkpoint: id, text: reason } // nothing was recorded: the reason is not lost
-      flash(e.message)
-    }
-    refreshTasks()
+async function answer(s: Session, question: Question, text: string) {
+  const { o, ui, flash } = s
+  try {
+    const { before, after } = await o.db.questions.answer(question.id, text, o.user, { accept: await o.answerCheck(question.id) })
+    if (!before) flash(`no question '${question.id}' any more`)
+    else if (!after) flash(`${question.id} was already answered${before.answered_by ? ` by ${before.answered_by}` : ""}: ${JSON.stringify(before.answer)}`)
+    else flash(`Answered ${question.id} (task ${question.task_id}).`)
+  } catch (e) {
+    if (!(e instanceof FlowError)) throw e
+    ui.input = { question, text } // nothing was recorded: the text is not lost
+    flash(e.message)
   }
+  s.refreshQuestions()
+}
 
-  const onInputKey = (key: Key, input: NonNullable<UiState["input"]>) => {
-    if (key.name === "escape") ui.input = undefined
-    else if (key.name === "backspace") input.text = [...input.text].slice(0, -1).join("")
-    else if (key.name === "char") {
-      input.text += key.char
-      ui.flash = undefined // a message would crowd out what is being typed
-    } else if (key.name === "enter") {
-      const text = input.text.trim()
-      if (!text) return flash(`the ${"question" in input ? "answer" : "reason"} is empty: type it, or Esc to cancel`)
-      ui.input = undefined
-      if ("question" in input) void answer(input.question, text)
-      else void review(input.checkpoint, "block", text)
-    }
+async function review(s: Session, id: string, decision: "done" | "block", reason: string) {
+  const { o, ui, flash } = s
+  try {
+    const changes = await o.review(id, decision, reason)
+    flash(changes.length ? changes.join("; ") : `${id} was already ${decision === "done" ? "done" : "blocked"}`)
+  } catch (e) {
+    if (!(e instanceof FlowError)) throw e
+    if (decision === "block") ui.input = { checkpoint: id, text: reason } // nothing was recorded: the reason is not lost
+    flash(e.message)
   }
+  s.refreshTasks()
+}
 
-  const onKey = (key: Key) => {
-    if (key.name === "ctrl-c") return o.stop()
-    if (ui.input) onInputKey(key, ui.input)
-    else if (ui.help)
-      ui.help = false // any key closes the help, q too: a stop should not come by surprise
-    else if (key.name === "char" && key.char === "q") return o.stop()
-    else if (key.name === "char" && key.char === "?") ui.help = true
-    else if (key.name === "char" && (key.char === "c" || key.char === "b")) {
-      const waiting = view.reviews()[0]
-      if (!waiting) flash("no checkpoint is waiting for review")
-      else if (key.char === "c") void review(waiting, "done", "")
-      else ui.input = { checkpoint: waiting, text: "" }
-    } else if (key.name === "char" && key.char === "a") {
-      const oldest = view.questions[0]
-      if (oldest) ui.input = { question: oldest, text: "" }
-      else flash("no question is waiting for an answer")
-    } else if (key.name === "tab" || (key.name === "char" && /^[1-9]$/.test(key.char))) ui.focus = focusAfter(key, [...view.panes.keys()], ui.focus)
-    else if (key.name === "escape") ui.focus = undefined
-    schedule()
+function onInputKey(s: Session, key: Key, input: NonNullable<UiState["input"]>) {
+  const { ui } = s
+  if (key.name === "escape") ui.input = undefined
+  else if (key.name === "backspace") input.text = [...input.text].slice(0, -1).join("")
+  else if (key.name === "char") {
+    input.text += key.char
+    ui.flash = undefined // a message would crowd out what is being typed
+  } else if (key.name === "enter") {
+    const text = input.text.trim()
+    if (!text) return s.flash(`the ${"question" in input ? "answer" : "reason"} is empty: type it, or Esc to cancel`)
+    ui.input = undefined
+    if ("question" in input) void answer(s, input.question, text)
+    else void review(s, input.checkpoint, "block", text)
   }
+}
 
-  o.screen.open(onKey, draw)
-  refreshTasks()
-  refreshQuestions()
-  draw()
-  return {
-    stopping() {
-      view.stopping = true
-      schedule()
-    },
-    close() {
-      if (closed) return
-      closed = true
-      clearTimeout(timer)
-      clearInterval(tick)
-      unsubscribe()
-      o.screen.close()
-    },
-  }
+function onKey(s: Session, key: Key) {
+  const { o, view, ui, flash } = s
+  if (key.name === "ctrl-c") return o.stop()
+  if (ui.input) onInputKey(s, key, ui.input)
+  else if (ui.help)
+    ui.help = false // any key closes the help, q too: a stop should not come by surprise
+  else if (key.name === "char" && key.char === "q") return o.stop()
+  else if (key.name === "char" && key.char === "?") ui.help = true
+  else if (key.name === "char" && (key.char === "c" || key.char === "b")) {
+    const waiting = view.reviews()[0]
+    if (!waiting) flash("no checkpoint is waiting for review")
+    else if (key.char === "c") void review(s, waiting, "done", "")
+    else ui.input = { checkpoint: waiting, text: "" }
+  } else if (key.name === "char" && key.char === "a") {
+    const oldest = view.questions[0]
+    if (oldest) ui.input = { question: oldest, text: "" }
+    else flash("no question is waiting for an answer")
+  } else if (key.name === "tab" || (key.name === "char" && /^[1-9]$/.test(key.char))) ui.focus = focusAfter(key, [...view.panes.keys()], ui.focus)
+  else if (key.name === "escape") ui.focus = undefined
+  s.schedule()
 }
 
 function focusAfter(key: Key, agents: string[], focus: string | undefined): string | undefined {

@@ -1,5 +1,5 @@
 // Budgets (docs/BUDGETS.md): what a task, an agent or a run may spend, what it spent, and the question flow
-// asks when a task reaches its cap. Pure: the spend comes from lib/run/budget-meter.ts, the grants from the
+// asks when a task reaches its cap. Pure: the spend comes from lib/budget/budget-meter.ts, the grants from the
 // answers to those questions in the state database.
 import { Exit, FlowError } from "../cli/errors"
 import { bare, hint } from "../cli/hint"

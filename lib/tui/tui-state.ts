@@ -3,8 +3,8 @@
 // (pending questions). Pure data and a reducer: tui.ts draws it and wires it to a terminal.
 import type { Question } from "../model/json-shapes"
 import { TASK_STATUSES } from "../model/statuses"
-import type { RunEvent } from "./events"
-import { agentLine, clockTime, logLine } from "./log"
+import type { RunEvent } from "../run/events"
+import { agentLine, clockTime, logLine } from "../run/log"
 import { sanitize } from "../terminal/screen"
 import * as clock from "../cli/clock"
 

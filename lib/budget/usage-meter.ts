@@ -104,7 +104,7 @@ export type Pricing = { table: PriceTable; model?: string }
 /**
  * One CLI process's stdout, line by line: the adapter's events, each usage made the turn's own by what the
  * stream says of its session and of the CLI's version (the session event's), which decides whether its
- * running totals are the session's or the process's (the adapter's totalsPer); then priced (lib/run/prices.ts)
+ * running totals are the session's or the process's (the adapter's totalsPer); then priced (lib/budget/prices.ts)
  * by the model the stream names, else flow.yaml's.
  */
 export class TurnStream {

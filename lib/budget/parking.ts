@@ -7,8 +7,8 @@ import type { UsageLimit } from "../agents/limits"
 import type { AgentConfig } from "../store/config"
 import { fallbacksOf } from "../store/fallback"
 import type { AgentRecord } from "../state/run-state"
-import type { EventBus } from "./events"
-import { callVerb, flowCall } from "./prompt"
+import type { BudgetEvents } from "./budget-events"
+import { callVerb, flowCall } from "../agents/flow-call"
 import * as clock from "../cli/clock"
 
 /** A parked task: the agent it waits for, and the agents it may move to meanwhile (its fallbacks, in order). */
@@ -161,7 +161,7 @@ export class Parking {
  */
 export function parkAndSay(o: {
   parking: Parking
-  bus: EventBus
+  bus: BudgetEvents
   taskId: string
   agent: AgentConfig
   limit: UsageLimit
