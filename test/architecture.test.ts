@@ -12,6 +12,7 @@ export const LAYERS = [
   "model",
   "graph",
   "terminal",
+  "validation",
   "store",
   "state",
   "git",
