@@ -12,7 +12,7 @@ import { filesUnder, refinePrompt } from "../lib/plan/plan-prompt"
 import { interactiveArgv, planningAgent, requireInstalled, type AgentChoice } from "../lib/plan/planning-agent"
 import { runAttached } from "../lib/cli/proc"
 import { findProject } from "../lib/cli/project"
-import { applyChanges, prdSectionMatches, renamed, reviewPrd, type Change, type ReviewFinding, type SectionMatch } from "../lib/plan/review"
+import { applyChanges, prdSectionMatches, renamed, reviewPrd, type Change, type ReviewFinding, type SectionMatch } from "../lib/prd/review"
 import { reviewPlan } from "../lib/plan/review-plan"
 
 export const meta = {

@@ -18,6 +18,8 @@ export const LAYERS = [
   "git",
   "landing",
   "agents",
+  "markdown",
+  "prd",
   "plan",
   "run",
   "ops",
