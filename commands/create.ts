@@ -5,7 +5,7 @@ import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
 import { gitOnPath, initRepo, repoRoot } from "../lib/git/git"
 import { projectFiles } from "../lib/plan/scaffold"
-import { listed } from "../lib/store/findings"
+import { listed } from "../lib/validation/findings"
 
 export const meta = {
   usage: "flow create <project_name>",

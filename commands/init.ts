@@ -5,7 +5,7 @@ import { FlowError, usage } from "../lib/cli/errors"
 import { gitOnPath, repoRoot } from "../lib/git/git"
 import { folderArgument } from "../lib/cli/project"
 import { addMissing } from "../lib/plan/scaffold"
-import { listed } from "../lib/store/findings"
+import { listed } from "../lib/validation/findings"
 
 export const meta = {
   usage: "flow init [<dir>]",

@@ -1,9 +1,9 @@
 // The pure parts of refine and plan, in-process: applying changes, what counts as naming a file, Markdown
 // lists, the skeleton's section titles, and the plan review's reading of labels and code blocks.
 import { expect, test } from "bun:test"
-import { listItems } from "../lib/plan/markdown-outline"
+import { listItems } from "../lib/markdown/markdown-outline"
 import { planSkeleton } from "../lib/plan/plan-skeleton"
-import { applyChanges, prdSectionMatches, reviewPrd } from "../lib/plan/review"
+import { applyChanges, prdSectionMatches, reviewPrd } from "../lib/prd/review"
 import { namesAThing, reviewPlan } from "../lib/plan/review-plan"
 import type { AgentConfig } from "../lib/store/config"
 import { interactiveArgv } from "../lib/plan/planning-agent"

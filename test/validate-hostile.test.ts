@@ -4,7 +4,7 @@
 import { expect, test } from "bun:test"
 import { SHAPES } from "../bench/validate-floods"
 import type { ValidateReport } from "../lib/model/json-shapes"
-import { branchNameProblem } from "../lib/store/branch-name"
+import { branchNameProblem } from "../lib/validation/branch-name"
 import { flow, tempRepo } from "./helpers"
 
 const task = (extra: string) => `tasks:\n  - id: a\n    title: A\n    status: in_progress\n${extra}`

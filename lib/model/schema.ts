@@ -40,7 +40,7 @@ const models = scope(
       id: ID_PATTERN,
       title: "string > 0",
       status: TaskStatus,
-      // Required unless the task has steps (SPEC 2.1); lib/store/validate.ts enforces that rule with its own message.
+      // Required unless the task has steps (SPEC 2.1); lib/validation/validate.ts enforces that rule with its own message.
       "instructions?": "string",
       "phase?": "number",
       "depends_on?": "string[]",

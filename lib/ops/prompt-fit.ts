@@ -9,8 +9,8 @@ import { indexTasks, type TaskFile } from "../model/task-index"
 import { projectTaskPrompt, readGuidelines } from "../run/project-prompt"
 import { openExistingState } from "../state/state"
 import { type AgentConfig, loadConfig } from "../store/config"
-import { walkTasks } from "../store/validate"
-import { parseForPositions, positionOf } from "../store/yaml-position"
+import { walkTasks } from "../validation/validate"
+import { parseForPositions, positionOf } from "../validation/yaml-position"
 
 /** What a prompt holds besides the file's text, the guidelines and the answers: flow's own words, a line per dependency. */
 const FIXED_BYTES = 64 * 1024

@@ -52,7 +52,7 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   const keepList = old?.phases !== undefined
   if (keepList) for (const p of old!.phases!) if (!generated.phases.get(p.number)) generated.phases.set(p.number, p.title)
   const text = renderTasks(generated.tasks, generated.phases, keepList, planName)
-  const { validateText } = await import("../store/validate")
+  const { validateText } = await import("../validation/validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue
     notes.push({

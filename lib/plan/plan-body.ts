@@ -1,8 +1,8 @@
 // The text under one plan heading → a task's instructions, acceptance criteria and references. The work
 // items are kept as written (bullets, numbered lists, nested lists, code blocks): an agent reads Markdown
 // well, and rewording would lose detail. Only the labelled lines are taken out of the text.
-import { trackBlocks } from "./markdown-blocks"
-import { type Label, looksLikeLabel, readLabel } from "./plan-labels"
+import { trackBlocks } from "../markdown/markdown-blocks"
+import { type Label, looksLikeLabel, readLabel } from "../markdown/plan-labels"
 import type { PlanLine, PlanNote } from "./plan-parse"
 
 /** A `Depends on:` or `Validated by:` line: what it names, and where. */

@@ -5,7 +5,7 @@
 // everything open before it and holds back the later sections of its phase. Every default is one edge per
 // section or fewer, and a checkpoint's are the ends since the previous checkpoint: O(tasks) in all. Pure.
 import type { PlanNote, PlanPhase } from "./plan-parse"
-import { listed } from "../store/findings"
+import { listed } from "../validation/findings"
 
 /** A top-level section as the gate rule sees it. */
 export type GateSection = {

@@ -1,15 +1,15 @@
 // plan.md → phases, sections and their sub-headings, every piece with its line in the file (SPEC section 1,
 // "Plan shape"). Pure: no IO. Real plans are messy, so the parser is generous about heading forms and
 // reports, with line numbers, every piece of text it could not place instead of dropping it.
-import { splitLines, trackBlocks, type PlanLine } from "./markdown-blocks"
-import { writtenLines } from "./markdown-outline"
-import { cleanTitle, HEADING_DEPENDS, readLabel, REFS_START } from "./plan-labels"
+import { splitLines, trackBlocks, type PlanLine, type PlanNote } from "../markdown/markdown-blocks"
+import { writtenLines } from "../markdown/markdown-outline"
+import { cleanTitle, HEADING_DEPENDS, readLabel, REFS_START } from "../markdown/plan-labels"
 
 /** One source line: its 1-based number in plan.md and its text. */
 export type { PlanLine }
 
 /** Something the reader of plan.md should know; errors stop `flow generate` before it writes. */
-export type PlanNote = { severity: "error" | "warning"; line?: number; message: string; hint?: string }
+export type { PlanNote }
 
 /** A `## Phase <n>: <title>` heading. */
 export type PlanPhase = { n: number; title: string; line: number }

@@ -3,12 +3,12 @@
 // names as `Files:`, the features it depends on as `Depends on:`), and the success criteria as the checks of a
 // last checkpoint. It invents nothing, and a PRD with no requirement it can read gives no plan at all: a
 // placeholder section would be a task an agent "does".
-import { listItems } from "./markdown-outline"
-import { looksLikeLabel, readLabel } from "./plan-labels"
+import { listItems } from "../markdown/markdown-outline"
+import { looksLikeLabel, readLabel } from "../markdown/plan-labels"
 import type { PlanNote } from "./plan-parse"
-import { trackBlocks } from "./markdown-blocks"
-import { prdFeatures, storiesBeside, workRoots, type Feature, type FeatureGroup } from "./prd-features"
-import { prdChildren, readPrd, sectionsOf, type PrdDoc } from "./prd-sections"
+import { trackBlocks } from "../markdown/markdown-blocks"
+import { prdFeatures, storiesBeside, workRoots, type Feature, type FeatureGroup } from "../prd/prd-features"
+import { prdChildren, readPrd, sectionsOf, type PrdDoc } from "../prd/prd-sections"
 
 /** The skeleton's text, or none when the PRD holds no requirement to plan (the notes say why). */
 export type Skeleton = { text?: string; notes: PlanNote[]; phases: number; sections: number }

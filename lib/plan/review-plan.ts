@@ -2,12 +2,12 @@
 // work items naming no file, and the graph's shape (lib/graph/parallelism.ts): phases that cannot run side by
 // side, and sections that may run at once over the same files. Pure: the command asks and writes.
 import { planToTasks } from "./generate"
-import { listItems, writtenLines } from "./markdown-outline"
+import { listItems, writtenLines } from "../markdown/markdown-outline"
 import { readBody } from "./plan-body"
-import { labelOpensList, readLabel } from "./plan-labels"
+import { labelOpensList, readLabel } from "../markdown/plan-labels"
 import { parsePlan, type ParsedPlan, type PlanLine } from "./plan-parse"
-import { short, sortFindings, type ReviewFinding } from "./review"
-import { splitLines } from "./markdown-blocks"
+import { short, sortFindings, type ReviewFinding } from "../prd/review"
+import { splitLines } from "../markdown/markdown-blocks"
 import { filesOverlaps, phaseShapes } from "../graph/parallelism"
 import type { Task } from "../model/task-index"
 

@@ -5,6 +5,12 @@
 /** One line of a Markdown file with its 1-based number. */
 export type PlanLine = { n: number; text: string }
 
+/**
+ * Something the reader of plan.md (or of the PRD its skeleton is made from) should know; errors stop
+ * `flow generate` before it writes. Here, below both readers, because both report them.
+ */
+export type PlanNote = { severity: "error" | "warning"; line?: number; message: string; hint?: string }
+
 export function splitLines(text: string): string[] {
   const lines = text
     .replace(/^\uFEFF/, "")

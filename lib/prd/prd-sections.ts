@@ -1,7 +1,7 @@
 // PRD.md's headings as flow reads them (docs/PLANNING.md, "How PRD.md is read"): the names people give their
 // sections mapped onto SPEC 1's, numbered headings and wrapper tags (`<context>`, `<PRD>`) taken in stride.
 // One table for `flow refine`'s review and `flow plan`'s skeleton, so the two never disagree.
-import { outline, type Outline, type OutlineHeading } from "./markdown-outline"
+import { outline, type Outline, type OutlineHeading } from "../markdown/markdown-outline"
 
 /** What a PRD heading is about; several kinds count as one of flow's sections (`SECTION_OF`). */
 export type PrdKind =

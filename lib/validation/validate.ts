@@ -108,6 +108,22 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
     })
     return { raw, taskCount: 0 }
   }
+  checkTopLevelKeys(data, raw)
+  const visited = walkTasks(data.tasks)
+  // The generated check says yes or no without loading arktype; only a file that fails it pays for arktype's
+  // import (about 0.2 s) to learn what is wrong.
+  if (!isTaskFile(data)) await checkSchema(data as Rec & { tasks: unknown[] }, visited, raw)
+  const seen: Seen = { byId: new Map(), stepIds: new Set(), targets }
+  for (const v of visited) checkTask(v, seen, raw)
+  raw.push(...dependencyFindings(seen.byId))
+  raw.push(...checkPhaseList(data.phases, visited))
+  return { raw, taskCount: visited.length }
+}
+
+// The steps push into `raw` rather than return lists: a spread into push fails past some hundreds of thousands of
+// arguments, and a hostile file's findings of one kind can be as many as its lines.
+
+function checkTopLevelKeys(data: Rec, raw: RawFinding[]): void {
   for (const key of Object.keys(data)) {
     if (key !== "tasks" && key !== "phases")
       raw.push({
@@ -118,111 +134,118 @@ export async function checkData(data: unknown, targets: string[] = []): Promise<
         group: { kind: "top-level key", scope: "the file" },
       })
   }
+}
 
-  const visited = walkTasks(data.tasks)
-  const byId = new Map<string, Visited>()
-  // The generated check says yes or no without loading arktype; only a file that fails it pays for arktype's
-  // import (about 0.2 s) to learn what is wrong.
-  if (!isTaskFile(data)) {
-    const labelAt = new Map<string, Visited>(visited.map((v) => [v.path.join("."), v]))
-    for (const problem of await schemaProblems(data as Rec & { tasks: unknown[] })) raw.push(schemaFinding(problem, labelAt))
+async function checkSchema(data: Rec & { tasks: unknown[] }, visited: Visited[], raw: RawFinding[]): Promise<void> {
+  const labelAt = new Map<string, Visited>(visited.map((v) => [v.path.join("."), v]))
+  for (const problem of await schemaProblems(data)) raw.push(schemaFinding(problem, labelAt))
+}
+
+/** What the checks of one task need from the rest of the file: the ids so far, the branches work merges into. */
+type Seen = { byId: Map<string, Visited>; stepIds: Set<string>; targets: string[] }
+
+/** One task's findings, in the order they are reported: its id, its fields, its worktree, its depth, its steps. */
+function checkTask(v: Visited, seen: Seen, raw: RawFinding[]): void {
+  const { node, path, label } = v
+  const id = typeof node.id === "string" ? node.id : undefined
+  if (id !== undefined) {
+    if (seen.byId.has(id)) {
+      raw.push({
+        severity: "error",
+        message: `Duplicate task id '${id}'`,
+        task_id: id,
+        path: [...path, "id"],
+        hint: "ids must be unique across the whole file, subtasks included: rename one of them",
+        group: { kind: `duplicate id ${id}` },
+      })
+    } else seen.byId.set(id, v)
   }
-
-  const stepIds = new Set<string>()
-  for (const v of visited) {
-    const { node, path, label } = v
-    const id = typeof node.id === "string" ? node.id : undefined
-    if (id !== undefined) {
-      if (byId.has(id)) {
-        raw.push({
-          severity: "error",
-          message: `Duplicate task id '${id}'`,
-          task_id: id,
-          path: [...path, "id"],
-          hint: "ids must be unique across the whole file, subtasks included: rename one of them",
-          group: { kind: `duplicate id ${id}` },
-        })
-      } else byId.set(id, v)
-    }
-    const steps = Array.isArray(node.steps) ? node.steps : []
-    if (node.instructions === undefined && steps.length === 0) {
-      raw.push({
-        severity: "error",
-        message: `${label} is missing required field 'instructions'`,
-        task_id: id,
-        path,
-        hint: "add 'instructions:' with what to do, or give the task 'steps'",
-      })
-    }
-    const unknown = unknownKeys(label, Object.keys(node), TASK_KEYS, path, id)
-    if (unknown) raw.push(unknown)
-    if (Array.isArray(node.subtasks) && node.subtasks.length > 0 && typeof node.instructions === "string" && fencedShellBlocks(node.instructions).length > 0) {
-      // flow runs subtasks, never their parent (docs/RUN.md, "Scheduling"): the script agent would not run these.
-      raw.push({
-        severity: "warning",
-        message: `${label} has subtasks, so flow never runs it: the \`\`\`sh block in its instructions never runs`,
-        task_id: id,
-        path: [...path, "instructions"],
-        hint: "move the block into the instructions of the subtask that should run it (or of a new subtask)",
-      })
-    }
-    if (steps.length > 0 && Array.isArray(node.subtasks) && node.subtasks.length > 0) {
-      // Such a task would wait for its subtasks, then be marked done with its steps never run (as generate refuses it).
-      raw.push({
-        severity: "error",
-        message: `${label} has both steps and subtasks: a task has one or the other`,
-        task_id: id,
-        path: [...path, "subtasks"],
-        atKey: true,
-        hint: "move the steps into a subtask of their own, or turn the subtasks into steps",
-      })
-    }
-    if (typeof node.worktree === "string") {
-      const problem = branchNameProblem(node.worktree)
-      if (problem)
-        raw.push({
-          severity: "error",
-          message: `${label}: worktree '${node.worktree}' is not a usable branch name: ${problem}`,
-          task_id: id,
-          path: [...path, "worktree"],
-          hint: "use letters, digits, '-', '_', '.' and '/', like 'feature/login' (or leave worktree out: flow uses 'flow/<id>')",
-        })
-      else if (targets.includes(node.worktree)) raw.push(targetWorktree(label, node.worktree, [...path, "worktree"], id))
-    }
-    if (v.ancestors.length > MAX_SUBTASK_DEPTH) {
-      raw.push({
-        severity: "error",
-        message: `${label} is nested ${v.ancestors.length} levels of subtasks deep; flow allows at most ${MAX_SUBTASK_DEPTH}`,
-        task_id: id,
-        path,
-        hint: "flatten the tree: make deep subtasks top-level tasks with depends_on",
-      })
-    }
-    steps.forEach((step, i) => {
-      if (!isRec(step)) return
-      const stepPath = [...path, "steps", i]
-      if (typeof step.id === "string") {
-        if (stepIds.has(step.id)) {
-          raw.push({
-            severity: "error",
-            message: `Duplicate step id '${step.id}'`,
-            task_id: id,
-            path: [...stepPath, "id"],
-            hint: "step ids must be unique across the file: use '<task_id>.<n>'",
-            group: { kind: "duplicate step id", scope: lowerFirst(label) },
-          })
-        }
-        stepIds.add(step.id)
-      }
-      const stepLabel = `Step ${typeof step.id === "string" ? `'${step.id}'` : `#${i + 1}`} of ${lowerFirst(label)}`
-      const unknown = unknownKeys(stepLabel, Object.keys(step), STEP_KEYS, stepPath, id)
-      if (unknown) raw.push({ ...unknown, group: { kind: "step field", scope: lowerFirst(label) } })
+  const steps = Array.isArray(node.steps) ? node.steps : []
+  checkTaskFields(v, id, steps, raw)
+  if (typeof node.worktree === "string") checkWorktree(v, id, node.worktree, seen.targets, raw)
+  if (v.ancestors.length > MAX_SUBTASK_DEPTH) {
+    raw.push({
+      severity: "error",
+      message: `${label} is nested ${v.ancestors.length} levels of subtasks deep; flow allows at most ${MAX_SUBTASK_DEPTH}`,
+      task_id: id,
+      path,
+      hint: "flatten the tree: make deep subtasks top-level tasks with depends_on",
     })
   }
+  checkSteps(v, id, steps, seen.stepIds, raw)
+}
 
-  raw.push(...dependencyFindings(byId))
-  raw.push(...checkPhaseList(data.phases, visited))
-  return { raw, taskCount: visited.length }
+/** A task's fields against each other: instructions or steps, known keys, and what subtasks make unreachable. */
+function checkTaskFields({ node, path, label }: Visited, id: string | undefined, steps: unknown[], raw: RawFinding[]): void {
+  if (node.instructions === undefined && steps.length === 0) {
+    raw.push({
+      severity: "error",
+      message: `${label} is missing required field 'instructions'`,
+      task_id: id,
+      path,
+      hint: "add 'instructions:' with what to do, or give the task 'steps'",
+    })
+  }
+  const unknown = unknownKeys(label, Object.keys(node), TASK_KEYS, path, id)
+  if (unknown) raw.push(unknown)
+  if (Array.isArray(node.subtasks) && node.subtasks.length > 0 && typeof node.instructions === "string" && fencedShellBlocks(node.instructions).length > 0) {
+    // flow runs subtasks, never their parent (docs/RUN.md, "Scheduling"): the script agent would not run these.
+    raw.push({
+      severity: "warning",
+      message: `${label} has subtasks, so flow never runs it: the \`\`\`sh block in its instructions never runs`,
+      task_id: id,
+      path: [...path, "instructions"],
+      hint: "move the block into the instructions of the subtask that should run it (or of a new subtask)",
+    })
+  }
+  if (steps.length > 0 && Array.isArray(node.subtasks) && node.subtasks.length > 0) {
+    // Such a task would wait for its subtasks, then be marked done with its steps never run (as generate refuses it).
+    raw.push({
+      severity: "error",
+      message: `${label} has both steps and subtasks: a task has one or the other`,
+      task_id: id,
+      path: [...path, "subtasks"],
+      atKey: true,
+      hint: "move the steps into a subtask of their own, or turn the subtasks into steps",
+    })
+  }
+}
+
+function checkWorktree({ path, label }: Visited, id: string | undefined, worktree: string, targets: string[], raw: RawFinding[]): void {
+  const problem = branchNameProblem(worktree)
+  if (problem)
+    raw.push({
+      severity: "error",
+      message: `${label}: worktree '${worktree}' is not a usable branch name: ${problem}`,
+      task_id: id,
+      path: [...path, "worktree"],
+      hint: "use letters, digits, '-', '_', '.' and '/', like 'feature/login' (or leave worktree out: flow uses 'flow/<id>')",
+    })
+  else if (targets.includes(worktree)) raw.push(targetWorktree(label, worktree, [...path, "worktree"], id))
+}
+
+/** A task's steps: ids unique across the file (`stepIds`, shared by every task), known keys. */
+function checkSteps({ path, label }: Visited, id: string | undefined, steps: unknown[], stepIds: Set<string>, raw: RawFinding[]): void {
+  steps.forEach((step, i) => {
+    if (!isRec(step)) return
+    const stepPath = [...path, "steps", i]
+    if (typeof step.id === "string") {
+      if (stepIds.has(step.id)) {
+        raw.push({
+          severity: "error",
+          message: `Duplicate step id '${step.id}'`,
+          task_id: id,
+          path: [...stepPath, "id"],
+          hint: "step ids must be unique across the file: use '<task_id>.<n>'",
+          group: { kind: "duplicate step id", scope: lowerFirst(label) },
+        })
+      }
+      stepIds.add(step.id)
+    }
+    const stepLabel = `Step ${typeof step.id === "string" ? `'${step.id}'` : `#${i + 1}`} of ${lowerFirst(label)}`
+    const unknown = unknownKeys(stepLabel, Object.keys(step), STEP_KEYS, stepPath, id)
+    if (unknown) raw.push({ ...unknown, group: { kind: "step field", scope: lowerFirst(label) } })
+  })
 }
 
 /**

@@ -3,10 +3,9 @@
 // labelled item of a requirement list ("FR-1: ...", "1. ...", "As a cook, I want ..."); a group of
 // requirements written as plain bullets is one feature with the bullets as its work. Each feature comes with the
 // text it owns, the files it names and the other features it says it depends on. Pure: no IO.
-import { listItems, writtenLines, type ListItem } from "./markdown-outline"
-import { trackBlocks, type PlanLine } from "./markdown-blocks"
-import { HEADING_DEPENDS, readLabel } from "./plan-labels"
-import type { PlanNote } from "./plan-parse"
+import { listItems, writtenLines, type ListItem } from "../markdown/markdown-outline"
+import { trackBlocks, type PlanLine, type PlanNote } from "../markdown/markdown-blocks"
+import { HEADING_DEPENDS, readLabel } from "../markdown/plan-labels"
 import { prdChildren, REQUIREMENT_KINDS, sectionsOf, type PrdDoc, type PrdHeading } from "./prd-sections"
 
 export type Feature = {

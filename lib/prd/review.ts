@@ -1,9 +1,9 @@
-// `flow refine`'s offline review of PRD.md (the plan's is in review-plan.ts), and what both reviews share:
+// `flow refine`'s offline review of PRD.md (the plan's is in lib/plan/review-plan.ts), and what both reviews share:
 // findings, each with a suggested fix as a change of lines that the person accepts, edits or skips. Pure: the
 // command asks and writes.
 import { inFormOf } from "../store/line-ending"
-import { childrenOf, listItems, writtenLines, type Outline, type OutlineHeading } from "./markdown-outline"
-import { splitLines } from "./markdown-blocks"
+import { childrenOf, listItems, writtenLines, type Outline, type OutlineHeading } from "../markdown/markdown-outline"
+import { splitLines } from "../markdown/markdown-blocks"
 import { FLOW_SECTIONS, headingName, readPrd, REQUIREMENT_KINDS, SECTION_OF, sectionsOf, type FlowSection, type PrdDoc, type PrdHeading } from "./prd-sections"
 
 /** A change of lines: `remove` lines from index `at` (0-based) are replaced by `lines`. */

@@ -1,5 +1,5 @@
 // What arktype says is wrong with a tasks file that failed the generated yes/no check, turned into findings
-// that name the task and the field (lib/store/validate.ts calls it only for such a file).
+// that name the task and the field (lib/validation/validate.ts calls it only for such a file).
 import type { Path, RawFinding } from "./findings"
 import { STEP_STATUSES, TASK_STATUSES } from "../model/statuses"
 import { toKebab } from "../cli/suggest"
