@@ -1,5 +1,5 @@
 import { parse } from "../lib/cli/args"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig } from "../lib/config/config"
 import type { Ctx } from "../lib/cli/context"
 import { usage } from "../lib/cli/errors"
 import type { AgentsReport, LiveRun, Usage } from "../lib/model/json-shapes"

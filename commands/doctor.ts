@@ -7,7 +7,7 @@ import { doctor } from "../lib/run/doctor"
 import type { DoctorLine } from "../lib/worktree/command-programs"
 import { selfArgv } from "../lib/run/flow-shim"
 import { colours } from "../lib/terminal/colour"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig } from "../lib/config/config"
 
 export const meta = {
   usage: "flow doctor [--cli <cli>]",

@@ -1,6 +1,6 @@
 import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { parse } from "../lib/cli/args"
-import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
+import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"

@@ -13,6 +13,7 @@ export const LAYERS = [
   "graph",
   "terminal",
   "validation",
+  "config",
   "store",
   "state",
   "git",

@@ -5,7 +5,7 @@ import { listItems } from "../lib/markdown/markdown-outline"
 import { planSkeleton } from "../lib/plan/plan-skeleton"
 import { applyChanges, prdSectionMatches, reviewPrd } from "../lib/prd/review"
 import { namesAThing, reviewPlan } from "../lib/plan/review-plan"
-import type { AgentConfig } from "../lib/store/config"
+import type { AgentConfig } from "../lib/config/config"
 import { interactiveArgv } from "../lib/plan/planning-agent"
 import { planPrompt } from "../lib/plan/plan-prompt"
 

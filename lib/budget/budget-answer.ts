@@ -4,7 +4,7 @@
 import type { Project } from "../cli/project"
 import { indexTasks } from "../model/task-index"
 import type { AnswerCheck, RunState } from "../state/run-state"
-import { readBudgetConfig } from "../store/budget-config"
+import { readBudgetConfig } from "../config/budget-config"
 import { openStore } from "../store/open"
 import { checkBudgetAnswer, grantsOf, taskLimits, unitOf, withGrants } from "./budget"
 import { taskSpend } from "./budget-meter"

@@ -2,7 +2,7 @@
 // during one. At a task's cap the run asks a person and waits (its agent's work committed first); at the
 // run's or the agent's, the task is left in progress for the next run; past the ceiling a turn is stopped
 // at once instead of at its end.
-import type { BudgetConfig } from "../store/config"
+import type { BudgetConfig } from "../config/config"
 import type { RunState } from "../state/run-state"
 import type { BudgetEvents } from "./budget-events"
 import type { SpendMeter } from "./budget-meter"

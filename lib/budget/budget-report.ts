@@ -1,7 +1,7 @@
 // Spend beside the caps of a budget, as `flow show`, `flow agents`, the dashboard and the inspector show it
 // (docs/BUDGETS.md): a task's over every run, an agent's and the run's in the latest run.
 import type { BudgetReport, Question } from "../model/json-shapes"
-import type { BudgetConfig } from "../store/config"
+import type { BudgetConfig } from "../config/config"
 import { addSpend, amount, grantsOf, type Limits, NO_SPEND, type Spend, taskLimits, UNITS, withGrants } from "./budget"
 import { spendByTask, taskSpend } from "./budget-meter"
 import type { Project } from "../cli/project"

@@ -6,7 +6,7 @@ import { bare, hint } from "../cli/hint"
 import { formatDuration, parseDuration } from "../cli/duration"
 import type { Question } from "../model/json-shapes"
 import type { Budget } from "../model/schema"
-import type { BudgetConfig } from "../store/config"
+import type { BudgetConfig } from "../config/config"
 
 export type Unit = "usd" | "tokens" | "minutes"
 export const UNITS: readonly Unit[] = ["usd", "tokens", "minutes"]

@@ -1,7 +1,7 @@
 // The forecast `flow run --dry-run` prints and a run logs when it starts (docs/BUDGETS.md "Forecast"): the
 // tasks left to do, what each finished task spent, and an estimate of the rest with what it rests on.
 import type { Indexed } from "../model/task-index"
-import type { BudgetConfig } from "../store/config"
+import type { BudgetConfig } from "../config/config"
 import { amount, DEFAULT_CEILING, type Limits, NO_SPEND, type Spend, taskLimits, type Unit, UNITS } from "./budget"
 
 export type Forecast = {

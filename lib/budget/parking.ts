@@ -4,8 +4,8 @@
 // then resumes that task in the same session. An agent with `fallback:` hands the task to another agent, of
 // another CLI, at once: a fresh session with the whole task and the branch's work so far.
 import type { UsageLimit } from "../agents/limits"
-import type { AgentConfig } from "../store/config"
-import { fallbacksOf } from "../store/fallback"
+import type { AgentConfig } from "../config/config"
+import { fallbacksOf } from "../config/fallback"
 import type { AgentRecord } from "../state/run-state"
 import type { BudgetEvents } from "./budget-events"
 import { callVerb, flowCall } from "../agents/flow-call"

@@ -2,7 +2,7 @@
 // how tokens count against a token budget: as the provider bills them, cached input at its price. The table
 // is an estimate (docs/BUDGETS.md "Prices"): flow.yaml's `prices` add models or replace these.
 import type { UsageEvent } from "../agents/types"
-import type { PriceConfig } from "../store/config"
+import type { PriceConfig } from "../config/config"
 
 /** Dollars per million tokens. `cached_input`: a read from the prompt cache; `cache_write`: a write to it. */
 export type Price = PriceConfig

@@ -15,7 +15,7 @@ import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../budget/usage"
 import { type BudgetState, NO_BUDGET_STATE, readBudgetState, runBudgetFrom, taskBudgetFrom } from "../budget/budget-report"
-import { readBudgetConfig } from "../store/budget-config"
+import { readBudgetConfig } from "../config/budget-config"
 import { storeSetting } from "../store/setting"
 
 /** How many done tasks "Recently completed" lists. */

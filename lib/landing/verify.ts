@@ -1,6 +1,6 @@
 // The project's check (flow.yaml `verify`), run on a merge in a scratch worktree before the target moves
 // (lib/worktree/command.ts runs it, as it runs the worktrees' setup and teardown).
-import type { VerifyConfig } from "../store/config"
+import type { VerifyConfig } from "../config/config"
 import { entryResolver } from "../git/repo-entries"
 import { toCheck, type Check } from "../worktree/command"
 

@@ -8,7 +8,7 @@ import type { Finding } from "../model/json-shapes"
 import { indexTasks, type TaskFile } from "../model/task-index"
 import { projectTaskPrompt, readGuidelines } from "../run/project-prompt"
 import { openExistingState } from "../state/state"
-import { type AgentConfig, loadConfig } from "../store/config"
+import { type AgentConfig, loadConfig } from "../config/config"
 import { walkTasks } from "../validation/validate"
 import { parseForPositions, positionOf } from "../validation/yaml-position"
 

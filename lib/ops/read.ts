@@ -12,7 +12,7 @@ import { readTaskBudget } from "../budget/budget-report"
 import { readLandingWaits } from "../landing/landing-waits"
 import { readUsage } from "../budget/usage"
 import { readWork, workedBy } from "../run/worked-by"
-import { readBudgetConfig } from "../store/budget-config"
+import { readBudgetConfig } from "../config/budget-config"
 import { openStore } from "../store/open"
 
 /**

@@ -3,7 +3,7 @@
 import type { Project } from "../cli/project"
 import type { Finding, ValidateReport } from "../model/json-shapes"
 import { currentBranch, repoRoot } from "../git/git"
-import { loadConfig } from "../store/config"
+import { loadConfig } from "../config/config"
 import { openStore } from "../store/open"
 import { validateText } from "../validation/validate"
 import { parallelism } from "../graph/parallelism"

@@ -10,7 +10,7 @@ import { compareVersions, installedVersion, OLDEST_CHECKED, parseVersion, versio
 import { FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
 import { run } from "../cli/proc"
-import type { AgentConfig, FlowConfig } from "../store/config"
+import type { AgentConfig, FlowConfig } from "../config/config"
 import { GIT_ENV, repoRoot, revParse } from "../git/git"
 import { indexTasks, type Task } from "../model/task-index"
 import { openStore } from "../store/open"

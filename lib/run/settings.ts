@@ -1,6 +1,6 @@
 // What one `flow run` is given and what it reports: shared by the orchestrator, the task workers, the landing
 // of finished work and the merge queues, so none of them imports another for its types.
-import type { AgentConfig, BudgetConfig, PublishSettings, VerifyConfig } from "../store/config"
+import type { AgentConfig, BudgetConfig, PublishSettings, VerifyConfig } from "../config/config"
 import type { PriceTable } from "../budget/prices"
 import type { Project } from "../cli/project"
 import type { RunState } from "../state/run-state"

@@ -1,7 +1,7 @@
 // One task on one agent, from its worktree to its merge. A task's outcome is its status in tasks.yaml,
 // never the agent's exit code: an agent that ran `flow block` and exited 0 leaves a blocked task.
 import { rmSync } from "node:fs"
-import type { AgentConfig } from "../store/config"
+import type { AgentConfig } from "../config/config"
 import { type Claim, StoreUnreachable } from "../store/store"
 import { FlowError } from "../cli/errors"
 import { currentStep } from "./prompt"

@@ -1,7 +1,7 @@
 // A task as its worker holds it: what the run's workers share, the task's worktree, its preparation, time limit
 // and budget, and the writes of its status, each fenced by the run's claim of the task on a shared graph.
 import { existsSync } from "node:fs"
-import type { AgentConfig } from "../store/config"
+import type { AgentConfig } from "../config/config"
 import type { Claim } from "../store/store"
 import { FlowError } from "../cli/errors"
 import { commitAll } from "../git/git"

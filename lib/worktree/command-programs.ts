@@ -3,7 +3,7 @@
 import { existsSync } from "node:fs"
 import { isAbsolute, resolve } from "node:path"
 import type { Project } from "../cli/project"
-import { type FlowConfig, repoEntries } from "../store/config"
+import { type FlowConfig, repoEntries } from "../config/config"
 import { repoRoot } from "../git/git"
 import { insideProject } from "../git/workspace"
 import { programsOf } from "./shell-programs"

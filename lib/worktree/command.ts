@@ -2,7 +2,7 @@
 // `verify`) run on a merge in a scratch worktree before the target moves. Its output goes back to the agent,
 // so it is trimmed to what a person would read first: the lines that name a failure, with a little context,
 // and the end.
-import type { VerifyConfig } from "../store/config"
+import type { VerifyConfig } from "../config/config"
 import { parseDuration } from "../cli/duration"
 import { spawnGroup } from "../cli/proc"
 import { lines } from "../cli/proc"

@@ -1,7 +1,7 @@
 // flow.yaml `copy`: files of the person's checkout (`.env`, `config/*.local.json`) copied into a task's
 // worktree. Nothing is followed outside the repository: a symbolic link is never copied nor gone through,
 // on either side (a link in the checkout, or a folder of the worktree that is a link), and the patterns
-// themselves hold no `..` (lib/store/config.ts). A file already in the worktree (git's, or the agent's
+// themselves hold no `..` (lib/config/config.ts). A file already in the worktree (git's, or the agent's
 // edit) is left as it is.
 import { constants, copyFileSync, lstatSync, mkdirSync, readdirSync } from "node:fs"
 import { join } from "node:path"

@@ -2,7 +2,7 @@
 // (lib/worktree/prepare.ts) and `teardown` before it is removed (lib/worktree/teardown.ts), each repository's
 // entry looked up once per run, each run with its start, output and end told on the bus.
 import type { Project } from "../cli/project"
-import type { CopyConfig, HookConfig, PortsConfig } from "../store/config"
+import type { CopyConfig, HookConfig, PortsConfig } from "../config/config"
 import { entryResolver } from "../git/repo-entries"
 import { runCheck, type Check, type CheckResult } from "./command"
 import type { Hook, WorktreeEvents } from "./events"

@@ -4,7 +4,7 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { RUN_ID } from "../cli/run-id"
-import { repoEntries, type FlowConfig } from "../store/config"
+import { repoEntries, type FlowConfig } from "../config/config"
 import { excludeEnv } from "../git/git"
 import { entryResolver } from "../git/repo-entries"
 import type { Workspace } from "../git/workspace"
