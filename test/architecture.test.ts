@@ -21,6 +21,7 @@ export const LAYERS = [
   "landing",
   "agents",
   "budget",
+  "prompts",
   "markdown",
   "prd",
   "plan",

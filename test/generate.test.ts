@@ -9,7 +9,7 @@ import { formatNote } from "../lib/plan/plan-notes"
 import { parallelism } from "../lib/graph/parallelism"
 import { generateTasks } from "../lib/plan/generate"
 import { GenerateReport } from "../lib/model/json-shapes"
-import { shellBlocks } from "../lib/run/script-agent"
+import { shellBlocks } from "../lib/agents/script-agent"
 import type { Task } from "../lib/model/task-index"
 import { flow, ROOT, tempRepo, type Result } from "./helpers"
 

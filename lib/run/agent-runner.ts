@@ -7,7 +7,7 @@ import type { AgentEvent, McpHandOver, McpServerSpec } from "../agents/types"
 import { Exit, FlowError } from "../cli/errors"
 import type { AgentConfig } from "../config/config"
 import { lines, spawnGroup } from "../cli/proc"
-import { runScript, shellBlocks } from "./script-agent"
+import { runScript, shellBlocks } from "../agents/script-agent"
 import { matchLimit, type UsageLimit } from "../agents/limits"
 import { promptTooLong } from "../agents/prompt-limit"
 import { type Pricing, TurnStream } from "../budget/usage-meter"
@@ -47,7 +47,7 @@ export type Turn = {
   pricing?: Pricing
   signal: AbortSignal
   onEvent: (event: AgentEvent) => void
-  /** the script agent's success mark (lib/run/script-agent.ts) */
+  /** the script agent's success mark (lib/agents/script-agent.ts) */
   doneMark?: string
   /** each process group started (recorded for the reaper) */
   onGroup?: (pid: number, exited: Promise<number>) => void

@@ -11,7 +11,7 @@
 // flow never runs `git merge`, `stash`, `reset` or `checkout` in the person's checkout. A branch whose head
 // is already in the target is never merged again; the journal says whether a task's work had been finished
 // (so its agent is never run again). A failed check or a conflict goes back to the agent first when the
-// caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
+// caller gives a `fixer` (lib/prompts/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "../landing/checkout-move"
 import { branchHeads, commitAll, dropBranch, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "../git/git"
@@ -24,7 +24,7 @@ import type { Claim, Fence, TaskEdits } from "../store/store"
 import { keepAside, newerOnRemote, pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
 import type { RemoteVerdict } from "../landing/remote-landing"
 import { applyStatus, type Change } from "../store/transitions"
-import { fixEnv, fixPrompt } from "./fix-prompts"
+import { fixEnv, fixPrompt } from "../prompts/fix-prompts"
 import { MergeJournal } from "../landing/merge-journal"
 import { teardownWorktree } from "../worktree/teardown"
 import { AgentGroups } from "./reaper"
@@ -33,7 +33,7 @@ import { MergeQueues } from "./queues"
 import { coalescedWrite } from "./status-writes"
 import { RepoLanes } from "../landing/repo-lanes"
 import type { RunSettings } from "./settings"
-import { doneMarks } from "./script-agent"
+import { doneMarks } from "../agents/script-agent"
 import { requireRoom } from "../store/disk-full"
 import { timed } from "../cli/trace"
 import type { Workspace } from "../git/workspace"

@@ -1,4 +1,4 @@
-// The doctor's check of what preparing worktrees (and a merge's check) needs (lib/run/doctor.ts lists every
+// The doctor's check of what preparing worktrees (and a merge's check) needs (lib/ops/doctor.ts lists every
 // check): the programs of flow.yaml's setup, teardown and verify, on PATH or in the repository they run in.
 import { existsSync } from "node:fs"
 import { isAbsolute, resolve } from "node:path"
@@ -13,7 +13,7 @@ export type DoctorState = "ok" | "warn" | "fail"
 /** One finding: `what` is one sentence; a failed one names its fix in `hint`. */
 export type DoctorLine = { state: DoctorState; what: string; hint?: string }
 
-/** What the check reads of the doctor's input (lib/run/doctor.ts DoctorInput). */
+/** What the check reads of the doctor's input (lib/ops/doctor.ts DoctorInput). */
 export type ProgramsInput = { project: Pick<Project, "dir">; config: FlowConfig; env: Record<string, string | undefined> }
 
 /** The programs of setup, teardown and verify: on PATH, or (a path) in the repository they run in. */

@@ -1,4 +1,4 @@
-// A task's full prompt for a real project: lib/run/prompt.ts's builder fed with what lives on disk (the
+// A task's full prompt for a real project: lib/prompts/prompt.ts's builder fed with what lives on disk (the
 // project's GUIDELINES.md, its folder name, the task's questions from .flow/state.db). The orchestrator,
 // `flow prompt` and the inspector all call this, so the text a person previews is the text an agent gets.
 import { readFileSync } from "node:fs"
