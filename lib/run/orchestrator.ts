@@ -14,7 +14,7 @@ import { isDiskFull } from "../store/disk-full"
 import { spendByTask } from "./budget-meter"
 import { budgetWarnings, forecast, forecastLines } from "./forecast"
 import { priceOf } from "./prices"
-import { RunState } from "./run-state"
+import { ActiveRun } from "./active-run"
 import { schedule } from "./scheduler"
 
 /** How often a run on a shared graph looks for changes others made (docs/FLEET.md). */
@@ -26,7 +26,7 @@ const SHARED_POLL_MS = 2_000
  * with its agent and lands it (task-worker.ts). It ends once every worker has landed, with its summary.
  */
 export async function orchestrate(s: RunSettings): Promise<RunSummary> {
-  const run = new RunState(s)
+  const run = new ActiveRun(s)
   await begin(run)
   await recoverDeadRun(run)
   const unassignable = await prepare(run)
@@ -40,7 +40,7 @@ export async function orchestrate(s: RunSettings): Promise<RunSummary> {
 }
 
 /** The run's first line: its agents, its tasks and where they merge. */
-async function begin(run: RunState): Promise<void> {
+async function begin(run: ActiveRun): Promise<void> {
   const { s, workspaces } = run
   const first = await s.store.read()
   // A project folder outside any repository is fine when every task names its repo: the target is then "?".
@@ -53,7 +53,7 @@ async function begin(run: RunState): Promise<void> {
 }
 
 /** What a dead run left: its agents' process groups first (they may still be writing), then its merges. */
-async function recoverDeadRun(run: RunState): Promise<void> {
+async function recoverDeadRun(run: ActiveRun): Promise<void> {
   const { s, fleet } = run
   const reaped = await run.groups.reap(s.project.dir)
   if (reaped.length > 0) s.bus.emit({ type: "notice", text: `stopped what a dead run left running for ${[...new Set(reaped)].join(", ")}` })
@@ -72,7 +72,7 @@ async function recoverDeadRun(run: RunState): Promise<void> {
 }
 
 /** Says what this run leaves alone and what the rest may cost, and finds the tasks to resume; returns the tasks left alone. */
-async function prepare(run: RunState): Promise<{ id: string; agent: string }[]> {
+async function prepare(run: ActiveRun): Promise<{ id: string; agent: string }[]> {
   const { s } = run
   const unassignable = restrictedToOthers(indexTasks((await s.store.read()).data), s.agents)
   for (const u of unassignable)
@@ -96,7 +96,7 @@ async function prepare(run: RunState): Promise<{ id: string; agent: string }[]> 
 }
 
 /** Wakes the scheduler when the graph changes; returns what stops that. */
-async function watchGraph(run: RunState): Promise<() => Promise<void>> {
+async function watchGraph(run: ActiveRun): Promise<() => Promise<void>> {
   const { s, wake } = run
   // People and agents change tasks.yaml from other processes (a checkpoint approved, a task reset). The watch
   // starts only here, where the run's finally closes it: a watcher left open by an error above (an invalid
@@ -121,7 +121,7 @@ async function watchGraph(run: RunState): Promise<() => Promise<void>> {
 }
 
 /** Waits for every worker to finish (and land), closes the watches and the claims, and reaps what agents left. */
-async function windDown(run: RunState, unwatch: () => Promise<void>): Promise<void> {
+async function windDown(run: ActiveRun, unwatch: () => Promise<void>): Promise<void> {
   const { s, shared } = run
   run.parking.close()
   s.signal.removeEventListener("abort", run.onStop)
@@ -140,7 +140,7 @@ async function windDown(run: RunState, unwatch: () => Promise<void>): Promise<vo
 }
 
 /** The run's last line and its summary, from tasks.yaml as the run leaves it. */
-async function end(run: RunState, unassignable: { id: string; agent: string }[]): Promise<RunSummary> {
+async function end(run: ActiveRun, unassignable: { id: string; agent: string }[]): Promise<RunSummary> {
   const { s } = run
   const { data } = await s.store.read().catch(() => run.last)
   const all = [...indexTasks(data).values()].map((e) => e.task)

@@ -11,10 +11,10 @@ import type { AgentConfig } from "../store/config"
 import { clockTime } from "./log"
 import type { Claim } from "../store/store"
 import * as clock from "../cli/clock"
-import type { RunState } from "./run-state"
+import type { ActiveRun } from "./active-run"
 
 /** Starts work as tasks become ready, until every task is done, the run is stopped, or nothing can move without a person. */
-export async function schedule(run: RunState): Promise<void> {
+export async function schedule(run: ActiveRun): Promise<void> {
   const { s, space, running, wake } = run
   while (!s.signal.aborted) {
     // A full disk met with nothing running: wait for room before trying anything again.
@@ -41,7 +41,7 @@ export async function schedule(run: RunState): Promise<void> {
 }
 
 /** tasks.yaml (or the shared graph) as it is now, and what to resume in it; undefined: it cannot be read, said once. */
-async function readGraph(run: RunState): Promise<Map<string, Indexed> | undefined> {
+async function readGraph(run: ActiveRun): Promise<Map<string, Indexed> | undefined> {
   const { s, resumable } = run
   try {
     run.last = await s.store.read()
@@ -80,7 +80,7 @@ async function readGraph(run: RunState): Promise<Map<string, Indexed> | undefine
 }
 
 /** Announces the checkpoints waiting for review, or approves them with --yes; true: approved, so look again. */
-async function reviewCheckpoints(run: RunState, checkpoints: Task[]): Promise<boolean> {
+async function reviewCheckpoints(run: ActiveRun, checkpoints: Task[]): Promise<boolean> {
   const { s, space } = run
   let noRoom = false
   for (const cp of checkpoints) {
@@ -103,7 +103,7 @@ async function reviewCheckpoints(run: RunState, checkpoints: Task[]): Promise<bo
 }
 
 /** Gives each free agent a task it may take: a parked one first, then one to resume, then one available. */
-async function startWork(run: RunState, index: Map<string, Indexed>, runSpent: string | undefined): Promise<void> {
+async function startWork(run: ActiveRun, index: Map<string, Indexed>, runSpent: string | undefined): Promise<void> {
   const { s, running, parking, fleet } = run
   const candidates = [...[...run.resumable].map((id) => index.get(id)!).filter(Boolean), ...availableTasks(index)].filter(
     (e) => !running.has(e.task.id) && !run.leftAlone.has(e.task.id) && !waitsOnRunning(index, e, running) && !parking.holds(e.task.id),
@@ -134,7 +134,7 @@ async function startWork(run: RunState, index: Map<string, Indexed>, runSpent: s
 }
 
 /** Starts the worker of task `id` with `agent`; when it ends, its agent is free and the scheduler wakes. */
-function startWorker(run: RunState, id: string, agent: AgentConfig, note: string | undefined, claim: Claim | undefined): void {
+function startWorker(run: ActiveRun, id: string, agent: AgentConfig, note: string | undefined, claim: Claim | undefined): void {
   const { s, shared, fleet } = run
   run.resumable.delete(id)
   run.busy.set(agent.name, id)
@@ -168,7 +168,7 @@ function startWorker(run: RunState, id: string, agent: AgentConfig, note: string
  * Nothing runs: "end" when nothing more can move in this run, "again" for one more pass at once, "wait" (for a
  * wake-up) when something will move later, said once.
  */
-async function whenIdle(run: RunState, index: Map<string, Indexed>, checkpoints: Task[], runSpent: string | undefined): Promise<"end" | "again" | "wait"> {
+async function whenIdle(run: ActiveRun, index: Map<string, Indexed>, checkpoints: Task[], runSpent: string | undefined): Promise<"end" | "again" | "wait"> {
   const { s, fleet } = run
   const open = [...index.values()].filter((e) => e.task.status !== "done")
   if (open.length === 0) return "end"

@@ -29,7 +29,7 @@ export class Wake {
   }
 }
 
-export class RunState {
+export class ActiveRun {
   readonly started = performance.now()
   readonly wake = new Wake()
   /** task id → its worker */
