@@ -201,19 +201,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
         // (a second Ctrl-C, a crash) still gives the terminal back.
         screen = new Screen(terminal.input, terminal.output)
         process.on("exit", restore)
-        ui = startTui({
-          bus,
-          db,
-          screen,
-          colours: colours(ctx),
-          project: basename(project.dir),
-          agents: options.agents.map((a) => a.name),
-          user: answerer(ctx.env),
-          answerCheck: (id) => answerCheck(project, db!, id),
-          loadTasks: () => taskSnapshot(store),
-          stop,
-          review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
-        })
+        ui = runTui(ctx, project, options.agents, { bus, db, screen, store, stop })
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
@@ -300,6 +288,29 @@ function logEvents(ctx: Ctx, project: Project, bus: EventBus, onScreen: boolean)
     else if (event.type === "run-end") summaryLine = line
   })
   return { log, summaryLine: () => summaryLine }
+}
+
+/** The run's terminal UI on `screen`: its keys answer questions and review checkpoints as the commands do. */
+function runTui(
+  ctx: Ctx,
+  project: Project,
+  agents: AgentConfig[],
+  run: { bus: EventBus; db: RunState; screen: Screen; store: TaskStore; stop: () => void },
+): Tui {
+  const { bus, db, screen, store, stop } = run
+  return startTui({
+    bus,
+    db,
+    screen,
+    colours: colours(ctx),
+    project: basename(project.dir),
+    agents: agents.map((a) => a.name),
+    user: answerer(ctx.env),
+    answerCheck: (id) => answerCheck(project, db, id),
+    loadTasks: () => taskSnapshot(store),
+    stop,
+    review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
+  })
 }
 
 /** `flow run --dry-run`: who would work and what the rest may cost; nothing is started, no file is written. */
