@@ -68,19 +68,7 @@ function isNoise(line: string, noise: readonly RegExp[] = []): boolean {
 export async function runTurn(turn: Turn): Promise<TurnResult> {
   const started = performance.now()
   const seconds = () => Math.round(performance.now() - started) / 1000
-  if (turn.agent.cli === "script") {
-    const blocks = shellBlocks(turn.script)
-    if (blocks.length === 0) {
-      turn.onEvent({ type: "text", text: "no ```sh blocks in the instructions: nothing to run" })
-      return { code: 0, tail: "", seconds: seconds() }
-    }
-    const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), {
-      signal: turn.signal,
-      doneMark: turn.doneMark,
-      onGroup: turn.onGroup,
-    })
-    return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
-  }
+  if (turn.agent.cli === "script") return scriptTurn(turn, seconds)
 
   const adapter = adapterFor(turn.agent.cli, { command: turn.agent.command })
   // Started anyway, a CLI would fail to start (E2BIG) or cut the prompt without a word (Gemini CLI at 8 MiB).
@@ -101,23 +89,7 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     extraArgs: [...(handOver?.args ?? []), ...(turn.agent.args ?? [])],
   })
   const stream = new TurnStream(adapter, turn.usageFile, turn.sessionId, newSessionId ?? turn.sessionId, turn.pricing)
-  let limitSaid: UsageLimit | undefined // a refusal the stream reported in its own terms
-  // Why the turn failed: the CLI's last error event, else its last stderr line that is neither noise nor a
-  // stack frame. What the turn leaves for a block note: after a failure the CLI reported, that error on one
-  // line; else the last lines of its stream, and its stderr (where CLIs print warnings, such as Codex's,
-  // and progress) only when it failed without saying why or its stream said nothing.
-  let error: string | undefined
-  let stderrReason: string | undefined
-  let streamed = false
-  let named = false // the stream named the session
-  const tail: string[] = []
-  const errTail: string[] = []
-  const keep = (into: string[], text: string) => {
-    for (const line of text.split("\n")) {
-      into.push(line)
-      if (into.length > TAIL_LINES) into.shift()
-    }
-  }
+  const output = new TurnOutput()
   let proc: ReturnType<typeof spawnGroup>
   try {
     if (adapter.sessionStore && turn.sessionDir) mkdirSync(turn.sessionDir, { recursive: true })
@@ -135,43 +107,18 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   // the next turn would resume one the CLI never had, with only the new part of the prompt.
   if (newSessionId) turn.onEvent({ type: "session", id: newSessionId })
   turn.onGroup?.(proc.pid, proc.exited)
-  const out = (async () => {
-    for await (const line of lines(proc.stdout)) {
-      for (const event of stream.parse(line)) {
-        streamed = true
-        if (event.type === "session") named = true
-        if (event.type === "error") {
-          if (event.message === error) continue // a CLI that reports its fatal error twice (Codex)
-          error = event.message
-        }
-        if (event.type === "limit") {
-          limitSaid = { kind: event.kind, message: event.message, ...(event.resetsAt ? { resetsAt: new Date(event.resetsAt) } : {}) }
-          continue // said in words by the turn's error; the runner keeps it for the task worker
-        }
-        if (event.type === "text" || event.type === "error") keep(tail, event.type === "text" ? event.text : event.message)
-        turn.onEvent(event)
-      }
-    }
-  })()
-  const err = (async () => {
-    for await (const line of lines(proc.stderr)) {
-      if (isNoise(line, adapter.stderrNoise)) continue
-      keep(errTail, line)
-      if (!STACK_LINE.test(line)) stderrReason = line.trim()
-    }
-  })()
-  await Promise.all([out, err])
+  await Promise.all([output.readStdout(proc.stdout, stream, turn.onEvent), output.readStderr(proc.stderr, adapter.stderrNoise)])
   const code = await proc.exited
   // A CLI that refuses to start (Claude Code's root check) or dies says why on stderr only: that line
   // becomes the turn's error, so the log and the block note name the reason, not just the exit code.
-  if (code !== 0 && error === undefined && stderrReason && !turn.signal.aborted) {
-    error = stderrReason
-    turn.onEvent({ type: "error", message: error })
+  if (code !== 0 && output.error === undefined && output.stderrReason && !turn.signal.aborted) {
+    output.error = output.stderrReason
+    turn.onEvent({ type: "error", message: output.error })
   }
-  const reason = error?.replace(/\s+/g, " ").trim()
+  const reason = output.error?.replace(/\s+/g, " ").trim()
   const lostSession = turn.sessionId !== undefined && adapter.canResume && code !== 0 && adapter.lostSession?.test(reason ?? "") === true
-  const limit = code !== 0 && !turn.signal.aborted ? limitOf(adapter.limits ?? [], reason, limitSaid) : undefined
-  const said = code !== 0 && reason ? [reason] : code !== 0 || !streamed ? [...tail, ...errTail].slice(-TAIL_LINES) : tail
+  const limit = code !== 0 && !turn.signal.aborted ? limitOf(adapter.limits ?? [], reason, output.limitSaid) : undefined
+  const said = code !== 0 && reason ? [reason] : code !== 0 || !output.streamed ? [...output.tail, ...output.errTail].slice(-TAIL_LINES) : output.tail
   return {
     code,
     tail: said.join("\n").trim(),
@@ -180,7 +127,76 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
     ...(reason ? { error: reason.length > 300 ? `${reason.slice(0, 299)}…` : reason } : {}),
     ...(lostSession ? { lostSession } : {}),
     ...(limit ? { limit } : {}),
-    ...(newSessionId && !named && !turn.signal.aborted ? { unconfirmed: true } : {}),
+    ...(newSessionId && !output.named && !turn.signal.aborted ? { unconfirmed: true } : {}),
+  }
+}
+
+/** A turn of the built-in `script` agent: the instructions' ```sh blocks, run one after another. */
+async function scriptTurn(turn: Turn, seconds: () => number): Promise<TurnResult> {
+  const blocks = shellBlocks(turn.script)
+  if (blocks.length === 0) {
+    turn.onEvent({ type: "text", text: "no ```sh blocks in the instructions: nothing to run" })
+    return { code: 0, tail: "", seconds: seconds() }
+  }
+  const r = await runScript(blocks, turn.cwd, turn.env, (text) => turn.onEvent({ type: "text", text }), {
+    signal: turn.signal,
+    doneMark: turn.doneMark,
+    onGroup: turn.onGroup,
+  })
+  return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
+}
+
+/**
+ * What a CLI's turn said, as it streams. Why the turn failed: the CLI's last error event, else its last stderr
+ * line that is neither noise nor a stack frame. What the turn leaves for a block note: after a failure the CLI
+ * reported, that error on one line; else the last lines of its stream, and its stderr (where CLIs print
+ * warnings, such as Codex's, and progress) only when it failed without saying why or its stream said nothing.
+ */
+class TurnOutput {
+  /** a refusal the stream reported in its own terms */
+  limitSaid: UsageLimit | undefined
+  error: string | undefined
+  stderrReason: string | undefined
+  streamed = false
+  /** the stream named the session */
+  named = false
+  readonly tail: string[] = []
+  readonly errTail: string[] = []
+
+  /** The CLI's stream, parsed into events handed on as they come. */
+  async readStdout(stdout: ReadableStream<Uint8Array>, stream: TurnStream, onEvent: Turn["onEvent"]): Promise<void> {
+    for await (const line of lines(stdout)) {
+      for (const event of stream.parse(line)) {
+        this.streamed = true
+        if (event.type === "session") this.named = true
+        if (event.type === "error") {
+          if (event.message === this.error) continue // a CLI that reports its fatal error twice (Codex)
+          this.error = event.message
+        }
+        if (event.type === "limit") {
+          this.limitSaid = { kind: event.kind, message: event.message, ...(event.resetsAt ? { resetsAt: new Date(event.resetsAt) } : {}) }
+          continue // said in words by the turn's error; the runner keeps it for the task worker
+        }
+        if (event.type === "text" || event.type === "error") keep(this.tail, event.type === "text" ? event.text : event.message)
+        onEvent(event)
+      }
+    }
+  }
+
+  async readStderr(stderr: ReadableStream<Uint8Array>, noise: readonly RegExp[] | undefined): Promise<void> {
+    for await (const line of lines(stderr)) {
+      if (isNoise(line, noise)) continue
+      keep(this.errTail, line)
+      if (!STACK_LINE.test(line)) this.stderrReason = line.trim()
+    }
+  }
+}
+
+/** Keeps the last TAIL_LINES lines of `text` in `into`. */
+function keep(into: string[], text: string): void {
+  for (const line of text.split("\n")) {
+    into.push(line)
+    if (into.length > TAIL_LINES) into.shift()
   }
 }
 

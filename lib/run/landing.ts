@@ -87,8 +87,7 @@ export class Landing {
     background: Set<Promise<unknown>>,
     opts: { fixer?: Fixer; finished?: boolean; claim?: Claim } = {},
   ): Promise<boolean> {
-    const { fixer, claim } = opts
-    let result: Verdict & { empty?: boolean }
+    const { claim } = opts
     const problem = await worktreeProblem(taskId, ws)
     if (problem) {
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
@@ -96,37 +95,11 @@ export class Landing {
       await this.journal.close(taskId)
       return false
     }
-    for (let attempt = 1; ; attempt++) {
-      if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
-      await this.pushBranch(taskId, ws)
-      result = await timed(taskId, "land", () => (this.s.store.shared ? this.remoteMerge(taskId, ws, opts.claim) : this.merge(taskId, ws)))
-      if (result.ok || result.kind === "stopped") break
-      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
-        result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
-        break
-      }
-      await this.journal.close(taskId) // what the agent does now is new work
-      this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
-      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id), fixer.tools)
-      const outcome = await fixer.fix(prompt, fixEnv(ws, result))
-      if (outcome === "stopped") return false
-      if (outcome === "gave-up") {
-        result = { ...result, reason: `${result.reason}; the agent gave up` }
-        break
-      }
-    }
+    const result = await this.mergeOrFix(taskId, title, ws, opts)
+    if (result === undefined) return false
     if (!result.ok) {
       if (result.kind === "stopped") return false // the run stops: the journal entry stays open, the next run lands it
-      this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
-      const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
-      await blockTask(
-        this.s,
-        taskId,
-        `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
-        true,
-        claim,
-      )
-      await this.journal.close(taskId)
+      await this.mergeFailed(taskId, ws, result, claim)
       return false
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
@@ -149,6 +122,60 @@ export class Landing {
       await this.journal.close(taskId)
       return false
     }
+    await this.markDone(taskId, ws, empty, background, claim)
+    return true
+  }
+
+  /**
+   * Commits and merges the branch; a failed check or a conflict goes back to the agent (`fixer`) while it may
+   * fix it, and the merge is tried again. Undefined: the run stopped while the agent was at it.
+   */
+  private async mergeOrFix(
+    taskId: string,
+    title: string,
+    ws: Workspace,
+    opts: { fixer?: Fixer; claim?: Claim },
+  ): Promise<(Verdict & { empty?: boolean }) | undefined> {
+    const { fixer } = opts
+    let result: Verdict & { empty?: boolean }
+    for (let attempt = 1; ; attempt++) {
+      if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
+      await this.pushBranch(taskId, ws)
+      result = await timed(taskId, "land", () => (this.s.store.shared ? this.remoteMerge(taskId, ws, opts.claim) : this.merge(taskId, ws)))
+      if (result.ok || result.kind === "stopped") break
+      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
+        result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
+        break
+      }
+      await this.journal.close(taskId) // what the agent does now is new work
+      this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
+      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id), fixer.tools)
+      const outcome = await fixer.fix(prompt, fixEnv(ws, result))
+      if (outcome === "stopped") return undefined
+      if (outcome === "gave-up") {
+        result = { ...result, reason: `${result.reason}; the agent gave up` }
+        break
+      }
+    }
+    return result
+  }
+
+  /** A merge that failed for good: the task is blocked with why and what to do, the target left as it was. */
+  private async mergeFailed(taskId: string, ws: Workspace, result: Extract<Verdict, { ok: false }>, claim: Claim | undefined): Promise<void> {
+    this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
+    const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
+    await blockTask(
+      this.s,
+      taskId,
+      `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
+      true,
+      claim,
+    )
+    await this.journal.close(taskId)
+  }
+
+  /** The merged task made done (with the note of an empty branch), its journal entry closed, its worktree removed later. */
+  private async markDone(taskId: string, ws: Workspace, empty: string | undefined, background: Set<Promise<unknown>>, claim: Claim | undefined): Promise<void> {
     // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
     // meanwhile must not leave merged work not done.
     await timed(taskId, "done", () =>
@@ -172,7 +199,6 @@ export class Landing {
         ),
       ).catch(() => {}),
     )
-    return true
   }
 
   /**
