@@ -15,7 +15,7 @@ import { filesUnder, planPrompt } from "../lib/plan/plan-prompt"
 import { planSkeleton } from "../lib/plan/plan-skeleton"
 import { type AgentChoice, planningAgent, requireInstalled } from "../lib/plan/planning-agent"
 import { findProject } from "../lib/cli/project"
-import { runTurn } from "../lib/run/agent-runner"
+import { runTurn } from "../lib/run/worker/agent-runner"
 import { showProgress } from "../lib/agents/agent-progress"
 
 export const meta = {

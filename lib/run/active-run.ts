@@ -2,7 +2,7 @@
 // the services its workers share. The orchestrator's steps (orchestrator.ts, scheduler.ts) read and change it.
 import { Landing } from "./landing"
 import { AgentGroups, killAgentProcesses } from "./reaper"
-import type { WorkerShared } from "./worker-task"
+import type { WorkerShared } from "./worker/worker-task"
 import type { RunSettings } from "./settings"
 import { Workspaces } from "../git/workspace"
 import { SpaceWait } from "./space-wait"

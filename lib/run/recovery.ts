@@ -25,7 +25,7 @@ import type { Indexed, Task } from "../model/task-index"
 import { FlowError } from "../cli/errors"
 import { AUTHOR, blockTask, type Landing } from "./landing"
 import { doneMark, doneMarks } from "../agents/script-agent"
-import type { WorkerShared } from "./worker-task"
+import type { WorkerShared } from "./worker/worker-task"
 import type { Workspace } from "../git/workspace"
 import type { Claim } from "../store/store"
 

@@ -3,7 +3,7 @@
 // run or says what it waits for.
 import { availableTasks } from "../graph/availability"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
-import { TaskWorker } from "./task-worker"
+import { TaskWorker } from "./worker/task-worker"
 import { isInvalidTasks } from "./tasks-wait"
 import { StoreUnreachable } from "../store/store"
 import { InvalidTasks } from "../store/tasks"

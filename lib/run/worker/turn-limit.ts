@@ -1,8 +1,8 @@
 // task_timeout (docs/RUN.md, "Time limits"): how long one agent turn may run. A stopped (SIGSTOP), hung or
 // looping agent would otherwise hold its task, and its agent, forever. Time the task's questions waited for a
 // person does not count: an agent blocked in `flow ask --wait` is waiting for someone, not stuck.
-import type { Question } from "../model/json-shapes"
-import * as clock from "../cli/clock"
+import type { Question } from "../../model/json-shapes"
+import * as clock from "../../cli/clock"
 
 export type TurnLimit = {
   /** the run's stop or the limit, whichever comes first: what the agent's process group is stopped by */

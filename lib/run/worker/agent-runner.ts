@@ -2,16 +2,16 @@
 // agent. Either way the result is the exit code, the last lines of output and the session to resume.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
-import { adapterFor } from "../agents"
-import type { AgentEvent, McpHandOver, McpServerSpec } from "../agents/types"
-import { Exit, FlowError } from "../cli/errors"
-import type { AgentConfig } from "../config/config"
-import { lines, spawnGroup } from "../cli/proc"
-import { runScript, shellBlocks } from "../agents/script-agent"
-import { matchLimit, type UsageLimit } from "../agents/limits"
-import { promptTooLong } from "../agents/prompt-limit"
-import { type Pricing, TurnStream } from "../budget/usage-meter"
-import * as clock from "../cli/clock"
+import { adapterFor } from "../../agents"
+import type { AgentEvent, McpHandOver, McpServerSpec } from "../../agents/types"
+import { Exit, FlowError } from "../../cli/errors"
+import type { AgentConfig } from "../../config/config"
+import { lines, spawnGroup } from "../../cli/proc"
+import { runScript, shellBlocks } from "../../agents/script-agent"
+import { matchLimit, type UsageLimit } from "../../agents/limits"
+import { promptTooLong } from "../../agents/prompt-limit"
+import { type Pricing, TurnStream } from "../../budget/usage-meter"
+import * as clock from "../../cli/clock"
 
 /**
  * `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line).

@@ -2,14 +2,14 @@
 // fresh session, the new part alone for a resumed one, the answers people gave, recorded as delivered).
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { adapterFor } from "../agents"
-import type { Question } from "../model/json-shapes"
-import { indexTasks, type Step } from "../model/task-index"
-import { isDiskFull } from "../store/disk-full"
-import { projectTaskPrompt } from "../prompts/project-prompt"
-import { answersPrompt } from "../prompts/prompt"
-import { sleepUnlessStopped } from "../cli/stop-sleep"
-import { untilValid } from "./tasks-wait"
+import { adapterFor } from "../../agents"
+import type { Question } from "../../model/json-shapes"
+import { indexTasks, type Step } from "../../model/task-index"
+import { isDiskFull } from "../../store/disk-full"
+import { projectTaskPrompt } from "../../prompts/project-prompt"
+import { answersPrompt } from "../../prompts/prompt"
+import { sleepUnlessStopped } from "../../cli/stop-sleep"
+import { untilValid } from "../tasks-wait"
 import type { WorkerTask } from "./worker-task"
 
 /** How often a task whose agent exited to wait looks for the answers (one indexed read of the state db). */

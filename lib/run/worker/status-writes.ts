@@ -3,10 +3,10 @@
 // `in_progress` and `done` writes arrive together; each was a write of its own, one after another under the
 // file's lock, on the path of every task (docs/PERFORMANCE.md, "Landing"). An edit that throws fails alone:
 // its batch is written again edit by edit, so one task's error never costs another its write.
-import type { Fence, TaskEdits } from "../store/store"
-import type { Change } from "../store/transitions"
-import type { RunSettings } from "./settings"
-import { untilValid } from "./tasks-wait"
+import type { Fence, TaskEdits } from "../../store/store"
+import type { Change } from "../../store/transitions"
+import type { RunSettings } from "../settings"
+import { untilValid } from "../tasks-wait"
 
 type Edit = (editor: TaskEdits) => Change[]
 type Pending = { command: string; edit: Edit; fence?: Fence; resolve: (c: Change[]) => void; reject: (e: unknown) => void }

@@ -1,16 +1,16 @@
 // One turn of a task's agent: launched in the task's worktree with its environment and session, watched by
 // the task's time limit and budget, and started again in a fresh session when its CLI lost the one resumed.
 import { join } from "node:path"
-import type { McpServerSpec } from "../agents"
-import { formatDuration } from "../cli/duration"
-import { timed } from "../cli/trace"
+import type { McpServerSpec } from "../../agents"
+import { formatDuration } from "../../cli/duration"
+import { timed } from "../../cli/trace"
 import { runTurn, type TurnResult } from "./agent-runner"
 import { forgetSession, saveSession, session, taskPrompt } from "./agent-session"
-import { RUN_ID } from "../cli/run-id"
-import { doneMark } from "../agents/script-agent"
+import { RUN_ID } from "../../cli/run-id"
+import { doneMark } from "../../agents/script-agent"
 import { turnLimit, waitingMs } from "./turn-limit"
 import type { WorkerTask } from "./worker-task"
-import * as clock from "../cli/clock"
+import * as clock from "../../cli/clock"
 
 /**
  * A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms),

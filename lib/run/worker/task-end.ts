@@ -1,17 +1,17 @@
 // The end of a task's work: a finished task landed (its agent fixing what the merge queue sends back), then
 // pushed and offered as a pull request in the background; a blocked validation task's validated tasks blocked.
 import { rmSync } from "node:fs"
-import { indexTasks, type Task } from "../model/task-index"
-import { applyStatus } from "../store/transitions"
-import { openPullRequest, pushBranch, type PublishResult } from "../git/publish"
-import type { Workspace } from "../git/workspace"
+import { indexTasks, type Task } from "../../model/task-index"
+import { applyStatus } from "../../store/transitions"
+import { openPullRequest, pushBranch, type PublishResult } from "../../git/publish"
+import type { Workspace } from "../../git/workspace"
 import { agentTurn } from "./agent-turn"
 import { continuation } from "./agent-session"
-import { isoSeconds as now } from "../cli/clock"
-import { blockTask, worktreeGone, type Fixer } from "./landing"
-import { doneMarks, shellBlocks } from "../agents/script-agent"
+import { isoSeconds as now } from "../../cli/clock"
+import { blockTask, worktreeGone, type Fixer } from "../landing"
+import { doneMarks, shellBlocks } from "../../agents/script-agent"
 import { runWhole } from "./task-steps"
-import { untilValid } from "./tasks-wait"
+import { untilValid } from "../tasks-wait"
 import type { WorkerTask } from "./worker-task"
 
 /** Lands the task (lib/run/landing.ts); once done, its push and pull request go on in the background. */
