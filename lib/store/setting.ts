@@ -109,7 +109,7 @@ async function readSettings(dir: string): Promise<{ state?: string; project?: st
   return out
 }
 
-/** flow.yaml's own error, with its position (lib/store/config.ts says it best). */
+/** flow.yaml's own error, with its position (lib/config/config.ts says it best). */
 async function explainConfig(dir: string): Promise<never> {
   const { loadConfig } = await import("../config/config")
   loadConfig(dir)
