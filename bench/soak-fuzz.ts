@@ -7,7 +7,7 @@ import { TasksEditor } from "../lib/store/task-edit"
 import { indexTasks, type TaskFile } from "../lib/model/task-index"
 import { taskLine } from "../lib/graph/task-lines"
 import { applyStatus } from "../lib/store/transitions"
-import { validateText } from "../lib/store/validate"
+import { validateText } from "../lib/validation/validate"
 
 export const BASE = `# fuzz base: comments, flow style, block strings, steps, subtasks
 tasks:

@@ -5,7 +5,7 @@
 // through validate/list/done.
 // Prints one table: case, runs, failures, lost updates. `--small` runs smaller counts (test/soak.test.ts).
 // Usage: bun bench/soak.ts [--small] [--only <case function, e.g. writers>]   (FLOW_BIN=dist/flow uses the compiled binary)
-import { chmodSync, lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
+import { chmodSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { acquire } from "../lib/store/lock"
 import { env, FULL, fillDisk, flow, flowArgv, genTasks, leftovers, project, type Row, SMALL, type Sizes, taskCount, withTmpfs } from "./soak-common"
@@ -95,7 +95,11 @@ async function brokenLocks(s: Sizes): Promise<Row> {
         mkdirSync(join(dir, ".flow"), { recursive: true })
         writeFileSync(`${target}.lock`, content)
         // Half the runs date the lock back; the others make the lock wait out its short grace period.
-        if (i % 2 === 0) utimesSync(`${target}.lock`, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000))
+        // A minute old on the file system's clock, which flow reads a lock's age on (not this process's).
+        if (i % 2 === 0) {
+          const past = new Date(statSync(`${target}.lock`).mtimeMs - 60_000)
+          utimesSync(`${target}.lock`, past, past)
+        }
         if (target.endsWith("tasks.yaml")) {
           const r = await flow(dir, ["note", "task-00001", "after a broken lock"])
           if (r.code !== 0) row.failures++

@@ -4,7 +4,8 @@ import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
 import { gitOnPath, initRepo, repoRoot } from "../lib/git/git"
-import { listed, projectFiles } from "../lib/plan/scaffold"
+import { projectFiles } from "../lib/plan/scaffold"
+import { listed } from "../lib/validation/findings"
 
 export const meta = {
   usage: "flow create <project_name>",

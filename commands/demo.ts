@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { basename, join, resolve } from "node:path"
 import { parse } from "../lib/cli/args"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig } from "../lib/config/config"
 import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
 import { check } from "../lib/cli/proc"

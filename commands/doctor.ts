@@ -3,10 +3,11 @@ import type { Ctx } from "../lib/cli/context"
 import { AGENT_NAME } from "../lib/cli/agent-name"
 import { Exit, usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { doctor, type DoctorLine } from "../lib/run/doctor"
+import { doctor } from "../lib/ops/doctor"
+import type { DoctorLine } from "../lib/worktree/command-programs"
 import { selfArgv } from "../lib/run/flow-shim"
 import { colours } from "../lib/terminal/colour"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig } from "../lib/config/config"
 
 export const meta = {
   usage: "flow doctor [--cli <cli>]",

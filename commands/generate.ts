@@ -4,14 +4,15 @@ import { parse } from "../lib/cli/args"
 import { colours } from "../lib/terminal/colour"
 import type { Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
-import { plural } from "../lib/store/findings"
+import { plural } from "../lib/validation/findings"
 import { showProgress } from "../lib/agents/agent-progress"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig } from "../lib/config/config"
 import { ENRICH_FILE, enrichPrompt, readEnrichment, type Enrichment } from "../lib/plan/enrich"
 import { generateTasks } from "../lib/plan/generate"
+import { parallelism, parallelismText } from "../lib/graph/parallelism"
 import type { PlanNote } from "../lib/plan/plan-parse"
 import { planningAgent, requireInstalled } from "../lib/plan/planning-agent"
-import { runTurn } from "../lib/run/agent-runner"
+import { runTurn } from "../lib/run/worker/agent-runner"
 import { ensureStateDir } from "../lib/store/valid-cache"
 import type { GenerateReport } from "../lib/model/json-shapes"
 import { formatNote } from "../lib/plan/plan-notes"
@@ -22,18 +23,21 @@ import { inFormOf } from "../lib/store/line-ending"
 export const meta = {
   usage: "flow generate [<plan-file>] [--enrich] [--agent <name>] [--dry-run] [--json]",
   description: `Turns plan.md (or <plan-file>) into tasks.yaml, offline and deterministically: every
-'### <n>.<m> <title>' section becomes a task in phase <n> whose id is its title in kebab-case (or the
-{#id} in the heading); its text becomes the instructions; the items under 'Acceptance:' or
-'Done when:' become acceptance_criteria; 'Depends on: 1.2, 2.1' becomes depends_on (by default a task
-depends on the last tasks of the previous phase); 'Validated by: 2.3' becomes validation_task_id; a
-'(checkpoint)' in the heading makes a checkpoint; '#### Step <k>: ...' headings become steps and
-'#### <n>.<m>.<k> <title>' headings subtasks. docs/PLANNING.md has every rule.
+'### <n>.<m> <title>' section becomes a task in phase <n> whose id is its title in kebab-case, at most 24
+characters (or the {#id} in the heading); its text becomes the instructions; the items under 'Acceptance:'
+or 'Done when:' become acceptance_criteria; 'Depends on: 1.2, 2.1' becomes depends_on; 'Files: a.ts, lib/'
+becomes files; 'Validated by: 2.3' becomes validation_task_id; a '(checkpoint)' in the heading makes a
+checkpoint; '#### Step <k>: ...' headings become steps and '#### <n>.<m>.<k> <title>' headings subtasks.
+A section without 'Depends on' waits for the previous phase's gate (its checkpoint, or the one section it
+ends in; a phase that ends in several has none, with a warning) and for a checkpoint before it in its own
+phase; a checkpoint without one waits for everything open before it. docs/PLANNING.md has every rule.
 With --enrich (or --agent <name>) an agent CLI then proposes sharper instructions and acceptance criteria
 as JSON, which flow checks and lays over the generated tasks; ids and dependencies stay the plan's.
 Generating again keeps the status, notes, times and step progress (steps matched by their text) of every
 task whose id is still there, and lists what was added, removed and kept; a ready task the plan gives a new
-dependency that is not done goes back to todo. Text that fits no section is reported with its line; an error
-in the plan (an unknown reference, a duplicate id, a cycle) stops the command before it writes anything.`,
+dependency that is not done goes back to todo. The output ends with the graph's parallelism: its critical
+path, its widest level and its edges per task. Text that fits no section is reported with its line; an
+error in the plan (an unknown reference, a duplicate id, a cycle) stops the command before it writes anything.`,
   options: {
     enrich: { type: "boolean", help: "then let the first agent CLI of flow.yaml propose better instructions and acceptance criteria" },
     agent: { type: "string", arg: "name", help: "the flow.yaml agent that proposes them (implies --enrich)" },
@@ -50,16 +54,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const shownPlan = relative(ctx.cwd, planFile) || planFile
   const store = await openStore(project)
   const shownTasks = store.shown(ctx.cwd)
-  let planText: string
-  try {
-    planText = readFileSync(planFile, "utf8")
-  } catch (e) {
-    throw new FlowError(
-      `cannot read ${shownPlan}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
-      Exit.failure,
-      "write the plan first ('flow plan' drafts it from PRD.md)",
-    )
-  }
+  const planText = readPlan(planFile, shownPlan)
   const dryRun = Boolean(values["dry-run"])
   const c = colours(ctx)
   // The agent works before the lock is taken: it may take minutes, and agents of a run may be writing.
@@ -84,6 +79,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       requeued: ok ? g.requeued : [],
       ...(proposals ? { enriched: ok ? g.enriched : [], enriched_by: proposals.agent } : {}),
       notes: g.notes,
+      ...(ok ? { parallelism: parallelism(g.tasks) } : {}),
       ...(dryRun && ok ? { text: g.text } : {}),
     }
     return { text: dryRun ? undefined : g.text, result: report }
@@ -103,17 +99,36 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       "fix the plan at the lines above and run 'flow generate' again",
     )
   }
+  printGenerated(ctx, report, dryRun, shownPlan, shownTasks)
+  return Exit.ok
+}
+
+function readPlan(planFile: string, shownPlan: string): string {
+  try {
+    return readFileSync(planFile, "utf8")
+  } catch (e) {
+    throw new FlowError(
+      `cannot read ${shownPlan}: ${(e as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (e as Error).message}`,
+      Exit.failure,
+      "write the plan first ('flow plan' drafts it from PRD.md)",
+    )
+  }
+}
+
+/** What was written (or would be, with --dry-run: the file on stdout, the summary on stderr), the changes, the parallelism. */
+function printGenerated(ctx: Ctx, report: GenerateReport, dryRun: boolean, shownPlan: string, shownTasks: string): void {
   const say = dryRun ? ctx.stderr : ctx.stdout
   if (dryRun) ctx.stdout(report.text ?? "")
   const what = `${plural(report.tasks, "task")}${report.phases ? ` in ${plural(report.phases, "phase")}` : ""} from ${shownPlan}`
   say(`${dryRun ? `Would write ${shownTasks}` : report.written ? `Wrote ${shownTasks}` : `${shownTasks} is up to date`}: ${what}\n`)
   if (report.enriched_by) say(`  enriched by ${report.enriched_by}: ${report.enriched?.length ? report.enriched.join(", ") : "no task"}\n`)
-  if (report.kept.length === 0 && report.removed.length === 0) return Exit.ok
-  if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)
-  if (report.removed.length) say(`  removed: ${report.removed.map((r) => `${r.id} (was ${r.status})`).join(", ")}\n`)
-  if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
-  if (report.requeued.length) say(`  back to todo, a new dependency is not done: ${report.requeued.join(", ")}\n`)
-  return Exit.ok
+  if (report.kept.length > 0 || report.removed.length > 0) {
+    if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)
+    if (report.removed.length) say(`  removed: ${report.removed.map((r) => `${r.id} (was ${r.status})`).join(", ")}\n`)
+    if (report.kept.length) say(`  kept with their progress: ${report.kept.join(", ")}\n`)
+    if (report.requeued.length) say(`  back to todo, a new dependency is not done: ${report.requeued.join(", ")}\n`)
+  }
+  if (report.parallelism && report.tasks > 0) say(parallelismText(report.parallelism))
 }
 
 function countTasks(tasks: readonly { subtasks?: readonly unknown[] }[]): number {

@@ -4,7 +4,8 @@ import type { Ctx } from "../lib/cli/context"
 import { FlowError, usage } from "../lib/cli/errors"
 import { gitOnPath, repoRoot } from "../lib/git/git"
 import { folderArgument } from "../lib/cli/project"
-import { addMissing, listed } from "../lib/plan/scaffold"
+import { addMissing } from "../lib/plan/scaffold"
+import { listed } from "../lib/validation/findings"
 
 export const meta = {
   usage: "flow init [<dir>]",

@@ -10,8 +10,8 @@ import { workedByMark } from "../lib/run/worked-by"
 
 export const meta = {
   usage: "flow list [<status>] [--json]",
-  description: `Prints every task, one line each: [<status>] <id> <title> (depends: <ids>), grouped by the
-phase of its top-level task, phases in ascending order, each under a header 'Phase <n>: <title>' (the
+  description: `Prints every task, one line each: [<status>] <id> <title> (depends: <ids>; past six, the first
+five and how many more), grouped by the phase of its top-level task, phases in ascending order, each under a header 'Phase <n>: <title>' (the
 title from a '## Phase <n>: <title>' heading in plan.md), tasks without a phase last under 'No phase'.
 Subtasks follow their parent, indented two spaces per level. A checkpoint's line ends in (checkpoint); a
 task a 'flow run' agent has or had ends in (working: <agent>), (stopped: <agent>) when its run is gone

@@ -3,23 +3,28 @@ import { join, relative } from "node:path"
 import { writeFileAtomic } from "../lib/store/atomic-write"
 import { parse } from "../lib/cli/args"
 import { colours, type Colours } from "../lib/terminal/colour"
-import { loadConfig } from "../lib/store/config"
+import { loadConfig } from "../lib/config/config"
 import type { Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
-import { plural } from "../lib/store/findings"
+import { plural } from "../lib/validation/findings"
 import type { RefineReport } from "../lib/model/json-shapes"
 import { filesUnder, refinePrompt } from "../lib/plan/plan-prompt"
 import { interactiveArgv, planningAgent, requireInstalled, type AgentChoice } from "../lib/plan/planning-agent"
 import { runAttached } from "../lib/cli/proc"
 import { findProject } from "../lib/cli/project"
-import { applyChanges, reviewPlan, reviewPrd, type Change, type ReviewFinding } from "../lib/plan/review"
+import { applyChanges, prdSectionMatches, renamed, reviewPrd, type Change, type ReviewFinding, type SectionMatch } from "../lib/prd/review"
+import { reviewPlan } from "../lib/plan/review-plan"
 
 export const meta = {
   usage: "flow refine [prd|plan] [--apply] [--agent <name>] [--no-agent] [--json]",
   description: `Improves PRD.md or plan.md (by default plan.md once it is not empty, else PRD.md). First an offline
-review: for the PRD, missing recommended sections, empty ones, requirements without a measurable number,
-success criteria that are not a checklist, open questions without an answer; for the plan, its shape as
-'flow generate' reads it, sections without work items, work items that name no file or component.
+review: for the PRD, missing recommended sections (headings people commonly write are taken for them:
+Non-Goals for Out of Scope, Success Metrics for Success Criteria, Core Features or User Stories for the
+requirements; the review says which it took), empty ones, requirements without a measurable number, success
+criteria that are not a checklist, open questions without an answer; for the plan, its shape as 'flow
+generate' reads it, sections without work items, work items that name no file or component, phases whose
+sections are all chained or each depend on the same several sections, and sections that may run at once
+and name the same files.
 On a terminal each finding is shown with its suggested fix, to accept, edit or skip; the accepted changes are
 written back and the previous file is kept as <file>.bak. Then, with an agent CLI in flow.yaml, the
 terminal is handed to that agent's own interactive session with a prompt to ask clarifying questions and
@@ -41,10 +46,43 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const which = positionals[0]
   if (which !== undefined && which !== "prd" && which !== "plan") throw usage(`refine what? '${which}' is neither prd nor plan`, `usage: ${meta.usage}`)
   const project = findProject(ctx)
-  const planFile = join(project.dir, "plan.md")
+  const review = reviewOf(ctx, project.dir, which)
+  const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
+  // Only the terminal session hands over; checked before the first question so no answer is lost to it.
+  const handsOver = ctx.interactive && !values.json && !values.apply
+  if (handsOver && choice.agent && interactiveArgv(choice.agent, "", project.dir))
+    requireInstalled(choice.agent, ctx.env.PATH, "add --no-agent to review without it")
+  const c = colours(ctx)
+  if (values.apply) return applyAll(ctx, review, Boolean(values.json))
+  if (values.json) {
+    ctx.stdout(`${JSON.stringify(reportOf(review.file, review.findings, review.sections), null, 2)}\n`)
+    return Exit.ok
+  }
+  if (!ctx.interactive) return printReview(ctx, review, choice, c)
+  // Interactive from here on: ctx.interactive means stdin and stdout are a terminal (a prompt would hang otherwise).
+  const clack = await import("@clack/prompts")
+  await askEach(clack, review, c)
+  return handOver(ctx, clack, choice, review.target, project.dir)
+}
+
+/** The file reviewed and its offline review: the findings, and for the PRD the headings taken for flow's sections. */
+type Review = {
+  target: Target
+  file: string
+  shown: string
+  text: string
+  findings: ReviewFinding[]
+  sections?: SectionMatch[]
+  /** "PRD.md:12: took 'Non-Goals' for Out of Scope", for each heading taken under another name, in line order */
+  took: string[]
+}
+
+/** The file to refine (`which`, else plan.md once it is not empty, else PRD.md), read and reviewed. */
+function reviewOf(ctx: Ctx, dir: string, which: string | undefined): Review {
+  const planFile = join(dir, "plan.md")
   const target: Target =
     which === "prd" ? "PRD.md" : which === "plan" ? "plan.md" : existsSync(planFile) && readFileSync(planFile, "utf8").trim() !== "" ? "plan.md" : "PRD.md"
-  const file = join(project.dir, target)
+  const file = join(dir, target)
   const shown = relative(ctx.cwd, file) || file
   if (!existsSync(file)) {
     throw new FlowError(
@@ -55,56 +93,58 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   }
   const text = readFileSync(file, "utf8")
   const findings = target === "PRD.md" ? reviewPrd(text) : reviewPlan(text)
-  const choice = planningAgent(loadConfig(project.dir), { name: values.agent, offline: values["no-agent"], offlineFlag: "--no-agent" })
-  // Only the terminal session hands over; checked before the first question so no answer is lost to it.
-  const handsOver = ctx.interactive && !values.json && !values.apply
-  if (handsOver && choice.agent && interactiveArgv(choice.agent, "", project.dir))
-    requireInstalled(choice.agent, ctx.env.PATH, "add --no-agent to review without it")
-  const c = colours(ctx)
+  // What the review took each of flow's sections to be, said where a heading has another name.
+  const sections = target === "PRD.md" ? prdSectionMatches(text) : undefined
+  const took = (sections ?? [])
+    .filter(renamed)
+    .sort((a, b) => a.line - b.line)
+    .map((m) => `${shown}:${m.line}: took '${m.heading}' for ${m.section}`)
+  return { target, file, shown, text, findings, sections, took }
+}
 
-  if (values.apply) {
-    // The flag that does the prompts' job without a terminal: every suggested change, none of the edits.
-    const changes = findings.filter((f) => f.change)
-    if (changes.length > 0) {
-      copyFileSync(file, `${file}.bak`)
-      writeFileAtomic(
-        file,
-        applyChanges(
-          text,
-          changes.map((f) => f.change!),
-        ),
-      )
-    }
-    if (values.json) {
-      ctx.stdout(`${JSON.stringify(reportOf(file, changes), null, 2)}\n`)
-      return Exit.ok
-    }
-    for (const f of changes) ctx.stdout(`applied: ${shown}${f.line ? `:${f.line}` : ""}: ${f.suggestion}\n`)
-    ctx.stdout(
-      changes.length > 0
-        ? `Wrote ${shown}: ${plural(changes.length, "change")}; the previous version is in ${shown}.bak${findings.length > changes.length ? `; ${plural(findings.length - changes.length, "finding")} need${findings.length - changes.length === 1 ? "s" : ""} a person ('flow refine' in a terminal)` : ""}\n`
-        : `${shown} is unchanged: no finding has a suggested change\n`,
+/** --apply, the flag that does the prompts' job without a terminal: every suggested change, none of the edits. */
+function applyAll(ctx: Ctx, { file, shown, text, findings, sections }: Review, json: boolean): number {
+  const changes = findings.filter((f) => f.change)
+  if (changes.length > 0) {
+    copyFileSync(file, `${file}.bak`)
+    writeFileAtomic(
+      file,
+      applyChanges(
+        text,
+        changes.map((f) => f.change!),
+      ),
     )
+  }
+  if (json) {
+    ctx.stdout(`${JSON.stringify(reportOf(file, changes, sections), null, 2)}\n`)
     return Exit.ok
   }
+  for (const f of changes) ctx.stdout(`applied: ${shown}${f.line ? `:${f.line}` : ""}: ${f.suggestion}\n`)
+  const left = findings.length - changes.length
+  ctx.stdout(
+    changes.length > 0
+      ? `Wrote ${shown}: ${plural(changes.length, "change")}; the previous version is in ${shown}.bak${left > 0 ? `; ${plural(left, "finding")} need${left === 1 ? "s" : ""} a person ('flow refine' in a terminal)` : ""}\n`
+      : `${shown} is unchanged: no finding has a suggested change\n`,
+  )
+  return Exit.ok
+}
 
-  if (values.json || !ctx.interactive) {
-    if (values.json) {
-      ctx.stdout(`${JSON.stringify(reportOf(file, findings), null, 2)}\n`)
-      return Exit.ok
-    }
-    const lines = text.replace(/\r\n?/g, "\n").split("\n")
-    ctx.stdout(`${shown}: ${findings.length === 0 ? "no findings" : plural(findings.length, "finding")}\n`)
-    for (const f of findings) ctx.stdout(`\n${describe(f, shown, lines, c)}`)
-    ctx.stdout(
-      `\nRun 'flow refine ${target === "PRD.md" ? "prd" : "plan"}' in a terminal to accept, edit or skip each finding${choice.agent ? `, then talk it over with ${choice.agent.name} (${choice.agent.cli})` : ""}.\n`,
-    )
-    return Exit.ok
-  }
+/** The review printed, without a terminal to ask on. */
+function printReview(ctx: Ctx, { target, shown, text, findings, took }: Review, choice: AgentChoice, c: Colours): number {
+  const lines = text.replace(/\r\n?/g, "\n").split("\n")
+  for (const t of took) ctx.stdout(`${t}\n`)
+  ctx.stdout(`${shown}: ${findings.length === 0 ? "no findings" : plural(findings.length, "finding")}\n`)
+  for (const f of findings) ctx.stdout(`\n${describe(f, shown, lines, c)}`)
+  ctx.stdout(
+    `\nRun 'flow refine ${target === "PRD.md" ? "prd" : "plan"}' in a terminal to accept, edit or skip each finding${choice.agent ? `, then talk it over with ${choice.agent.name} (${choice.agent.cli})` : ""}.\n`,
+  )
+  return Exit.ok
+}
 
-  // Interactive from here on: ctx.interactive means stdin and stdout are a terminal (a prompt would hang otherwise).
-  const clack = await import("@clack/prompts")
+/** Each finding asked on the terminal (accept, edit, skip, stop); the accepted changes written, a backup kept. */
+async function askEach(clack: typeof import("@clack/prompts"), { file, shown, text, findings, took }: Review, c: Colours): Promise<void> {
   clack.intro(`flow refine ${shown}`)
+  if (took.length > 0) clack.log.info(took.join("\n"))
   const accepted: Change[] = []
   const lines = text.replace(/\r\n?/g, "\n").split("\n")
   if (findings.length === 0) clack.log.success("The offline review found nothing to change.")
@@ -135,7 +175,6 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
     writeFileAtomic(file, applyChanges(text, accepted))
     clack.log.success(`Wrote ${shown}: ${plural(accepted.length, "change")}; the previous version is in ${shown}.bak`)
   } else if (findings.length > 0) clack.log.info(`${shown} is unchanged`)
-  return handOver(ctx, clack, choice, target, project.dir)
 }
 
 async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice: AgentChoice, target: Target, dir: string): Promise<number> {
@@ -166,9 +205,10 @@ async function handOver(ctx: Ctx, clack: typeof import("@clack/prompts"), choice
   return Exit.ok
 }
 
-function reportOf(file: string, findings: readonly ReviewFinding[]): RefineReport {
+function reportOf(file: string, findings: readonly ReviewFinding[], sections: SectionMatch[] | undefined): RefineReport {
   return {
     file,
+    ...(sections ? { sections } : {}),
     findings: findings.map((f) => ({
       rule: f.rule,
       line: f.line ?? null,

@@ -8,7 +8,7 @@ import { refuseUnderLiveAgent, removeTaskWorktree, taskOfWorktree } from "../lib
 import { findProject, folderArgument, type Project } from "../lib/cli/project"
 import { closest } from "../lib/cli/suggest"
 import { indexTasks } from "../lib/model/task-index"
-import { loadConfig, repoEntries } from "../lib/store/config"
+import { loadConfig, repoEntries } from "../lib/config/config"
 import { openStore } from "../lib/store/open"
 import { insideProject } from "../lib/git/workspace"
 

@@ -1,17 +1,17 @@
 import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { parse } from "../lib/cli/args"
-import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/store/config"
+import { AGENT_NAME, loadConfig, publishSettings, type AgentConfig, type FlowConfig } from "../lib/config/config"
 import { onReaderGone, STOP_SIGNALS, type Ctx } from "../lib/cli/context"
 import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
-import { doctor } from "../lib/run/doctor"
+import { doctor } from "../lib/ops/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
-import { DEFAULT_LIMIT_BACKOFF_MS } from "../lib/run/parking"
+import { DEFAULT_LIMIT_BACKOFF_MS } from "../lib/budget/parking"
 import { recordRun } from "../lib/run/record"
-import { RUN_ID } from "../lib/run/reaper"
+import { RUN_ID } from "../lib/cli/run-id"
 import { startRunLog, type RunLog } from "../lib/run/run-log"
 import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
@@ -20,23 +20,23 @@ import { indexTasks } from "../lib/model/task-index"
 import { lockSharedRun, openForRun, openStore } from "../lib/store/open"
 import { storeSetting } from "../lib/store/setting"
 import type { TaskStore } from "../lib/store/store"
-import { startTui, type Tui } from "../lib/run/tui"
-import { answerCheck } from "../lib/run/budget-answer"
+import { startTui, type Tui } from "../lib/tui/tui"
+import { answerCheck } from "../lib/budget/budget-answer"
 import { reviewCheckpoint } from "../lib/store/checkpoint-review"
 import { formatChange } from "../lib/store/transitions"
 import { Screen } from "../lib/terminal/screen"
-import type { TaskSnapshot } from "../lib/run/tui-state"
+import type { TaskSnapshot } from "../lib/tui/tui-state"
 import { orchestrate } from "../lib/run/orchestrator"
 import type { RunSettings } from "../lib/run/settings"
 import { ensureStateDir } from "../lib/store/valid-cache"
 import { tmpdir } from "node:os"
 import { basename, join, relative } from "node:path"
-import { prepareSettings } from "../lib/run/prepare"
+import { prepareSettings } from "../lib/worktree/prepare"
 import { diskFullError, isDiskFull } from "../lib/store/disk-full"
 import { parseDuration } from "../lib/cli/duration"
-import { priceOf, priceTable } from "../lib/run/prices"
-import { budgetWarnings, forecast, forecastLines } from "../lib/run/forecast"
-import { spendByTask } from "../lib/run/budget-meter"
+import { priceOf, priceTable } from "../lib/budget/prices"
+import { budgetWarnings, forecast, forecastLines } from "../lib/budget/forecast"
+import { spendByTask } from "../lib/budget/budget-meter"
 
 export const meta = {
   usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--checks <n>] [--yes] [--headless] [--dry-run]",
@@ -162,40 +162,15 @@ export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "checks"
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
 export async function startRun(ctx: Ctx, project: Project, options: StartOptions): Promise<number> {
-  let release: () => void
-  try {
-    ensureStateDir(project.stateDir)
-    release = await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
-  } catch (e) {
-    if (isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run cannot start")
-    throw new FlowError(
-      `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
-      Exit.failure,
-      "wait for it to finish, or stop it with Ctrl-C",
-    )
-  }
+  const release = await lockRun(project)
   const controller = new AbortController()
-  // A shared project: every run is a peer and shares the database's lock; only 'flow unshare' holds it alone,
-  // and a run waits for nothing: refused meanwhile (docs/FLEET.md). A lock lost with its connection and
-  // refused when taken again (an unshare took it meanwhile) stops this run.
   let releaseShared: (() => Promise<void>) | undefined
   let lost: string | undefined
   try {
-    releaseShared = await lockSharedRun(
-      project,
-      "flow run",
-      { run: RUN_ID },
-      (heldBy, machines) =>
-        new FlowError(
-          `${heldBy}: no run starts while the project moves out of the database`,
-          Exit.failure,
-          `wait for it to finish${machines.length ? ` on ${machines.join(", ")}` : ""}; then 'git pull' and see whether flow.yaml still shares the project`,
-        ),
-      (heldBy) => {
-        lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped`
-        stop()
-      },
-    )
+    releaseShared = await lockShared(project, (heldBy) => {
+      lost = `this run lost its lock when its connection to the database closed, and meanwhile ${heldBy}: this run stopped`
+      stop()
+    })
   } catch (e) {
     release()
     throw e
@@ -220,22 +195,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
   onReaderGone(readerLeft)
   const bus = new EventBus()
   const terminal = options.headless ? undefined : ctx.terminal
-  // Every line goes to the run's log file too, so the screen's run can be read afterwards (flow log).
-  let log: RunLog | undefined
-  try {
-    log = startRunLog(project)
-  } catch {
-    // A .flow that takes no new file (full, read-only) costs the log, never the run.
-  }
-  // On the screen the log lines are not printed; the last one (the summary) is, once the screen is left.
-  let summaryLine: string | undefined
-  bus.subscribe((event, at) => {
-    const line = logLine(event, at)
-    if (line === undefined) return
-    log?.write(line)
-    if (!terminal) ctx.stdout(`${line}\n`)
-    else if (event.type === "run-end") summaryLine = line
-  })
+  const { log, summaryLine } = logEvents(ctx, project, bus, terminal !== undefined)
   let db: RunState | undefined
   let screen: Screen | undefined
   const restore = () => screen?.close()
@@ -249,19 +209,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
         // (a second Ctrl-C, a crash) still gives the terminal back.
         screen = new Screen(terminal.input, terminal.output)
         process.on("exit", restore)
-        ui = startTui({
-          bus,
-          db,
-          screen,
-          colours: colours(ctx),
-          project: basename(project.dir),
-          agents: options.agents.map((a) => a.name),
-          user: answerer(ctx.env),
-          answerCheck: (id) => answerCheck(project, db!, id),
-          loadTasks: () => taskSnapshot(store),
-          stop,
-          review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
-        })
+        ui = runTui(ctx, project, options.agents, { bus, db, screen, store, stop })
       }
       writeFlowShim(project.stateDir, selfArgv())
       const summary = await orchestrate({ ...options, project, flowArgv: selfArgv(), bus, signal: controller.signal, db, store })
@@ -271,7 +219,8 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     } finally {
       ui?.close()
       process.off("exit", restore)
-      if (summaryLine !== undefined) ctx.stdout(`${summaryLine}\n`)
+      const summary = summaryLine()
+      if (summary !== undefined) ctx.stdout(`${summary}\n`)
       // The screen is gone: say where its lines are.
       if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
       await flush()
@@ -290,6 +239,86 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     await releaseShared?.()
     release()
   }
+}
+
+/** The project's run lock, taken at once or refused, naming the run that holds it. */
+async function lockRun(project: Project): Promise<() => void> {
+  try {
+    ensureStateDir(project.stateDir)
+    return await acquire(runLockTarget(project), { timeoutMs: 0, command: "flow run" })
+  } catch (e) {
+    if (isDiskFull(e)) throw diskFullError(project.stateDir, e, "flow run cannot start")
+    throw new FlowError(
+      `another 'flow run' is already working on this project (${(e as Error).message.replace(/^run is locked by /, "").replace(/; gave up.*$/, "")})`,
+      Exit.failure,
+      "wait for it to finish, or stop it with Ctrl-C",
+    )
+  }
+}
+
+/**
+ * A shared project: every run is a peer and shares the database's lock; only 'flow unshare' holds it alone,
+ * and a run waits for nothing: refused meanwhile (docs/FLEET.md). A lock lost with its connection and
+ * refused when taken again (an unshare took it meanwhile) stops this run (`onLost`).
+ */
+function lockShared(project: Project, onLost: (heldBy: string) => void): Promise<(() => Promise<void>) | undefined> {
+  return lockSharedRun(
+    project,
+    "flow run",
+    { run: RUN_ID },
+    (heldBy, machines) =>
+      new FlowError(
+        `${heldBy}: no run starts while the project moves out of the database`,
+        Exit.failure,
+        `wait for it to finish${machines.length ? ` on ${machines.join(", ")}` : ""}; then 'git pull' and see whether flow.yaml still shares the project`,
+      ),
+    onLost,
+  )
+}
+
+/**
+ * Every line goes to the run's log file too, so the screen's run can be read afterwards (flow log). On the
+ * screen the log lines are not printed; the last one (the summary) is, once the screen is left.
+ */
+function logEvents(ctx: Ctx, project: Project, bus: EventBus, onScreen: boolean): { log?: RunLog; summaryLine: () => string | undefined } {
+  let log: RunLog | undefined
+  try {
+    log = startRunLog(project)
+  } catch {
+    // A .flow that takes no new file (full, read-only) costs the log, never the run.
+  }
+  let summaryLine: string | undefined
+  bus.subscribe((event, at) => {
+    const line = logLine(event, at)
+    if (line === undefined) return
+    log?.write(line)
+    if (!onScreen) ctx.stdout(`${line}\n`)
+    else if (event.type === "run-end") summaryLine = line
+  })
+  return { log, summaryLine: () => summaryLine }
+}
+
+/** The run's terminal UI on `screen`: its keys answer questions and review checkpoints as the commands do. */
+function runTui(
+  ctx: Ctx,
+  project: Project,
+  agents: AgentConfig[],
+  run: { bus: EventBus; db: RunState; screen: Screen; store: TaskStore; stop: () => void },
+): Tui {
+  const { bus, db, screen, store, stop } = run
+  return startTui({
+    bus,
+    db,
+    screen,
+    colours: colours(ctx),
+    project: basename(project.dir),
+    agents: agents.map((a) => a.name),
+    user: answerer(ctx.env),
+    answerCheck: (id) => answerCheck(project, db, id),
+    loadTasks: () => taskSnapshot(store),
+    stop,
+    review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
+  })
 }
 
 /** `flow run --dry-run`: who would work and what the rest may cost; nothing is started, no file is written. */

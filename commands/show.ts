@@ -7,9 +7,9 @@ import type { Indexed } from "../lib/model/task-index"
 import { taskLine } from "../lib/graph/task-lines"
 import { stepTitle } from "../lib/graph/step-title"
 import { showTask } from "../lib/ops/read"
-import { usageText } from "../lib/run/usage"
+import { usageText } from "../lib/budget/usage"
 import { workedByText } from "../lib/run/worked-by"
-import { budgetText } from "../lib/run/budget-report"
+import { budgetText } from "../lib/budget/budget-report"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",

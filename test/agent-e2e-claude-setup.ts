@@ -1,6 +1,7 @@
 // How a Claude Code user points it at a provider: shared by the Claude Code end-to-end tests.
 import { join } from "node:path"
 import { type CliSetup, writeJson } from "./agent-e2e"
+import { CLAUDE_CLOCK } from "./agent-clis/installed"
 
 export const claude: CliSetup = {
   cli: "claude",
@@ -16,11 +17,7 @@ export const claude: CliSetup = {
         CLAUDE_CODE_MAX_RETRIES: "1",
       },
     })
-    // CI's unit pass preloads libfaketime (a year ahead) into every process. Claude Code cannot open the
-    // semaphore libfaketime shares between processes and prints an error into its output, which flow rightly
-    // logs; so flow and Claude Code run on the real clock here (an empty LD_PRELOAD loads nothing). These
-    // tests are about the CLI, not the date.
-    return { LD_PRELOAD: "" }
+    return { ...CLAUDE_CLOCK }
   },
   authError: "Invalid API key · Fix external API key",
 }

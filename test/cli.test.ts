@@ -20,6 +20,8 @@ function jsonError(stderr: string): ErrorReport {
 }
 
 const VALID = "tasks:\n  - {id: first, title: First, status: todo, instructions: x}\n"
+/** What validate prints after its summary for VALID: the parallelism of its one task. */
+const VALID_REPORT = "Parallelism:\n  critical path: 1 task (first)\n  widest level: 1 task can run at once\n  edges: 0 for 1 task (0 per task)\n"
 const INVALID = "tasks:\n  - {id: first, title: First, status: todo, instructions: x, depends_on: [missing-task]}\n"
 const NO_PROJECT_HINT = "hint: run 'flow create <name>' to start a project, or pass -C <dir> (or set FLOW_PROJECT) to point at one\n"
 
@@ -125,10 +127,13 @@ test.concurrent("an unknown command suggests the closest one and exits 2", async
 
 test.concurrent("-C <dir> runs the command as if started in <dir>; -C twice goes relative to the first", async () => {
   await using dir = await tempRepo({ "proj/tasks.yaml": VALID, "proj/sub/.keep": "" })
-  const ok = { code: 0, stdout: "tasks.yaml: 1 task checked\n0 errors, 0 warnings\n", stderr: "" }
+  const ok = { code: 0, stdout: `tasks.yaml: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}`, stderr: "" }
   expect(await flow(dir.path, ["-C", "proj", "validate"])).toEqual(ok)
   expect(await flow(dir.path, ["-C", dir.file("proj"), "validate"])).toEqual(ok)
-  expect(await flow(dir.path, ["-C", "proj", "-C", "sub", "validate"])).toEqual({ ...ok, stdout: "../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n" })
+  expect(await flow(dir.path, ["-C", "proj", "-C", "sub", "validate"])).toEqual({
+    ...ok,
+    stdout: `../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}`,
+  })
 })
 
 test.concurrent("-C with a missing folder, a file, or no folder at all is a usage error", async () => {
@@ -157,7 +162,7 @@ test.concurrent("the project is the nearest folder above holding tasks.yaml or P
   await using dir = await tempRepo({ "tasks.yaml": INVALID, "inner/PRD.md": "# inner\n", "inner/tasks.yaml": VALID, "inner/a/b/.keep": "" })
   expect(await flow(dir.file("inner/a/b"), ["validate"])).toEqual({
     code: 0,
-    stdout: "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n",
+    stdout: `../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}`,
     stderr: "",
   })
   // A folder with only PRD.md is a project too: the search stops there instead of going on to the outer tasks.yaml.
@@ -173,7 +178,7 @@ test.concurrent("FLOW_PROJECT overrides discovery, relative to the working direc
   await using here = await tempRepo({ "tasks.yaml": INVALID })
   await using there = await tempRepo({ "tasks.yaml": VALID })
   const shown = relative(realpathSync(here.path), join(realpathSync(there.path), "tasks.yaml"))
-  const ok = { code: 0, stdout: `${shown}: 1 task checked\n0 errors, 0 warnings\n`, stderr: "" }
+  const ok = { code: 0, stdout: `${shown}: 1 task checked\n0 errors, 0 warnings\n${VALID_REPORT}`, stderr: "" }
   expect(await flow(here.path, ["validate"], { env: { FLOW_PROJECT: there.path } })).toEqual(ok)
   expect(await flow(here.path, ["validate"], { env: { FLOW_PROJECT: relative(here.path, there.path) } })).toEqual(ok)
   // An empty FLOW_PROJECT is the same as none.

@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { AgentConfig, CopyConfig, FlowConfig, loadConfig, PortsConfig, repoEntries, VerifyConfig } from "../lib/store/config"
+import { AgentConfig, CopyConfig, FlowConfig, loadConfig, PortsConfig, repoEntries, VerifyConfig } from "../lib/config/config"
 import { flow, ROOT, tasksYaml, tempRepo } from "./helpers"
 
 const REFERENCE = readFileSync(join(ROOT, "lib/templates/flow.yaml"), "utf8")

@@ -188,7 +188,8 @@ test.concurrent("the new project is found from a subfolder: validate reports its
   dir.write("shop/tasks.yaml", "tasks:\n  - {id: first, title: First, status: todo, instructions: x}\n")
   expect(await flow(dir.file("shop/src/deep"), ["validate"])).toEqual({
     code: 0,
-    stdout: "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\n",
+    stdout:
+      "../../tasks.yaml: 1 task checked\n0 errors, 0 warnings\nParallelism:\n  critical path: 1 task (first)\n  widest level: 1 task can run at once\n  edges: 0 for 1 task (0 per task)\n",
     stderr: "",
   })
 })

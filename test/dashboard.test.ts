@@ -87,7 +87,7 @@ test.concurrent("piped, it prints one snapshot without escape codes, cut nowhere
   expect(r).toEqual({
     code: 0,
     stderr: "",
-    stdout: `flow dashboard: ${basename(repo.path)}  at 10:00:00
+    stdout: `flow dashboard: ${basename(repo.path)}  at ${new Date(NOW).toTimeString().slice(0, 8)}
 
 Tasks: 10 total, 30% done  ██████░░░░░░░░░░░░░░
   todo 2  ready_for_agent 1  assigned 1  in_progress 2  done 3  blocked 1

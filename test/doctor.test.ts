@@ -4,7 +4,7 @@ import { expect, test } from "bun:test"
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { programsOf } from "../lib/run/shell-programs"
+import { programsOf } from "../lib/worktree/shell-programs"
 import { flow, git, ROOT, snapshot, tasksYaml, tempRepo } from "./helpers"
 
 const TASKS = tasksYaml([{ id: "a", title: "A", status: "todo", instructions: "```sh\necho a > a.txt\n```" }])

@@ -1,4 +1,4 @@
-// What `flow run` gives an agent CLI with `mcp: true` (lib/agents/*.ts `mcp`, lib/run/agent-runner.ts), checked
+// What `flow run` gives an agent CLI with `mcp: true` (lib/agents/*.ts `mcp`, lib/run/worker/agent-runner.ts), checked
 // by the real CLIs of test/agent-clis: each lists flow's server from the arguments, environment and files flow
 // hands it, and Gemini CLI and OpenCode start it and connect. Claude Code's is driven end to end in
 // test/mcp-agent-claude.test.ts.
@@ -8,9 +8,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { adapterFor, MCP_CLIS } from "../lib/agents"
 import { indexTasks, type TaskFile } from "../lib/model/task-index"
-import { mcpHandOver } from "../lib/run/agent-runner"
-import { budgetNote } from "../lib/run/budget-gate"
-import { stepPrompt, taskPrompt } from "../lib/run/prompt"
+import { mcpHandOver } from "../lib/run/worker/agent-runner"
+import { budgetNote } from "../lib/budget/budget-gate"
+import { stepPrompt, taskPrompt } from "../lib/prompts/prompt"
 import { writeFlowShim } from "../lib/run/flow-shim"
 import { CLIS_BIN, ensureAgentClis } from "./agent-clis/installed"
 import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"

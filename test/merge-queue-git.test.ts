@@ -1,5 +1,5 @@
 // The merge queue's git plumbing (lib/git/git.ts) on real repositories, the trimming of a check's output
-// (lib/landing/verify.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
+// (lib/worktree/command.ts), flow.yaml's `verify` refused when it is ambiguous, and the queue on the run screen.
 import { expect, test } from "bun:test"
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -10,8 +10,9 @@ import { recoverMoves } from "../lib/landing/move-recovery"
 import { makeMergeCommit, revParse as revParseAll } from "../lib/git/git"
 import { MoveJournal } from "../lib/landing/merge-journal"
 import { openState } from "../lib/state/state"
-import { RunView } from "../lib/run/tui-state"
-import { checkResolver, trimOutput } from "../lib/landing/verify"
+import { RunView } from "../lib/tui/tui-state"
+import { checkResolver } from "../lib/landing/verify"
+import { trimOutput } from "../lib/worktree/command"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const ID = { name: "flow", email: "flow@localhost" }
@@ -279,13 +280,14 @@ test.concurrent("two verify entries for one repository are refused with exit 3",
 test("the run screen shows a task's place in the merge queue as its pane's state, until it lands or goes back to its agent", () => {
   const view = new RunView("p", ["a-1"], 0)
   const pane = view.panes.get("a-1")!
-  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, new Date(0))
+  const MIDNIGHT = new Date(2026, 0, 1) // in the zone the test runs in: the log's stamps are local time
+  view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, MIDNIGHT)
   expect(view.stateOf(pane)).toBe("running")
-  view.apply({ type: "queue", taskId: "t", target: "main", state: "checking", position: 2 }, new Date(0))
+  view.apply({ type: "queue", taskId: "t", target: "main", state: "checking", position: 2 }, MIDNIGHT)
   expect(view.stateOf(pane)).toBe("queue main #2 checking")
-  view.apply({ type: "queue", taskId: "t", target: "main", state: "failed", position: 1, reason: "the check failed (exit 1)" }, new Date(0))
+  view.apply({ type: "queue", taskId: "t", target: "main", state: "failed", position: 1, reason: "the check failed (exit 1)" }, MIDNIGHT)
   expect(view.log.at(-1)).toBe("00:00:00 t: queue main #1 failed (the check failed (exit 1))")
-  view.apply({ type: "fix", taskId: "t", attempt: 1, of: 2, kind: "check", reason: "the check failed (exit 1)" }, new Date(0))
+  view.apply({ type: "fix", taskId: "t", attempt: 1, of: 2, kind: "check", reason: "the check failed (exit 1)" }, MIDNIGHT)
   expect(view.stateOf(pane)).toBe("running")
 })
 

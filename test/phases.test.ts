@@ -26,7 +26,12 @@ tasks:
 
 test.concurrent("a hand-written tasks.yaml names its phases; validate accepts it, list, show and the view show the titles", async () => {
   await using dir = await tempRepo({ "tasks.yaml": HAND_WRITTEN })
-  expect(await flow(dir.path, ["validate"])).toEqual({ code: 0, stdout: "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\n", stderr: "" })
+  expect(await flow(dir.path, ["validate"])).toEqual({
+    code: 0,
+    stdout:
+      "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\nParallelism:\n  critical path: 2 tasks (setup → api)\n  widest level: 1 task can run at once\n  edges: 1 for 2 tasks (0.5 per task)\n",
+    stderr: "",
+  })
   expect(await flow(dir.path, ["list"])).toEqual({
     code: 0,
     stderr: "",
@@ -93,6 +98,10 @@ WARNING: Phase 1 is listed twice in 'phases' (entries #1 and #3)
 
 tasks.yaml: 1 task checked
 0 errors, 2 warnings
+Parallelism:
+  critical path: 1 task (a)
+  widest level: 1 task can run at once
+  edges: 0 for 1 task (0 per task)
 `,
   })
   // The first title is the one shown.
@@ -103,5 +112,10 @@ test.concurrent("a phase a subtask has counts as used", async () => {
   const yaml =
     "phases:\n  - number: 3\n    title: Late\ntasks:\n  - id: a\n    title: A\n    status: todo\n    instructions: x\n    subtasks:\n      - {id: b, title: B, status: todo, phase: 3, instructions: y}\n"
   await using dir = await tempRepo({ "tasks.yaml": yaml })
-  expect(await flow(dir.path, ["validate"])).toEqual({ code: 0, stderr: "", stdout: "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\n" })
+  expect(await flow(dir.path, ["validate"])).toEqual({
+    code: 0,
+    stderr: "",
+    stdout:
+      "tasks.yaml: 2 tasks checked\n0 errors, 0 warnings\nParallelism:\n  critical path: 1 task (b)\n  widest level: 1 task can run at once\n  edges: 0 for 2 tasks (0 per task)\n",
+  })
 })

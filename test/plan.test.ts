@@ -30,31 +30,27 @@ function fakeClaude(dir: TempDir, env: Record<string, string> = {}) {
 
 const writes = (file: string) => ({ FAKE_AGENT_COMMANDS: JSON.stringify([["cp", join(ROOT, "test", "fixtures", file), "plan.md"]]) })
 
-test.concurrent("offline, the PRD template of flow create gives a skeleton with placeholders, and says what the PRD lacks", async () => {
+test.concurrent("offline, the PRD template of flow create is refused with what to write: no placeholder becomes a task", async () => {
   const parent = await tempRepo()
   await using _ = parent
   expect((await flow(parent.path, ["create", "shop"])).code).toBe(0)
   const dir = join(parent.path, "shop")
   const r = await flow(dir, ["plan"])
   expect(r).toEqual({
-    code: 0,
-    stdout: `Wrote plan.md offline, a skeleton from PRD.md's requirements (no agent is configured in flow.yaml): 3 phases, 3 sections
-Next: name the files and components of each section ('flow refine plan' helps), then 'flow generate'
-`,
-    stderr: `PRD.md:11: warning: PRD.md lists no items under 'Functional Requirements': its phase has a placeholder section
-  hint: write each requirement as a list item under its heading
-PRD.md:14: warning: PRD.md lists no items under 'Non-Functional Requirements': its phase has a placeholder section
-  hint: write each requirement as a list item under its heading
-PRD.md:20: warning: PRD.md lists no success criteria
-  hint: write them as a checklist: '- [ ] all FR items pass their acceptance tests'
+    code: 1,
+    stdout: "",
+    stderr: `PRD.md:11: warning: PRD.md lists nothing under 'Functional Requirements': it gives no section
+  hint: write each requirement as a list item, or each feature as a heading with its work under it
+PRD.md:14: warning: PRD.md lists nothing under 'Non-Functional Requirements': it gives no section
+  hint: write each requirement as a list item, or each feature as a heading with its work under it
+error: PRD.md has no requirement flow can read: no plan was written
+hint: write each feature as a heading under '## Requirements' or '## Core Features' with its work as a list under it (or each requirement as an item such as '- FR-1: ...'), then run 'flow plan' again
 `,
   })
-  expect(readFileSync(join(dir, "plan.md"), "utf8")).toBe(fixture("skeletons/create-template.plan.md"))
-  // The skeleton is a plan generate reads without a note.
-  expect(await flow(dir, ["generate"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 3 tasks in 3 phases from plan.md\n", stderr: "" })
+  expect(readFileSync(join(dir, "plan.md"), "utf8")).toBe("")
 })
 
-test.concurrent("offline, a phase per requirement group, a section per requirement, the success criteria as the last checks", async () => {
+test.concurrent("offline, a phase per requirement group, a section per labelled requirement, the success criteria as the last checks", async () => {
   await using dir = await tempRepo({ "PRD.md": fixture("skeletons/grouped.PRD.md"), "plan.md": "\n" })
   const r = await flow(dir.path, ["plan", "--offline"])
   expect(r).toEqual({
@@ -70,16 +66,23 @@ Next: name the files and components of each section ('flow refine plan' helps), 
   expect(JSON.parse(g.stdout).tasks).toBe(6)
 })
 
-test.concurrent("offline, items right under Requirements are a phase of their own, and PRD lines that read like labels cannot become them", async () => {
+test.concurrent("offline, plain bullets right under Requirements are one section, and PRD lines that read like labels cannot become labels", async () => {
   await using dir = await tempRepo({ "PRD.md": fixture("skeletons/loose.PRD.md") })
   const r = await flow(dir.path, ["plan", "--offline"])
   expect({ code: r.code, stderr: r.stderr, first: r.stdout.split("\n")[0] }).toEqual({
     code: 0,
-    stderr: "",
-    first: "Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 4 phases, 6 sections",
+    stderr: `PRD.md:5: warning: 'Requirements' depends on 'the billing provider's webhook API', which names no feature of PRD.md: the plan does not wait for it
+  hint: name the feature by its number, label or title ('Depends on: Feature 2', 'Dependencies: REQ-004')
+`,
+    first: "Wrote plan.md offline, a skeleton from PRD.md's requirements (--offline): 4 phases, 5 sections",
   })
   expect(dir.read("plan.md")).toBe(fixture("skeletons/loose.plan.md"))
-  expect(await flow(dir.path, ["generate"])).toEqual({ code: 0, stdout: "Wrote tasks.yaml: 6 tasks in 4 phases from plan.md\n", stderr: "" })
+  const g = await flow(dir.path, ["generate"])
+  expect({ code: g.code, stdout: g.stdout.split("\n")[0], stderr: g.stderr }).toEqual({
+    code: 0,
+    stdout: "Wrote tasks.yaml: 5 tasks in 4 phases from plan.md",
+    stderr: "",
+  })
 })
 
 test.concurrent("a plan.md that is not empty is replaced only with --force, and kept as plan.md.bak", async () => {
@@ -123,6 +126,10 @@ test.concurrent("with an agent configured, the agent writes plan.md from a promp
   )
   expect(prompt).toContain("### 1.1 <section title>")
   expect(prompt).toContain("'Depends on: <n>.<m>, ...'")
+  // Both lines per section, with why: parallel agents, and conflicts the merge queue can see coming.
+  expect(prompt).toContain("Give every section a 'Depends on: <n>.<m>, ...' line naming only the sections whose work it really\n  needs")
+  expect(prompt).toContain("Give every section a 'Files:' line naming the files and folders it will touch.")
+  expect(prompt).toContain("Files: <the files and folders it touches, separated by commas>")
 })
 
 test.concurrent("the agent's plan is checked as generate reads it: what is off is reported with plan.md lines", async () => {

@@ -1,10 +1,10 @@
-// Blocks of free TCP ports for tasks (lib/run/ports.ts): consecutive, free on the machine when handed out,
+// Blocks of free TCP ports for tasks (lib/worktree/ports.ts): consecutive, free on the machine when handed out,
 // never held by two at once, a dead holder's lock taken over.
 import { expect, test } from "bun:test"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
-import { bindable, leasePorts, portEnv } from "../lib/run/ports"
+import { bindable, leasePorts, portEnv } from "../lib/worktree/ports"
 
 /** A temp folder of port locks, and a stretch of ports that are free now (above what the runs' tests use). */
 function setup(length: number) {

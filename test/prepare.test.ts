@@ -6,7 +6,7 @@ import { expect, test } from "bun:test"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { bindable, PORT_RANGE } from "../lib/run/ports"
+import { bindable, PORT_RANGE } from "../lib/worktree/ports"
 import { background, flow, git, tasksYaml, tempRepo, until } from "./helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``

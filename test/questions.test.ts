@@ -7,7 +7,7 @@ import { type } from "arktype"
 import { parseDuration } from "../lib/cli/duration"
 import { ErrorReport, QuestionsReport } from "../lib/model/json-shapes"
 import { projectAt } from "../lib/cli/project"
-import { budgetKind, budgetQuestion } from "../lib/run/budget"
+import { budgetKind, budgetQuestion } from "../lib/budget/budget"
 import { openState } from "../lib/state/state"
 import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"
 

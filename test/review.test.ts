@@ -1,10 +1,11 @@
 // The pure parts of refine and plan, in-process: applying changes, what counts as naming a file, Markdown
 // lists, the skeleton's section titles, and the plan review's reading of labels and code blocks.
 import { expect, test } from "bun:test"
-import { listItems } from "../lib/plan/markdown-outline"
+import { listItems } from "../lib/markdown/markdown-outline"
 import { planSkeleton } from "../lib/plan/plan-skeleton"
-import { applyChanges, namesAThing, reviewPlan, reviewPrd } from "../lib/plan/review"
-import type { AgentConfig } from "../lib/store/config"
+import { applyChanges, prdSectionMatches, reviewPrd } from "../lib/prd/review"
+import { namesAThing, reviewPlan } from "../lib/plan/review-plan"
+import type { AgentConfig } from "../lib/config/config"
 import { interactiveArgv } from "../lib/plan/planning-agent"
 import { planPrompt } from "../lib/plan/plan-prompt"
 
@@ -43,10 +44,10 @@ test("list items: bullets, numbers and checkboxes; wrapped text joined; nested l
 
 test("the skeleton's section titles drop requirement labels and keep the first clause", () => {
   const prd =
-    "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- `bin/x` prints the version. It is fast\n"
+    "# P\n\n## Requirements\n- FR-1: a user can log in with e-mail; no passwords stored\n- **NFR-2**: p95 under 300 ms\n- R3: `bin/x` prints the version. It is fast\n"
   expect(
     planSkeleton(prd)
-      .text.split("\n")
+      .text!.split("\n")
       .filter((l) => l.startsWith("### ")),
   ).toEqual([
     "### 1.1 A user can log in with e-mail",
@@ -124,16 +125,20 @@ test("a plan without its title is told so at line 1", () => {
 test("requirements written as headings with prose under them are sections of the skeleton", () => {
   const prd =
     "# P\n\n## Requirements\n\n### Functional Requirements\n\n#### FR-1: Export\nA user exports a month as CSV in 2 s.\n\n#### FR-2: Import\nThe export reads back.\n"
-  expect(planSkeleton(prd).text.split("\n").slice(4, 13)).toEqual([
+  expect(planSkeleton(prd).text!.split("\n").slice(4, 17)).toEqual([
     "## Phase 1: Functional Requirements",
     "",
     "### 1.1 Export",
-    "- FR-1: Export",
-    "  A user exports a month as CSV in 2 s.",
+    "Depends on: none",
+    "FR-1: Export",
+    "",
+    "A user exports a month as CSV in 2 s.",
     "",
     "### 1.2 Import",
-    "- FR-2: Import",
-    "  The export reads back.",
+    "Depends on: none",
+    "FR-2: Import",
+    "",
+    "The export reads back.",
   ])
 })
 
@@ -151,7 +156,7 @@ test("headings inside a multi-line HTML comment of the PRD are not requirement g
   const prd = "# P\n\n## Requirements\n<!--\n### Example group\n- an example item\n-->\n- FR-1: export in 2 s\n"
   expect(
     planSkeleton(prd)
-      .text.split("\n")
+      .text!.split("\n")
       .filter((l) => l.startsWith("#")),
   ).toEqual([
     "# Implementation Plan",
@@ -204,4 +209,113 @@ test("an edit starts from the line's text, and a typed list mark, checkbox or 'A
   expect(lines("unmeasurable-requirement", "FR-2: under 2 s")).toEqual(["2. FR-2: under 2 s"])
   expect(lines("criteria-not-checklist", "- [ ] signs off in a week")).toEqual(["  - [ ] signs off in a week"])
   expect(lines("unanswered-question", "- Answer: EUR")).toEqual(["  - Answer: EUR"])
+})
+
+test("the plan review flags a phase that is all chained, one whose sections all depend on the same several, and sections that may run at once over the same files", () => {
+  const plan = `# Implementation Plan
+
+## Phase 1: Base
+### 1.1 Schema
+Depends on: none
+Files: db/schema.sql
+- the tables
+
+### 1.2 Seed
+Depends on: none
+Files: db/seed.sql
+- the rows
+
+### 1.3 Fixtures
+Depends on: none
+Files: db/
+- the fixtures
+
+## Phase 2: Chain
+### 2.1 Parse
+Depends on: 1.1, 1.2, 1.3
+Files: \`src/parse.ts\`
+- parse
+
+### 2.2 Check
+Depends on: 2.1
+Files: src/check.ts
+- check
+
+### 2.3 Emit
+Depends on: 2.2
+Files: src/emit.ts
+- emit
+
+## Phase 3: Fan
+### 3.1 Export
+Depends on: 1.1, 1.2, 1.3
+Files: src/export/*.ts
+- export
+
+### 3.2 Import
+Depends on: 1.1, 1.2, 1.3
+Files: src/export/csv.ts
+- import
+`
+  expect(reviewPlan(plan).map((f) => ({ rule: f.rule, line: f.line, message: f.message }))).toEqual([
+    {
+      rule: "files-overlap",
+      line: 14,
+      message: "'fixtures' and 'schema' may run at the same time and both touch 'db/schema.sql': their merges are likely to conflict",
+    },
+    {
+      rule: "files-overlap",
+      line: 14,
+      message: "'fixtures' and 'seed' may run at the same time and both touch 'db/seed.sql': their merges are likely to conflict",
+    },
+    { rule: "chained-phase", line: 19, message: "the 3 sections of phase 2 are all chained: only one of them can run at a time" },
+    {
+      rule: "all-to-all-phase",
+      line: 35,
+      message: "each of the 2 sections of phase 3 depends on the same 3 sections (fixtures, schema, seed): 6 edges where one gate would do",
+    },
+    {
+      rule: "files-overlap",
+      line: 41,
+      message: "'import' and 'export' may run at the same time and both touch 'src/export/*.ts': their merges are likely to conflict",
+    },
+  ])
+})
+
+test("the PRD review takes the sections people name otherwise for flow's, and numbered and tagged headings are read as headings", () => {
+  const prd = `<context>
+# Shop: Product Requirements Document
+
+## 1. Project Overview
+A shop.
+
+## 2. Non-Goals
+- Marketplaces: one seller only.
+
+## 3. Core Features
+### 3.1 Cart
+- \`src/cart.ts\`
+</context>
+<PRD>
+## 4. Success Metrics
+- [ ] checkout under 2 s
+
+## 5. Open Questions
+- Which payment provider? Decided: Stripe.
+</PRD>
+`
+  expect(prdSectionMatches(prd)).toEqual([
+    { section: "Overview", heading: "1. Project Overview", line: 4 },
+    { section: "Requirements", heading: "3. Core Features", line: 10 },
+    { section: "Functional Requirements", heading: "3. Core Features", line: 10 },
+    { section: "Success Criteria", heading: "4. Success Metrics", line: 15 },
+    { section: "Out of Scope", heading: "2. Non-Goals", line: 7 },
+    { section: "Open Questions", heading: "5. Open Questions", line: 18 },
+  ])
+  // Only what no heading stands for is missing; new sections go in at the chapter level.
+  expect(reviewPrd(prd).map((f) => f.suggestion)).toEqual([
+    "add '## Problem Statement'",
+    "add '## Non-Functional Requirements'",
+    "add '## Technical Constraints'",
+  ])
 })

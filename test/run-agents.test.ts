@@ -97,27 +97,19 @@ test.concurrent("claude: an agent that asks without --wait and exits is resumed 
     "tasks.yaml": "tasks:\n  - id: db\n    title: Pick a database\n    status: todo\n    instructions: Ask which database.\n",
   })
   const fake = fakeAgents(dir, "claude", { FAKE_AGENT_FOLLOW_PROMPT: "1", FAKE_AGENT_ASK_AND_EXIT: "Postgres or SQLite?" })
-  const proc = Bun.spawn([...flowArgv(), "run", "--agents", "1", "--cli", "claude"], {
-    cwd: dir.path,
-    env: { ...process.env, ...fake.env, NO_COLOR: "1" },
-    stdout: "pipe",
-    stderr: "pipe",
-  })
-  const stdout = new Response(proc.stdout).text()
-  let questions = ""
-  for (let i = 0; i < 300 && !questions.includes("q-1"); i++) {
-    await Bun.sleep(100)
-    questions = (await flow(dir.path, ["questions"])).stdout
-  }
+  const run = background(dir.path, ["run", "--agents", "1", "--cli", "claude"], fake.env)
+  // The answer must come after the run has seen its agent exit with the question open: answered earlier, the
+  // run would rightly resume at once, with no wait to report (under load the agent's exit can take a while).
+  await run.waitFor("db: waiting for the answer to q-1 before the agent goes on: 'flow answer q-1 <text>'\n")
+  const questions = (await flow(dir.path, ["questions"])).stdout
   expect(questions).toMatch(/^q-1 {2}task: db {2}agent: claude-1 {2}asked \d+s ago\n {2}Postgres or SQLite\?\n/)
-  await Bun.sleep(300) // the run is waiting now, not retrying or blocking
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ db: "in_progress" })
+  expect(fake.launches()).toHaveLength(1) // waiting, not retrying
   expect((await flow(dir.path, ["answer", "q-1", "SQLite, in .data/app.db"])).code).toBe(0)
-  expect(await proc.exited).toBe(0)
-  const out = await stdout
-  expect(out).toContain("db: waiting for the answer to q-1 before the agent goes on: 'flow answer q-1 <text>'\n")
-  expect(out).toContain("db: q-1 answered; resuming the session\n")
-  expect(out).not.toContain("retry")
+  const end = await run.done()
+  expect(end.code).toBe(0)
+  expect(end.stdout).toContain("db: q-1 answered; resuming the session\n")
+  expect(end.stdout).not.toContain("retry")
   const [first, second] = fake.launches()
   expect(second).toMatchObject({ resumed: true, sessionId: first.sessionId })
   expect(second.prompt).toStartWith(

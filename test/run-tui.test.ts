@@ -7,8 +7,8 @@ import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { createColors } from "picocolors"
 import { Screen, parseKeys, sanitize, truncate, textWidth, type TtyInput, type TtyOutput } from "../lib/terminal/screen"
-import { renderRun, shareHeight } from "../lib/run/tui"
-import { RunView } from "../lib/run/tui-state"
+import { renderRun, shareHeight } from "../lib/tui/tui"
+import { RunView } from "../lib/tui/tui-state"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 import { terminal } from "./terminal"
 
@@ -222,7 +222,8 @@ test("the screen rewrites only the rows that changed and gives the terminal back
 
 test("a setup's lines go to its agent's pane, its end and what was prepared to the footer; a teardown's lines to neither pane", () => {
   const view = new RunView("p", ["a-1"], 0)
-  const at = new Date(0)
+  // Midnight in the zone the test runs in: the log's stamps are local time (docs/CLI.md, "Time").
+  const at = new Date(2026, 0, 1)
   view.apply({ type: "task-start", taskId: "t", agent: "a-1", branch: "flow/t", worktree: "/w", resumed: false }, at)
   view.apply({ type: "prepared", taskId: "t", agent: "a-1", copied: [".env"], refused: [], ports: [20000] }, at)
   view.apply({ type: "hook-start", taskId: "t", agent: "a-1", hook: "setup", command: "npm ci" }, at)

@@ -5,7 +5,7 @@ import { Database } from "bun:sqlite"
 import { existsSync } from "node:fs"
 import { FlowError } from "../lib/cli/errors"
 import { projectAt } from "../lib/cli/project"
-import { checkBudgetAnswer } from "../lib/run/budget"
+import { checkBudgetAnswer } from "../lib/budget/budget"
 import { openExistingStateDb as openExistingState, openStateDb as openState, SCHEMA_VERSION, stateFile } from "../lib/state/sqlite/state-db"
 import { tempRepo } from "./helpers"
 

@@ -1,9 +1,9 @@
-// The run's status writes to tasks.yaml, coalesced (lib/run/status-writes.ts): edits asked for together go
+// The run's status writes to tasks.yaml, coalesced (lib/run/worker/status-writes.ts): edits asked for together go
 // in one write, and one that fails fails alone.
 import { expect, test } from "bun:test"
 import { projectAt } from "../lib/cli/project"
 import type { RunSettings } from "../lib/run/settings"
-import { coalescedWrite } from "../lib/run/status-writes"
+import { coalescedWrite } from "../lib/run/worker/status-writes"
 import { FileStore } from "../lib/store/file/file-store"
 import { applyStatus } from "../lib/store/transitions"
 import { tasksYaml, tempRepo } from "./helpers"

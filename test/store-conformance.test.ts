@@ -235,7 +235,7 @@ describe.each(BACKENDS.filter((b) => b.enabled || process.env.CI === "1"))("the 
     await using p = await projectOn(backend)
     const text = await p.run(["validate"])
     expect(text.code).toBe(0)
-    expect(text.stdout).toEndWith(": 6 tasks checked\n0 errors, 1 warning\n")
+    expect(text.stdout).toContain(": 6 tasks checked\n0 errors, 1 warning\nParallelism:\n")
     const report = JSON.parse((await p.run(["validate", "--json"])).stdout)
     expect(report).toMatchObject({ valid: true, tasks: 6, errors: 0, warnings: 1 })
     expect(report.findings[0].message).toContain("owner")

@@ -9,7 +9,9 @@ const TASKS = "# keep me\ntasks:\n  - id: a\n    title: A\n    status: in_progre
 /** A lock file as a crash leaves it, dated a minute back so that no grace period applies. */
 function staleLock(path: string, content: string): void {
   writeFileSync(path, content)
-  const past = new Date(Date.now() - 60_000)
+  // A minute before it was written, on the file system's clock (flow reads a lock's age on that clock: under
+  // CI's faked clock this process's Date.now() is a year ahead of it).
+  const past = new Date(statSync(path).mtimeMs - 60_000)
   utimesSync(path, past, past)
 }
 

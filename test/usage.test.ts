@@ -6,8 +6,8 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { adapterFor } from "../lib/agents"
 import { AgentsReport, DashboardReport, RunUsage, ShowReport } from "../lib/model/json-shapes"
-import { TurnStream, UsageMeter, turnUsage } from "../lib/run/usage-meter"
-import { addUsage, usageCell, usageText } from "../lib/run/usage"
+import { TurnStream, UsageMeter, turnUsage } from "../lib/budget/usage-meter"
+import { addUsage, usageCell, usageText } from "../lib/budget/usage"
 import { background, flow, ROOT, tempRepo, type TempDir } from "./helpers"
 
 test("a report of session totals becomes the turn's usage: the difference from the totals last seen", () => {

@@ -12,15 +12,18 @@ import { flow, tempRepo, type Result } from "./helpers"
 const StrictReport = ValidateReport.onDeepUndeclaredKey("reject")
 const StrictError = ErrorReport.onDeepUndeclaredKey("reject")
 
-/** Runs `flow validate <args>` on a project holding `yaml` and checks that tasks.yaml was left byte for byte. */
-async function validate(yaml: string, args: string[] = []): Promise<Result> {
+/**
+ * Runs `flow validate <args>` on a project holding `yaml` and checks that tasks.yaml was left byte for byte. A
+ * valid graph's output ends with its parallelism; `parallelism: false` leaves it out, for the tests of findings.
+ */
+async function validate(yaml: string, args: string[] = [], { parallelism = false } = {}): Promise<Result> {
   await using dir = await tempRepo({ "tasks.yaml": yaml })
   const before = readFileSync(dir.file("tasks.yaml"))
   const mtime = statSync(dir.file("tasks.yaml")).mtimeMs
   const result = await flow(dir.path, ["validate", ...args])
   expect(readFileSync(dir.file("tasks.yaml")).equals(before)).toBe(true)
   expect(statSync(dir.file("tasks.yaml")).mtimeMs).toBe(mtime)
-  return result
+  return parallelism ? result : { ...result, stdout: result.stdout.replace(/Parallelism:\n(?: {2}.*\n)+/, "") }
 }
 
 /** The parsed --json report, checked against its arktype shape. */
@@ -86,7 +89,16 @@ tasks:
 `
 
 test.concurrent("a valid file with every field, steps and nested subtasks passes with exit 0", async () => {
-  expect(await validate(VALID)).toEqual({ code: 0, stdout: summary(6, "0 errors, 0 warnings"), stderr: "" })
+  // The critical path runs through a subtask of a subtask; the one done task of it has its time.
+  expect(await validate(VALID, [], { parallelism: true })).toEqual({
+    code: 0,
+    stdout: `${summary(6, "0 errors, 0 warnings")}Parallelism:
+  critical path: 4 tasks (setup → auth-token-rotation → api-tests → docs), 1h for the 1 of 4 with a known time
+  widest level: 1 task can run at once
+  edges: 5 for 6 tasks (0.83 per task)
+`,
+    stderr: "",
+  })
 })
 
 test.concurrent("an empty tasks list is valid", async () => {
@@ -886,6 +898,13 @@ test.concurrent("--json prints the whole report: valid file", async () => {
       errors: 0,
       warnings: 1,
       findings: [{ severity: "warning", message: "Unknown top-level key 'owner' (kept as is)", line: 2, column: 1 }],
+      parallelism: {
+        tasks: 6,
+        edges: 5,
+        edges_per_task: 0.83,
+        critical_path: { tasks: ["setup", "auth-token-rotation", "api-tests", "docs"], minutes: 60, timed: 1 },
+        widest_level: { level: 1, tasks: ["setup"] },
+      },
     },
   })
 })
@@ -1018,11 +1037,26 @@ function chainYaml(n: number, dep: (i: number) => number | undefined): string {
 
 test.concurrent("a 10,000-task dependency chain validates with exit 0 and no recursion error, in both directions", async () => {
   const n = 10_000
-  const backward = await validate(chainYaml(n, (i) => (i > 0 ? i - 1 : undefined)))
-  expect(backward).toEqual({ code: 0, stdout: summary(n, "0 errors, 0 warnings"), stderr: "" })
+  // Its parallelism is the chain itself: the critical path is every task, shown by its ends.
+  const report = (path: string) =>
+    `Parallelism:\n  critical path: ${n} tasks (${path})\n  widest level: 1 task can run at once\n  edges: ${n - 1} for ${n} tasks (1 per task)\n`
+  const backward = await validate(
+    chainYaml(n, (i) => (i > 0 ? i - 1 : undefined)),
+    [],
+    { parallelism: true },
+  )
+  expect(backward).toEqual({ code: 0, stdout: summary(n, "0 errors, 0 warnings") + report("t-0 → t-1 → t-2 → t-3 → … → t-9997 → t-9998 → t-9999"), stderr: "" })
   // Each task depends on the next one: a depth-first walk from t-0 goes 10,000 deep.
-  const forward = await validate(chainYaml(n, (i) => (i < n - 1 ? i + 1 : undefined)))
-  expect(forward).toEqual({ code: 0, stdout: summary(n, "0 errors, 0 warnings"), stderr: "" })
+  const forward = await validate(
+    chainYaml(n, (i) => (i < n - 1 ? i + 1 : undefined)),
+    [],
+    { parallelism: true },
+  )
+  expect(forward).toEqual({
+    code: 0,
+    stdout: summary(n, "0 errors, 0 warnings") + report("t-9999 → t-9998 → t-9997 → t-9996 → … → t-2 → t-1 → t-0"),
+    stderr: "",
+  })
 })
 
 test.concurrent("a 10,000-task cycle is reported once, with its whole path", async () => {
@@ -1176,6 +1210,8 @@ test.concurrent("a task whose prompt is longer than the CLI of an agent that may
   const [log, huge] = [await bytes("log"), await bytes("huge")]
   const cursor = "cursor: 131,071 bytes (127 KiB), as the prompt is one argument of its command line, and Linux takes at most 128 KiB in one"
   const codex = "codex: 1,048,576 bytes (1.0 MiB), as Codex takes at most 1,048,576 characters of input in one turn"
+  // Four tasks that depend on nothing: the valid graph's parallelism follows the summary.
+  const shape = "Parallelism:\n  critical path: 1 task (log)\n  widest level: 4 tasks can run at once\n  edges: 0 for 4 tasks (0 per task)\n"
   expect(await flow(dir.path, ["validate"])).toEqual({
     code: 0,
     stdout: `WARNING: Task 'log': its prompt is ${size(log)}, more than agent cursor-1 can take (${cursor})
@@ -1191,10 +1227,10 @@ WARNING: Task 'huge': its prompt is ${size(huge)}, more than agents cursor-1 and
 
 tasks.yaml: 4 tasks checked
 0 errors, 2 warnings
-`,
+${shape}`,
     stderr: "",
   })
   // Under every limit (or without agents whose CLI has one), validate builds no prompt and says nothing.
   dir.write("flow.yaml", "agents:\n  - name: claude-1\n    cli: claude\n")
-  expect((await flow(dir.path, ["validate"])).stdout).toBe("tasks.yaml: 4 tasks checked\n0 errors, 0 warnings\n")
+  expect((await flow(dir.path, ["validate"])).stdout).toBe(`tasks.yaml: 4 tasks checked\n0 errors, 0 warnings\n${shape}`)
 })

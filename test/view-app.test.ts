@@ -105,6 +105,14 @@ test.concurrent("GET /api/tasks is flow list --json with every task, plus what t
         ],
       },
     ],
+    // A subtask waits for its parent's dependencies, and a task depending on a parent for all its subtasks.
+    parallelism: {
+      tasks: 6,
+      edges: 4,
+      edges_per_task: 0.67,
+      critical_path: { tasks: ["setup", "api-routes", "api-auth", "api-check"], minutes: null, timed: 0 },
+      widest_level: { level: 2, tasks: ["api-routes", "review"] },
+    },
   })
 })
 

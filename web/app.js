@@ -178,6 +178,13 @@ function start() {
   setUpMinimap(centreAt)
   window.addEventListener("resize", applyView)
   applyView()
+  $("critical").addEventListener("click", () => {
+    state.critical = !state.critical
+    // Showing the path replaces a selection, whose own chain would hide it.
+    if (state.critical && state.selected) select(null)
+    renderCounts()
+    applyHighlights()
+  })
   $("search").addEventListener("input", (e) => {
     state.search = e.target.value
     state.matchAt = -1

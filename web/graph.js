@@ -246,8 +246,27 @@ export function chainOf(id) {
   return on
 }
 
+/** The critical path as pairs "from>to" of the arrows along it (graph.js draws an arrow from a dependency to its dependent). */
+function criticalPairs(path) {
+  const pairs = new Set()
+  for (let i = 1; i < path.length; i++) {
+    pairs.add(`${path[i - 1]}>${path[i]}`)
+    // The path runs through a parent's subtasks: an arrow to or from the parent is on it too.
+    for (const [a, b] of [
+      [state.tasks.get(path[i - 1])?.parent, path[i]],
+      [path[i - 1], state.tasks.get(path[i])?.parent],
+    ])
+      if (a && b) pairs.add(`${a}>${b}`)
+  }
+  return pairs
+}
+
 export function applyHighlights() {
-  const chain = state.selected && state.tasks.has(state.selected) ? chainOf(state.selected) : null
+  const selected = state.selected && state.tasks.has(state.selected) ? chainOf(state.selected) : null
+  // With nothing selected, the critical path may be shown: its tasks and the arrows between them.
+  const path = !selected && state.critical ? (state.report?.parallelism.critical_path.tasks ?? []) : null
+  const chain = selected ?? (path ? new Set(path) : null)
+  const pairs = path ? criticalPairs(path) : null
   const q = state.search.trim().toLowerCase()
   state.matches = []
   for (const g of $("nodes").children) {
@@ -264,8 +283,8 @@ export function applyHighlights() {
   // other arrow: where arrows run side by side, these are the ones that end at it.
   const near = []
   for (const e of $("edges").children) {
-    e.classList.toggle("hot", chain ? chain.has(e.dataset.from) && chain.has(e.dataset.to) : false)
-    const own = chain !== null && !e.classList.contains("validates")
+    e.classList.toggle("hot", pairs ? pairs.has(`${e.dataset.from}>${e.dataset.to}`) : chain ? chain.has(e.dataset.from) && chain.has(e.dataset.to) : false)
+    const own = selected !== null && !e.classList.contains("validates")
     e.classList.toggle("in", own && e.dataset.to === state.selected)
     e.classList.toggle("out", own && e.dataset.from === state.selected)
     if (own && (e.dataset.to === state.selected || e.dataset.from === state.selected)) near.push(e)
@@ -283,6 +302,31 @@ export function renderCounts() {
     if (el) el.textContent = String(counts[s])
   }
   $("counts").textContent = `${state.tasks.size} tasks`
+  renderParallelism()
+}
+
+/** The graph's parallelism in the header: the critical path on a button that shows it, the widest level, edges per task. */
+function renderParallelism() {
+  const p = state.report?.parallelism
+  const button = $("critical")
+  if (!p || p.critical_path.tasks.length === 0) {
+    button.hidden = true
+    $("parallelism").textContent = ""
+    return
+  }
+  const path = p.critical_path
+  const time =
+    path.minutes === null ? "" : `, ${minutesText(path.minutes)}${path.timed < path.tasks.length ? ` (${path.timed} of ${path.tasks.length} timed)` : ""}`
+  button.hidden = false
+  button.textContent = `Critical path: ${path.tasks.length} task${path.tasks.length === 1 ? "" : "s"}${time}`
+  button.title = `The longest chain of tasks that must run one after another (click to show it):\n${path.tasks.join(" → ")}`
+  button.setAttribute("aria-pressed", String(Boolean(state.critical)))
+  $("parallelism").textContent = `widest level ${p.widest_level.tasks.length} · ${p.edges_per_task} edges per task`
+  $("parallelism").title = `At most ${p.widest_level.tasks.length} tasks can run at once; ${p.edges} dependencies for ${p.tasks} tasks`
+}
+
+function minutesText(m) {
+  return m < 60 ? `${m}m` : `${Math.floor(m / 60)}h${m % 60 ? `${m % 60}m` : ""}`
 }
 
 export function buildFilters() {

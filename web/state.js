@@ -20,6 +20,7 @@ export const state = {
   layoutKey: null,
   bandTitles: "", // the band titles the layout was last made room for
   selected: null,
+  critical: false, // the critical path shown (the header's button)
   view: { x: 20, y: 20, k: 1 },
   canvas: { width: 0, height: 0 }, // the graph's area on screen, measured by applyView
   fitted: false,

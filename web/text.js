@@ -88,7 +88,7 @@ export function queueDetail(c, target) {
   return [base, took, c.reason ?? ""].filter(Boolean).join("; ")
 }
 
-/** Tokens and cost as `flow show` prints them (lib/run/usage.ts usageText): only what was reported; "" for none. */
+/** Tokens and cost as `flow show` prints them (lib/budget/usage.ts usageText): only what was reported; "" for none. */
 export function usageText(u) {
   if (!u) return ""
   const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
@@ -99,7 +99,7 @@ export function usageText(u) {
   return [tokens.length ? `tokens ${tokens.join(", ")}` : "", cost].filter(Boolean).join(", ")
 }
 
-/** Spend beside the caps, as `flow show` prints it (lib/run/budget-report.ts budgetText): `$0.46 of $5.01, 3m of 45m`; "" for none. */
+/** Spend beside the caps, as `flow show` prints it (lib/budget/budget-report.ts budgetText): `$0.46 of $5.01, 3m of 45m`; "" for none. */
 export function budgetText(b) {
   if (!b) return ""
   const n = (x) => String(Math.round(x)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")

@@ -23,7 +23,7 @@ export const MCP_CLIS: readonly string[] = Object.values(BUILT_IN)
   .filter((a) => a.mcp !== undefined)
   .map((a) => a.cli)
 
-/** With flow's built-in offline agent, which needs no adapter (lib/run/script-agent.ts). */
+/** With flow's built-in offline agent, which needs no adapter (lib/agents/script-agent.ts). */
 const KNOWN: readonly string[] = ["script", ...AGENT_CLIS]
 
 /**

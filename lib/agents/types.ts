@@ -13,7 +13,7 @@ export type AgentEvent =
 /**
  * Tokens and cost as the CLI reported them. `totals` names the fields the CLI reports as a running total
  * (of the session across resumed turns, or of one process: the adapter's `totalsPer`) rather than as this
- * report's own: the runner turns those into deltas (lib/run/usage-meter.ts), so every usage event flow
+ * report's own: the runner turns those into deltas (lib/budget/usage-meter.ts), so every usage event flow
  * emits and records is what that report added.
  */
 export type UsageEvent = {
@@ -24,11 +24,11 @@ export type UsageEvent = {
   cacheReadTokens?: number
   cacheWriteTokens?: number
   costUsd?: number
-  /** the cost is flow's estimate from the model's price (lib/run/prices.ts), not the CLI's report */
+  /** the cost is flow's estimate from the model's price (lib/budget/prices.ts), not the CLI's report */
   costEstimated?: boolean
   /** the model these tokens went to, when the CLI says (Gemini CLI reports each model's) */
   model?: string
-  /** the tokens as the provider bills them: cached reads and writes weighted by their price (lib/run/prices.ts) */
+  /** the tokens as the provider bills them: cached reads and writes weighted by their price (lib/budget/prices.ts) */
   billedTokens?: number
   totals?: readonly UsageField[]
 }

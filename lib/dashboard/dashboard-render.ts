@@ -8,8 +8,8 @@ import { queueDetail } from "../landing/queue-report"
 import { sanitize, textWidth, truncate } from "../terminal/screen"
 import { TASK_STATUSES } from "../model/statuses"
 import { oneLine } from "../graph/task-lines"
-import { usageCell, usageText } from "../run/usage"
-import { budgetText } from "../run/budget-report"
+import { usageCell, usageText } from "../budget/usage"
+import { budgetText } from "../budget/budget-report"
 import { clockTime } from "../run/log"
 
 export type RenderOptions = {
@@ -34,6 +34,28 @@ const GAP = "  "
 export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] {
   const c = o.colours
   const w = Math.max(1, o.width)
+  const out = [
+    ...headerLines(r, o, w),
+    "",
+    ...countLines(r, w, c),
+    "",
+    ...phaseLines(r, w, c),
+    ...needsLines(r, w, c),
+    "",
+    ...runningLines(r, w, c),
+    "",
+    ...(r.queue.length > 0 ? [...queueLines(r, w, c), ""] : []),
+    ...recentLines(r, w, c),
+  ]
+  // A line more than the screen holds would scroll it.
+  if (o.height !== undefined && out.length > o.height)
+    return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
+  return out
+}
+
+/** The project and the time of the report, after what the last read's failure was. */
+function headerLines(r: DashboardReport, o: RenderOptions, w: number): string[] {
+  const c = o.colours
   const out: string[] = []
   const time = new Date(Date.parse(r.at)).toTimeString().slice(0, 8)
   if (o.error) {
@@ -45,8 +67,12 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
   const room = w - textWidth(left) - textWidth(right)
   // Piped output is not cut (width Infinity): the time then follows the name.
   out.push(fit(room >= 2 && room !== Infinity ? [[left, c.bold], " ".repeat(room), [right, c.dim]] : [[left, c.bold], GAP, [right, c.dim]], w))
-  out.push("")
+  return out
+}
 
+/** The tasks by status, with a bar of those done, and what the agents spent. */
+function countLines(r: DashboardReport, w: number, c: Colours): string[] {
+  const out: string[] = []
   const filled = r.counts.total === 0 ? 0 : Math.round((r.counts.done * BAR_WIDTH) / r.counts.total)
   out.push(
     fit(
@@ -73,18 +99,22 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
     const budget = runBudget ? `${spent ? "; " : ""}run budget: ${runBudget} in the last run` : ""
     out.push(fit([["Usage", c.bold], `: ${spent ? `${run ? `last run ${run}; ` : ""}all runs ${spent}` : ""}${budget}`], w))
   }
-  out.push("")
+  return out
+}
 
-  // Where the plan stands: the header of each phase as `flow list` prints it, its tasks done and running.
-  if (r.phases.length > 0) {
-    out.push(fit([["Phases", c.bold], ":"], w))
-    const rows = r.phases.map((p): Part[] => {
-      const [label, title] = p.title.includes(": ") ? [p.title.slice(0, p.title.indexOf(": ") + 1), p.title.slice(p.title.indexOf(": ") + 2)] : [p.title, ""]
-      return [label, title, [`${p.done}/${p.total} done`, p.done === p.total ? c.green : (s) => s], p.running > 0 ? [`${p.running} running`, c.yellow] : ""]
-    })
-    out.push(...table(rows, w, [false, false, true, false]), "")
-  }
+/** Where the plan stands: the header of each phase as `flow list` prints it, its tasks done and running. */
+function phaseLines(r: DashboardReport, w: number, c: Colours): string[] {
+  if (r.phases.length === 0) return []
+  const rows = r.phases.map((p): Part[] => {
+    const [label, title] = p.title.includes(": ") ? [p.title.slice(0, p.title.indexOf(": ") + 1), p.title.slice(p.title.indexOf(": ") + 2)] : [p.title, ""]
+    return [label, title, [`${p.done}/${p.total} done`, p.done === p.total ? c.green : (s) => s], p.running > 0 ? [`${p.running} running`, c.yellow] : ""]
+  })
+  return [fit([["Phases", c.bold], ":"], w), ...table(rows, w, [false, false, true, false]), ""]
+}
 
+/** What waits for a person: the command to run for each, or nothing. */
+function needsLines(r: DashboardReport, w: number, c: Colours): string[] {
+  const out: string[] = []
   const needs = needsYou(r, c)
   if (needs.length === 0) out.push(fit([["Needs you", c.bold], ": nothing"], w))
   else {
@@ -93,8 +123,12 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
     out.push(fit([["Needs you", c.bold], ":"], w))
     for (const [command, ...text] of needs) out.push(fit(["  ", [command, c.cyan], " ".repeat(cw - textWidth(sanitize(command))), GAP, ...text], w))
   }
-  out.push("")
+  return out
+}
 
+/** The runs going on and their tasks: agent, time, step, whether live or parked, and spend. */
+function runningLines(r: DashboardReport, w: number, c: Colours): string[] {
+  const out: string[] = []
   const runs = r.runs ?? (r.run ? [r.run] : [])
   const run = runs.length ? ([runsText(runs), c.green] as const) : (["no flow run", c.dim] as const)
   out.push(fit([[`Running (${r.running.length})`, c.bold], ": ", run], w))
@@ -118,10 +152,12 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
     ])
     out.push(...table(rows, w, [false, false, false, true, false, false, true]))
   }
-  out.push("")
+  return out
+}
 
-  if (r.queue.length > 0) out.push(...queueLines(r, w, c), "")
-
+/** The tasks completed last, with how long ago. */
+function recentLines(r: DashboardReport, w: number, c: Colours): string[] {
+  const out: string[] = []
   out.push(fit([[`Recently completed (${r.recent.length})`, c.bold], ":"], w))
   if (r.recent.length === 0) out.push(fit([["  none yet", c.dim]], w))
   else {
@@ -134,9 +170,6 @@ export function renderDashboard(r: DashboardReport, o: RenderOptions): string[] 
       ),
     )
   }
-  // A line more than the screen holds would scroll it.
-  if (o.height !== undefined && out.length > o.height)
-    return [...out.slice(0, Math.max(0, o.height - 1)), fit([["… more below: enlarge the window", c.dim]], w)]
   return out
 }
 

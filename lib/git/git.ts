@@ -18,7 +18,9 @@ function git(cwd: string, args: string[]) {
  * found by it and waited for before the next run touches the repository (lib/run/reaper.ts).
  */
 export const GIT_OWNER = "FLOW_GIT_OWNER"
-export const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C", [GIT_OWNER]: String(process.pid) }
+// GIT_OPTIONAL_LOCKS=0: flow's reads of a person's checkout (status, diff) never take index.lock to refresh
+// the index, so the person's own git command at that instant does not fail on "index.lock: File exists".
+export const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C", GIT_OPTIONAL_LOCKS: "0", [GIT_OWNER]: String(process.pid) }
 
 /** The top folder of the repository holding `dir`, or undefined outside any repository. */
 export async function repoRoot(dir: string): Promise<string | undefined> {

@@ -6,8 +6,8 @@ import { FlowError } from "../cli/errors"
 import { currentBranch, repoRoot } from "./git"
 import type { Project } from "../cli/project"
 import type { Task } from "../model/task-index"
-import { branchNameProblem } from "../store/branch-name"
-import { targetWorktree } from "../store/validate"
+import { branchNameProblem } from "../validation/branch-name"
+import { targetWorktree } from "../validation/validate"
 
 export type Workspace = { repo: string; branch: string; path: string; target: string }
 

@@ -7,8 +7,8 @@ export type Descendant = { task: Task; parent: Task; depth: number }
 
 /**
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
- * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/run/usage.ts);
- * `budget` its spend beside its caps (lib/run/budget-report.ts); `worker` who works or worked on it (lib/run/worked-by.ts);
+ * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/budget/usage.ts);
+ * `budget` its spend beside its caps (lib/budget/budget-report.ts); `worker` who works or worked on it (lib/run/worked-by.ts);
  * `landing` what its landing waits for (lib/landing/landing-waits.ts).
  */
 export function showReport(

@@ -18,7 +18,7 @@ export async function mergePending(project: Project, tasks: Iterable<Task>): Pro
   try {
     // Loaded only now: list, show and done start fast when no worktree is left (the common case).
     const [{ loadConfig }, { unmergedBranches }, { Workspaces }] = await Promise.all([
-      import("../store/config"),
+      import("../config/config"),
       import("../git/git"),
       import("../git/workspace"),
     ])

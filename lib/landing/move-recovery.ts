@@ -2,9 +2,11 @@
 // (lib/run/recovery.ts): each journaled move not ended is finished or undone, so that no checkout is left
 // with its branch at one commit and its index at another, nor with files a killed two-tree read half wrote
 // (docs/RUN.md, "What happens at each kill point").
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { GIT_ENV, gitDirs, revParse } from "../git/git"
+import * as clock from "../cli/clock"
+import { fileAgeMs } from "../cli/file-age"
 import { run } from "../cli/proc"
 import { list, shown, worktreeHead } from "./checkout-move"
 import type { CheckoutMove, MoveJournal } from "./merge-journal"
@@ -19,11 +21,14 @@ function clearOwnLocks(m: CheckoutMove): string[] {
   const cd = gitDirs(m.checkout)
   const rd = gitDirs(m.repo)
   if (!cd || !rd || gitAliveIn([m.checkout, m.repo])) return []
-  const since = m.started_at ? Date.parse(m.started_at) - 1000 : Number.POSITIVE_INFINITY
+  // The move's start is on flow's clock, a lock's mtime on the file system's: the move is placed on the file
+  // system's clock by how long ago it started (lib/cli/file-age.ts), with a second's slack.
+  const started = m.started_at ? Date.parse(m.started_at) : Number.NaN
+  const ago = Number.isNaN(started) ? Number.NEGATIVE_INFINITY : clock.now() - started
   const cleared: string[] = []
   for (const lock of [join(cd.gitdir, "index.lock"), join(cd.gitdir, "HEAD.lock"), join(rd.common, `${m.ref}.lock`)]) {
     try {
-      if (statSync(lock).mtimeMs < since) continue
+      if (fileAgeMs(lock) > ago + 1000) continue
       rmSync(lock)
       cleared.push(shown(lock, m.checkout))
     } catch {}

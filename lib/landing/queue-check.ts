@@ -9,7 +9,9 @@ import { addScratchWorktree, listWorktrees, pruneWorktrees, removeWorktree, unlo
 import type { CheckClaim, CheckOutcome } from "../state/queue-rows"
 import { timed } from "../cli/trace"
 import type { QueueOptions, Verdict } from "./queue-types"
-import { runCheck, type Check, type CheckResult } from "./verify"
+import { runCheck, type Check, type CheckResult } from "../worktree/command"
+import { prepareWorktree } from "../worktree/prepare"
+import { teardownWorktree } from "../worktree/teardown"
 import * as clock from "../cli/clock"
 
 /** The file of a queue's scratch folder that names its repository: the next run's start clears what a killed run left there. */
@@ -90,12 +92,14 @@ export async function checkInScratch(
   stop: AbortSignal,
   cleanups: Set<Promise<unknown>>,
 ): Promise<{ result: CheckResult; setup?: boolean }> {
+  const onGroup = (pid: number) => o.track(pid, taskId)
   let added = false
   try {
     await timed(taskId, "scratch", () => o.serial(() => addScratchWorktree(o.repo, path, commit)))
     added = true
     const env = { ...o.checkEnv, FLOW_TASK_ID: taskId, FLOW_TARGET: o.target }
-    const prep = await timed(taskId, "prepare", () => o.worktree.prepare(taskId, path, env, stop))
+    // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
+    const prep = await timed(taskId, "prepare", () => prepareWorktree(o.worktree, { taskId, ws: { repo: o.repo, path }, env, signal: stop, onGroup }))
     // Stopped (the run, or a rebuild) during the setup: the caller reports it into nothing.
     if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
     try {
@@ -107,7 +111,7 @@ export async function checkInScratch(
     // Torn down first (outside the repository's git queue: it may take a while). A removal git refuses
     // leaves the folder to go by hand, and its registration to a prune (else it stays listed, prunable,
     // until the next run's start).
-    const cleanup = (added ? o.worktree.teardown(taskId, path).catch(() => {}) : Promise.resolve())
+    const cleanup = (added ? teardownWorktree(o.worktree, taskId, { repo: o.repo, path }, onGroup).catch(() => {}) : Promise.resolve())
       .then(() =>
         o.serial(
           () =>

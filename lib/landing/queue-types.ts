@@ -4,7 +4,8 @@ import type { RunState } from "../state/run-state"
 import type { Fence } from "../store/store"
 import type { MoveJournal } from "./merge-journal"
 import type { QueueTarget } from "./queue-target"
-import type { Check, CheckResult } from "./verify"
+import type { Check } from "../worktree/command"
+import type { WorktreeSettings } from "../worktree/hooks"
 
 export type Verdict =
   | { ok: true; commit: string; alreadyMerged: boolean }
@@ -56,21 +57,6 @@ export type LandingEvent =
 
 export type LandingEvents = { emit(event: LandingEvent): void }
 
-/** A worktree made ready for work (lib/run/prepare.ts), or why not. */
-export type WorktreeReady =
-  /** `env`: what the environment adds (ports, the ignore file); `release`: gives the ports back */
-  | { ok: true; env: Record<string, string>; release: () => void }
-  /** the setup failed (`note`: why, for the task's block note; `failed`: how it ended) or the run stopped (neither) */
-  | { ok: false; note?: string; failed?: Extract<CheckResult, { ok: false }> }
-
-/** lib/run/prepare.ts's preparation of a worktree, for a check's: a check must see what the agent saw. */
-export type CheckWorktree = {
-  /** `env`: the check's own (the setup's too); `signal`: stops the setup with the check */
-  prepare: (taskId: string, path: string, env: Record<string, string>, signal: AbortSignal) => Promise<WorktreeReady>
-  /** flow.yaml's teardown, before the scratch worktree is removed */
-  teardown: (taskId: string, path: string) => Promise<unknown>
-}
-
 export type QueueOptions = {
   repo: string
   target: string
@@ -108,5 +94,5 @@ export type QueueOptions = {
   /** where a landing that waits for the person is recorded while it waits (lib/landing/landing-waits.ts) */
   waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
   /** each check's scratch worktree made ready as a task's is (flow.yaml copy, ports, setup), and torn down */
-  worktree: CheckWorktree
+  worktree: WorktreeSettings
 }

@@ -1,20 +1,10 @@
-// The project's check (flow.yaml `verify`), run on a merge in a scratch worktree before the target moves.
-// Its output goes back to the agent, so it is trimmed to what a person would read first: the lines that
-// name a failure, with a little context, and the end.
-import type { VerifyConfig } from "../store/config"
-import { parseDuration } from "../cli/duration"
-import { spawnGroup } from "../cli/proc"
+// The project's check (flow.yaml `verify`), run on a merge in a scratch worktree before the target moves
+// (lib/worktree/command.ts runs it, as it runs the worktrees' setup and teardown).
+import type { VerifyConfig } from "../config/config"
 import { entryResolver } from "../git/repo-entries"
-import { lines } from "../cli/proc"
-
-/** `name`: what the command is to flow.yaml (check, setup, teardown), for its messages */
-export type Check = { argv: string[]; timeoutMs: number; label: string; name: string }
-export type CheckResult = { ok: true; seconds: number } | { ok: false; timedOut: boolean; code: number; output: string; seconds: number }
+import { toCheck, type Check } from "../worktree/command"
 
 const DEFAULT_TIMEOUT = "20m"
-/** At most this much of a failed check's output reaches the agent and the task's note. */
-const MAX_LINES = 60
-const MAX_CHARS = 6000
 
 /** The check of each repository: an entry naming it, else the entry without `repo`, else none. */
 export function checkResolver(projectDir: string, entries: VerifyConfig[]): (repo: string) => Promise<Check | undefined> {
@@ -23,82 +13,4 @@ export function checkResolver(projectDir: string, entries: VerifyConfig[]): (rep
     const entry = await entryOf(repo)
     return entry && toCheck(entry, "verify", DEFAULT_TIMEOUT)
   }
-}
-
-/** A command of flow.yaml (`field`: verify, setup or teardown) as what runs: a shell line runs under `sh -c`. */
-export function toCheck(e: VerifyConfig, field: string, defaultTimeout: string): Check {
-  const argv = typeof e.command === "string" ? ["sh", "-c", e.command] : e.command
-  return {
-    argv,
-    timeoutMs: parseDuration(e.timeout ?? defaultTimeout, `flow.yaml: ${field} timeout`),
-    label: typeof e.command === "string" ? e.command : e.command.join(" "),
-    name: field === "verify" ? "check" : field,
-  }
-}
-
-/**
- * Runs the check in `cwd`, in a process group of its own (`onGroup` gets its id, to record it for the reaper);
- * a timeout or the run's stop kills the whole group. `onLine` gets each line of its output as it comes.
- */
-export async function runCheck(
-  check: Check,
-  cwd: string,
-  env: Record<string, string | undefined>,
-  signal: AbortSignal,
-  onGroup?: (pid: number) => void,
-  onLine?: (line: string) => void,
-): Promise<CheckResult> {
-  const started = performance.now()
-  const seconds = () => Math.round(performance.now() - started) / 1000
-  const stop = new AbortController()
-  let timedOut = false
-  const timer = setTimeout(() => ((timedOut = true), stop.abort()), check.timeoutMs)
-  const onAbort = () => stop.abort()
-  signal.addEventListener("abort", onAbort, { once: true })
-  const out: string[] = []
-  try {
-    const proc = spawnGroup(check.argv, { cwd, env: { ...env, CI: env.CI ?? "1" }, signal: stop.signal, graceMs: 1_000 })
-    onGroup?.(proc.pid)
-    const collect = async (stream: ReadableStream<Uint8Array>) => {
-      for await (const line of lines(stream)) {
-        onLine?.(line)
-        out.push(line)
-        if (out.length > 5000) out.splice(0, 1000) // a chatty check must not hold the run's memory
-      }
-    }
-    await Promise.all([collect(proc.stdout), collect(proc.stderr)])
-    const code = await proc.exited
-    if (code === 0 && !timedOut) return { ok: true, seconds: seconds() }
-    const head = timedOut
-      ? [`the ${check.name} '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`]
-      : [`the ${check.name} '${check.label}' failed (exit ${code})`]
-    return { ok: false, timedOut, code, output: [...head, trimOutput(out)].filter(Boolean).join("\n"), seconds: seconds() }
-  } catch (e) {
-    return { ok: false, timedOut: false, code: 127, output: `cannot start the ${check.name} '${check.label}': ${(e as Error).message}`, seconds: seconds() }
-  } finally {
-    clearTimeout(timer)
-    signal.removeEventListener("abort", onAbort)
-  }
-}
-
-const FAILURE = /\b(error|fail(ed|ure|ing)?|expected|assert\w*|panic\w*|exception|traceback|not ok)\b|✗|✖/i
-
-/** The lines that name a failure (with two lines of context each) and the last lines, in order, bounded. */
-export function trimOutput(all: string[]): string {
-  const keep = new Set<number>()
-  all.forEach((line, i) => {
-    if (FAILURE.test(line)) for (let j = Math.max(0, i - 2); j <= Math.min(all.length - 1, i + 2); j++) keep.add(j)
-  })
-  for (let i = Math.max(0, all.length - 15); i < all.length; i++) keep.add(i)
-  const picked: string[] = []
-  let last = -1
-  for (const i of [...keep].sort((a, b) => a - b)) {
-    if (i > last + 1) picked.push("...")
-    picked.push(all[i])
-    last = i
-  }
-  const bounded = picked.length > MAX_LINES ? ["...", ...picked.slice(-MAX_LINES)] : picked
-  let text = bounded.join("\n")
-  if (text.length > MAX_CHARS) text = `...${text.slice(-MAX_CHARS)}`
-  return text
 }

@@ -16,6 +16,22 @@ export const Finding = type({
 })
 export type Finding = typeof Finding.infer
 
+/**
+ * How much of the graph can run at once (lib/graph/parallelism.ts, docs/PLANNING.md "The parallelism report"):
+ * every task and dependency counted (one written twice once); the longest chain of tasks that do the work, with its minutes
+ * summed over the `timed` tasks whose time is known (a done task's recorded time, else its budget's minutes;
+ * null when none is); the largest set of tasks that share a level (could run at once).
+ */
+export const Parallelism = type({
+  tasks: "number",
+  edges: "number",
+  edges_per_task: "number",
+  critical_path: { tasks: "string[]", minutes: "number | null", timed: "number" },
+  widest_level: { level: "number", tasks: "string[]" },
+})
+export type Parallelism = typeof Parallelism.infer
+
+/** `flow validate --json`; `parallelism` when the graph has no errors. */
 export const ValidateReport = type({
   file: "string",
   valid: "boolean",
@@ -23,6 +39,7 @@ export const ValidateReport = type({
   errors: "number",
   warnings: "number",
   findings: Finding.array(),
+  "parallelism?": Parallelism,
 })
 export type ValidateReport = typeof ValidateReport.infer
 
@@ -259,6 +276,8 @@ export const GenerateReport = type({
   /** kept ids that were ready_for_agent and are todo again: the plan gave them a dependency that is not done */
   requeued: "string[]",
   notes: PlanNote.array(),
+  /** the generated graph's parallelism; absent when the plan has errors */
+  "parallelism?": Parallelism,
   "text?": "string",
   /** with --enrich: the agent, and the ids whose instructions or criteria it changed */
   "enriched_by?": "string",
@@ -288,6 +307,8 @@ export type PlanReport = typeof PlanReport.infer
  */
 export const RefineReport = type({
   file: "string",
+  /** PRD.md only: the heading taken for each of flow's recommended sections it found (docs/PLANNING.md, "How PRD.md is read") */
+  "sections?": type({ section: "string", heading: "string", line: "number" }).array(),
   findings: type({
     rule: "string",
     line: "number | null",
@@ -317,6 +338,7 @@ export const ViewTasksReport = type({
   error: "string | null",
   layout_key: "string",
   phases: type({ phase: "number | null", title: "string", tasks: GraphTask.array() }).array(),
+  parallelism: Parallelism,
 })
 export type ViewTasksReport = typeof ViewTasksReport.infer
 

@@ -40,7 +40,7 @@ const models = scope(
       id: ID_PATTERN,
       title: "string > 0",
       status: TaskStatus,
-      // Required unless the task has steps (SPEC 2.1); lib/store/validate.ts enforces that rule with its own message.
+      // Required unless the task has steps (SPEC 2.1); lib/validation/validate.ts enforces that rule with its own message.
       "instructions?": "string",
       "phase?": "number",
       "depends_on?": "string[]",
@@ -48,6 +48,9 @@ const models = scope(
       "worktree?": "string",
       "agent_name?": "string",
       "acceptance_criteria?": "string[]",
+      // The files and folders its work touches, from plan.md's `Files:` line: the plan review checks tasks that may
+      // run at once against each other's, and the merge queue can predict a conflict from them (docs/PLANNING.md).
+      "files?": "string[]",
       "ai_notes?": "string[]",
       "validation_task_id?": "string",
       "subtasks?": "Task[]",

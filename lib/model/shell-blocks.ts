@@ -1,4 +1,4 @@
-// The fenced ```sh blocks of a task's instructions: what the built-in `script` agent runs (lib/run/script-agent.ts)
+// The fenced ```sh blocks of a task's instructions: what the built-in `script` agent runs (lib/agents/script-agent.ts)
 // and what validate warns about where nothing would run them. One pass over the lines: the regular expression
 // this replaces (`^(indent)(fence) sh …\n(body)^\1\2$`, lazily) rescanned the rest of the text for every fence
 // left open, which made 50,000 unclosed fences quadratic. It finds the same blocks (test/shell-blocks.test.ts).

@@ -12,10 +12,17 @@ export type Indexed = {
   order: number
 }
 
-/** Every task by id, subtasks included, walked iteratively in file order. */
+/** Every task by id, subtasks included, in file order. */
 export function indexTasks(file: TaskFile): Map<string, Indexed> {
   const index = new Map<string, Indexed>()
-  const stack: { list: Task[]; i: number; parent?: Task; depth: number }[] = [{ list: file.tasks, i: 0, depth: 0 }]
+  walkTaskTree(file.tasks, (task, parent, depth) => index.set(task.id, { task, parent, depth, order: index.size }))
+  return index
+}
+
+/** Each task in file order, subtasks right after their parent, with its parent and depth (0 at the top). */
+export function walkTaskTree(roots: readonly Task[], visit: (task: Task, parent: Task | undefined, depth: number) => void): void {
+  // A stack, not recursion: the walk is as deep as the subtasks nest.
+  const stack: { list: readonly Task[]; i: number; parent?: Task; depth: number }[] = [{ list: roots, i: 0, depth: 0 }]
   while (stack.length > 0) {
     const top = stack[stack.length - 1]
     if (top.i >= top.list.length) {
@@ -23,10 +30,9 @@ export function indexTasks(file: TaskFile): Map<string, Indexed> {
       continue
     }
     const task = top.list[top.i++]
-    index.set(task.id, { task, parent: top.parent, depth: top.depth, order: index.size })
+    visit(task, top.parent, top.depth)
     if (task.subtasks?.length) stack.push({ list: task.subtasks, i: 0, parent: task, depth: top.depth + 1 })
   }
-  return index
 }
 
 /** The top-level task an entry sits under (itself at the top level). */

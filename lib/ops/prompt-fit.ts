@@ -6,11 +6,11 @@ import type { PromptLimit } from "../agents/types"
 import type { Project } from "../cli/project"
 import type { Finding } from "../model/json-shapes"
 import { indexTasks, type TaskFile } from "../model/task-index"
-import { projectTaskPrompt, readGuidelines } from "../run/project-prompt"
+import { projectTaskPrompt, readGuidelines } from "../prompts/project-prompt"
 import { openExistingState } from "../state/state"
-import { type AgentConfig, loadConfig } from "../store/config"
-import { walkTasks } from "../store/validate"
-import { parseForPositions, positionOf } from "../store/yaml-position"
+import { type AgentConfig, loadConfig } from "../config/config"
+import { walkTasks } from "../validation/validate"
+import { parseForPositions, positionOf } from "../validation/yaml-position"
 
 /** What a prompt holds besides the file's text, the guidelines and the answers: flow's own words, a line per dependency. */
 const FIXED_BYTES = 64 * 1024

@@ -6,8 +6,8 @@ import type { Project } from "../cli/project"
 import { requireTask } from "../graph/task-lookup"
 import type { PromptReport } from "../model/json-shapes"
 import { indexTasks } from "../model/task-index"
-import { projectTaskPrompt } from "../run/project-prompt"
-import { currentStep, stepPrompt } from "../run/prompt"
+import { projectTaskPrompt } from "../prompts/project-prompt"
+import { currentStep, stepPrompt } from "../prompts/prompt"
 import { openStore } from "../store/open"
 
 /**

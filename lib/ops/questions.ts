@@ -12,7 +12,7 @@ import { indexTasks } from "../model/task-index"
 import { openExistingState, openState } from "../state/state"
 import { openStore } from "../store/open"
 import { ago } from "../terminal/question-format"
-import { answerCheck } from "../run/budget-answer"
+import { answerCheck } from "../budget/budget-answer"
 import * as clock from "../cli/clock"
 
 /** How often a waiting ask looks at the database's change counter (a cheap read of the WAL index). */

@@ -3,9 +3,11 @@
 import type { Project } from "../cli/project"
 import type { Finding, ValidateReport } from "../model/json-shapes"
 import { currentBranch, repoRoot } from "../git/git"
-import { loadConfig } from "../store/config"
+import { loadConfig } from "../config/config"
 import { openStore } from "../store/open"
-import { validateText } from "../store/validate"
+import { validateText } from "../validation/validate"
+import { parallelism } from "../graph/parallelism"
+import type { TaskFile } from "../model/task-index"
 import { promptFindings } from "./prompt-fit"
 
 /**
@@ -37,8 +39,11 @@ export async function validateProject(project: Project, cwd = project.dir): Prom
   // Only a valid graph has prompts to measure.
   const findings = errors > 0 ? checked.findings : byLine([...checked.findings, ...(await promptFindings(project, text))])
   if (errors === 0) store.validated(text)
+  // Only a graph without errors has a shape to report: a cycle or a missing task would make the chains up.
+  const report: ValidateReport = { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings }
+  if (errors === 0) report.parallelism = parallelism((checked.data as TaskFile).tasks)
   return {
-    report: { file: store.where, valid: errors === 0, tasks: taskCount, errors, warnings: findings.length - errors, findings },
+    report,
     text,
     shown: store.shown(cwd),
   }

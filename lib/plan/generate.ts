@@ -3,6 +3,7 @@
 import { carryProgress, type Carried } from "./carry-progress"
 import { applyEnrichment, type Enrichment } from "./enrich"
 import { readBody, type PlanBody, type PlanRefs } from "./plan-body"
+import { defaultDependencies, type GateSection } from "./plan-gates"
 import { parsePlan, type ParsedPlan, type PlanChild, type PlanNote, type PlanSection } from "./plan-parse"
 import { closest, toKebab } from "../cli/suggest"
 import type { Step, Task, TaskFile } from "../model/task-index"
@@ -19,8 +20,12 @@ export type GeneratedTasks = {
 
 // The same shape lib/model/schema.ts checks; repeated here because importing the schema loads arktype.
 const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
-/** Generated ids stay short: they become branch and worktree names. */
-const MAX_ID = 40
+/** Generated ids stay short: they become branch and worktree names, and must fit a box in the inspector. */
+const MAX_ID = 24
+/** The limit before issue 34: an id of that rule already in tasks.yaml is kept, with its task's progress. */
+const LEGACY_MAX_ID = 40
+/** Words a long id drops first: the id stays readable with the words that carry the meaning. */
+const SMALL_WORDS = new Set(["a", "an", "the", "of", "and", "or", "to", "for", "with", "in", "on", "at", "by", "from", "its", "their", "into", "is", "be", "s"])
 
 export type Generation = GeneratedTasks &
   Omit<Carried, "warnings"> & {
@@ -36,7 +41,7 @@ export type Generation = GeneratedTasks &
  * `planName` is the plan file as notes and tasks.yaml's header name it.
  */
 export async function generateTasks(planText: string, old?: TaskFile, enrichment?: Enrichment, planName = "plan.md"): Promise<Generation> {
-  const generated = planToTasks(parsePlan(planText, planName))
+  const generated = planToTasks(parsePlan(planText, planName), old ? idsOf(old.tasks) : undefined)
   const { warnings, ...carried } = carryProgress(generated.tasks, old, generated.lines)
   const notes = generated.notes
   notes.push(...warnings)
@@ -47,7 +52,7 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   const keepList = old?.phases !== undefined
   if (keepList) for (const p of old!.phases!) if (!generated.phases.get(p.number)) generated.phases.set(p.number, p.title)
   const text = renderTasks(generated.tasks, generated.phases, keepList, planName)
-  const { validateText } = await import("../store/validate")
+  const { validateText } = await import("../validation/validate")
   for (const f of (await validateText(text)).findings) {
     if (f.severity !== "error") continue
     notes.push({
@@ -69,11 +74,37 @@ type Node = {
   steps: { child: PlanChild; body: PlanBody }[]
 }
 
-/** Tasks for every section of a parsed plan; errors in `notes` mean the tasks must not be written. */
-export function planToTasks(plan: ParsedPlan): GeneratedTasks {
+/**
+ * Tasks for every section of a parsed plan; errors in `notes` mean the tasks must not be written. `existing`:
+ * the ids of the tasks.yaml being replaced, whose ids made by an older rule are kept.
+ */
+export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): GeneratedTasks {
   const notes: PlanNote[] = [...plan.notes]
-  const taken = new Set<string>()
-  const roots: Node[] = plan.sections.map((section) => {
+  const roots = planTree(plan)
+  const flatten = (n: Node): Node[] => [n, ...n.subtasks.flatMap(flatten)]
+  const all = roots.flatMap(flatten)
+  for (const n of all) notes.push(...n.body.notes)
+  for (const { body } of roots.flatMap((r) => r.steps)) notes.push(...body.notes)
+  assignIds(all, existing, notes)
+  const resolve = referenceResolver(all, notes)
+  const explicit = new Map<Node, string[]>()
+  for (const n of all) if (n.body.dependsOn) explicit.set(n, resolve(n.body.dependsOn, n.where))
+  const gateSections: GateSection[] = roots.map((r) => {
+    const section = r.heading as PlanSection
+    return { id: r.id, phase: section.phase, checkpoint: section.checkpoint, line: section.line, where: r.where, ref: section.number ?? r.id }
+  })
+  const explicitById = new Map([...explicit].filter(([n]) => roots.includes(n)).map(([n, deps]) => [n.id, deps]))
+  const defaults = defaultDependencies(plan.phases, gateSections, explicitById, notes)
+  const build: Build = { lines: new Map(), explicit, defaults, resolve, notes }
+  const tasks = roots.map((r) => buildTask(build, r, true))
+  const phases = new Map<number, string>()
+  for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
+  return { tasks, phases, notes: notes.sort(byLine), lines: build.lines }
+}
+
+/** Each section as a node, its subtasks under it by depth and its steps in order; ids are given later. */
+function planTree(plan: ParsedPlan): Node[] {
+  return plan.sections.map((section) => {
     const where = section.number ? `section ${section.number}` : `section '${section.title}'`
     const node: Node = { heading: section, body: readBody(section.body, where), where, id: "", subtasks: [], steps: [] }
     // open[d] is the node a subtask of depth d + 1 belongs to: the section, then the latest subtask of each depth.
@@ -92,12 +123,11 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     }
     return node
   })
-  const flatten = (n: Node): Node[] => [n, ...n.subtasks.flatMap(flatten)]
-  const all = roots.flatMap(flatten)
-  for (const n of all) notes.push(...n.body.notes)
-  for (const { body } of roots.flatMap((r) => r.steps)) notes.push(...body.notes)
+}
 
-  // Ids: the ones written as {#id} first, so a generated id never takes a name the plan chose.
+/** Every node's id: the ones written as {#id} first, so a generated id never takes a name the plan chose. */
+function assignIds(all: Node[], existing: ReadonlySet<string> | undefined, notes: PlanNote[]): void {
+  const taken = new Set<string>()
   for (const n of all) {
     const id = n.heading.id
     if (id === undefined) continue
@@ -116,9 +146,15 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
   }
   for (const n of all) {
     if (n.id) continue
-    const base = shorten(toKebab(n.heading.title)) || `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
+    const kebab = toKebab(n.heading.title)
+    const legacy = cut(kebab, LEGACY_MAX_ID)
+    const base = kebab
+      ? existing?.has(legacy) && !taken.has(legacy)
+        ? legacy
+        : shorten(kebab, MAX_ID)
+      : `task-${(n.heading.number ?? String(all.indexOf(n) + 1)).replaceAll(".", "-")}`
     let id = base
-    for (let k = 2; taken.has(id); k++) id = `${base}-${k}`
+    for (let k = 2; taken.has(id); k++) id = `${shorten(base, MAX_ID - String(k).length - 1)}-${k}`
     if (id !== base)
       notes.push({
         severity: "warning",
@@ -129,8 +165,12 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     taken.add(id)
     n.id = id
   }
+}
 
-  // A reference is a section number (1.2, 2.1.3) or an id.
+type Resolve = (refs: PlanRefs, where: string) => string[]
+
+/** Reads 'Depends on' and 'Validated by' references: a section number (1.2, 2.1.3) or an id; an unknown one is an error note. */
+function referenceResolver(all: Node[], notes: PlanNote[]): Resolve {
   const byNumber = new Map<string, Node>()
   for (const n of all) {
     const number = n.heading.number
@@ -146,7 +186,7 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     else byNumber.set(number, n)
   }
   const byId = new Map(all.map((n) => [n.id, n]))
-  const resolve = (refs: PlanRefs, where: string): string[] => {
+  return (refs, where) => {
     const ids: string[] = []
     for (const ref of refs.refs) {
       const found = byNumber.get(ref.replace(/\.$/, "")) ?? byId.get(ref) ?? byId.get(toKebab(ref))
@@ -163,62 +203,41 @@ export function planToTasks(plan: ParsedPlan): GeneratedTasks {
     }
     return [...new Set(ids)]
   }
+}
 
-  // Explicit dependencies first: the default for a task is the last tasks of the previous phase, which
-  // needs the explicit edges inside that phase.
-  const explicit = new Map<Node, string[]>()
-  for (const n of all) if (n.body.dependsOn) explicit.set(n, resolve(n.body.dependsOn, n.where))
-  const phaseOf = (n: Node) => (n.heading as PlanSection).phase
-  const phaseNumbers = [...new Set(roots.map(phaseOf).filter((p): p is number => p !== undefined))].sort((a, b) => a - b)
-  const lastOfPhase = new Map<number, string[]>()
-  for (const p of phaseNumbers) {
-    const inPhase = roots.filter((r) => phaseOf(r) === p)
-    const dependedOn = new Set(inPhase.flatMap((r) => explicit.get(r) ?? []))
-    lastOfPhase.set(
-      p,
-      inPhase.filter((r) => !dependedOn.has(r.id)).map((r) => r.id),
-    )
-  }
+/** What building the tasks shares: the heading line of each id (filled), the dependencies, the notes. */
+type Build = { lines: Map<string, number>; explicit: Map<Node, string[]>; defaults: Map<string, string[]>; resolve: Resolve; notes: PlanNote[] }
 
-  const lines = new Map<string, number>()
-  const build = (n: Node, top: boolean): Task => {
-    lines.set(n.id, n.heading.line)
-    const task: Task = { id: n.id, title: n.heading.title || n.id, status: "todo" }
-    const phase = top ? phaseOf(n) : undefined
-    if (phase !== undefined) task.phase = phase
-    if (n.heading.checkpoint) task.checkpoint = true
-    let deps = explicit.get(n)
-    if (!deps && top && phase !== undefined) {
-      const before = phaseNumbers.filter((p) => p < phase).at(-1)
-      deps = before === undefined ? [] : lastOfPhase.get(before)!
-    }
-    if (deps && deps.length > 0) task.depends_on = deps
-    if (n.body.validatedBy) {
-      const [target] = resolve(n.body.validatedBy, n.where)
-      if (target) task.validation_task_id = target
-    }
-    const instructions = n.body.instructions
-    if (instructions) task.instructions = instructions
-    else if (n.steps.length === 0) {
-      task.instructions = n.heading.title || n.id
-      if (n.subtasks.length === 0) {
-        notes.push({
-          severity: "warning",
-          line: n.heading.line,
-          message: `${n.where} has no work items: its instructions are its title`,
-          hint: "list the work as bullets under the heading",
-        })
-      }
-    }
-    if (n.body.acceptance.length > 0) task.acceptance_criteria = n.body.acceptance
-    if (n.steps.length > 0) task.steps = n.steps.map((s, i) => buildStep(n.id, i + 1, s.child, s.body, notes))
-    if (n.subtasks.length > 0) task.subtasks = n.subtasks.map((s) => build(s, false))
-    return task
+function buildTask(b: Build, n: Node, top: boolean): Task {
+  b.lines.set(n.id, n.heading.line)
+  const task: Task = { id: n.id, title: n.heading.title || n.id, status: "todo" }
+  const phase = top ? (n.heading as PlanSection).phase : undefined
+  if (phase !== undefined) task.phase = phase
+  if (n.heading.checkpoint) task.checkpoint = true
+  const deps = b.explicit.get(n) ?? (top ? b.defaults.get(n.id) : undefined)
+  if (deps && deps.length > 0) task.depends_on = deps
+  if (n.body.files && n.body.files.files.length > 0) task.files = n.body.files.files
+  if (n.body.validatedBy) {
+    const [target] = b.resolve(n.body.validatedBy, n.where)
+    if (target) task.validation_task_id = target
   }
-  const tasks = roots.map((r) => build(r, true))
-  const phases = new Map<number, string>()
-  for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
-  return { tasks, phases, notes: notes.sort(byLine), lines }
+  const instructions = n.body.instructions
+  if (instructions) task.instructions = instructions
+  else if (n.steps.length === 0) {
+    task.instructions = n.heading.title || n.id
+    if (n.subtasks.length === 0) {
+      b.notes.push({
+        severity: "warning",
+        line: n.heading.line,
+        message: `${n.where} has no work items: its instructions are its title`,
+        hint: "list the work as bullets under the heading",
+      })
+    }
+  }
+  if (n.body.acceptance.length > 0) task.acceptance_criteria = n.body.acceptance
+  if (n.steps.length > 0) task.steps = n.steps.map((s, i) => buildStep(n.id, i + 1, s.child, s.body, b.notes))
+  if (n.subtasks.length > 0) task.subtasks = n.subtasks.map((s) => buildTask(b, s, false))
+  return task
 }
 
 function buildStep(taskId: string, k: number, child: PlanChild, body: PlanBody, notes: PlanNote[]): Step {
@@ -248,10 +267,32 @@ function byLine(a: PlanNote, b: PlanNote): number {
   return (a.line ?? 0) - (b.line ?? 0)
 }
 
-/** A kebab id cut at a dash to at most MAX_ID characters. */
-function shorten(id: string): string {
-  if (id.length <= MAX_ID) return id
-  const cut = id.slice(0, MAX_ID + 1)
-  const dash = cut.lastIndexOf("-")
-  return dash > 0 ? cut.slice(0, dash) : id.slice(0, MAX_ID)
+/**
+ * A kebab id of at most `max` characters: small words dropped from the end until it fits (the first word
+ * stays: "sign-in-with-a-card-number" is "sign-in-with-card-number"), then cut at a dash.
+ */
+function shorten(id: string, max: number): string {
+  const words = id.split("-")
+  for (let i = words.length - 1; i > 0 && words.join("-").length > max; i--) if (SMALL_WORDS.has(words[i])) words.splice(i, 1)
+  return cut(words.join("-"), max)
+}
+
+/** A kebab id cut at a dash to at most `max` characters. */
+function cut(id: string, max: number): string {
+  if (id.length <= max) return id
+  const head = id.slice(0, max + 1)
+  const dash = head.lastIndexOf("-")
+  return dash > 0 ? head.slice(0, dash) : id.slice(0, max)
+}
+
+/** Every id of a task file, subtasks included. */
+function idsOf(tasks: readonly Task[]): Set<string> {
+  const ids = new Set<string>()
+  const stack = [...tasks]
+  while (stack.length > 0) {
+    const t = stack.pop()!
+    ids.add(t.id)
+    stack.push(...(t.subtasks ?? []))
+  }
+  return ids
 }

@@ -29,6 +29,8 @@ export const PLAN_SHAPE = `# Implementation Plan
 ## Phase 1: <phase title>
 
 ### 1.1 <section title>
+Depends on: none
+Files: <the files and folders it touches, separated by commas>
 - <work item: what to build, naming the file or component it touches>
 - <work item>
 
@@ -37,15 +39,24 @@ Acceptance:
 
 ### 1.2 <section title>
 Depends on: 1.1
+Files: <files>
 - <work item>
 
 ## Phase 2: <phase title>
 ...`
 
 const RULES = `Rules of the shape (flow generate turns each ### section into one task):
-- Phases run in order: a section depends on the sections of the previous phase, unless it has its own
-  'Depends on: <n>.<m>, ...' line naming section numbers ('Depends on: none' for no dependency).
-- Put ' (checkpoint)' after the title of a section where a person must review the work before it goes on.
+- Give every section a 'Depends on: <n>.<m>, ...' line naming only the sections whose work it really
+  needs ('Depends on: none' when it needs none). Agents work on sections in parallel, each in its own
+  worktree, as soon as what a section depends on is done: every dependency that is not needed makes the
+  whole run slower. Phases group the work; they do not order it, except through a checkpoint: a section
+  without a 'Depends on' line waits for the previous phase's checkpoint (or the one section that phase ends in).
+- Give every section a 'Files:' line naming the files and folders it will touch. Sections that may run at
+  the same time and touch the same files are likely to conflict when their work is merged: flow's merge
+  queue and 'flow refine plan' use these lines to see it coming, so make such sections depend on one
+  another or split the files between them.
+- Put ' (checkpoint)' after the title of a section where a person must review the work before it goes on;
+  it waits for the sections before it and holds back the later sections of its phase.
 - Work that builds on itself in one session may be split into '#### Step <k>: <text>' headings inside a
   section; independent parts that may run in parallel into '#### <n>.<m>.<k> <title>' subtask headings.
 - Every work item names the files or components it touches; every requirement of PRD.md is covered by a

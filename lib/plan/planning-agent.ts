@@ -1,6 +1,6 @@
 // Which agent CLI writes or refines the plan: `--agent <name>` from flow.yaml, else the first configured
 // agent that is a real CLI. The offline `script` agent only runs shell blocks, so it cannot plan.
-import type { AgentConfig, FlowConfig } from "../store/config"
+import type { AgentConfig, FlowConfig } from "../config/config"
 import { Exit, FlowError } from "../cli/errors"
 import { closest } from "../cli/suggest"
 import { adapterFor } from "../agents"

@@ -11,11 +11,6 @@ export function projectFiles(name: string): Record<string, string> {
   return { "PRD.md": fill(prd), "plan.md": "", "GUIDELINES.md": fill(guidelines), "flow.yaml": flowYaml }
 }
 
-/** "a, b and c" */
-export function listed(names: string[]): string {
-  return names.length <= 1 ? names.join("") : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`
-}
-
 /**
  * Writes each of the project files that `dir` lacks and returns which were added and which kept. Anything
  * already at a name (a file, a folder, a dangling link) is kept as it is; "wx" makes the write itself refuse

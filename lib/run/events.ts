@@ -1,26 +1,18 @@
 // The orchestrator's typed event stream: the headless log, the terminal UI and the inspector all subscribe
 // to the same events, so what one shows the others can show too.
-import type { AgentEvent } from "../agents/types"
+import type { BudgetEvent, SpendEvent } from "../budget/budget-events"
 import type { LandingEvent } from "../landing/merge-queue"
+import type { WorktreeEvent } from "../worktree/events"
 import * as clock from "../cli/clock"
-
-/** A command flow.yaml runs in a task's worktree (docs/RUN.md, "Preparing worktrees"). */
-export type Hook = "setup" | "teardown"
 
 export type RunEvent =
   | { type: "run-start"; agents: string[]; tasks: number; target: string }
   | { type: "task-assigned"; taskId: string; agent: string; cli: string }
   | { type: "task-start"; taskId: string; agent: string; branch: string; worktree: string; resumed: boolean }
   | { type: "step-start"; taskId: string; stepId: string; agent: string; session?: string }
-  | { type: "agent"; taskId: string; agent: string; event: AgentEvent }
-  | { type: "agent-exit"; taskId: string; agent: string; code: number; seconds: number }
+  /** an agent's own events and its exit: what the budget layer counts a spend from */
+  | SpendEvent
   | { type: "task-end"; taskId: string; agent: string; cli: string; status: string }
-  /** a worktree's setup (before its agent; agent set) or teardown (before its removal) from flow.yaml starts */
-  | { type: "hook-start"; taskId: string; agent?: string; hook: Hook; command: string }
-  | { type: "hook-output"; taskId: string; agent?: string; hook: Hook; line: string }
-  | { type: "hook-end"; taskId: string; agent?: string; hook: Hook; command: string; ok: boolean; code: number; seconds: number; timedOut: boolean }
-  /** what was prepared in the task's worktree before its agent starts: files copied (and refused, with why), its ports */
-  | { type: "prepared"; taskId: string; agent?: string; copied: string[]; refused: string[]; ports: number[] }
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
@@ -31,17 +23,9 @@ export type RunEvent =
   | { type: "question-answered"; taskId: string; questions: string[] }
   | { type: "checkpoint"; taskId: string }
   | { type: "retry"; taskId: string; attempt: number; reason: string }
-  /** the task reached its budget (`text`: what it spent of what): flow asked `question` and waits (docs/BUDGETS.md) */
-  | { type: "budget"; taskId: string; agent: string; question: string; unit: string; text: string }
-  /** the answer to a budget question raised the task's cap (`text`: by how much): its agent goes on */
-  | { type: "budget-raised"; taskId: string; question: string; text: string }
-  /**
-   * the agent's CLI reported a usage limit: the task waits (in progress, its session kept) until `until` (ISO)
-   * for `agent`, or moves at once to the agent `to` (flow.yaml `fallback`)
-   */
-  /** `backoffMs`, `streak`: the CLI named no reset, so a back-off after the task's `streak`-th limit in a row */
-  | { type: "parked"; taskId: string; agent: string; until: string; reason: string; backoffMs?: number; streak?: number; to?: string }
+  | BudgetEvent
   | LandingEvent
+  | WorktreeEvent
   | {
       type: "run-end"
       done: number

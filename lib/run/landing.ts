@@ -11,7 +11,7 @@
 // flow never runs `git merge`, `stash`, `reset` or `checkout` in the person's checkout. A branch whose head
 // is already in the target is never merged again; the journal says whether a task's work had been finished
 // (so its agent is never run again). A failed check or a conflict goes back to the agent first when the
-// caller gives a `fixer` (lib/run/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
+// caller gives a `fixer` (lib/prompts/fix-prompts.ts), up to `fix_attempts` times, before the task is blocked.
 import { existsSync, rmSync } from "node:fs"
 import { worktreeHead } from "../landing/checkout-move"
 import { branchHeads, commitAll, dropBranch, ensureWorktree, GIT_ENV, isAncestor, removeWorktree, revParse } from "../git/git"
@@ -22,15 +22,16 @@ import { indexTasks } from "../model/task-index"
 import type { Claim, Fence, TaskEdits } from "../store/store"
 import { fetchBranch, keepAside, newerOnRemote, pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
 import { applyStatus, type Change } from "../store/transitions"
-import { fixEnv, fixPrompt } from "./fix-prompts"
+import { fixEnv, fixPrompt } from "../prompts/fix-prompts"
 import { MergeJournal } from "../landing/merge-journal"
-import { teardownWorktree } from "./prepare"
+import { teardownWorktree } from "../worktree/teardown"
+import { AgentGroups } from "./reaper"
 import type { Verdict } from "../landing/queue-types"
 import { MergeQueues } from "./queues"
-import { coalescedWrite } from "./status-writes"
+import { coalescedWrite } from "./worker/status-writes"
 import { RepoLanes } from "../landing/repo-lanes"
 import type { RunSettings } from "./settings"
-import { doneMarks } from "./script-agent"
+import { doneMarks } from "../agents/script-agent"
 import { requireRoom } from "../store/disk-full"
 import { timed } from "../cli/trace"
 import type { Workspace } from "../git/workspace"
@@ -82,8 +83,7 @@ export class Landing {
     background: Set<Promise<unknown>>,
     opts: { fixer?: Fixer; finished?: boolean; claim?: Claim } = {},
   ): Promise<boolean> {
-    const { fixer, claim } = opts
-    let result: Verdict & { empty?: boolean }
+    const { claim } = opts
     const problem = await worktreeProblem(taskId, ws)
     if (problem) {
       this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: problem })
@@ -91,38 +91,11 @@ export class Landing {
       await this.journal.close(taskId)
       return false
     }
-    for (let attempt = 1; ; attempt++) {
-      const since = performance.now()
-      if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
-      await this.pushBranch(taskId, ws)
-      result = await timed(taskId, "land", () => this.merge(taskId, ws, since, claim))
-      if (result.ok || result.kind === "stopped") break
-      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
-        result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
-        break
-      }
-      await this.journal.close(taskId) // what the agent does now is new work
-      this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
-      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id), fixer.tools)
-      const outcome = await fixer.fix(prompt, fixEnv(ws, result))
-      if (outcome === "stopped") return false
-      if (outcome === "gave-up") {
-        result = { ...result, reason: `${result.reason}; the agent gave up` }
-        break
-      }
-    }
+    const result = await this.mergeOrFix(taskId, title, ws, opts)
+    if (result === undefined) return false
     if (!result.ok) {
       if (result.kind === "stopped") return false // the run stops: the journal entry stays open, the next run lands it
-      this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
-      const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
-      await blockTask(
-        this.s,
-        taskId,
-        `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
-        true,
-        claim,
-      )
-      await this.journal.close(taskId)
+      await this.mergeFailed(taskId, ws, result, claim)
       return false
     }
     if (!result.alreadyMerged) this.s.bus.emit({ type: "merge", taskId, branch: ws.branch, target: ws.target, commit: result.commit })
@@ -145,6 +118,61 @@ export class Landing {
       await this.journal.close(taskId)
       return false
     }
+    await this.markDone(taskId, ws, empty, background, claim)
+    return true
+  }
+
+  /**
+   * Commits and merges the branch; a failed check or a conflict goes back to the agent (`fixer`) while it may
+   * fix it, and the merge is tried again. Undefined: the run stopped while the agent was at it.
+   */
+  private async mergeOrFix(
+    taskId: string,
+    title: string,
+    ws: Workspace,
+    opts: { fixer?: Fixer; claim?: Claim },
+  ): Promise<(Verdict & { empty?: boolean }) | undefined> {
+    const { fixer } = opts
+    let result: Verdict & { empty?: boolean }
+    for (let attempt = 1; ; attempt++) {
+      const since = performance.now()
+      if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
+      await this.pushBranch(taskId, ws)
+      result = await timed(taskId, "land", () => this.merge(taskId, ws, since, opts.claim))
+      if (result.ok || result.kind === "stopped") break
+      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
+        result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
+        break
+      }
+      await this.journal.close(taskId) // what the agent does now is new work
+      this.s.bus.emit({ type: "fix", taskId, attempt, of: this.s.fixAttempts, kind: result.kind, reason: result.reason })
+      const prompt = await fixPrompt(taskId, ws, result, (id) => this.describe(id), fixer.tools)
+      const outcome = await fixer.fix(prompt, fixEnv(ws, result))
+      if (outcome === "stopped") return undefined
+      if (outcome === "gave-up") {
+        result = { ...result, reason: `${result.reason}; the agent gave up` }
+        break
+      }
+    }
+    return result
+  }
+
+  /** A merge that failed for good: the task is blocked with why and what to do, the target left as it was. */
+  private async mergeFailed(taskId: string, ws: Workspace, result: Extract<Verdict, { ok: false }>, claim: Claim | undefined): Promise<void> {
+    this.s.bus.emit({ type: "merge-failed", taskId, branch: ws.branch, target: ws.target, reason: result.reason })
+    const output = result.kind === "check" && result.output ? `\nThe check's output:\n${result.output}` : ""
+    await blockTask(
+      this.s,
+      taskId,
+      `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
+      true,
+      claim,
+    )
+    await this.journal.close(taskId)
+  }
+
+  /** The merged task made done (with the note of an empty branch), its journal entry closed, its worktree removed later. */
+  private async markDone(taskId: string, ws: Workspace, empty: string | undefined, background: Set<Promise<unknown>>, claim: Claim | undefined): Promise<void> {
     // Forced: the work is merged now, and a task lands only after its last step; a step a person set back
     // meanwhile must not leave merged work not done.
     await timed(taskId, "done", () =>
@@ -163,12 +191,11 @@ export class Landing {
     // flow.yaml's teardown first (outside the repository's git queue: it may take a while), then the removal.
     background.add(
       timed(taskId, "cleanup", () =>
-        teardownWorktree(this.s, taskId, ws).then((go) =>
+        teardownWorktree(this.s, taskId, ws, new AgentGroups(this.s.db).tracker(taskId)).then((go) =>
           go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true) : undefined,
         ),
       ).catch(() => {}),
     )
-    return true
   }
 
   /**
@@ -225,7 +252,7 @@ export class Landing {
     const newer = await this.inRepo(ws.repo, () => newerOnRemote(ws, this.s.publish.remote)) // a fetch: in turn with the worktrees
     if (!newer) return false
     const ref = await this.inRepo(ws.repo, () => keepAside(ws, AUTHOR))
-    await teardownWorktree(this.s, taskId, ws)
+    await teardownWorktree(this.s, taskId, ws, new AgentGroups(this.s.db).tracker(taskId))
     await this.inRepo(ws.repo, async () => {
       await removeWorktree(ws.repo, ws.path, true)
       await dropBranch(ws.repo, ws.branch)

@@ -12,8 +12,8 @@ import type { QueueOptions } from "../landing/queue-types"
 import { MoveJournal } from "../landing/merge-journal"
 import { LandingWaits } from "../landing/landing-waits"
 import { remoteUrl } from "../git/remote-git"
-import { prepareWorktree, teardownWorktree } from "./prepare"
-import { AgentGroups, RUN_ID } from "./reaper"
+import { AgentGroups } from "./reaper"
+import { RUN_ID } from "../cli/run-id"
 import type { RunSettings } from "./settings"
 import { storeSetting } from "../store/setting"
 import { checkResolver } from "../landing/verify"
@@ -98,7 +98,7 @@ export class MergeQueues {
   private async options(ws: Workspace): Promise<QueueOptions> {
     const key = `${ws.repo}\0${ws.target}`
     const s = this.s
-    const track = (pid: number, taskId: string) => void this.groups.track(pid, taskId).catch(() => {})
+    const track = (pid: number, taskId: string) => this.groups.tracker(taskId)(pid)
     const serial = <T>(fn: () => Promise<T>, later?: boolean) => this.serial(ws.repo, fn, later)
     return {
       repo: ws.repo,
@@ -120,18 +120,7 @@ export class MergeQueues {
       moves: this.moves,
       checkEnv: { FLOW_PROJECT: s.project.dir, FLOW_RUN_ID: RUN_ID },
       track,
-      // The check's worktree gets the task's copies, setup and ports: it must see what the agent saw.
-      worktree: {
-        prepare: (taskId, path, env, signal) =>
-          prepareWorktree(s, {
-            taskId,
-            ws: { repo: ws.repo, path },
-            env,
-            signal,
-            onGroup: (pid) => track(pid, taskId),
-          }),
-        teardown: (taskId, path) => teardownWorktree(s, taskId, { repo: ws.repo, path }),
-      },
+      worktree: s,
       // What the screens show; a failed write must not hold up a landing.
       waits: {
         set: (taskId, reason) => void this.waits.set(taskId, ws.target, reason).catch(() => {}),

@@ -25,9 +25,6 @@ import { GIT_OWNER } from "../git/git"
 import type { RunState } from "../state/run-state"
 import * as clock from "../cli/clock"
 
-/** This run's id: every agent and check gets it as FLOW_RUN_ID (module comment). */
-export const RUN_ID = `${process.pid}-${clock.systemNow()}`
-
 /** The process groups (field 5) that have a live member, from one scan of /proc. */
 function liveGroups(): Set<number> {
   const groups = new Set<number>()
@@ -47,6 +44,11 @@ export class AgentGroups {
     const started = processStartTime(pid)
     if (started === undefined) return
     await this.db.groups.track({ pgid: pid, started, run_pid: process.pid, task_id: taskId })
+  }
+
+  /** `track` for the groups one task's command starts; a record that fails must not stop the command. */
+  tracker(taskId: string): (pid: number) => void {
+    return (pid) => void this.track(pid, taskId).catch(() => {})
   }
 
   /**

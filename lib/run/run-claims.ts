@@ -3,7 +3,7 @@
 // over after this run's lease lapsed (this machine was paused, or cut off from the database, for longer than
 // the lease), so its worker is stopped and nothing of that attempt lands (its writes are fenced anyway).
 import { type Claim, type Claims, type Fence, StoreUnreachable } from "../store/store"
-import { RUN_ID } from "./reaper"
+import { RUN_ID } from "../cli/run-id"
 import type { RunSettings } from "./settings"
 
 export class RunClaims {

@@ -1,11 +1,12 @@
 // What one `flow run` is given and what it reports: shared by the orchestrator, the task workers, the landing
 // of finished work and the merge queues, so none of them imports another for its types.
-import type { AgentConfig, BudgetConfig, CopyConfig, HookConfig, PortsConfig, PublishSettings, VerifyConfig } from "../store/config"
-import type { PriceTable } from "./prices"
+import type { AgentConfig, BudgetConfig, PublishSettings, VerifyConfig } from "../config/config"
+import type { PriceTable } from "../budget/prices"
 import type { Project } from "../cli/project"
 import type { RunState } from "../state/run-state"
 import type { TaskStore } from "../store/store"
 import type { EventBus } from "./events"
+import type { PrepareSettings } from "../worktree/hooks"
 
 export type RunSettings = {
   project: Project
@@ -56,14 +57,4 @@ export type RunSummary = {
   interrupted: boolean
   /** tasks left because their agent_name names no agent of this run, with that name */
   unassignable: { id: string; agent: string }[]
-}
-
-/** flow.yaml's preparation of worktrees (lib/run/prepare.ts), each field its entries per repository. */
-export type PrepareSettings = {
-  setup: HookConfig[]
-  teardown: HookConfig[]
-  copy: CopyConfig[]
-  ports: PortsConfig[]
-  /** the folder of port locks shared by every flow on the machine (lib/run/ports.ts) */
-  portsDir: string
 }

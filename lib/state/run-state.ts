@@ -45,7 +45,7 @@ export const AGENT_FIELDS = ["cli", "current_task", "completed", "session_id", "
 /** Fields to set on an agent; a key left out keeps its value, `null` clears it. */
 export type AgentUpdate = Partial<Pick<AgentRecord, (typeof AGENT_FIELDS)[number]>>
 
-/** What a question may be answered with: a FlowError refuses the answer (a budget question's: lib/run/budget.ts). */
+/** What a question may be answered with: a FlowError refuses the answer (a budget question's: lib/budget/budget.ts). */
 export type AnswerCheck = (question: Question, answer: string) => void
 
 /** Spend summed from `agent.usage` (dollars, billed tokens) and `agent.exit` (seconds) events, by `kind`. */
@@ -91,7 +91,7 @@ export interface RunState extends Disposable {
   readonly questions: {
     /**
      * Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... `kind`:
-     * null for an agent's question, `budget:<unit>` for flow's own about a task's budget (lib/run/budget.ts).
+     * null for an agent's question, `budget:<unit>` for flow's own about a task's budget (lib/budget/budget.ts).
      */
     ask(q: { task_id: string; agent?: string | null; text: string; kind?: string | null }): Promise<Question>
     get(id: string): Promise<Question | undefined>
@@ -143,7 +143,7 @@ export interface RunState extends Disposable {
     lastRun(): Promise<Usage | null>
   }
 
-  /** What budgets count (docs/BUDGETS.md; lib/run/budget-meter.ts folds the rows). */
+  /** What budgets count (docs/BUDGETS.md; lib/budget/budget-meter.ts folds the rows). */
   readonly spend: {
     /** Every task's spend over all runs, or one task's from the events before `before` (an ISO time). */
     byTask(taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]>

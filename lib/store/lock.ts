@@ -13,6 +13,7 @@ import { removeDeadTemps, tempName, writeAll, writeError } from "./atomic-write"
 import { FlowError } from "../cli/errors"
 import { bootId, isProcessStopped, isRecordedProcessGone, processCpuTicks, processStartTime } from "../cli/pid"
 import * as clock from "../cli/clock"
+import { fileAgeMs } from "../cli/file-age"
 
 type Owner = { pid: number; host: string; command: string; since: string; token: string; start?: string; boot?: string }
 
@@ -288,7 +289,7 @@ function inspect(lockFile: string): Seen {
     const owner = JSON.parse(text) as Owner
     if (owner && typeof owner === "object" && Number.isSafeInteger(owner.pid) && typeof owner.token === "string") return { kind: "owner", owner }
   } catch {}
-  return { kind: "broken", ageMs: clock.systemNow() - mtimeMs }
+  return { kind: "broken", ageMs: fileAgeMs(lockFile, mtimeMs) }
 }
 
 function isGone(owner: Owner): boolean {
@@ -306,7 +307,7 @@ function takeOver(lockFile: string, stillStale: (now: Seen) => boolean): boolean
     if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw lockError(lockFile, e)
     // A rescuer that died inside these few lines leaves its guard behind: age tells.
     try {
-      if (clock.systemNow() - statSync(guard).mtimeMs > 2_000) unlinkSync(guard)
+      if (fileAgeMs(guard) > 2_000) unlinkSync(guard)
     } catch {}
     return false
   }

@@ -109,9 +109,9 @@ async function readSettings(dir: string): Promise<{ state?: string; project?: st
   return out
 }
 
-/** flow.yaml's own error, with its position (lib/store/config.ts says it best). */
+/** flow.yaml's own error, with its position (lib/config/config.ts says it best). */
 async function explainConfig(dir: string): Promise<never> {
-  const { loadConfig } = await import("./config")
+  const { loadConfig } = await import("../config/config")
   loadConfig(dir)
   throw new FlowError("flow.yaml's state must be a postgres:// URL and project a key", Exit.invalid, "'flow help config' describes both")
 }

@@ -18,6 +18,7 @@ const TASK_ORDER = [
   "checkpoint",
   "depends_on",
   "validation_task_id",
+  "files",
   "instructions",
   "acceptance_criteria",
   "steps",
@@ -95,7 +96,7 @@ function renderValue(key: string, value: unknown, indent: string): string {
     if (value.length === 0) return " []\n"
     if (key === "steps") return `\n${value.map((s) => renderRecord(s as Step, STEP_ORDER, `${indent}  `)).join("")}`
     if (key === "subtasks") return `\n${value.map((t) => renderRecord(t as Task, TASK_ORDER, `${indent}  `)).join("")}`
-    if (key === "depends_on") return ` [${value.map((v) => renderScalar(v as string)).join(", ")}]\n`
+    if (key === "depends_on" || key === "files") return ` [${value.map((v) => renderScalar(v as string)).join(", ")}]\n`
     return `\n${value.map((v) => `${indent}  - ${renderString(v, `${indent}    `)}`).join("")}`
   }
   if (typeof value === "string") return ` ${renderString(value, `${indent}  `)}`

@@ -4,7 +4,7 @@ import { basename } from "node:path"
 import { writeFileAtomic, writeFileAtomicAsync } from "./atomic-write"
 import { Exit, FlowError } from "../cli/errors"
 import { type Hint, hint, run } from "../cli/hint"
-import { formatFinding, summarize } from "./findings"
+import { formatFinding, summarize } from "../validation/findings"
 import { withLock } from "./lock"
 import type { Project } from "../cli/project"
 import type { TaskFile } from "../model/task-index"
@@ -29,7 +29,7 @@ export class InvalidTasks extends FlowError {
 export async function readTasks(project: Project): Promise<Loaded> {
   const text = readText(project.tasksFile)
   if (isKnownValid(project.stateDir, text)) return { text, data: Bun.YAML.parse(text) as TaskFile }
-  const { validateText } = await import("./validate")
+  const { validateText } = await import("../validation/validate")
   const { findings } = await validateText(text)
   const errors = findings.filter((f) => f.severity === "error")
   if (errors.length > 0) {

@@ -1,4 +1,4 @@
-// How a question reads in the terminal in `flow questions` (the run's UI shows one line per question: lib/run/tui.ts).
+// How a question reads in the terminal in `flow questions` (the run's UI shows one line per question: lib/tui/tui.ts).
 import type { Question } from "../model/json-shapes"
 
 /** One block: a header line, the text indented by two spaces, and the answer when there is one. */

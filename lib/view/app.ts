@@ -14,13 +14,13 @@ import type { Question, QuestionsReport, RunUsage, ViewQueueReport } from "../mo
 import { readProjectQueues } from "../landing/queue-report"
 import { openExistingState } from "../state/state"
 import { formatChange } from "../store/transitions"
-import { readUsage } from "../run/usage"
-import { readRunBudget } from "../run/budget-report"
-import { readBudgetConfig } from "../store/budget-config"
+import { readUsage } from "../budget/usage"
+import { readRunBudget } from "../budget/budget-report"
+import { readBudgetConfig } from "../config/budget-config"
 import { FILES, INDEX_HTML } from "./assets"
 import { checkToken, loopbackHosts, sameToken, TOKEN_HEADER, tokenCookie, tokenCookieName } from "../cli/loopback"
 import type { ViewModel } from "./model"
-import { answerCheck } from "../run/budget-answer"
+import { answerCheck } from "../budget/budget-answer"
 
 export type AppOptions = {
   model: ViewModel
@@ -45,14 +45,23 @@ const CSP =
 type ApiError = { error: string; hint?: string }
 
 export function createApp(opts: AppOptions): Hono {
-  const { model } = opts
-  const hosts = new Set(loopbackHosts(opts.port))
-  const cookie = tokenCookieName(COOKIE_PREFIX, opts.port)
   const app = new Hono()
   // Names this server to its pages: a page from an earlier `flow view` on the same port holds a dead token,
   // and reloads when the events it reconnects to come from another instance.
   const instance = randomBytes(8).toString("hex")
+  guardRequests(app, opts)
+  servePage(app, opts, instance)
+  serveReads(app, opts.model)
+  serveWrites(app, opts)
+  serveEvents(app, opts, instance)
+  app.notFound((c) => c.json<ApiError>({ error: `nothing at ${c.req.path}` }, 404))
+  return app
+}
 
+/** Every request: refused unless for this server's loopback address and carrying its token; safe headers on the answer. */
+function guardRequests(app: Hono, opts: AppOptions) {
+  const hosts = new Set(loopbackHosts(opts.port))
+  const cookie = tokenCookieName(COOKIE_PREFIX, opts.port)
   app.use("*", async (c, next) => {
     const host = c.req.header("host")
     if (host === undefined || !hosts.has(host)) {
@@ -72,14 +81,20 @@ export function createApp(opts: AppOptions): Hono {
     // page has taken the token out of the address bar.
     if (access.via === "query") c.header("Set-Cookie", tokenCookie(cookie, opts.token))
   })
+}
 
+/** The page, with its token and instance, and its files. */
+function servePage(app: Hono, opts: AppOptions, instance: string) {
   app.get("/", (c) => {
     c.header("Content-Security-Policy", CSP)
     c.header("Cache-Control", "no-store")
     return c.html(INDEX_HTML.replace("{{TOKEN}}", opts.token).replace("{{INSTANCE}}", instance))
   })
   for (const [path, file] of FILES) app.get(path, (c) => asset(c, file.body, file.type))
+}
 
+/** The JSON API's reads: tasks, a task, a layout, questions, usage and the merge queues. */
+function serveReads(app: Hono, model: ViewModel) {
   app.get("/api/tasks", (c) => guarded(c, () => c.json(model.tasks())))
   app.get("/api/tasks/:id", (c) =>
     guarded(c, async () => {
@@ -120,7 +135,11 @@ export function createApp(opts: AppOptions): Hono {
   )
 
   app.get("/api/queue", (c) => guarded(c, async () => c.json<ViewQueueReport>({ queue: await readProjectQueues(model.project) })))
+}
 
+/** The two writes, from the page only (checkWriter): a question's answer and a checkpoint's review. */
+function serveWrites(app: Hono, opts: AppOptions) {
+  const { model } = opts
   app.post("/api/questions/:id/answer", async (c) => {
     const refused = checkWriter(c, opts)
     if (refused) return refused
@@ -160,7 +179,11 @@ export function createApp(opts: AppOptions): Hono {
       return c.json({ changes: changes.map(formatChange) })
     })
   })
+}
 
+/** The change events (SSE): the model's version first, then every change, with a keep-alive comment. */
+function serveEvents(app: Hono, opts: AppOptions, instance: string) {
+  const { model } = opts
   app.get("/api/events", (c) =>
     streamSSE(c, async (stream) => {
       const closed = Promise.withResolvers<void>()
@@ -182,9 +205,6 @@ export function createApp(opts: AppOptions): Hono {
       off()
     }),
   )
-
-  app.notFound((c) => c.json<ApiError>({ error: `nothing at ${c.req.path}` }, 404))
-  return app
 }
 
 function asset(c: Context, body: string, type: string): Response {

@@ -8,14 +8,15 @@ import { FlowError } from "../cli/errors"
 import type { GraphTask, ListReport, ViewTaskReport, ViewTasksReport } from "../model/json-shapes"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import type { Project } from "../cli/project"
-import { projectTaskPrompt } from "../run/project-prompt"
-import { currentStep, stepPrompt } from "../run/prompt"
+import { projectTaskPrompt } from "../prompts/project-prompt"
+import { currentStep, stepPrompt } from "../prompts/prompt"
 import { waitsForReview } from "../graph/checkpoint"
+import { parallelism, type Parallelism } from "../graph/parallelism"
 import { descendantsOf, showReport } from "../graph/show-report"
-import { readUsage } from "../run/usage"
+import { readUsage } from "../budget/usage"
 import { readLandingWaits } from "../landing/landing-waits"
-import { parkedUntil, readTaskBudget } from "../run/budget-report"
-import { readBudgetConfig } from "../store/budget-config"
+import { parkedUntil, readTaskBudget } from "../budget/budget-report"
+import { readBudgetConfig } from "../config/budget-config"
 import { readWork, workedBy, type WorkLedger } from "../run/worked-by"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { taskSummary } from "../graph/task-lines"
@@ -25,7 +26,7 @@ import { computeLayout, layoutKey, phaseGroups, type Layout } from "./layout"
 
 export type ViewEvent = { type: "version"; version: number } | { type: "layout"; key: string; done: number; total: number }
 
-type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string; work: WorkLedger }
+type Loaded = { index: Map<string, Indexed>; titles: Map<number, string>; key: string; work: WorkLedger; parallelism: Parallelism }
 
 /** The last layout, in the project's .flow/: a new `flow view` on an unchanged graph starts without ELK. */
 export const LAYOUT_FILE = "view-layout.json"
@@ -58,7 +59,7 @@ export class ViewModel {
     try {
       const [{ data }, work] = await Promise.all([openStore(this.project).then((s) => s.read()), readWork(this.project)])
       const index = indexTasks(data)
-      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index), work }
+      this.loaded = { index, titles: readPhaseTitles(this.project.dir, data), key: layoutKey(index), work, parallelism: parallelism(data.tasks) }
       this.error = null
       // Started now, before a page asks; a failure reaches the page that asks for it.
       this.layout(this.loaded.key)?.catch(() => undefined)
@@ -85,7 +86,7 @@ export class ViewModel {
   }
 
   tasks(): ViewTasksReport {
-    const { index, titles, key, work } = this.current()
+    const { index, titles, key, work, parallelism } = this.current()
     const phases: ViewTasksReport["phases"] = []
     for (const [phase, tops] of phaseGroups(index)) {
       const tasks: GraphTask[] = []
@@ -95,7 +96,7 @@ export class ViewModel {
       }
       phases.push({ phase, title: phase === null ? "No phase" : phaseHeader(phase, titles), tasks })
     }
-    const report: ViewTasksReport = { version: this.version, project: basename(this.project.dir), error: this.error, layout_key: key, phases }
+    const report: ViewTasksReport = { version: this.version, project: basename(this.project.dir), error: this.error, layout_key: key, phases, parallelism }
     return report satisfies ListReport
   }
 

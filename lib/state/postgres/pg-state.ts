@@ -40,7 +40,7 @@ const QUESTION = "id, task_id, agent, text, kind, asked_at, answer, answered_at,
 const AGENT = "name, cli, current_task, completed, session_id, updated_at, parked_until, parked_reason, parked_task"
 // An agent is one machine's (agents are keyed by project, machine and name): its record says which.
 const MACHINE_AGENT = `${AGENT}, machine`
-// Tokens as billed where the report says (lib/run/prices.ts), else input and output as reported (an older flow's events).
+// Tokens as billed where the report says (lib/budget/prices.ts), else input and output as reported (an older flow's events).
 const SPEND = `sum((data ->> 'costUsd')::float8) AS cost,
   sum(coalesce((data ->> 'billedTokens')::float8, coalesce((data ->> 'inputTokens')::float8, 0) + coalesce((data ->> 'outputTokens')::float8, 0))) AS tokens,
   sum((data ->> 'seconds')::float8) AS seconds, kind`

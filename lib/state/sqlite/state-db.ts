@@ -41,7 +41,7 @@ import * as clock from "../../cli/clock"
 const BUSY_TIMEOUT_MS = 50
 
 const QUESTION_COLUMNS = "id, task_id, agent, text, kind, asked_at, answer, answered_at, answered_by"
-// Tokens as billed where the report says (lib/run/prices.ts), else input and output as reported (an older flow's events).
+// Tokens as billed where the report says (lib/budget/prices.ts), else input and output as reported (an older flow's events).
 const SPEND = `kind, sum(json_extract(data, '$.costUsd')) AS cost,
   sum(coalesce(json_extract(data, '$.billedTokens'), coalesce(json_extract(data, '$.inputTokens'), 0) + coalesce(json_extract(data, '$.outputTokens'), 0))) AS tokens,
   sum(json_extract(data, '$.seconds')) AS seconds
@@ -153,7 +153,7 @@ export class StateDb implements RunState {
   readonly questions = {
     /**
      * Records a question and its `question.asked` event; ids are sequential per project: q-1, q-2, ... `kind`:
-     * null for an agent's question, `budget:<unit>` for flow's own about a task's budget (lib/run/budget.ts).
+     * null for an agent's question, `budget:<unit>` for flow's own about a task's budget (lib/budget/budget.ts).
      */
     ask: (q: { task_id: string; agent?: string | null; text: string; kind?: string | null }): Promise<Question> =>
       this.write(() => {
@@ -178,7 +178,7 @@ export class StateDb implements RunState {
       this.retry(() =>
         this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? AND kind IS NULL ORDER BY seq`).all(taskId),
       ),
-    /** The questions flow asked about one task's budget (lib/run/budget.ts), answered or not, oldest first. */
+    /** The questions flow asked about one task's budget (lib/budget/budget.ts), answered or not, oldest first. */
     aboutBudget: (taskId: string): Promise<Question[]> =>
       this.retry(() =>
         this.db.query<Question, [string]>(`SELECT ${QUESTION_COLUMNS} FROM questions WHERE task_id = ? AND kind LIKE 'budget:%' ORDER BY seq`).all(taskId),
@@ -208,7 +208,7 @@ export class StateDb implements RunState {
     /**
      * Records the answer unless the question already has one (then `replace` decides). Returns the
      * question as it was before, so the caller can tell "unknown" and "already answered" apart. `accept`
-     * refuses an answer the question cannot take (a budget question's: lib/run/budget.ts): nothing is written.
+     * refuses an answer the question cannot take (a budget question's: lib/budget/budget.ts): nothing is written.
      */
     answer: (
       id: string,
@@ -265,7 +265,7 @@ export class StateDb implements RunState {
   }
 
   /**
-   * Tokens and cost summed from the `agent.usage` events (each is one report's own usage: lib/run/usage-meter.ts),
+   * Tokens and cost summed from the `agent.usage` events (each is one report's own usage: lib/budget/usage-meter.ts),
    * grouped by task or agent, or over the last run (the events after the latest `run.start`). A group with no
    * report is absent; a field no report had stays absent (docs/AGENTS.md "Tokens and cost").
    */
@@ -320,7 +320,7 @@ export class StateDb implements RunState {
     everywhere: (): Promise<AgentRecord[]> => this.agents.list(),
   }
 
-  /** What budgets count (lib/run/budget-meter.ts folds the rows). */
+  /** What budgets count (lib/budget/budget-meter.ts folds the rows). */
   readonly spend = {
     byTask: (taskId?: string, before?: string): Promise<(SpendRow & { task_id: string })[]> =>
       this.retry(() =>
