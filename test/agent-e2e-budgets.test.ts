@@ -8,14 +8,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileSystemNow } from "../lib/cli/file-age"
 import type { QuestionsReport, ShowReport } from "../lib/model/json-shapes"
-import { CLAUDE_CLOCK, ensureAgentClis } from "./agent-clis/installed"
+import { REAL_CLOCK, ensureAgentClis } from "./agent-clis/installed"
 import { until } from "./agent-e2e"
 import { userHome } from "./agent-e2e-openai-home"
 import { startModelServer } from "./fixtures/model-server/server"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const TIMEOUT = 300_000
-// flow runs on the real clock in this file (CLAUDE_CLOCK): the server reads its reset times on that clock too.
+// flow runs on the real clock in this file (REAL_CLOCK): the server reads its reset times on that clock too.
 const server = startModelServer({}, { now: () => fileSystemNow(tmpdir()) })
 afterAll(() => server.stop())
 
@@ -34,7 +34,7 @@ async function project(tasks: Record<string, unknown>[], flowYaml: string) {
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks), "flow.yaml": flowYaml })
   return {
     dir,
-    env: { ...home.env, TMPDIR: home.path, ...CLAUDE_CLOCK } as Record<string, string>,
+    env: { ...home.env, TMPDIR: home.path, ...REAL_CLOCK } as Record<string, string>,
     [Symbol.asyncDispose]: async () => {
       await dir[Symbol.asyncDispose]()
       await home[Symbol.asyncDispose]()

@@ -1,7 +1,7 @@
 // How a Claude Code user points it at a provider: shared by the Claude Code end-to-end tests.
 import { join } from "node:path"
 import { type CliSetup, writeJson } from "./agent-e2e"
-import { CLAUDE_CLOCK } from "./agent-clis/installed"
+import { REAL_CLOCK } from "./agent-clis/installed"
 
 export const claude: CliSetup = {
   cli: "claude",
@@ -17,7 +17,7 @@ export const claude: CliSetup = {
         CLAUDE_CODE_MAX_RETRIES: "1",
       },
     })
-    return { ...CLAUDE_CLOCK }
+    return { ...REAL_CLOCK }
   },
   authError: "Invalid API key · Fix external API key",
 }

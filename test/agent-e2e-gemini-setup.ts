@@ -1,6 +1,7 @@
 // How a Gemini CLI user points it at a provider: shared by the Gemini CLI end-to-end tests.
 import { join } from "node:path"
 import { type CliSetup, writeJson } from "./agent-e2e"
+import { REAL_CLOCK } from "./agent-clis/installed"
 
 export const gemini: CliSetup = {
   cli: "gemini",
@@ -11,7 +12,7 @@ export const gemini: CliSetup = {
       privacy: { usageStatisticsEnabled: false },
       general: { disableAutoUpdate: true, disableUpdateNag: true },
     })
-    return { GEMINI_API_KEY: "test-key", GOOGLE_GEMINI_BASE_URL: url }
+    return { GEMINI_API_KEY: "test-key", GOOGLE_GEMINI_BASE_URL: url, ...REAL_CLOCK }
   },
   authError: "API error 401 UNAUTHENTICATED: invalid x-api-key",
   timeoutMs: 400_000,

@@ -9,6 +9,7 @@ import { run } from "../lib/cli/proc"
 import { type ModelServer, startModelServer } from "./fixtures/model-server/server"
 import { ASKS, ASKS_SCRIPTS, LONG, LONG_SCRIPTS } from "./agent-e2e-tasks"
 import { background, flow, ROOT, tempRepo, type TempDir } from "./helpers"
+import { REAL_CLOCK } from "./agent-clis/installed"
 
 export const AGENT_BIN = join(ROOT, "test", "agent-clis", "node_modules", ".bin")
 export const API_KEY = "sk-scripted-test"
@@ -30,7 +31,12 @@ export async function userHome(cli: "codex" | "opencode" | "copilot", url: strin
   write(".gitconfig", "[user]\n\tname = Agent User\n\temail = agent@example.invalid\n")
   if (cli === "codex") write(".codex/config.toml", codexConfig(url))
   else if (cli === "opencode") write(".config/opencode/opencode.json", opencodeConfig(url))
-  const env: Record<string, string> = { HOME: path, PATH: `${AGENT_BIN}:${dirname(process.execPath)}:${process.env.PATH}`, SCRIPTED_API_KEY: API_KEY }
+  const env: Record<string, string> = {
+    HOME: path,
+    PATH: `${AGENT_BIN}:${dirname(process.execPath)}:${process.env.PATH}`,
+    SCRIPTED_API_KEY: API_KEY,
+    ...REAL_CLOCK,
+  }
   if (cli === "copilot") Object.assign(env, copilotEnv(url))
   const home = { path, env, [Symbol.asyncDispose]: async () => rmSync(path, { recursive: true, force: true }) }
   if (cli === "copilot") {

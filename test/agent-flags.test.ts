@@ -5,7 +5,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { adapterFor } from "../lib/agents"
 import { run } from "../lib/cli/proc"
-import { CLAUDE_CLOCK, CLIS_BIN, CLIS_DIR, ensureAgentClis } from "./agent-clis/installed"
+import { REAL_CLOCK, CLIS_BIN, CLIS_DIR, ensureAgentClis } from "./agent-clis/installed"
 
 const BIN = CLIS_BIN
 ensureAgentClis()
@@ -34,7 +34,7 @@ async function help(binary: string, args: string[]): Promise<string> {
   // A throwaway HOME: --help must neither read nor write the user's agent settings.
   const home = mkdtempSync(join(tmpdir(), "flow-agent-home-"))
   try {
-    const r = await run([join(BIN, binary), ...args], { cwd: home, env: { HOME: home, NO_COLOR: "1", CI: "1", ...CLAUDE_CLOCK } })
+    const r = await run([join(BIN, binary), ...args], { cwd: home, env: { HOME: home, NO_COLOR: "1", CI: "1", ...REAL_CLOCK } })
     if (r.code !== 0) throw new Error(`${binary} ${args.join(" ")} exited ${r.code}: ${r.stderr}`)
     return r.stdout + r.stderr
   } finally {
@@ -84,7 +84,7 @@ test.concurrent("opencode: the task's own database (OPENCODE_DB) is the one it o
     const argv = adapter.argv({ prompt: "Next step.", cwd: home, sessionId: "ses_0123456789abcdefABCDEFGHIJ" })
     const r = await run([join(BIN, adapter.binary), ...argv.slice(1)], {
       cwd: home,
-      env: { HOME: home, PWD: home, CI: "1", ...CLAUDE_CLOCK, ...adapter.sessionStore!(store) },
+      env: { HOME: home, PWD: home, CI: "1", ...REAL_CLOCK, ...adapter.sessionStore!(store) },
       stdin: "Next step.",
     })
     expect({ code: r.code, lost: adapter.lostSession!.test(r.stderr) }).toEqual({ code: 1, lost: true })

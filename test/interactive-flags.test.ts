@@ -7,7 +7,7 @@ import { join } from "node:path"
 import type { AgentConfig } from "../lib/config/config"
 import { interactiveArgv } from "../lib/plan/planning-agent"
 import { run } from "../lib/cli/proc"
-import { CLAUDE_CLOCK } from "./agent-clis/installed"
+import { REAL_CLOCK } from "./agent-clis/installed"
 
 const CLIS_DIR = join(import.meta.dir, "agent-clis")
 const BIN = join(CLIS_DIR, "node_modules", ".bin")
@@ -23,7 +23,7 @@ for (const cli of ["claude", "codex", "gemini", "copilot", "opencode"]) {
     const home = mkdtempSync(join(tmpdir(), "flow-agent-home-"))
     try {
       // A throwaway HOME: --help must neither read nor write the user's agent settings.
-      const r = await run([join(BIN, cli), "--help"], { cwd: home, env: { HOME: home, NO_COLOR: "1", CI: "1", ...CLAUDE_CLOCK } })
+      const r = await run([join(BIN, cli), "--help"], { cwd: home, env: { HOME: home, NO_COLOR: "1", CI: "1", ...REAL_CLOCK } })
       const help = r.stdout + r.stderr
       const end = argv.indexOf("--")
       const flags = (end < 0 ? argv : argv.slice(0, end)).filter((a) => a.startsWith("-"))

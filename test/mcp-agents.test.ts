@@ -12,7 +12,7 @@ import { mcpHandOver } from "../lib/run/worker/agent-runner"
 import { budgetNote } from "../lib/budget/budget-gate"
 import { stepPrompt, taskPrompt } from "../lib/prompts/prompt"
 import { writeFlowShim } from "../lib/run/flow-shim"
-import { CLIS_BIN, ensureAgentClis } from "./agent-clis/installed"
+import { CLIS_BIN, ensureAgentClis, REAL_CLOCK } from "./agent-clis/installed"
 import { flow, flowArgv, tasksYaml, tempRepo, type TempDir } from "./helpers"
 
 /** A project with a task worktree folder, the flow launcher and a HOME of its own; the server flow would hand over. */
@@ -43,7 +43,7 @@ async function setup(): Promise<{
 async function cli(argv: string[], cwd: string, env: Record<string, string>): Promise<string> {
   const proc = Bun.spawn([join(CLIS_BIN, argv[0]!), ...argv.slice(1)], {
     cwd,
-    env: { ...process.env, NO_COLOR: "1", PATH: `${CLIS_BIN}:${process.env.PATH}`, ...env },
+    env: { ...process.env, NO_COLOR: "1", PATH: `${CLIS_BIN}:${process.env.PATH}`, ...REAL_CLOCK, ...env },
     stdout: "pipe",
     stderr: "pipe",
   })

@@ -20,7 +20,7 @@ export function fileSystemNow(dir: string): number {
   const known = skews.get(dir)
   if (known && now >= known.at && now - known.at < SKEW_TTL_MS) return now + known.skewMs
   const probed = probe(dir)
-  if (probed === undefined) return systemNow()
+  if (probed === undefined) return now
   skews.set(dir, { skewMs: probed - now, at: now })
   return probed
 }

@@ -51,9 +51,12 @@ export class Landing {
   private lanes = new RepoLanes()
 
   private queues: MergeQueues
+  /** records the process groups a worktree's teardown starts, for the reaper */
+  private groups: AgentGroups
 
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
+    this.groups = new AgentGroups(s.db)
     this.queues = new MergeQueues(s, (repo, fn, later) => this.inRepo(repo, fn, later), AUTHOR)
   }
 
@@ -191,7 +194,7 @@ export class Landing {
     // flow.yaml's teardown first (outside the repository's git queue: it may take a while), then the removal.
     background.add(
       timed(taskId, "cleanup", () =>
-        teardownWorktree(this.s, taskId, ws, new AgentGroups(this.s.db).tracker(taskId)).then((go) =>
+        teardownWorktree(this.s, taskId, ws, this.groups.tracker(taskId)).then((go) =>
           go ? this.inRepo(ws.repo, () => (existsSync(ws.path) ? removeWorktree(ws.repo, ws.path, false) : Promise.resolve()), true) : undefined,
         ),
       ).catch(() => {}),
@@ -252,7 +255,7 @@ export class Landing {
     const newer = await this.inRepo(ws.repo, () => newerOnRemote(ws, this.s.publish.remote)) // a fetch: in turn with the worktrees
     if (!newer) return false
     const ref = await this.inRepo(ws.repo, () => keepAside(ws, AUTHOR))
-    await teardownWorktree(this.s, taskId, ws, new AgentGroups(this.s.db).tracker(taskId))
+    await teardownWorktree(this.s, taskId, ws, this.groups.tracker(taskId))
     await this.inRepo(ws.repo, async () => {
       await removeWorktree(ws.repo, ws.path, true)
       await dropBranch(ws.repo, ws.branch)

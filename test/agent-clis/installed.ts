@@ -7,12 +7,13 @@ export const CLIS_DIR = import.meta.dir
 export const CLIS_BIN = join(CLIS_DIR, "node_modules", ".bin")
 
 /**
- * What a test that runs Claude Code adds to flow's environment. CI's unit pass preloads libfaketime (a year
- * ahead) into every process; Claude Code cannot open the semaphore libfaketime shares between processes and
- * prints an error into its output, which flow rightly logs. So flow and Claude Code run on the real clock in
- * those tests (an empty LD_PRELOAD loads nothing): they are about the CLI, not the date.
+ * What a test that runs a real agent CLI adds to flow's environment. CI's unit pass preloads libfaketime (a year
+ * ahead) into every process. Claude Code cannot open the semaphore libfaketime shares between processes and
+ * prints an error into its output, which flow rightly logs; Copilot's native runtime hung at its exit under it
+ * (a dispose waiting on a futex for ever: three tests past 900 s). So flow and the CLIs run on the real clock in
+ * those tests (an empty LD_PRELOAD loads nothing): they are about the CLIs, not the date.
  */
-export const CLAUDE_CLOCK: Record<string, string> = { LD_PRELOAD: "" }
+export const REAL_CLOCK: Record<string, string> = { LD_PRELOAD: "" }
 
 /** Installs the CLIs unless they are there; a failed install is reported, and the tests that need them fail. */
 export function ensureAgentClis(): void {
