@@ -13,7 +13,8 @@ import { StoreUnreachable } from "../store/store"
 import type { Fence } from "../store/store"
 import type { CheckClaim, QueueRow } from "../state/queue-rows"
 import { checkFailure, runClaimedCheck, scratchFolder } from "./queue-check"
-import { leadStep } from "./queue-lead"
+import { leadStep, type Sweep } from "./queue-lead"
+import { timed } from "../cli/trace"
 import type { QueueOptions, QueueState, Verdict } from "./queue-types"
 
 export type { LandingEvent, LandingEvents, QueueOptions, QueueState, Verdict } from "./queue-types"
@@ -35,6 +36,8 @@ const LEAD_LEASE_MS = 10_000
  * lapses (a machine paused or gone), which only time shows.
  */
 const POLL_MS = 1_000
+/** How often a fleet's lead sweeps the published refs nothing holds when its line empties (beyond its first step's sweep). */
+const SWEEP_MS = 30_000
 
 type Waiting = { taskId: string; resolve: (v: Verdict) => void; since: number; seen: string; checkingSaid: string }
 
@@ -45,7 +48,10 @@ export class MergeQueue {
   private checks = new Map<number, { claim: CheckClaim; stop: AbortController }>()
   private pumping = false
   private again = false
-  private swept = false
+  /** when this run's lead last swept the published refs (performance.now()); undefined: not yet */
+  private swept?: number
+  /** the landed merges this clone's target follows, in turn, after their verdicts (a fleet's) */
+  private follows: { commit: string; taskId: string }[] = []
   /** what the head waits for, as last said (said once, not every retry) and as last seen */
   private waitSaid = ""
   private waitSeen = ""
@@ -135,15 +141,17 @@ export class MergeQueue {
     const line = await rows.line(this.o.into.key)
     this.observe(line)
     await this.resolve(line)
-    if (line.length > 0 || !this.swept) {
+    if (line.length > 0 || this.swept === undefined) {
       const leaseMs = Math.min(this.o.leaseMs, LEAD_LEASE_MS)
       const lead = await rows.lead(this.o.into.key, this.o.run, leaseMs)
       if (!lead) this.later(LEAD_RETRY_MS)
       else {
         const renew = setInterval(() => void rows.renewLead(lead, leaseMs).catch(() => {}), Math.max(100, Math.floor(leaseMs / 3)))
         try {
-          const s = await leadStep(this.o, lead, this.trees, this.o.into.shared && !this.swept)
-          this.swept = true
+          const sweep = this.sweepNow()
+          const s = await timed("queue", "lead-step", () => leadStep(this.o, lead, this.trees, sweep))
+          if (sweep !== "no") this.swept = performance.now()
+          this.background(this.o.into.drop(s.drop))
           if (s.changed) this.again = true
           this.waitFor(s.wait)
         } catch (e) {
@@ -157,6 +165,46 @@ export class MergeQueue {
       }
     }
     await this.claimChecks()
+  }
+
+  /** Whether this step of the lead's sweeps the published refs nothing holds: at its first, then now and again. */
+  private sweepNow(): Sweep {
+    if (!this.o.into.shared) return "no"
+    if (this.swept === undefined) return "now"
+    return performance.now() - this.swept >= SWEEP_MS ? "if-empty" : "no"
+  }
+
+  /** Work that needs no lead and no answer (a removal of refs, a follow): the run's end waits for it (idle). */
+  private background(work: Promise<unknown>): void {
+    const p: Promise<unknown> = work.catch(() => {}).finally(() => this.cleanups.delete(p))
+    this.cleanups.add(p)
+  }
+
+  /**
+   * This clone's target, and the person's checkout of it, follow the remote's where they can, one landing after
+   * another, outside the queue's steps (a fetch and a checkout's move: the next check waits for neither). What
+   * stops it is said once.
+   */
+  private follow(commit: string, taskId: string): void {
+    this.follows.push({ commit, taskId })
+    if (this.follows.length > 1) return
+    this.background(
+      (async () => {
+        while (this.follows.length > 0) {
+          const next = this.follows[0]
+          const why = await this.o.into.follow(next.commit).catch((e) => (e as Error).message)
+          this.follows.shift()
+          if (why && !this.followSaid) {
+            this.followSaid = true
+            this.o.bus.emit({
+              type: "notice",
+              taskId: next.taskId,
+              text: `${this.o.target} does not follow the shared remote's (${why}); flow leaves it alone: 'git pull' brings it up to date`,
+            })
+          }
+        }
+      })(),
+    )
   }
 
   /** Tells the run what its candidates went through since the last look, and stops checks here that no longer count. */
@@ -219,18 +267,7 @@ export class MergeQueue {
   private async finish(r: QueueRow, w: Waiting): Promise<void> {
     const verdict = (r.verdict ?? { ok: false, kind: "refused", reason: r.reason ?? "it left the merge queue" }) as Verdict
     const outcome = verdict.ok ? "landed" : verdict.kind === "stopped" ? "stopped" : "failed"
-    if (verdict.ok && this.o.into.shared) {
-      // This clone's target, and the person's checkout of it, follow the remote's where they can: said once.
-      const why = await this.o.into.follow(verdict.commit).catch((e) => (e as Error).message)
-      if (why && !this.followSaid) {
-        this.followSaid = true
-        this.o.bus.emit({
-          type: "notice",
-          taskId: w.taskId,
-          text: `${this.o.target} does not follow the shared remote's (${why}); flow leaves it alone: 'git pull' brings it up to date`,
-        })
-      }
-    }
+    if (verdict.ok && this.o.into.shared) this.follow(verdict.commit, w.taskId)
     // Its task lost to another run (the lead found its claim gone): said as such, not as a failure.
     if (!verdict.ok && verdict.kind === "stopped") this.o.bus.emit({ type: "notice", taskId: w.taskId, text: verdict.reason })
     // Its own failure, said unless its check's was (a conflict, a refusal are said here).

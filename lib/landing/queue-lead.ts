@@ -18,8 +18,19 @@ import type { QueueChange, QueueLead, QueueRow } from "../state/queue-rows"
 import { timed } from "../cli/trace"
 import type { QueueOptions, Verdict } from "./queue-types"
 
-/** What a step did (`changed`: it wrote), and what it leaves for later: the head's move waits for the person (a change, an operation or a lock in the way). */
-export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean } }
+/**
+ * What a step did (`changed`: it wrote), and what it leaves for later: the head's move waits for the person (a
+ * change, an operation or a lock in the way); `drop`, published refs nothing holds any more, which the caller
+ * removes after the step, outside the lead (a push to the remote each time: the lead is the fleet's one lane).
+ */
+export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean }; drop: string[] }
+
+/**
+ * When a step sweeps the published refs nothing in line holds (what killed runs left): "now", or "if-empty"
+ * when the line empties by this step; a sweep lists the remote's refs and takes the lead's time, so the caller
+ * asks for it at its first step and then now and again, not at every step.
+ */
+export type Sweep = "now" | "if-empty" | "no"
 
 /**
  * Whether `r`'s run lost its claim of the task (a fleet's: its lease lapsed, and another run may have taken the
@@ -39,15 +50,15 @@ async function lost(o: QueueOptions, r: QueueRow, tip: string): Promise<Extract<
 
 /**
  * A lead's step on queue `o`: settles the head, builds the window, and writes what changed; `trees` caches
- * commits' trees. `sweep`: the published refs nothing in line holds are removed (what killed runs left), as
- * they are whenever the line empties: only the lead publishes, so none is in the making meanwhile.
+ * commits' trees. `sweep`: when the published refs nothing in line holds are removed (what killed runs left),
+ * under the lead: only the lead publishes, so none is in the making meanwhile.
  */
-export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<string, string>, sweep: boolean): Promise<LeadStep> {
+export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<string, string>, sweep: Sweep): Promise<LeadStep> {
   const rows = o.state.queue
   let line = await rows.line(o.into.key)
   if (line.length === 0) {
-    if (sweep) await o.into.sweep(new Set())
-    return { changed: false }
+    if (sweep !== "no") await o.into.sweep(new Set())
+    return { changed: false, drop: [] }
   }
   const changes: QueueChange[] = []
   const drop: string[] = []
@@ -110,13 +121,14 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
   changes.push(...(await build(o, line, tip, trees, drop)))
   if (!(await rows.apply(lead, changes, tip))) {
     // The lead lapsed under this step: another run leads now, and what this one published is nobody's.
-    await o.into.drop(changes.flatMap((c) => (c.build?.ref ? [c.build.ref] : [])))
-    return { changed: false }
+    return { changed: false, drop: changes.flatMap((c) => (c.build?.ref ? [c.build.ref] : [])) }
   }
-  const after = changes.length > 0 || sweep ? await rows.line(o.into.key) : line
-  if (sweep || (changes.length > 0 && after.length === 0)) await o.into.sweep(new Set(after.flatMap((r) => (r.ref ? [r.ref] : []))))
-  else await o.into.drop(drop)
-  return { changed: changes.length > 0, wait }
+  const after = sweep === "now" || (sweep === "if-empty" && changes.length > 0) ? await rows.line(o.into.key) : undefined
+  if (after && (sweep === "now" || after.length === 0)) {
+    await o.into.sweep(new Set(after.flatMap((r) => (r.ref ? [r.ref] : []))))
+    return { changed: changes.length > 0, wait, drop: [] }
+  }
+  return { changed: changes.length > 0, wait, drop }
 }
 
 /** Whether `commit` is in the target at `tip` (a commit this clone lacks is not: the tip is here with its history). */

@@ -7,6 +7,7 @@
 import { moveTarget } from "./checkout-move"
 import type { MoveJournal } from "./merge-journal"
 import { branchHeads, isAncestor } from "../git/git"
+import { timed } from "../cli/trace"
 import { deleteRemoteRefs, fetchBranch, fetchRefs, hasCommit, missingCommits, pushRefs, pushTarget, remoteRefs } from "../git/remote-git"
 
 export type TargetMove =
@@ -117,7 +118,7 @@ export class RemoteTarget implements QueueTarget {
 
   async tip(cached: string | null, fresh: boolean): Promise<string> {
     if (cached && !fresh && (await hasCommit(this.repo, cached))) return cached
-    const tip = await this.serial(() => fetchBranch(this.repo, this.remote, this.name))
+    const tip = await timed("queue", "fetch-tip", () => this.serial(() => fetchBranch(this.repo, this.remote, this.name)))
     if (!tip) throw new Error(`the remote '${this.remote}' of ${this.repo} has no branch '${this.name}'`)
     return tip
   }
@@ -130,24 +131,24 @@ export class RemoteTarget implements QueueTarget {
     if (absent.size === 0) return absent
     // Another machine's candidates: their branches were pushed before they were handed over.
     const branches = wants.filter((w) => absent.has(w.head)).map((w) => `refs/heads/${w.branch}`)
-    await this.serial(() => fetchRefs(this.repo, this.remote, branches)).catch(() => {})
+    await timed("queue", "fetch-branches", () => this.serial(() => fetchRefs(this.repo, this.remote, branches))).catch(() => {})
     return missingCommits(this.repo, [...absent])
   }
 
   async publish(merges: readonly { id: number; gen: number; commit: string }[]): Promise<Map<number, string>> {
     const refs = merges.map((m) => ({ id: m.id, commit: m.commit, ref: `${this.prefix}${m.id}-${m.gen + 1}` }))
-    await pushRefs(this.repo, this.remote, refs)
+    await timed("queue", "publish", () => pushRefs(this.repo, this.remote, refs))
     return new Map(refs.map((r) => [r.id, r.ref]))
   }
 
   drop(refs: readonly string[]): Promise<void> {
-    return deleteRemoteRefs(this.repo, this.remote, refs)
+    return refs.length ? timed("queue", "drop", () => deleteRemoteRefs(this.repo, this.remote, refs)) : Promise.resolve()
   }
 
   async fetch(commit: string, ref: string | null): Promise<void> {
     if (await hasCommit(this.repo, commit)) return
     if (!ref) throw new Error(`the merge ${commit.slice(0, 12)} is not in ${this.repo} and was not published`)
-    await this.serial(() => fetchRefs(this.repo, this.remote, [ref]))
+    await timed("queue", "fetch-merge", () => this.serial(() => fetchRefs(this.repo, this.remote, [ref])))
   }
 
   async move(from: string, to: string): Promise<TargetMove> {
@@ -170,7 +171,7 @@ export class RemoteTarget implements QueueTarget {
   }
 
   async sweep(live: ReadonlySet<string>): Promise<void> {
-    const left = (await remoteRefs(this.repo, this.remote, this.prefix)).filter((ref) => !live.has(ref))
+    const left = (await timed("queue", "sweep", () => remoteRefs(this.repo, this.remote, this.prefix))).filter((ref) => !live.has(ref))
     await this.drop(left)
   }
 }
