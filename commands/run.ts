@@ -18,6 +18,7 @@ import { openExistingState, openState } from "../lib/state/state"
 import { colours } from "../lib/terminal/colour"
 import { indexTasks } from "../lib/model/task-index"
 import { lockSharedRun, openForRun, openStore } from "../lib/store/open"
+import { storeSetting } from "../lib/store/setting"
 import type { TaskStore } from "../lib/store/store"
 import { startTui, type Tui } from "../lib/tui/tui"
 import { answerCheck } from "../lib/budget/budget-answer"
@@ -38,7 +39,7 @@ import { budgetWarnings, forecast, forecastLines } from "../lib/budget/forecast"
 import { spendByTask } from "../lib/budget/budget-meter"
 
 export const meta = {
-  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--yes] [--headless] [--dry-run]",
+  usage: "flow run [--agents <n> --cli <cli>] [--parallel <n>] [--checks <n>] [--yes] [--headless] [--dry-run]",
   description: `Runs agents on the task graph until every task is done: each task in its own git worktree
 and branch, merged into the target branch when done. Agents come from flow.yaml, or --agents N --cli <cli>
 (N agents named <cli>-1 ... <cli>-N; cli 'script' runs the \`\`\`sh blocks of the instructions, offline).
@@ -54,6 +55,11 @@ Exit 0 when every task is done, 4 when the run ended with tasks blocked or not d
     agents: { type: "string", arg: "n", help: "how many agents to run (with --cli; overrides flow.yaml's agents)" },
     cli: { type: "string", arg: "cli", help: "the agent CLI for --agents: script, claude, codex, gemini, opencode, ..." },
     parallel: { type: "string", arg: "n", help: "at most this many tasks at once (default: every agent)" },
+    checks: {
+      type: "string",
+      arg: "n",
+      help: "at most this many merge-queue checks at once on this machine (default: as many as tasks; 0, on a shared project: other machines run them)",
+    },
     yes: { type: "boolean", help: "approve checkpoints automatically" },
     headless: { type: "boolean", help: "plain timestamped log lines instead of the terminal UI (what a pipe or CI gets anyway)" },
     "dry-run": { type: "boolean", help: "print the agents and the forecast of the run (tasks to do, spend so far, an estimate of the rest), start nothing" },
@@ -92,11 +98,13 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       "'flow doctor' lists each check with what to fix",
     )
   const parallelism = values.parallel === undefined ? (config.parallelism ?? agents.length) : positiveInt(values.parallel, "--parallel")
+  const checks = values.checks === undefined ? undefined : await checkSlots(project, values.checks)
   if (values["dry-run"]) return dryRun(ctx, project, agents, parallelism, config)
 
   return startRun(ctx, project, {
     agents,
     parallelism,
+    checks,
     yes: Boolean(values.yes),
     headless: Boolean(values.headless),
     ...fromConfig(config, ctx.env),
@@ -146,7 +154,7 @@ const DEFAULT_LEASE_MS = 60_000
 /** How many times a failed check or a conflict goes back to the agent before the task is blocked. */
 const DEFAULT_FIX_ATTEMPTS = 2
 
-export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "yes"> &
+export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "checks" | "yes"> &
   ConfigSettings & {
     /** the log lines even in a terminal */
     headless?: boolean
@@ -352,6 +360,15 @@ function agentsFrom(values: { agents?: string; cli?: string }, configured: Agent
     )
   }
   return configured
+}
+
+/** `--checks`: a whole number; 0 only on a shared project, whose other machines run the checks (docs/RUN.md, "Merge queue"). */
+async function checkSlots(project: Project, text: string): Promise<number> {
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 0) throw usage(`--checks must be a whole number (was '${text}')`)
+  if (n === 0 && (await storeSetting(project)).kind === "file")
+    throw usage("--checks 0 leaves the merge queue's checks to other machines, and a project in files has none", "give --checks 1 or more, or leave it out")
+  return n
 }
 
 function positiveInt(text: string, flag: string): number {

@@ -150,7 +150,8 @@ describe.skipIf(!HAVE_POSTGRES)("git across machines", () => {
 
     const r = await f.laptop1.run(["--agents", "1"])
     expect(r.stderr).toBe("")
-    expect(r.stdout).toContain("main of origin moved meanwhile: the merge is built again on it")
+    expect(r.stdout).toContain("main of the shared remote moved meanwhile (a commit made outside flow): the merge queue is built again on it")
+    expect(r.stdout).toMatch(/ok: queue main #1 waiting \(rebuilt on main\)\n.*ok: queue main #1 checking/)
     // ok: merged once, on top of the outside push.
     expect((await f.status("ok")).status).toBe("done")
     expect(await git(f.bare, ["show", "main:outside.txt"])).toBe("outside\n")

@@ -5,6 +5,7 @@ import { expect } from "bun:test"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { gitDaemon } from "./git-daemon"
 import { flow, git, tasksYaml } from "./helpers"
 
 export const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
@@ -54,38 +55,10 @@ export type Fleet = {
 }
 
 /**
- * Serves the bare repositories under `root` over git's own protocol on loopback, pushes allowed: the remote
- * of a fleet, as a host of its own. A clone's push then ends in the daemon's receive-pack, not in a child of
- * the run: a test that kills a run's whole process group kills what a dying machine would, and the remote
- * cleans up after it as a server does (a local-path remote's receive-pack, killed with the run, left
- * `refs/heads/main.lock` in the remote, and every later push failed on it).
+ * A bare remote holding a project shared in `dbUrl`, served on loopback (gitDaemon), and clones of it as
+ * machines; `files`: more files of the project's first commit (a check's script).
  */
-async function gitDaemon(root: string): Promise<{ url: (repo: string) => string; stop: () => Promise<void> }> {
-  for (let attempt = 1; ; attempt++) {
-    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } })
-    const port = probe.port
-    probe.stop(true)
-    const daemon = Bun.spawn(
-      ["git", "daemon", "--reuseaddr", "--listen=127.0.0.1", `--port=${port}`, `--base-path=${root}`, "--export-all", "--enable=receive-pack", root],
-      { stdout: "ignore", stderr: "ignore" },
-    )
-    const url = (repo: string) => `git://127.0.0.1:${port}/${repo}`
-    const stop = async () => {
-      daemon.kill()
-      await daemon.exited
-    }
-    for (let i = 0; i < 100 && daemon.exitCode === null; i++) {
-      const probed = Bun.spawnSync(["git", "ls-remote", url("remote.git")], { stdout: "ignore", stderr: "ignore" })
-      if (probed.exitCode === 0) return { url, stop }
-      await Bun.sleep(50)
-    }
-    await stop()
-    if (attempt === 3) throw new Error(`git daemon did not serve ${root} on 127.0.0.1:${port}`)
-  }
-}
-
-/** A bare remote holding a project shared in `dbUrl`, served on loopback (gitDaemon), and clones of it as machines. */
-export async function fleet(dbUrl: string, tasks: (log: string) => string, flowYaml = ""): Promise<Fleet> {
+export async function fleet(dbUrl: string, tasks: (log: string) => string, flowYaml = "", files: Record<string, string> = {}): Promise<Fleet> {
   const root = mkdtempSync(join(tmpdir(), "flow-fleet-"))
   const remote = join(root, "remote.git")
   const log = join(root, "work.log")
@@ -96,6 +69,7 @@ export async function fleet(dbUrl: string, tasks: (log: string) => string, flowY
   mkdirSync(seed)
   writeFileSync(join(seed, "tasks.yaml"), tasks(log))
   writeFileSync(join(seed, "flow.yaml"), flowYaml)
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(seed, name), text)
   await git(seed, ["init", "-q", "-b", "main"])
   await git(seed, ["add", "-A"])
   await git(seed, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-q", "-m", "initial"])

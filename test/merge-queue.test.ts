@@ -1,4 +1,4 @@
-// The verified merge queue end to end (docs/RUN.md, "The merge queue"): real repositories, the offline
+// The verified merge queue end to end (docs/RUN.md, "Merge queue"): real repositories, the offline
 // `script` agent, flow.yaml's `verify` check run on every merge before main moves, and the agent sent
 // back to fix a failed check or a conflict (its ```sh fix blocks).
 import { expect, test } from "bun:test"
@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { background, flow, git, pidsOf, tasksYaml, tempRepo, until } from "./helpers"
+import { mergesPerTask, SLOW_FAILURE_CHECK, slowFailureTasks, uncheckedCommits } from "./queue-helpers"
 
 const sh = (lines: string, label = "") => `\`\`\`sh${label ? ` ${label}` : ""}\n${lines}\n\`\`\``
 const GIT_ID = `git -c user.name=agent -c user.email=agent@flow.invalid`
@@ -260,4 +261,32 @@ test.concurrent("killed right after the queue moved main (before anything was re
   expect(statuses(dir.read("tasks.yaml"))).toEqual({ work: "done" })
   expect(again.stdout).not.toContain("checking")
   expect((await git(dir.path, ["log", "--merges", "--format=%s", "main"])).trim()).toBe("Merge flow/work: work")
+})
+
+test.concurrent("a slow failing check ahead of a fast passing one: only the failing task goes back to its agent, the one checked on top of it is rebuilt and lands (10 runs)", async () => {
+  const once = async (run: number) => {
+    const gate = mkdtempSync(join(tmpdir(), "flow-gate-"))
+    try {
+      await using dir = await tempRepo({
+        "check.sh": SLOW_FAILURE_CHECK,
+        "flow.yaml": "verify: { command: sh check.sh, timeout: 1m }\nfix_attempts: 0\n",
+        "tasks.yaml": tasksYaml(slowFailureTasks(sh)),
+      })
+      const start = (await git(dir.path, ["rev-parse", "main"])).trim()
+      const r = await flow(dir.path, ["run", "--headless", "--agents", "3", "--cli", "script"], { env: { GATE: gate } })
+      const outcome = { run, code: r.code, stderr: r.stderr, statuses: statuses(dir.read("tasks.yaml")) }
+      expect(outcome).toEqual({ run, code: 4, stderr: "", statuses: { a: "done", b: "blocked", c: "done" } })
+      // c was checked on top of b; whatever that check said was never taken for c's own verdict.
+      expect(r.stdout).toMatch(/c: queue main #\d checking \(on top of (a, )?b\)/)
+      expect(r.stdout).toMatch(/c: queue main #\d waiting \(rebuilt on (a|main)\)/)
+      expect(r.stdout).not.toContain("merge of flow/c into main failed")
+      expect(dir.read("tasks.yaml")).toContain("merge of flow/b into main failed: the check failed (exit 1)")
+      expect(await mergesPerTask(dir.path, "main")).toEqual({ a: 1, c: 1 })
+      expect(await uncheckedCommits(dir.path, "main", start, SLOW_FAILURE_CHECK)).toEqual([])
+    } finally {
+      rmSync(gate, { recursive: true, force: true })
+    }
+  }
+  // Three runs at a time: each mostly waits for its checks.
+  for (let run = 1; run <= 10; run += 3) await Promise.all([run, run + 1, run + 2].filter((n) => n <= 10).map(once))
 })

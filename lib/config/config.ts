@@ -29,7 +29,7 @@ export const AgentConfig = type({
 })
 export type AgentConfig = typeof AgentConfig.infer
 
-/** The project's check, run on every merge before the target moves (docs/RUN.md, "The merge queue"). */
+/** The project's check, run on every merge before the target moves (docs/RUN.md, "Merge queue"). */
 export const VerifyConfig = type({
   /** the repository it applies to, as in a task's `repo` (default: every repository not named by another entry) */
   "repo?": "string > 0",

@@ -315,6 +315,15 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
   throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
 }
 
+/** The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any. */
+export async function mergeOnFirstParents(repo: string, tip: string, subject: string): Promise<string | undefined> {
+  const out = await git(repo, ["log", "--first-parent", "--merges", "--max-count=10000", "--format=%H %s", tip])
+  return out
+    .split("\n")
+    .find((l) => l.slice(l.indexOf(" ") + 1) === subject)
+    ?.split(" ")[0]
+}
+
 /** `dropped`: paths of flow's own files (keepOut) the branch changed, left as they are in `base` */
 export type MergeCommit = { ok: true; commit: string; tree: string; dropped: string[] } | { ok: false; conflicts: string[]; reason: string }
 
@@ -336,8 +345,9 @@ export async function makeMergeCommit(
   const [head] = /^[0-9a-f]{40,64}$/.test(branch) ? [branch] : await revParse(repo, branch)
   if (!head) return { ok: false, conflicts: [], reason: `branch '${branch}' does not exist` }
   const r = await run(["git", "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head], { cwd: repo, env: GIT_ENV })
-  if (r.code === 1) {
-    const conflicts = r.stdout.split("\n").slice(1).filter(Boolean)
+  // Exit 1 with no conflict listed is git refusing the merge (a commit this clone lacks): an error, not a conflict.
+  const conflicts = r.code === 1 ? r.stdout.split("\n").slice(1).filter(Boolean) : []
+  if (conflicts.length > 0) {
     const own = conflicts.filter((f) => keepOut.some((k) => f === k || f.startsWith(`${k}/`)))
     if (own.length === 0 || own.length < conflicts.length) return { ok: false, conflicts, reason: `merge conflict in ${conflicts.join(", ")}` }
     // Only flow's own files conflict: they are left out anyway, so the merge is the target's version of them.

@@ -2,7 +2,8 @@
 // works in its own clone, and what the machines share is the remote (flow.yaml `remote:`, default origin).
 // A task's worktree starts from the remote (its target, or the task's branch an earlier attempt pushed), its
 // branch is pushed after every commit flow makes, never over a newer attempt's (a compare-and-swap on the
-// remote's ref), and merges reach the target only by a push (lib/landing/remote-landing.ts).
+// remote's ref), and merges reach the target only by a compare-and-swap push from the head of the merge queue
+// (lib/landing/queue-target.ts).
 import { existsSync } from "node:fs"
 import { FlowError } from "../cli/errors"
 import { type RunResult, run } from "../cli/proc"
@@ -12,7 +13,7 @@ import { lastLines } from "./publish"
 /** Where the remote's `branch` is kept in a clone after a fetch or a push. */
 export const tracking = (remote: string, branch: string) => `refs/remotes/${remote}/${branch}`
 
-/** The URL of `remote` in `repo` (the landing lock's key: two clones of one remote share it), or a FlowError saying how to add it. */
+/** The URL of `remote` in `repo` (the merge queue's key: two clones of one remote share it), or a FlowError saying how to add it. */
 export async function remoteUrl(repo: string, remote: string): Promise<string> {
   const r = await run(["git", "remote", "get-url", "--", remote], { cwd: repo, env: GIT_ENV })
   if (r.code === 0 && r.stdout.trim()) return r.stdout.trim()
@@ -158,17 +159,80 @@ export async function pushTaskBranch(repo: string, remote: string, branch: strin
 export type TargetPush = { ok: true } | { ok: false; rejected: boolean; detail: string }
 
 /**
- * Pushes `commit` as the remote's `target`, a plain push: git refuses it (rejected) unless it is a
- * fast-forward of the remote's target, so a push someone made meanwhile is never overwritten.
+ * Pushes `commit` as the remote's `target` by compare-and-swap: git refuses it (rejected) unless the remote's
+ * target is still `expected` (`--force-with-lease=refs/heads/<target>:<expected>`), so a push someone made
+ * meanwhile is never overwritten, and a stale machine's push lands nothing.
  */
-export async function pushTarget(repo: string, remote: string, commit: string, target: string): Promise<TargetPush> {
-  const r = await run(["git", "push", "--quiet", "--no-verify", "--porcelain", "--", remote, `${commit}:refs/heads/${target}`], { cwd: repo, env: GIT_ENV })
+export async function pushTarget(repo: string, remote: string, commit: string, target: string, expected: string): Promise<TargetPush> {
+  const r = await run(
+    [
+      "git",
+      "push",
+      "--quiet",
+      "--no-verify",
+      "--porcelain",
+      `--force-with-lease=refs/heads/${target}:${expected}`,
+      "--",
+      remote,
+      `${commit}:refs/heads/${target}`,
+    ],
+    { cwd: repo, env: GIT_ENV },
+  )
   if (r.code === 0) {
     await refWrite(["git", "update-ref", tracking(remote, target), commit], repo)
     return { ok: true }
   }
-  const rejected = /\[rejected\]|\[remote rejected\].*(fetch first|non-fast-forward|stale)|non-fast-forward|fetch first/.test(r.stdout + r.stderr)
+  const rejected = /\[rejected\]|\[remote rejected\].*(fetch first|non-fast-forward|stale)|non-fast-forward|fetch first|stale info/.test(r.stdout + r.stderr)
   return { ok: false, rejected, detail: `push of ${target} to ${remote} failed: ${lastLines(r.stderr || r.stdout)}` }
+}
+
+/** Pushes commits to refs of the remote (a queue's merges, for every machine to fetch), replacing what they held. */
+export async function pushRefs(repo: string, remote: string, refs: readonly { commit: string; ref: string }[]): Promise<void> {
+  if (refs.length === 0) return
+  const r = await run(["git", "push", "--quiet", "--no-verify", "--", remote, ...refs.map((x) => `+${x.commit}:${x.ref}`)], { cwd: repo, env: GIT_ENV })
+  if (r.code !== 0)
+    throw new FlowError(`pushing ${refs.length} merge${refs.length === 1 ? "" : "s"} to ${remote} failed in ${repo}: ${lastLines(r.stderr || r.stdout)}`)
+}
+
+/** Deletes refs of the remote; one that is gone already is no failure, nor is a remote that cannot be reached (what is left is swept later). */
+export async function deleteRemoteRefs(repo: string, remote: string, refs: readonly string[]): Promise<void> {
+  if (refs.length === 0) return
+  await run(["git", "push", "--quiet", "--no-verify", "--", remote, ...refs.map((ref) => `:${ref}`)], { cwd: repo, env: GIT_ENV })
+}
+
+/** The remote's refs under `prefix` (one `git ls-remote`). */
+export async function remoteRefs(repo: string, remote: string, prefix: string): Promise<string[]> {
+  const r = await run(["git", "ls-remote", "--", remote, `${prefix}*`], { cwd: repo, env: GIT_ENV })
+  if (r.code !== 0) return []
+  return r.stdout
+    .split("\n")
+    .map((l) => l.split("\t")[1])
+    .filter((ref): ref is string => Boolean(ref))
+}
+
+/** Whether `commit` is in this clone's object store. */
+export async function hasCommit(repo: string, commit: string): Promise<boolean> {
+  return (await missingCommits(repo, [commit])).size === 0
+}
+
+/** Of `commits`, those this clone's object store lacks (one `git cat-file --batch-check`). */
+export async function missingCommits(repo: string, commits: readonly string[]): Promise<Set<string>> {
+  if (commits.length === 0) return new Set()
+  const r = await run(["git", "cat-file", "--batch-check=%(objectname) %(objecttype)"], { cwd: repo, env: GIT_ENV, stdin: `${commits.join("\n")}\n` })
+  const present = new Set(
+    r.stdout
+      .split("\n")
+      .filter((l) => l.endsWith(" commit"))
+      .map((l) => l.split(" ")[0]),
+  )
+  return new Set(commits.filter((c) => !present.has(c)))
+}
+
+/** Fetches refs of the remote into the object store alone (no ref written here), for the commits they hold. */
+export async function fetchRefs(repo: string, remote: string, refs: readonly string[]): Promise<void> {
+  if (refs.length === 0) return
+  const r = await run(["git", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote, ...refs], { cwd: repo, env: GIT_ENV })
+  if (r.code !== 0) throw new FlowError(`'git fetch ${remote} ${refs.join(" ")}' failed in ${repo}: ${lastLines(r.stderr || r.stdout)}`)
 }
 
 /** What the first turn of an attempt that took over another machine's pushed branch is told (its session stayed there). */

@@ -354,7 +354,7 @@ export type ViewTaskReport = typeof ViewTaskReport.infer
 // --- dashboard ---
 
 /**
- * The merge queues of the live or last run (lib/landing/queue-report.ts, docs/RUN.md "The merge queue"), one per target
+ * The merge queues of the live or last run (lib/landing/queue-report.ts, docs/RUN.md "Merge queue"), one per target
  * branch that has candidates: those still in line in queue order, then those that failed out of it. `on_top_of`
  * names the candidates ahead whose merges a check was built on ([] on the target itself, or not built yet);
  * `reason` says why it failed or was rebuilt; `seconds` is how long its last check took.

@@ -19,16 +19,14 @@ import { run } from "../cli/proc"
 import { killPoint } from "../cli/kill-point"
 import { isoSeconds } from "../cli/clock"
 import { indexTasks } from "../model/task-index"
-import { type LandingLock, landingLocks } from "../store/open"
 import type { Claim, Fence, TaskEdits } from "../store/store"
-import { keepAside, newerOnRemote, pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
-import type { RemoteVerdict } from "../landing/remote-landing"
+import { fetchBranch, keepAside, newerOnRemote, pushTaskBranch, remoteWorktree, tracking } from "../git/remote-git"
 import { applyStatus, type Change } from "../store/transitions"
 import { fixEnv, fixPrompt } from "../prompts/fix-prompts"
 import { MergeJournal } from "../landing/merge-journal"
 import { teardownWorktree } from "../worktree/teardown"
 import { AgentGroups } from "./reaper"
-import type { Verdict } from "../landing/merge-queue"
+import type { Verdict } from "../landing/queue-types"
 import { MergeQueues } from "./queues"
 import { coalescedWrite } from "./worker/status-writes"
 import { RepoLanes } from "../landing/repo-lanes"
@@ -55,8 +53,6 @@ export class Landing {
   private queues: MergeQueues
   /** records the process groups a worktree's teardown starts, for the reaper */
   private groups: AgentGroups
-  /** a shared project's landing locks (lib/store/open.ts), taken on first use */
-  private locks?: Promise<LandingLock | undefined>
 
   constructor(private s: RunSettings) {
     this.journal = new MergeJournal(s.db)
@@ -142,9 +138,10 @@ export class Landing {
     const { fixer } = opts
     let result: Verdict & { empty?: boolean }
     for (let attempt = 1; ; attempt++) {
+      const since = performance.now()
       if (existsSync(ws.path)) await timed(taskId, "commit", () => commitAll(ws.path, `${taskId}: ${title}`, AUTHOR))
       await this.pushBranch(taskId, ws)
-      result = await timed(taskId, "land", () => (this.s.store.shared ? this.remoteMerge(taskId, ws, opts.claim) : this.merge(taskId, ws)))
+      result = await timed(taskId, "land", () => this.merge(taskId, ws, since, opts.claim))
       if (result.ok || result.kind === "stopped") break
       if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
         result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
@@ -206,19 +203,25 @@ export class Landing {
 
   /**
    * Merges the branch into the target unless its head is there already; journaled before and after. Every
-   * merge goes through the repository's queue: made off-tree, checked where a check is configured, and the
-   * target (with the person's checkout of it, when nothing of theirs is in the way) moved by compare-and-swap.
+   * merge goes through the repository's queue (docs/RUN.md, "Merge queue"): made off-tree, checked where a check
+   * is configured, and the target moved by compare-and-swap; in files this clone's (with the person's checkout
+   * of it, when nothing of theirs is in the way), on a shared project the shared remote's. `since`: when the
+   * landing began (the queue's service levels count from there); `claim`: the run's claim of the task on a
+   * shared graph, which the queue asks before it lands anything of it.
    */
-  private async merge(taskId: string, ws: Workspace): Promise<Verdict & { empty?: boolean }> {
+  private async merge(taskId: string, ws: Workspace, since: number, claim?: Claim): Promise<Verdict & { empty?: boolean }> {
     const queue = await this.queues.for(ws)
-    const [head, before] = await branchHeads(ws.repo, ws.branch, ws.target)
+    const shared = this.s.store.shared
+    const [head, local] = await branchHeads(ws.repo, ws.branch, ws.target)
+    // On a shared project the target that counts is the remote's, as fetched now (in turn with the worktrees).
+    const before = shared ? await this.inRepo(ws.repo, () => fetchBranch(ws.repo, this.s.publish.remote, ws.target)) : local
     if (!head || !before) return { ok: false, kind: "refused", reason: `branch '${head ? ws.target : ws.branch}' not found in ${ws.repo}` }
     const open = (await this.journal.open()).get(taskId)
     const reused = open && open.outcome === null ? open : undefined
     const id = reused
       ? reused.id
       : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const v = await queue.submit(taskId, ws.branch, head, `Merge ${ws.branch}: ${taskId}`)
+    const v = await queue.submit({ taskId, branch: ws.branch, head, message: `Merge ${ws.branch}: ${taskId}`, fence: claim, since })
     if (v.ok || v.kind !== "stopped")
       await this.journal.outcome(
         id,
@@ -227,30 +230,6 @@ export class Landing {
       )
     // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
     if (v.ok && v.alreadyMerged) return { ...v, empty: await isAncestor(ws.repo, open?.branchHead ?? head, open?.targetBefore ?? before) }
-    return v
-  }
-
-  /**
-   * A shared project's merge into its remote's target (lib/landing/remote-landing.ts), journaled as the local one
-   * is, but its intent only right before the push: a merge that was never pushed leaves no entry.
-   */
-  private async remoteMerge(taskId: string, ws: Workspace, claim?: Claim): Promise<RemoteVerdict> {
-    const [head] = await branchHeads(ws.repo, ws.branch)
-    if (!head) return { ok: false, kind: "refused", reason: `branch '${ws.branch}' not found in ${ws.repo}` }
-    const lock = await (this.locks ??= landingLocks(this.s.project))
-    if (!lock) throw new Error(`${this.s.store.where} is shared but has no landing locks`)
-    const landing = await this.queues.remote(ws, this.s.publish.remote, lock)
-    const open = (await this.journal.open()).get(taskId)
-    const reused = open && open.outcome === null ? open : undefined
-    let id = reused?.id
-    const intent = async (before: string) =>
-      (id ??= await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before }))
-    const v = await landing.land({ taskId, branch: ws.branch, head, message: `Merge ${ws.branch}: ${taskId}`, claim, intent })
-    if (v.ok) {
-      await this.journal.outcome(await intent(v.commit), "merged", v.alreadyMerged ? { reason: "already in the target" } : { commit: v.commit })
-      // In the target already: empty when it was so at the first intent too (else a killed run merged it since).
-      if (v.alreadyMerged && reused) return { ...v, empty: await isAncestor(ws.repo, reused.branchHead, reused.targetBefore) }
-    } else if (v.kind !== "stopped" && id !== undefined) await this.journal.outcome(id, "failed", { reason: v.reason })
     return v
   }
 
@@ -314,6 +293,14 @@ export class Landing {
     if (!this.s.store.shared) return
     const pushed = await timed(taskId, "push-branch", () => pushTaskBranch(ws.repo, this.s.publish.remote, ws.branch))
     if (!pushed.ok) this.s.bus.emit({ type: "notice", taskId, text: pushed.detail })
+  }
+
+  /**
+   * On a shared project, takes part in the queue of the workspace's target from now on (its lead, the checks of
+   * every machine's candidates), before this run has anything of its own to land there.
+   */
+  async serve(ws: Workspace): Promise<void> {
+    if (this.s.store.shared) (await this.queues.for(ws)).wake()
   }
 
   /** Clears the scratch worktrees of a killed run's checks and the landing waits it recorded (recovery, at a run's start). */

@@ -51,7 +51,13 @@ function describe(e: RunEvent, at: Date): string | undefined {
     case "merge-failed":
       return `${e.taskId}: merge of ${e.branch} into ${e.target} failed: ${clip(e.reason)}`
     case "queue":
-      return `${e.taskId}: queue ${e.target} #${e.position} ${e.state}${e.seconds !== undefined ? ` after ${e.seconds.toFixed(1)} s` : ""}${e.reason ? ` (${clip(e.reason)})` : ""}`
+      return `${e.taskId}: queue ${e.target} #${e.position} ${e.state}${e.machine ? ` on ${e.machine}` : ""}${e.seconds !== undefined ? ` after ${e.seconds.toFixed(1)} s` : ""}${e.reason ? ` (${clip(e.reason)})` : ""}`
+    case "queue-end":
+      return e.outcome === "landed"
+        ? `${e.taskId}: landed ${e.seconds.toFixed(1)} s after its work was done (${e.checks} check${e.checks === 1 ? "" : "s"}${e.thrown ? `, ${e.thrown} thrown away` : ""})`
+        : undefined
+    case "check":
+      return `${e.taskId}: ${e.state === "checking" ? "checking" : e.state} ${e.of}'s candidate into ${e.target}${e.seconds !== undefined ? ` after ${e.seconds.toFixed(1)} s` : ""}${e.reason ? ` (${clip(e.reason)})` : ""}`
     case "fix":
       return `${e.taskId}: sent back to its agent (attempt ${e.attempt} of ${e.of}): ${clip(e.reason)}`
     case "published":

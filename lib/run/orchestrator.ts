@@ -67,8 +67,22 @@ async function recoverDeadRun(run: ActiveRun): Promise<void> {
     indexTasks((await s.store.read()).data),
     fleet && { take: (id) => fleet.take([id], "recovery"), release: (id) => fleet.release(id) },
   )
+  await serveSharedQueues(run)
   // Agents a stopped run left parked wait out their usage limit here too, their tasks with them.
   run.parking.restore(await s.db.agents.list())
+}
+
+/** A shared project's queues are every machine's: this run leads them and takes their checks from the start. */
+async function serveSharedQueues(run: ActiveRun): Promise<void> {
+  const { s } = run
+  if (!s.store.shared) return
+  const served = new Set<string>()
+  for (const { task } of indexTasks((await s.store.read()).data).values()) {
+    const ws = task.status === "done" ? undefined : await run.workspaces.forTask(task).catch(() => undefined)
+    if (!ws || served.has(`${ws.repo}\0${ws.target}`)) continue
+    served.add(`${ws.repo}\0${ws.target}`)
+    await run.shared.landing.serve(ws).catch(() => {}) // a repository without the remote is said when a task needs it
+  }
 }
 
 /** Says what this run leaves alone and what the rest may cost, and finds the tasks to resume; returns the tasks left alone. */

@@ -1,16 +1,21 @@
 // The run's merge queues, one per repository and target branch, made on first use. Every landing goes
-// through one (docs/RUN.md, "Landing"): merges are made off-tree and the target moves by compare-and-swap;
-// where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it.
+// through one (docs/RUN.md, "Merge queue"): merges are made off-tree and the target moves by compare-and-swap;
+// where the repository has a check configured (flow.yaml `verify`), only to a merge that passed it. In files
+// the target is this clone's branch; on a shared project it is the shared remote's, and the queue's line is
+// every machine's (lib/landing/queue-target.ts).
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
-import { clearScratch, MergeQueue, type QueueOptions, SCRATCH_REPO } from "../landing/merge-queue"
+import { MergeQueue } from "../landing/merge-queue"
+import { clearScratch, SCRATCH_REPO } from "../landing/queue-check"
+import { LocalTarget, type QueueTarget, RemoteTarget } from "../landing/queue-target"
+import type { QueueOptions } from "../landing/queue-types"
 import { MoveJournal } from "../landing/merge-journal"
 import { LandingWaits } from "../landing/landing-waits"
+import { remoteUrl } from "../git/remote-git"
 import { AgentGroups } from "./reaper"
 import { RUN_ID } from "../cli/run-id"
-import { RemoteLanding } from "../landing/remote-landing"
 import type { RunSettings } from "./settings"
-import type { LandingLock } from "../store/open"
+import { storeSetting } from "../store/setting"
 import { checkResolver } from "../landing/verify"
 import type { Workspace } from "../git/workspace"
 
@@ -19,11 +24,12 @@ export const DEFAULT_DEPTH = 8
 
 export class MergeQueues {
   private queues = new Map<string, Promise<MergeQueue>>()
-  private remotes = new Map<string, Promise<RemoteLanding>>()
   private checkOf: ReturnType<typeof checkResolver>
   readonly moves: MoveJournal
   private groups: AgentGroups
   private waits: LandingWaits
+  /** a shared project's notifications of queue changes, taken with the first queue */
+  private unlisten?: Promise<() => Promise<void>>
 
   constructor(
     private s: RunSettings,
@@ -39,10 +45,12 @@ export class MergeQueues {
 
   /**
    * Clears what a killed run left: its checks' scratch worktrees in every queue's folder (clearScratch) and
-   * the landing waits it recorded. At a run's start.
+   * the landing waits it recorded; in files its queues' rows too (one run at a time uses a state database: what
+   * is in line is a killed run's, and the journal hands it over again). At a run's start.
    */
   async clearLeft(): Promise<void> {
     await this.waits.clearAll()
+    if (!this.s.store.shared) await this.s.db.queue.clear()
     const root = join(this.s.project.stateDir, "verify")
     for (const name of existsSync(root) ? readdirSync(root) : []) {
       // Even an empty folder: a removal killed half way leaves the registration of a folder already gone.
@@ -59,9 +67,12 @@ export class MergeQueues {
     }
   }
 
-  /** Resolves once every queue's scratch worktrees are torn down and removed. */
+  /** Resolves once every queue's checks are torn down and its withdrawn rows gone; the queues and their notifications stop. */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.queues.values(), ...this.remotes.values()].map((q) => q.then((queue) => queue.idle())))
+    await Promise.allSettled([...this.queues.values()].map((q) => q.then((queue) => (queue.close(), queue.idle()))))
+    const stop = this.unlisten
+    this.unlisten = undefined
+    await stop?.then((f) => f()).catch(() => {})
   }
 
   /** The queue of the workspace's repository and target. */
@@ -71,35 +82,39 @@ export class MergeQueues {
     if (!queue) {
       queue = this.options(ws).then((o) => new MergeQueue(o))
       this.queues.set(key, queue)
+      if (this.s.store.shared)
+        this.unlisten ??= this.s.db.queue.listen(() => {
+          for (const q of this.queues.values())
+            void q.then(
+              (x) => x.wake(),
+              () => {},
+            )
+        })
     }
     return queue
   }
 
-  /** The landing of a shared project's workspace into its remote's target (lib/landing/remote-landing.ts). */
-  remote(ws: Workspace, remote: string, lock: LandingLock): Promise<RemoteLanding> {
-    const key = `${ws.repo}\0${ws.target}`
-    let landing = this.remotes.get(key)
-    if (!landing) {
-      landing = this.options(ws).then((o) => new RemoteLanding(o, remote, lock))
-      this.remotes.set(key, landing)
-    }
-    return landing
-  }
-
-  /** What a queue (or a remote landing) of the workspace's repository and target is given. */
+  /** What the queue of the workspace's repository and target is given. */
   private async options(ws: Workspace): Promise<QueueOptions> {
     const key = `${ws.repo}\0${ws.target}`
     const s = this.s
     const track = (pid: number, taskId: string) => this.groups.tracker(taskId)(pid)
+    const serial = <T>(fn: () => Promise<T>, later?: boolean) => this.serial(ws.repo, fn, later)
     return {
       repo: ws.repo,
       target: ws.target,
       check: await this.checkOf(ws.repo),
-      serial: (fn, later) => this.serial(ws.repo, fn, later),
+      serial,
       bus: s.bus,
       signal: s.signal,
       author: this.author,
       depth: s.queueDepth ?? DEFAULT_DEPTH,
+      slots: s.checks ?? s.parallelism,
+      leaseMs: s.leaseMs,
+      run: RUN_ID,
+      state: s.db,
+      into: await this.target(ws, serial),
+      holds: s.store.claims && ((fence) => s.store.claims!.holds(fence)),
       scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
       keepOut: flowFilesIn(ws.repo, s.project),
       moves: this.moves,
@@ -112,6 +127,15 @@ export class MergeQueues {
         clear: (taskId) => void this.waits.clear(taskId).catch(() => {}),
       },
     }
+  }
+
+  /** The target a queue moves: this clone's branch, or on a shared project the shared remote's. */
+  private async target(ws: Workspace, serial: <T>(fn: () => Promise<T>) => Promise<T>): Promise<QueueTarget> {
+    if (!this.s.store.shared) return new LocalTarget(ws.repo, ws.target, this.moves)
+    const setting = await storeSetting(this.s.project)
+    const project = setting.kind === "file" ? "files" : setting.key
+    const remote = this.s.publish.remote
+    return new RemoteTarget(ws.repo, ws.target, remote, await remoteUrl(ws.repo, remote), project, this.moves, serial)
   }
 }
 

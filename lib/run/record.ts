@@ -70,6 +70,8 @@ function toRecord(e: RunEvent, db: RunState): (() => Promise<unknown>)[] {
     case "merge":
     case "merge-failed":
     case "queue":
+    case "queue-end":
+    case "check":
     case "fix":
     case "question-wait":
     case "question-answered":

@@ -57,6 +57,8 @@ export class RunClaims {
    */
   async freeDead(): Promise<void> {
     const dead = await this.claims.freeDead(RUN_ID).catch(() => []) // unreachable: their leases lapse instead
+    // Its merge queues' lead and checks too (docs/RUN.md, "Merge queue"): taken up now, not after their leases.
+    for (const d of dead) await this.s.db.queue.freeRun(d.run).catch(() => {})
     for (const d of dead)
       this.s.bus.emit({
         type: "notice",

@@ -26,8 +26,10 @@ export type RunSettings = {
   verify: VerifyConfig[]
   /** how many times a failed check or a merge conflict goes back to the agent */
   fixAttempts: number
-  /** how many candidates of a merge queue are checked at once (1: strictly serial) */
+  /** how many candidates of a merge queue are built and checked at once, fleet-wide (1: strictly serial) */
   queueDepth?: number
+  /** how many merge-queue checks this run takes at once (`flow run --checks`; default: its parallelism; 0: others' machines run them) */
+  checks?: number
   /** a task finished with no changes on its branch: done with a note (allow), or blocked (flow.yaml empty_done) */
   emptyDone: "allow" | "block"
   /** how each task's worktree is made ready before its agent starts (flow.yaml setup, teardown, copy, ports) */

@@ -1,13 +1,14 @@
 // The run state: everything about a project's runs that is not the task graph (questions, agents and their
 // sessions, the event log with tokens and cost, the merge journal, the moves of checkouts, the process groups
-// of agents, what landings wait for), behind one interface with two backends (docs/ARCHITECTURE.md, "The
-// store seam"): .flow/state.db (lib/state/sqlite/, the default) and the shared PostgreSQL database
+// of agents, what landings wait for, the merge queues' rows), behind one interface with two backends
+// (docs/ARCHITECTURE.md, "The store seam"): .flow/state.db (lib/state/sqlite/, the default) and the shared PostgreSQL database
 // (lib/state/postgres/, docs/FLEET.md). No module outside a backend writes SQL; callers get a RunState from
 // `openState` / `openExistingState` and never ask which one they hold.
 //
 // Rows that only make sense on one machine (process groups, checkout moves, landing waits) belong to the
 // machine that wrote them in the shared backend, and each machine reads and clears only its own.
 import type { Question, Usage } from "../model/json-shapes"
+import type { QueueRows } from "./queue-rows"
 
 export type { Question, Usage }
 
@@ -206,6 +207,12 @@ export interface RunState extends Disposable {
     /** The waits run `runPid` recorded, oldest first; a shared project's run on `machine` (default: this one). */
     ofRun(runPid: number, machine?: string): Promise<LandingWaitRow[]>
   }
+
+  /**
+   * The merge queues' rows (lib/state/queue-rows.ts): every machine's in a fleet, as one line per target. Not part
+   * of a dump: a queue lives only while runs land through it.
+   */
+  readonly queue: QueueRows
 
   /** Everything held, for `flow share` and `flow unshare`. */
   dump(): Promise<StateDump>

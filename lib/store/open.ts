@@ -53,18 +53,3 @@ export async function lockSharedRun(
   }
   return lock.held.release
 }
-
-/**
- * Takes a shared project's landing lock of `key` (lib/store/postgres/landing-lock.ts), waiting for it: its
- * release, or undefined when `signal` stopped the wait.
- */
-export type LandingLock = (key: string, signal: AbortSignal) => Promise<(() => Promise<void>) | undefined>
-
-/** The landing locks of a shared project; undefined in files (one run per project lands alone). */
-export async function landingLocks(project: Project): Promise<LandingLock | undefined> {
-  const { storeSetting } = await import("./setting")
-  const setting = await storeSetting(project)
-  if (setting.kind === "file") return undefined
-  const { holdLandingLock } = await import("./postgres/landing-lock")
-  return (key, signal) => holdLandingLock(setting, key, signal)
-}

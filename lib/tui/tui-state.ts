@@ -32,6 +32,8 @@ const FOOTER = new Set<RunEvent["type"]>([
   "merge-failed",
   "notice",
   "queue",
+  "queue-end",
+  "check",
   "fix",
   "retry",
   "checkpoint",

@@ -7,6 +7,7 @@ import type { SQL } from "bun"
 import type { SharedSetting } from "../../store/setting"
 import type { Database } from "../../store/postgres/connection"
 import { missingProject } from "../../store/postgres/pg-store"
+import { PgQueueRows } from "./pg-queue"
 import {
   type AgentGroup,
   type AgentRecord,
@@ -49,11 +50,14 @@ const MERGE = `id::float8 AS id, task_id, repo, branch, branch_head, target, tar
 
 export class PgRunState implements RunState {
   private lastEvent = -1
+  readonly queue: PgQueueRows
 
   private constructor(
     private readonly db: Database,
     private readonly setting: SharedSetting,
-  ) {}
+  ) {
+    this.queue = new PgQueueRows(db, setting)
+  }
 
   /** The project's run state; a FlowError when the database does not hold the project. */
   static async open(db: Database, setting: SharedSetting): Promise<PgRunState> {

@@ -87,5 +87,47 @@ export const MIGRATIONS: readonly string[] = [
      since TEXT NOT NULL,
      run_pid INTEGER NOT NULL
    );`,
+  // The merge queue's rows (lib/state/queue-rows.ts, docs/RUN.md "Merge queue"): a candidate per row, in line
+  // order (seq), with its build, its check's claim and lease (check_until: flow's clock, milliseconds) and what
+  // it cost; a queue's lead per row of queue_leads (until: its lease; epoch: fences its writes; tip: the
+  // target's commit as the lead last saw it).
+  `CREATE TABLE queue_rows (
+     id INTEGER PRIMARY KEY,
+     queue TEXT NOT NULL,
+     target TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     task_id TEXT NOT NULL,
+     branch TEXT NOT NULL,
+     head TEXT NOT NULL,
+     message TEXT NOT NULL,
+     run_id TEXT NOT NULL,
+     attempt INTEGER,
+     machine TEXT,
+     submitted_at TEXT NOT NULL,
+     gen INTEGER NOT NULL DEFAULT 0,
+     base TEXT,
+     merge TEXT,
+     ref TEXT,
+     ahead TEXT NOT NULL DEFAULT '[]',
+     state TEXT NOT NULL,
+     reason TEXT,
+     verdict TEXT,
+     check_run TEXT,
+     check_machine TEXT,
+     check_attempt INTEGER NOT NULL DEFAULT 0,
+     check_until INTEGER,
+     seconds REAL,
+     checks INTEGER NOT NULL DEFAULT 0,
+     thrown INTEGER NOT NULL DEFAULT 0,
+     landed_at TEXT
+   );
+   CREATE INDEX queue_rows_line ON queue_rows (queue, seq);
+   CREATE TABLE queue_leads (
+     queue TEXT PRIMARY KEY,
+     run TEXT,
+     until INTEGER,
+     epoch INTEGER NOT NULL DEFAULT 0,
+     tip TEXT
+   );`,
 ]
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -1,6 +1,7 @@
 // The run state's file backend (lib/state/run-state.ts): questions, agents, the event log, the merge journal,
-// checkout moves, process groups and landing waits, in one SQLite database (.flow/state.db) that many
-// processes (the orchestrator, every agent's `flow ask`, a person's `flow answer`) write at once. tasks.yaml
+// checkout moves, process groups, landing waits and the merge queue's rows, in one SQLite database
+// (.flow/state.db) that many processes (the orchestrator, every agent's `flow ask`, a person's `flow answer`)
+// write at once. tasks.yaml
 // stays the source of truth for tasks; nothing here is about them.
 //
 // Concurrency: WAL mode, so readers never wait for the writer. bun:sqlite's busy_timeout is a blocking
@@ -30,6 +31,7 @@ import {
   usageByKey,
 } from "../run-state"
 import { type Access, groupsOf, landingWaitsOf, mergesOf, movesOf } from "./journals"
+import { queueOf } from "./queue-db"
 import { MIGRATIONS, SCHEMA_VERSION } from "./migrations"
 
 export { SCHEMA_VERSION }
@@ -74,6 +76,7 @@ export class StateDb implements RunState {
     this.moves = movesOf(access)
     this.groups = groupsOf(access)
     this.landingWaits = landingWaitsOf(access)
+    this.queue = queueOf(access)
   }
 
   static async open(project: Project, create: boolean): Promise<StateDb> {
@@ -341,6 +344,7 @@ export class StateDb implements RunState {
   readonly moves: RunState["moves"]
   readonly groups: RunState["groups"]
   readonly landingWaits: RunState["landingWaits"]
+  readonly queue: RunState["queue"]
 
   dump(): Promise<StateDump> {
     return this.retry(() => dumpRows(this.db))

@@ -6,8 +6,8 @@
 //
 // Connections are the server's scarcest thing (max_connections, 100 by default), and every agent of every
 // machine runs flow commands at once (docs/FLEET.md, "Connections"): a command's pool opens one connection, a
-// run's (widenPools) up to RUN_POOL; a lock held for a session's life (run-lock.ts, landing-lock.ts) and the
-// listener have a connection each of their own, never one of the pool's, so the pool is never starved of its
+// run's (widenPools) up to RUN_POOL; a lock held for a session's life (run-lock.ts) and the listener
+// have a connection each of their own, never one of the pool's, so the pool is never starved of its
 // only one. A connection the server refuses for want of a free slot (SQLSTATE 53300) is tried again, backing
 // off, for up to FLOW_LOCK_TIMEOUT before the command fails saying so.
 import { type ReservedSQL, SQL } from "bun"
@@ -22,6 +22,13 @@ const CONNECT_TIMEOUT_S = 10
 
 /** How often a listener whose connection closed tries to subscribe again. */
 const RELISTEN_MS = 2_000
+
+/**
+ * How long the server lets one of flow's sessions sit idle inside a transaction before it ends the session (and
+ * so lets go of its row locks): a machine paused or cut off mid-transaction must not hold every other machine's
+ * writes for longer. flow's transactions run statement after statement, never waiting on anything else.
+ */
+const IDLE_IN_TRANSACTION_MS = 15_000
 
 /** The connections a run's pool may open: its workers, landings, renewals and reads at once (Bun's default). */
 const RUN_POOL = 10
@@ -62,13 +69,14 @@ export class Database {
       url: setting.shown,
       ...(this.password !== undefined ? { password: this.password } : {}),
       connectionTimeout: timeout ? Number(timeout) : CONNECT_TIMEOUT_S,
+      connection: { idle_in_transaction_session_timeout: String(IDLE_IN_TRANSACTION_MS) },
     }
     this.sql = new SQL({ ...this.options, max: poolMax })
   }
 
   /**
-   * A connection of its own, open, for a session-level lock held beyond one statement (run-lock.ts,
-   * landing-lock.ts): never the pool's, which may have only one. Reserved from a client of its own: once it
+   * A connection of its own, open, for a session-level lock held beyond one statement (run-lock.ts): never
+   * the pool's, which may have only one. Reserved from a client of its own: once it
    * closes (the server restarted, the session was ended) its statements fail rather than go to a new session,
    * which would not hold the lock. Its close() ends the session and its locks, and leaves nothing open.
    */

@@ -190,6 +190,52 @@ const MIGRATIONS: readonly string[] = [
   // back at once rather than after its lease (docs/FLEET.md, "Claims, leases, fencing"); a row without them
   // (written by an older flow) proves nothing.
   `ALTER TABLE live_runs ADD COLUMN pid_start text, ADD COLUMN boot_id text, ADD COLUMN pid_ns text;`,
+  // 5. One merge queue for the whole fleet (lib/state/queue-rows.ts, docs/RUN.md "Merge queue"): a candidate per
+  // row, in line order (seq, then id), with its build, its check's claim (check_run, check_attempt) and lease
+  // (check_until, on the database's clock) and what it cost; a queue's lead per row of queue_leads (until: its
+  // lease; epoch: fences its writes; tip: the target's commit as the lead last saw it). Replaces the landing
+  // lock, which held a session across a whole check and push.
+  `CREATE TABLE queue_rows (
+     id bigserial PRIMARY KEY,
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     queue text NOT NULL,
+     target text NOT NULL,
+     seq bigint NOT NULL,
+     task_id text NOT NULL,
+     branch text NOT NULL,
+     head text NOT NULL,
+     message text NOT NULL,
+     run_id text NOT NULL,
+     attempt integer,
+     machine text NOT NULL,
+     submitted_at text NOT NULL,
+     gen integer NOT NULL DEFAULT 0,
+     base text,
+     merge text,
+     ref text,
+     ahead json NOT NULL DEFAULT '[]',
+     state text NOT NULL,
+     reason text,
+     verdict json,
+     check_run text,
+     check_machine text,
+     check_attempt integer NOT NULL DEFAULT 0,
+     check_until timestamptz,
+     seconds float8,
+     checks integer NOT NULL DEFAULT 0,
+     thrown integer NOT NULL DEFAULT 0,
+     landed_at text
+   );
+   CREATE INDEX queue_rows_line ON queue_rows (project, queue, seq, id);
+   CREATE TABLE queue_leads (
+     project text NOT NULL REFERENCES projects (key) ON DELETE CASCADE,
+     queue text NOT NULL,
+     run text,
+     until timestamptz,
+     epoch integer NOT NULL DEFAULT 0,
+     tip text,
+     PRIMARY KEY (project, queue)
+   );`,
 ]
 
 /** The schema version this flow writes and reads. */
