@@ -29,8 +29,11 @@ const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
 const MAX_ID = 24
 /** The limit before issue 34: an id of that rule already in tasks.yaml is kept, with its task's progress. */
 const LEGACY_MAX_ID = 40
-/** Words a long id drops first: the id stays readable with the words that carry the meaning. */
-const SMALL_WORDS = new Set(["a", "an", "the", "of", "and", "or", "to", "for", "with", "in", "on", "at", "by", "from", "its", "their", "into", "is", "be", "s"])
+/** Words a long id drops first: the id stays readable with the words that carry the meaning. English, then German (accents dropped, as in ids). */
+const SMALL_WORDS = new Set([
+  ...["a", "an", "the", "of", "and", "or", "to", "for", "with", "in", "on", "at", "by", "from", "its", "their", "into", "is", "be", "s"],
+  ...["und", "oder", "der", "die", "das", "des", "dem", "den", "ein", "eine", "fur", "mit", "von", "vom", "zu", "zum", "zur", "auf", "bei", "nach", "im", "am"],
+])
 
 export type Generation = GeneratedTasks &
   Omit<Carried, "warnings"> & {
