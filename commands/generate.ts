@@ -29,8 +29,9 @@ or 'Done when:' become acceptance_criteria; 'Depends on: 1.2, 2.1' becomes depen
 becomes files; 'Validated by: 2.3' becomes validation_task_id; a '(checkpoint)' in the heading makes a
 checkpoint; '#### Step <k>: ...' headings become steps and '#### <n>.<m>.<k> <title>' headings subtasks.
 A section without 'Depends on' waits for the previous phase's gate (its checkpoint, or the one section it
-ends in; a phase that ends in several has none, with a warning) and for a checkpoint before it in its own
-phase; a checkpoint without one waits for everything open before it. docs/PLANNING.md has every rule.
+ends in; a phase that ends in several becomes one task, 'phase-<n>', whose subtasks its sections are) and
+for a checkpoint before it in its own phase; a checkpoint without one waits for everything open before it.
+docs/PLANNING.md has every rule.
 With --enrich (or --agent <name>) an agent CLI then proposes sharper instructions and acceptance criteria
 as JSON, which flow checks and lays over the generated tasks; ids and dependencies stay the plan's.
 Generating again keeps the status, notes, times and step progress (steps matched by their text) of every

@@ -674,7 +674,15 @@ Depends on: none
   expect(report.parallelism.edges).toBeLessThanOrEqual(2 * report.tasks)
   const data = Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }
   expect(data.tasks.map((t) => [t.id, t.depends_on ?? [], (t.subtasks ?? []).map((s) => [s.id, s.depends_on ?? []])])).toEqual([
-    ["phase-1", [], [["storage", []], ["config", []], ["logging", []]]],
+    [
+      "phase-1",
+      [],
+      [
+        ["storage", []],
+        ["config", []],
+        ["logging", []],
+      ],
+    ],
     // Phase 2 is no join: nothing after it waits for it by default (the checkpoint waits for what is open).
     ["search", ["phase-1"], []],
     ["export", ["phase-1"], []],

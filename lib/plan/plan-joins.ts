@@ -69,7 +69,11 @@ export function settleJoins(tasks: readonly Task[], joins: ReadonlySet<string>, 
     if (open.length === 0) {
       if (join.status === "done") continue
       join.status = "done"
-      const last = below.map((t) => t.completed_at).filter((c) => c !== undefined).sort().at(-1)
+      const last = below
+        .map((t) => t.completed_at)
+        .filter((c) => c !== undefined)
+        .sort()
+        .at(-1)
       if (last) join.completed_at = last
       continue
     }

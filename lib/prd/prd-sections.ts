@@ -58,13 +58,15 @@ const KINDS: { kind: PrdKind; names: RegExp }[] = [
   { kind: "features", names: /^(?:(?:core|key|main|product|mvp) )?features?(?: list| set| overview)?$|^(?:kern|haupt)?(?:funktionen|merkmale)$/ },
   {
     kind: "stories",
-    names: /^(?:user stories|stories|use cases|user scenarios|scenarios|jobs to be done)$|^(?:anwendungsfalle|nutzungsszenarien|szenarien|benutzergeschichten)$/,
+    names:
+      /^(?:user stories|stories|use cases|user scenarios|scenarios|jobs to be done)$|^(?:anwendungsfalle|nutzungsszenarien|szenarien|benutzergeschichten)$/,
   },
   { kind: "goals", names: /^(?:goals?|objectives|goals and objectives|product goals|goals and non goals)$|^(?:ziele|zielsetzung|produktziele)$/ },
   { kind: "requirements", names: /(?:^|\s)requirements$|anforderungen$/ },
   {
     kind: "overview",
-    names: /^(?:(?:project|product|executive|system) )?(?:overview|summary)$|^(?:introduction|purpose|about|tl dr)$|^(?:uberblick|ubersicht|zusammenfassung|einleitung|einfuhrung|zweck)$/,
+    names:
+      /^(?:(?:project|product|executive|system) )?(?:overview|summary)$|^(?:introduction|purpose|about|tl dr)$|^(?:uberblick|ubersicht|zusammenfassung|einleitung|einfuhrung|zweck)$/,
   },
   {
     kind: "problem",
@@ -80,7 +82,10 @@ const KINDS: { kind: PrdKind; names: RegExp }[] = [
     names:
       /^(?:success (?:criteria|metrics|measures)|acceptance(?: criteria| tests?| checklist)?|definition of done|verification(?: and validation)?|(?:key )?metrics|kpis?|release criteria|exit criteria)$|^(?:akzeptanzkriterien|abnahmekriterien|erfolgskriterien|erfolgsmessung|kennzahlen)$/,
   },
-  { kind: "questions", names: /^(?:open (?:questions|issues)|questions|unresolved (?:questions|issues)|outstanding questions|tbd)$|^(?:offene (?:fragen|punkte)|fragen)$/ },
+  {
+    kind: "questions",
+    names: /^(?:open (?:questions|issues)|questions|unresolved (?:questions|issues)|outstanding questions|tbd)$|^(?:offene (?:fragen|punkte)|fragen)$/,
+  },
 ]
 
 /** flow's section that each kind stands for. */
