@@ -78,6 +78,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       removed: ok ? g.removed : [],
       kept: ok ? g.kept : [],
       requeued: ok ? g.requeued : [],
+      joins: ok ? g.joins : [],
       ...(proposals ? { enriched: ok ? g.enriched : [], enriched_by: proposals.agent } : {}),
       notes: g.notes,
       ...(ok ? { parallelism: parallelism(g.tasks) } : {}),
@@ -122,6 +123,7 @@ function printGenerated(ctx: Ctx, report: GenerateReport, dryRun: boolean, shown
   if (dryRun) ctx.stdout(report.text ?? "")
   const what = `${plural(report.tasks, "task")}${report.phases ? ` in ${plural(report.phases, "phase")}` : ""} from ${shownPlan}`
   say(`${dryRun ? `Would write ${shownTasks}` : report.written ? `Wrote ${shownTasks}` : `${shownTasks} is up to date`}: ${what}\n`)
+  if (report.joins.length > 0) say(`  one task for each phase that ends in several sections, which the next phase waits for: ${report.joins.join(", ")}\n`)
   if (report.enriched_by) say(`  enriched by ${report.enriched_by}: ${report.enriched?.length ? report.enriched.join(", ") : "no task"}\n`)
   if (report.kept.length > 0 || report.removed.length > 0) {
     if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)

@@ -170,6 +170,7 @@ test.concurrent("--json reports the outcome in the GenerateReport shape", async 
     removed: [],
     kept: [],
     requeued: [],
+    joins: ["phase-1"],
     parallelism: {
       tasks: 6,
       edges: 3,
@@ -665,8 +666,15 @@ Depends on: none
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
   const report = JSON.parse(r.stdout)
   // No warning: phase 2 waits for phase 1 through its join, one edge per section (before, it did not wait at all).
-  expect({ notes: report.notes, tasks: report.tasks, edges: report.parallelism.edges, path: report.parallelism.critical_path.tasks }).toEqual({
+  expect({
+    notes: report.notes,
+    joins: report.joins,
+    tasks: report.tasks,
+    edges: report.parallelism.edges,
+    path: report.parallelism.critical_path.tasks,
+  }).toEqual({
     notes: [],
+    joins: ["phase-1"],
     tasks: 8,
     edges: 2 + 3,
     path: ["storage", "search", "review"],
@@ -702,6 +710,7 @@ Depends on: none
   expect(again).toEqual({
     code: 0,
     stdout: `Wrote tasks.yaml: 9 tasks in 3 phases from plan.md
+  one task for each phase that ends in several sections, which the next phase waits for: phase-1
   added: metrics
   kept with their progress: phase-1, storage, config, logging, search, export, import, review
   back to todo, a new dependency is not done: search, export
