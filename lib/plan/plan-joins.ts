@@ -32,10 +32,11 @@ export function wrapJoins(tasks: readonly Task[], joins: ReadonlyMap<number, str
     let join = made.get(task.phase)
     if (!join) {
       const phase = phases.find((p) => p.n === task.phase)
-      const name = `Phase ${task.phase}${phase?.title ? `: ${phase.title}` : ""}`
+      // Its id says it is the phase ("phase-1"); the title is the phase's own, which flow list and the
+      // inspector show under the phase's header.
       join = {
         id,
-        title: name,
+        title: phase?.title || `Phase ${task.phase}`,
         status: "todo",
         phase: task.phase,
         instructions: `The whole of phase ${task.phase}${phase?.title ? ` (${phase.title})` : ""}: its sections are the subtasks of this task, so that the next phase waits for it instead of for each of them. It is done when they all are; no agent works on it itself.`,
