@@ -29,8 +29,9 @@ or 'Done when:' become acceptance_criteria; 'Depends on: 1.2, 2.1' becomes depen
 becomes files; 'Validated by: 2.3' becomes validation_task_id; a '(checkpoint)' in the heading makes a
 checkpoint; '#### Step <k>: ...' headings become steps and '#### <n>.<m>.<k> <title>' headings subtasks.
 A section without 'Depends on' waits for the previous phase's gate (its checkpoint, or the one section it
-ends in; a phase that ends in several has none, with a warning) and for a checkpoint before it in its own
-phase; a checkpoint without one waits for everything open before it. docs/PLANNING.md has every rule.
+ends in; a phase that ends in several becomes one task, 'phase-<n>', whose subtasks its sections are) and
+for a checkpoint before it in its own phase; a checkpoint without one waits for everything open before it.
+docs/PLANNING.md has every rule.
 With --enrich (or --agent <name>) an agent CLI then proposes sharper instructions and acceptance criteria
 as JSON, which flow checks and lays over the generated tasks; ids and dependencies stay the plan's.
 Generating again keeps the status, notes, times and step progress (steps matched by their text) of every
@@ -77,6 +78,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
       removed: ok ? g.removed : [],
       kept: ok ? g.kept : [],
       requeued: ok ? g.requeued : [],
+      joins: ok ? g.joins : [],
       ...(proposals ? { enriched: ok ? g.enriched : [], enriched_by: proposals.agent } : {}),
       notes: g.notes,
       ...(ok ? { parallelism: parallelism(g.tasks) } : {}),
@@ -121,6 +123,7 @@ function printGenerated(ctx: Ctx, report: GenerateReport, dryRun: boolean, shown
   if (dryRun) ctx.stdout(report.text ?? "")
   const what = `${plural(report.tasks, "task")}${report.phases ? ` in ${plural(report.phases, "phase")}` : ""} from ${shownPlan}`
   say(`${dryRun ? `Would write ${shownTasks}` : report.written ? `Wrote ${shownTasks}` : `${shownTasks} is up to date`}: ${what}\n`)
+  if (report.joins.length > 0) say(`  one task for each phase that ends in several sections, which the next phase waits for: ${report.joins.join(", ")}\n`)
   if (report.enriched_by) say(`  enriched by ${report.enriched_by}: ${report.enriched?.length ? report.enriched.join(", ") : "no task"}\n`)
   if (report.kept.length > 0 || report.removed.length > 0) {
     if (report.added.length) say(`  added: ${report.added.join(", ")}\n`)

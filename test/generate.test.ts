@@ -164,26 +164,21 @@ test.concurrent("--json reports the outcome in the GenerateReport shape", async 
     file: join(dir.path, "tasks.yaml"),
     written: true,
     dry_run: false,
-    tasks: 5,
+    tasks: 6,
     phases: 2,
-    added: ["tests", "backend-docs", "tests-2", "tests-3", "docs"],
+    added: ["phase-1", "tests", "backend-docs", "tests-2", "tests-3", "docs"],
     removed: [],
     kept: [],
     requeued: [],
+    joins: ["phase-1"],
     parallelism: {
-      tasks: 5,
-      edges: 0,
-      edges_per_task: 0,
-      critical_path: { tasks: ["tests"], minutes: null, timed: 0 },
-      widest_level: { level: 1, tasks: ["tests", "backend-docs", "tests-2", "tests-3", "docs"] },
+      tasks: 6,
+      edges: 3,
+      edges_per_task: 0.5,
+      critical_path: { tasks: ["tests", "tests-2"], minutes: null, timed: 0 },
+      widest_level: { level: 2, tasks: ["tests-2", "tests-3", "docs"] },
     },
     notes: [
-      {
-        severity: "warning",
-        line: 11,
-        message: "the sections of phase 2 without a 'Depends on' line do not wait for phase 1: it ends in 2 sections (1.1 and 1.2) and has no checkpoint",
-        hint: "end phase 1 with a '(checkpoint)' section, the one gate phase 2 then waits for, or give the sections of phase 2 'Depends on:' lines ('Depends on: none' when they need nothing)",
-      },
       {
         severity: "warning",
         line: 13,
@@ -534,15 +529,24 @@ test("a phase boundary is one gate: phases of 18 sections never make every task 
     notes: [],
   })
   expect(p.edges).toBeLessThanOrEqual(2 * p.tasks)
-  // Without checkpoints no phase has a gate: nothing waits, and generate says so at each phase heading.
-  const open = await generateTasks(widePlan(3, 18, false))
-  expect({ edges: parallelism(open.tasks).edges, notes: open.notes.map((n) => `${n.line}: ${n.message}`) }).toEqual({
-    edges: 0,
-    notes: [
-      "59: the sections of phase 2 without a 'Depends on' line do not wait for phase 1: it ends in 18 sections (1.1, 1.2, 1.3 and 15 more) and has no checkpoint",
-      "115: the sections of phase 3 without a 'Depends on' line do not wait for phase 2: it ends in 18 sections (2.1, 2.2, 2.3 and 15 more) and has no checkpoint",
-    ],
+  // Without checkpoints each phase that the next waits for is one join: its sections become its subtasks, and
+  // each section of the next phase waits for the join alone.
+  const joined = await generateTasks(widePlan(3, 18, false))
+  const q = parallelism(joined.tasks)
+  expect({
+    tops: joined.tasks.map((t) => [t.id, t.subtasks?.length ?? 0]),
+    edges: q.edges,
+    path: q.critical_path.tasks.length,
+    widest: q.widest_level.tasks.length,
+    notes: joined.notes,
+  }).toEqual({
+    tops: [["phase-1", 18], ["phase-2", 18], ...Array.from({ length: 18 }, (_, i) => [`work-item-3-${i + 1}`, 0])],
+    edges: 2 * 18,
+    path: 3,
+    widest: 18,
+    notes: [],
   })
+  expect(q.edges).toBeLessThanOrEqual(2 * q.tasks)
 })
 
 test("a phase that ends in one section gates the next, and a checkpoint without 'Depends on' waits for everything open before it", async () => {
@@ -624,4 +628,94 @@ test("a 'Files:' line becomes the task's files, read as generate reads every lab
     ["docs", ["docs/", "README.md"], "the store's docs"],
   ])
   expect(g.text).toContain("    files: [src/store.ts, lib/db/, docs/STORE.md]\n")
+})
+
+test.concurrent("a phase that ends in several sections and has no checkpoint is one join: the next phase waits for it alone, and it is done with its sections", async () => {
+  const plan = `# Implementation Plan
+
+## Phase 1: Foundations
+
+### 1.1 Storage
+- \`src/store.ts\`
+
+### 1.2 Config
+- \`src/config.ts\`
+
+### 1.3 Logging
+- \`src/log.ts\`
+
+## Phase 2: Features
+
+### 2.1 Search
+- \`src/search.ts\`
+
+### 2.2 Export
+- \`src/export.ts\`
+
+### 2.3 Import
+Depends on: none
+- \`src/import.ts\`
+
+## Phase 3: Release
+
+### 3.1 Review (checkpoint)
+- A person tries the features
+`
+  await using dir = await tempRepo({ "PRD.md": "# x\n", "plan.md": plan })
+  const r = await flow(dir.path, ["generate", "--json"])
+  expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
+  const report = JSON.parse(r.stdout)
+  // No warning: phase 2 waits for phase 1 through its join, one edge per section (before, it did not wait at all).
+  expect({
+    notes: report.notes,
+    joins: report.joins,
+    tasks: report.tasks,
+    edges: report.parallelism.edges,
+    path: report.parallelism.critical_path.tasks,
+  }).toEqual({
+    notes: [],
+    joins: ["phase-1"],
+    tasks: 8,
+    edges: 2 + 3,
+    path: ["storage", "search", "review"],
+  })
+  expect(report.parallelism.edges).toBeLessThanOrEqual(2 * report.tasks)
+  const data = Bun.YAML.parse(dir.read("tasks.yaml")) as { tasks: Task[] }
+  expect(data.tasks.map((t) => [t.id, t.depends_on ?? [], (t.subtasks ?? []).map((s) => [s.id, s.depends_on ?? []])])).toEqual([
+    [
+      "phase-1",
+      [],
+      [
+        ["storage", []],
+        ["config", []],
+        ["logging", []],
+      ],
+    ],
+    // Phase 2 is no join: nothing after it waits for it by default (the checkpoint waits for what is open).
+    ["search", ["phase-1"], []],
+    ["export", ["phase-1"], []],
+    ["import", [], []],
+    ["review", ["search", "export", "import"], []],
+  ])
+  expect((await flow(dir.path, ["validate"])).code).toBe(0)
+  // The join is nobody's work: only its sections are offered, and the last of them done releases phase 2.
+  expect((await flow(dir.path, ["next"])).stdout).toBe("[todo] storage Storage\n[todo] config Config\n[todo] logging Logging\n[todo] import Import\n")
+  for (const id of ["storage", "config"]) expect((await flow(dir.path, ["done", id])).code).toBe(0)
+  expect((await flow(dir.path, ["done", "logging"])).stdout).toBe(
+    "logging: todo → done\nphase-1: todo → done (all subtasks done)\nsearch: todo → ready_for_agent (dependencies done)\nexport: todo → ready_for_agent (dependencies done)\n",
+  )
+  // A section added to the done phase opens its join again, and what was waiting for it waits again.
+  dir.write("plan.md", plan.replace("## Phase 2", "### 1.4 Metrics\n- `src/metrics.ts`\n\n## Phase 2"))
+  const again = await generate(dir.path, [])
+  expect(again).toEqual({
+    code: 0,
+    stdout: `Wrote tasks.yaml: 9 tasks in 3 phases from plan.md
+  one task for each phase that ends in several sections, which the next phase waits for: phase-1
+  added: metrics
+  kept with their progress: phase-1, storage, config, logging, search, export, import, review
+  back to todo, a new dependency is not done: search, export
+`,
+    stderr: "",
+  })
+  expect((await flow(dir.path, ["show", "phase-1", "--json"])).stdout).toContain('"status": "todo"')
 })

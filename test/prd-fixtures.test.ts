@@ -1,6 +1,6 @@
 // From a real PRD to a graph with real parallelism (issue 34), through the CLI (the compiled binary with
-// FLOW_BIN): four PRDs in the shapes people write them (test/fixtures/prds/), each through `refine prd`,
-// `plan --offline`, `generate` and `validate`. Every feature heading is a section, no placeholder becomes a
+// FLOW_BIN): five PRDs in the shapes people write them (test/fixtures/prds/; one with German headings), each
+// through `refine prd`, `plan --offline`, `generate` and `validate`. Every feature heading is a section, no placeholder becomes a
 // task, edges stay under twice the tasks, and the critical path is the PRD's own longest chain of
 // dependencies plus the acceptance checkpoint.
 import { expect, test } from "bun:test"
@@ -93,6 +93,25 @@ const CASES: Case[] = [
     missing: ["Out of Scope"],
     criticalPath: ["register-a-patron", "check-out-an-item", "renew-loan-before-due", "send-due-date-reminders", "check-success-criteria"],
     phases: 9,
+  },
+  {
+    // German headings, numbered requirements under "5 Anforderungen", dependencies as "Abhängig von: 5.1".
+    name: "werkstatt-termine",
+    features: (t) => [...all(t, /^### 5\.\d+ (.+)$/gm), "Nicht-funktionale Anforderungen"],
+    took: [
+      "1 Überblick for Overview",
+      "2 Problemstellung for Problem Statement",
+      "5 Anforderungen for Requirements",
+      "6 Nicht-funktionale Anforderungen for Non-Functional Requirements",
+      "7 Technische Rahmenbedingungen for Technical Constraints",
+      "8 Akzeptanzkriterien for Success Criteria",
+      "4 Nicht-Ziele for Out of Scope",
+      "9 Offene Fragen for Open Questions",
+    ],
+    // A plain "Requirements" (Anforderungen) stands for Requirements alone, as in English.
+    missing: ["Functional Requirements"],
+    criticalPath: ["termin-online-buchen", "werkstattkalender", "reparaturauftrag", "abholung-und-bezahlung", "check-success-criteria"],
+    phases: 3,
   },
 ]
 

@@ -275,6 +275,8 @@ export const GenerateReport = type({
   kept: "string[]",
   /** kept ids that were ready_for_agent and are todo again: the plan gave them a dependency that is not done */
   requeued: "string[]",
+  /** the ids of the phases' joins: a phase ending in several sections, as one task the next phase waits for (docs/PLANNING.md, "the gate rule") */
+  joins: "string[]",
   notes: PlanNote.array(),
   /** the generated graph's parallelism; absent when the plan has errors */
   "parallelism?": Parallelism,

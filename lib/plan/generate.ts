@@ -4,6 +4,7 @@ import { carryProgress, type Carried } from "./carry-progress"
 import { applyEnrichment, type Enrichment } from "./enrich"
 import { readBody, type PlanBody, type PlanRefs } from "./plan-body"
 import { defaultDependencies, type GateSection } from "./plan-gates"
+import { joinIdFor, settleJoins, wrapJoins } from "./plan-joins"
 import { parsePlan, type ParsedPlan, type PlanChild, type PlanNote, type PlanSection } from "./plan-parse"
 import { closest, toKebab } from "../cli/suggest"
 import type { Step, Task, TaskFile } from "../model/task-index"
@@ -16,6 +17,10 @@ export type GeneratedTasks = {
   notes: PlanNote[]
   /** task id → the plan.md line of its heading, to point validation findings back at the plan */
   lines: Map<string, number>
+  /** the sections' tasks before joins took them in: phase by phase as plan.md has them (docs/PLANNING.md, "the gate rule") */
+  sections: Task[]
+  /** the ids of the phases' joins */
+  joins: string[]
 }
 
 // The same shape lib/model/schema.ts checks; repeated here because importing the schema loads arktype.
@@ -24,8 +29,11 @@ const KEBAB = /^[a-z0-9]+(-[a-z0-9]+)*$/
 const MAX_ID = 24
 /** The limit before issue 34: an id of that rule already in tasks.yaml is kept, with its task's progress. */
 const LEGACY_MAX_ID = 40
-/** Words a long id drops first: the id stays readable with the words that carry the meaning. */
-const SMALL_WORDS = new Set(["a", "an", "the", "of", "and", "or", "to", "for", "with", "in", "on", "at", "by", "from", "its", "their", "into", "is", "be", "s"])
+/** Words a long id drops first: the id stays readable with the words that carry the meaning. English, then German (accents dropped, as in ids). */
+const SMALL_WORDS = new Set([
+  ...["a", "an", "the", "of", "and", "or", "to", "for", "with", "in", "on", "at", "by", "from", "its", "their", "into", "is", "be", "s"],
+  ...["und", "oder", "der", "die", "das", "des", "dem", "den", "ein", "eine", "fur", "mit", "von", "vom", "zu", "zum", "zur", "auf", "bei", "nach", "im", "am"],
+])
 
 export type Generation = GeneratedTasks &
   Omit<Carried, "warnings"> & {
@@ -44,7 +52,7 @@ export async function generateTasks(planText: string, old?: TaskFile, enrichment
   const generated = planToTasks(parsePlan(planText, planName), old ? idsOf(old.tasks) : undefined)
   const { warnings, ...carried } = carryProgress(generated.tasks, old, generated.lines)
   const notes = generated.notes
-  notes.push(...warnings)
+  notes.push(...warnings, ...settleJoins(generated.tasks, new Set(generated.joins), carried.requeued, generated.lines))
   notes.sort(byLine)
   if (notes.some((n) => n.severity === "error")) return { ...generated, ...carried, enriched: [] }
   const enriched = enrichment ? applyEnrichment(generated.tasks, enrichment) : []
@@ -94,12 +102,14 @@ export function planToTasks(plan: ParsedPlan, existing?: ReadonlySet<string>): G
     return { id: r.id, phase: section.phase, checkpoint: section.checkpoint, line: section.line, where: r.where, ref: section.number ?? r.id }
   })
   const explicitById = new Map([...explicit].filter(([n]) => roots.includes(n)).map(([n, deps]) => [n.id, deps]))
-  const defaults = defaultDependencies(plan.phases, gateSections, explicitById, notes)
+  const taken = new Set(all.map((n) => n.id))
+  const { defaults, joins } = defaultDependencies(gateSections, explicitById, (p) => joinIdFor(p, taken), notes)
   const build: Build = { lines: new Map(), explicit, defaults, resolve, notes }
-  const tasks = roots.map((r) => buildTask(build, r, true))
+  const sections = roots.map((r) => buildTask(build, r, true))
+  const tasks = wrapJoins(sections, joins, plan.phases, build.lines)
   const phases = new Map<number, string>()
   for (const p of plan.phases) if (!phases.has(p.n)) phases.set(p.n, p.title)
-  return { tasks, phases, notes: notes.sort(byLine), lines: build.lines }
+  return { tasks, phases, notes: notes.sort(byLine), lines: build.lines, sections, joins: [...joins.values()] }
 }
 
 /** Each section as a node, its subtasks under it by depth and its steps in order; ids are given later. */

@@ -49,8 +49,8 @@ const RULES = `Rules of the shape (flow generate turns each ### section into one
 - Give every section a 'Depends on: <n>.<m>, ...' line naming only the sections whose work it really
   needs ('Depends on: none' when it needs none). Agents work on sections in parallel, each in its own
   worktree, as soon as what a section depends on is done: every dependency that is not needed makes the
-  whole run slower. Phases group the work; they do not order it, except through a checkpoint: a section
-  without a 'Depends on' line waits for the previous phase's checkpoint (or the one section that phase ends in).
+  whole run slower. Phases group the work; they order it only for a section without a 'Depends on' line,
+  which waits for the whole previous phase (its checkpoint, the one section it ends in, or all of its sections).
 - Give every section a 'Files:' line naming the files and folders it will touch. Sections that may run at
   the same time and touch the same files are likely to conflict when their work is merged: flow's merge
   queue and 'flow refine plan' use these lines to see it coming, so make such sections depend on one

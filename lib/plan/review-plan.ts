@@ -61,7 +61,7 @@ export function reviewPlan(text: string): ReviewFinding[] {
     }
   }
   // The graph's shape, read only from a plan generate takes: a cycle or an unknown reference would make it up.
-  if (!generated.notes.some((n) => n.severity === "error")) out.push(...graphFindings(parsed, generated.tasks, generated.lines))
+  if (!generated.notes.some((n) => n.severity === "error")) out.push(...graphFindings(parsed, generated, generated.lines))
   return sortFindings(out)
 }
 
@@ -70,10 +70,15 @@ export function reviewPlan(text: string): ReviewFinding[] {
  * section depends on the same several sections (one gate would do), and sections that may run at once (they
  * share a level) and name the same files in `Files:` (their merges are likely to conflict).
  */
-function graphFindings(parsed: ParsedPlan, tasks: readonly Task[], lines: ReadonlyMap<string, number>): ReviewFinding[] {
+function graphFindings(
+  parsed: ParsedPlan,
+  { tasks, sections }: { tasks: readonly Task[]; sections: readonly Task[] },
+  lines: ReadonlyMap<string, number>,
+): ReviewFinding[] {
   const out: ReviewFinding[] = []
-  const phaseLine = (n: number) => parsed.phases.find((p) => p.n === n)?.line ?? lines.get(tasks.find((t) => t.phase === n)!.id)
-  for (const shape of phaseShapes(tasks)) {
+  const phaseLine = (n: number) => parsed.phases.find((p) => p.n === n)?.line ?? lines.get(sections.find((t) => t.phase === n)!.id)
+  // A phase's sections as plan.md has them, side by side: a join holds them as its subtasks.
+  for (const shape of phaseShapes(sections)) {
     if (shape.shape === "chained")
       out.push({
         rule: "chained-phase",

@@ -30,9 +30,10 @@ const LABEL = /^(?:\*\*|__)?([A-Z]{1,6}[-_ ]?\d+(?:\.\d+)*)(?:\*\*|__)?(?=\s*[:.
 // "3.1.2 ..." deeper than a chapter: an outline number of its own.
 const OUTLINE_NUMBER = /^(?:(?:feature|section|epic|story)\s+)?(\d+(?:\.\d+)*)\.?(?:\s+|\s*[:)\-–—]\s*)/i
 const STORY = /^(?:\*\*[^*]+\*\*\.?\s*)?as an?\s/i
-// A line of PRD text that states a dependency: "Depends on: Feature 1", "- Dependencies: REQ-001", "Requires: ...".
+// A line of PRD text that states a dependency: "Depends on: Feature 1", "- Dependencies: REQ-001", "Requires: ...",
+// and in a German PRD "Abhängig von: 2.1", "Voraussetzung: REQ-001", "Baut auf: ...".
 const DEPENDENCY =
-  /^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?(?:depends\s+on|dependencies|dependency|requires|prerequisites?|blocked\s+by|builds\s+on)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$/i
+  /^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?(?:depends\s+on|dependencies|dependency|requires|prerequisites?|blocked\s+by|builds\s+on|abh(?:ä|ae)ngig\s+von|abh(?:ä|ae)ngigkeit(?:en)?|voraussetzung(?:en)?|baut\s+auf)(?:\*\*|__)?\s*:\s*(?:\*\*|__)?\s*(.+?)\s*$/i
 
 /** The groups of features of the PRD, in file order; `notes` get what could not be read. */
 export function prdFeatures(prd: PrdDoc, notes: PlanNote[]): FeatureGroup[] {

@@ -33,38 +33,59 @@ export const FLOW_SECTIONS = [
 export type FlowSection = (typeof FLOW_SECTIONS)[number]
 
 /**
- * The heading names taken for each kind, matched against the title lowercased with its numbering, emphasis and
- * punctuation gone ("3.2. **Non-Goals:**" is "non goals"). First match wins: "Non-Functional Requirements"
- * must meet its own row before "... Requirements" does, and "Non-Goals" before "Goals".
+ * The heading names taken for each kind, matched against the title lowercased with its numbering, emphasis,
+ * accents and punctuation gone ("3.2. **Non-Goals:**" is "non goals", "Überblick" is "uberblick"). First match
+ * wins: "Non-Functional Requirements" must meet its own row before "... Requirements" does, and "Non-Goals"
+ * before "Goals". Each row has the English names and then the German ones (German compounds: "Produktziele",
+ * "Leistungsanforderungen").
  */
 const KINDS: { kind: PrdKind; names: RegExp }[] = [
-  { kind: "out-of-scope", names: /^(?:out of scope|non goals?|not in scope|scope exclusions|exclusions|what we (?:are|re) not doing|won t do)\b/ },
+  {
+    kind: "out-of-scope",
+    names:
+      /^(?:out of scope|non goals?|not in scope|scope exclusions|exclusions|what we (?:are|re) not doing|won t do)\b|^(?:nicht ziele|nicht im (?:umfang|projektumfang)|ausserhalb des umfangs|abgrenzung(?: des umfangs)?)$/,
+  },
   {
     kind: "non-functional",
     names:
-      /^(?:non functional|nonfunctional|nfrs?$|quality attributes$|(?:performance|security|reliability|scalability|availability|accessibility|compliance|privacy|operational|technical|quality) (?:and \w+ )?requirements$)/,
+      /^(?:non functional|nonfunctional|nfrs?$|quality attributes$|(?:performance|security|reliability|scalability|availability|accessibility|compliance|privacy|operational|technical|quality) (?:and \w+ )?requirements$)|^(?:nicht funktionale|nichtfunktionale)|^(?:qualitats|leistungs|sicherheits|datenschutz|betriebs|technische |verfugbarkeits)anforderungen$/,
   },
   {
     kind: "functional",
-    names: /^(?:functional (?:requirements|specification|spec)s?|specific requirements|system features|capabilities)$/,
+    names:
+      /^(?:functional (?:requirements|specification|spec)s?|specific requirements|system features|capabilities)$|^(?:funktionale (?:anforderungen|spezifikation)|funktionsumfang|leistungsumfang)$/,
   },
-  { kind: "features", names: /^(?:(?:core|key|main|product|mvp) )?features?(?: list| set| overview)?$/ },
-  { kind: "stories", names: /^(?:user stories|stories|use cases|user scenarios|scenarios|jobs to be done)$/ },
-  { kind: "goals", names: /^(?:goals?|objectives|goals and objectives|product goals|goals and non goals)$/ },
-  { kind: "requirements", names: /(?:^|\s)requirements$/ },
-  { kind: "overview", names: /^(?:(?:project|product|executive|system) )?(?:overview|summary)$|^(?:introduction|purpose|about|tl dr)$/ },
-  { kind: "problem", names: /^(?:(?:the )?problem(?: statement)?|motivation|background|why|why now|problem and motivation)$/ },
+  { kind: "features", names: /^(?:(?:core|key|main|product|mvp) )?features?(?: list| set| overview)?$|^(?:kern|haupt)?(?:funktionen|merkmale)$/ },
+  {
+    kind: "stories",
+    names:
+      /^(?:user stories|stories|use cases|user scenarios|scenarios|jobs to be done)$|^(?:anwendungsfalle|nutzungsszenarien|szenarien|benutzergeschichten)$/,
+  },
+  { kind: "goals", names: /^(?:goals?|objectives|goals and objectives|product goals|goals and non goals)$|^(?:ziele|zielsetzung|produktziele)$/ },
+  { kind: "requirements", names: /(?:^|\s)requirements$|anforderungen$/ },
+  {
+    kind: "overview",
+    names:
+      /^(?:(?:project|product|executive|system) )?(?:overview|summary)$|^(?:introduction|purpose|about|tl dr)$|^(?:uberblick|ubersicht|zusammenfassung|einleitung|einfuhrung|zweck)$/,
+  },
+  {
+    kind: "problem",
+    names: /^(?:(?:the )?problem(?: statement)?|motivation|background|why|why now|problem and motivation)$|^(?:problemstellung|ausgangslage|hintergrund)$/,
+  },
   {
     kind: "constraints",
     names:
-      /^(?:(?:technical )?constraints|technical (?:design|architecture|considerations|approach|notes)|(?:system )?(?:architecture|design)|tech(?:nology)? stack|integration points|(?:[a-z ]+ )?constraints(?: and assumptions)?)$/,
+      /^(?:(?:technical )?constraints|technical (?:design|architecture|considerations|approach|notes)|(?:system )?(?:architecture|design)|tech(?:nology)? stack|integration points|(?:[a-z ]+ )?constraints(?: and assumptions)?)$|^(?:(?:technische )?(?:rahmenbedingungen|randbedingungen|einschrankungen)|(?:technische |system)?architektur|technisches (?:design|konzept))$/,
   },
   {
     kind: "success",
     names:
-      /^(?:success (?:criteria|metrics|measures)|acceptance(?: criteria| tests?| checklist)?|definition of done|verification(?: and validation)?|(?:key )?metrics|kpis?|release criteria|exit criteria)$/,
+      /^(?:success (?:criteria|metrics|measures)|acceptance(?: criteria| tests?| checklist)?|definition of done|verification(?: and validation)?|(?:key )?metrics|kpis?|release criteria|exit criteria)$|^(?:akzeptanzkriterien|abnahmekriterien|erfolgskriterien|erfolgsmessung|kennzahlen)$/,
   },
-  { kind: "questions", names: /^(?:open (?:questions|issues)|questions|unresolved (?:questions|issues)|outstanding questions|tbd)$/ },
+  {
+    kind: "questions",
+    names: /^(?:open (?:questions|issues)|questions|unresolved (?:questions|issues)|outstanding questions|tbd)$|^(?:offene (?:fragen|punkte)|fragen)$/,
+  },
 ]
 
 /** flow's section that each kind stands for. */
@@ -172,8 +193,12 @@ export function headingName(title: string): string {
 }
 
 function normal(title: string): string {
+  // Accents go with their letters kept ("Überblick" is "uberblick", "Einschränkungen" "einschrankungen").
   return title
+    .normalize("NFD")
+    .replace(/\p{M}/gu, "")
     .toLowerCase()
+    .replace(/ß/g, "ss")
     .replace(/\((?:optional|draft|tbd)\)/g, " ")
     .replace(/[^a-z]+/g, " ")
     .trim()
