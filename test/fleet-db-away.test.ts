@@ -97,6 +97,9 @@ describe.skipIf(!HAVE_POSTGRES)("the database away mid-run", () => {
     // cannot renew its claims (a renewal every third of the lease).
     await until(() => entries(s.f.log).some((e) => e.task === "t02"), 30_000)
     await run.waitFor("cannot renew this run's claims")
+    // Said by whichever part of the run meets the outage first (the claims' renewal, the merge queue's look at
+    // its line, the run's read of the graph): in either order.
+    await run.waitFor("cannot reach the database at")
     const whileAway = run.output()
     s.srv.start()
     const [done] = await finished(s.runs, s.machines)
