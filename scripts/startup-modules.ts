@@ -25,9 +25,11 @@ export const COMMAND_MODULES: Record<string, string | undefined> = {
 
 /** The source modules (repository paths, node_modules included) and runtime modules (node:fs, bun:sqlite) loaded. */
 export function startupModules(meta: Metafile, commandModule: string | undefined): { sources: string[]; runtime: string[] } {
+  // The chunk a module starts: its own with --splitting, else (one file) the chunk that holds it.
   const byEntry = (entry: string) => {
-    const key = Object.keys(meta.outputs).find((k) => meta.outputs[k].entryPoint === entry)
-    if (!key) throw new Error(`the build has no chunk for ${entry}: is it built with --splitting, and is ${entry} imported lazily?`)
+    const keys = Object.keys(meta.outputs)
+    const key = keys.find((k) => meta.outputs[k].entryPoint === entry) ?? keys.find((k) => entry in meta.outputs[k].inputs)
+    if (!key) throw new Error(`the build holds no module ${entry}`)
     return key
   }
   const chunks = new Set<string>()
