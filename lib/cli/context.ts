@@ -103,13 +103,22 @@ export function onReaderGone(handler: (() => void) | undefined): void {
 // than the rest of `flow --version`. A reader that has gone makes the write throw EPIPE, as
 // process.stdout.write does. An fd 1 left non-blocking by whoever started flow can refuse a write (EAGAIN):
 // from then on the output goes through process.stdout, which waits for the reader, so nothing is lost or
-// reordered.
-let stream = false
+// reordered. On Windows process.stdout stays the way: a console takes its text through WriteConsoleW.
+let stream: NodeJS.WriteStream | undefined
+
+function stdoutStream(): NodeJS.WriteStream {
+  if (!stream) {
+    stream = process.stdout
+    stream.on("error", leaveIfReaderGone)
+  }
+  return stream
+}
 
 function writeOrLeave(text: string): void {
   if (gone) return
   try {
-    if (!stream) {
+    let rest: string | Uint8Array = text
+    if (!stream && process.platform !== "win32") {
       const bytes = Buffer.from(text)
       let done = 0
       try {
@@ -117,12 +126,11 @@ function writeOrLeave(text: string): void {
         return
       } catch (e) {
         if ((e as NodeJS.ErrnoException)?.code !== "EAGAIN") throw e
-        stream = true
-        process.stdout.on("error", leaveIfReaderGone)
-        text = bytes.subarray(done).toString()
+        // The bytes, not a string: a refused write may have split a character.
+        rest = bytes.subarray(done)
       }
     }
-    process.stdout.write(text)
+    stdoutStream().write(rest)
   } catch (e) {
     leaveIfReaderGone(e)
   }
