@@ -1,13 +1,12 @@
 #!/usr/bin/env bun
 // The entry: argv → command → exit code. The only file that reads process.argv or sets the exit code.
 // Command modules load lazily: agents call flow many times a minute, and start-up must not pay for
-// libraries (arktype alone costs about 0.25 s) that a command does not use.
-import { resolve } from "node:path"
-import { commandHelp, type Command } from "./lib/cli/args"
+// libraries (arktype alone costs about 0.25 s) that a command does not use. The static imports below are
+// what `flow --version` loads, so they stay small: node:util (args), node:fs (project) and picocolors (which
+// builds process.stdout to read isTTY) load only on the paths that use them (docs/PERFORMANCE.md, "Start-up").
+import type { Command } from "./lib/cli/args"
 import { ctxFromProcess, type Ctx } from "./lib/cli/context"
-import { folderArgument } from "./lib/cli/project"
 import { Exit, FlowError, usage } from "./lib/cli/errors"
-import { colours } from "./lib/terminal/colour"
 import { closest } from "./lib/cli/suggest"
 import { versionLine } from "./lib/cli/version"
 import configReference from "./lib/templates/flow.yaml" with { type: "text" }
@@ -149,6 +148,7 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
     while (args[0] === "-C") {
       const dir = args[1]
       if (!dir) throw usage("-C needs a folder", "usage: flow -C <dir> <command> ...")
+      const [{ folderArgument }, { resolve }] = await Promise.all([import("./lib/cli/project"), import("node:path")])
       ctx = { ...ctx, cwd: folderArgument(dir, resolve(ctx.cwd, dir)) }
       args = args.slice(2)
     }
@@ -182,6 +182,7 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
     }
     const command = await entry.load()
     if (rest.includes("--help") || rest.includes("-h")) {
+      const { commandHelp } = await import("./lib/cli/args")
       ctx.stdout(commandHelp(entry.summary, command.meta))
       return Exit.ok
     }
@@ -190,7 +191,7 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
     if (!(e instanceof FlowError)) throw e
     if (json) ctx.stderr(`${JSON.stringify({ error: e.message, hint: e.hint, exit: e.exit })}\n`)
     else {
-      const c = colours(ctx)
+      const c = (await import("./lib/terminal/colour")).colours(ctx)
       ctx.stderr(`${c.red(c.bold("error:"))} ${e.message}\n${e.hint ? `${c.dim("hint:")} ${e.hint}\n` : ""}`)
     }
     return e.exit

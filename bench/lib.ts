@@ -3,6 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { BUILD_FLAGS } from "../scripts/build"
 
 export const ROOT = resolve(import.meta.dir, "..")
 /** The shared task generator, beside the checkout; FLOW_GEN_TASKS names it from elsewhere (a worktree). */
@@ -121,11 +122,9 @@ export function chainTasks(n: number): string {
   return parts.join("")
 }
 
-/** The `--` flags of package.json's build script (e.g. --compile --minify), so the floor is built like dist/flow. */
+/** The flags `npm run build` compiles dist/flow with (scripts/build.ts), so a floor is built like dist/flow. */
 export function buildFlags(): string[] {
-  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts?.build ?? ""
-  const flags = script.split(/\s+/).filter((t) => t.startsWith("--") && t !== "--outfile")
-  return flags.includes("--compile") ? flags : ["--compile", "--minify"]
+  return [...BUILD_FLAGS]
 }
 
 /** Compiles a TypeScript entry with the same flags as `npm run build` into `outDir`; returns the binary's path. */

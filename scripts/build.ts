@@ -17,18 +17,25 @@ export async function sourceCommit(): Promise<string> {
   }
 }
 
+/**
+ * The flags of every flow binary; bench/ compiles its floors with them too. --splitting makes each lazily
+ * loaded command its own chunk with its own imports: in one file, Bun hoists every node: and bun: import of
+ * every command (node:readline, bun:sql, node:crypto, ...) to the top, and `flow --version` loaded them all
+ * (docs/PERFORMANCE.md, "Start-up"). --bytecode covers every chunk.
+ */
+export const BUILD_FLAGS = ["--compile", "--minify", "--bytecode", "--splitting", "--format=esm"]
+
 /** `target` is a release name (linux-x64-musl, windows-x64, ...); undefined builds for this machine. */
-export async function buildBinary(opts: { outfile: string; target?: string; commit?: string }): Promise<void> {
+/** metafile: also write Bun's module graph of the build there (test/startup-modules.test.ts reads it). */
+export async function buildBinary(opts: { outfile: string; target?: string; commit?: string; metafile?: string }): Promise<void> {
   const commit = opts.commit ?? (await sourceCommit())
   await check(
     [
       process.execPath,
       "build",
-      "--compile",
-      "--minify",
-      "--bytecode",
-      "--format=esm",
+      ...BUILD_FLAGS,
       ...(opts.target ? [`--target=bun-${opts.target}`] : []),
+      ...(opts.metafile ? [`--metafile=${opts.metafile}`] : []),
       "--define",
       `FLOW_BUILD_COMMIT=${JSON.stringify(commit)}`,
       "--define",

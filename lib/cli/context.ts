@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs"
+
 /** The input side of a terminal: Node's and Bun's process.stdin when it is a TTY. */
 export type TtyInput = {
   setRawMode(mode: boolean): unknown
@@ -39,12 +41,16 @@ export type Ctx = {
 /** The signals that ask a long-running command (a run, a live screen) to stop: Ctrl-C, kill, a closed terminal. */
 export const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const
 
-/** The context of the real process. */
+/**
+ * The context of the real process. It touches none of process.stdout, stdin or stderr until a command writes
+ * or asks for the terminal: in a compiled binary the first touch builds Node's stream objects (node:stream,
+ * node:fs write streams), which cost more than all of `flow --version` (docs/PERFORMANCE.md, "Start-up").
+ * Whether a stream is a terminal is asked of the file descriptor directly, for the same reason.
+ */
 export function ctxFromProcess(): Ctx {
   const env = process.env
-  process.stdout.on("error", leaveIfReaderGone)
-  const tty = Boolean(process.stdout.isTTY)
-  const interactive = tty && Boolean(process.stdin.isTTY) && !env.CI
+  const tty = isTerminal(1)
+  const interactive = tty && isTerminal(0) && !env.CI
   return {
     cwd: process.cwd(),
     env,
@@ -56,8 +62,28 @@ export function ctxFromProcess(): Ctx {
       process.on("SIGINT", handler)
       return () => void process.off("SIGINT", handler)
     },
-    terminal: interactive ? { input: process.stdin as unknown as TtyInput, output: process.stdout as unknown as TtyOutput } : undefined,
+    // A getter: a person's `flow list` in a terminal need not build process.stdin.
+    get terminal() {
+      return interactive ? { input: process.stdin as unknown as TtyInput, output: process.stdout as unknown as TtyOutput } : undefined
+    },
   }
+}
+
+type TtyWrap = { isTTY(fd: number): boolean }
+
+/**
+ * isatty(fd), as process.stdout.isTTY answers it, without building the stream: Bun's `tty_wrap` binding (the
+ * one node:tty's isatty calls; Bun's tests hold the two equal). node:tty itself loads node:net and node:stream.
+ */
+function isTerminal(fd: number): boolean {
+  const proc = process as unknown as { binding?(name: string): TtyWrap | undefined }
+  try {
+    const wrap = proc.binding?.("tty_wrap")
+    if (typeof wrap?.isTTY === "function") return wrap.isTTY(fd)
+  } catch {
+    // a runtime without the binding: ask the stream below
+  }
+  return Boolean((fd === 0 ? process.stdin : process.stdout).isTTY)
 }
 
 let readerGone: (() => void) | undefined
@@ -73,10 +99,38 @@ export function onReaderGone(handler: (() => void) | undefined): void {
 
 // `flow list | head`: once the reader has gone, the rest of the output has nowhere to go. Leave quietly,
 // as `cat` and `git log` do, instead of printing a stack trace (docs/CLI.md).
+// The writes go straight to fd 1, synchronously: process.stdout's Node stream layer costs a compiled flow more
+// than the rest of `flow --version`. A reader that has gone makes the write throw EPIPE, as
+// process.stdout.write does. An fd 1 left non-blocking by whoever started flow can refuse a write (EAGAIN):
+// from then on the output goes through process.stdout, which waits for the reader, so nothing is lost or
+// reordered. On Windows process.stdout stays the way: a console takes its text through WriteConsoleW.
+let stream: NodeJS.WriteStream | undefined
+
+function stdoutStream(): NodeJS.WriteStream {
+  if (!stream) {
+    stream = process.stdout
+    stream.on("error", leaveIfReaderGone)
+  }
+  return stream
+}
+
 function writeOrLeave(text: string): void {
   if (gone) return
   try {
-    process.stdout.write(text)
+    let rest: string | Uint8Array = text
+    if (!stream && process.platform !== "win32") {
+      const bytes = Buffer.from(text)
+      let done = 0
+      try {
+        while (done < bytes.length) done += writeSync(1, bytes, done)
+        return
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException)?.code !== "EAGAIN") throw e
+        // The bytes, not a string: a refused write may have split a character.
+        rest = bytes.subarray(done)
+      }
+    }
+    stdoutStream().write(rest)
   } catch (e) {
     leaveIfReaderGone(e)
   }
