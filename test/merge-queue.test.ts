@@ -64,6 +64,10 @@ test.concurrent("two tasks that merge cleanly but break the check together: the 
   expect(r.stdout).toContain("caller: sent back to its agent (attempt 1 of 2): the check failed (exit 1)")
   expect(out).toContain("error: calls/extra.txt calls greet, which funcs.txt does not define")
   expect(r.stdout).not.toContain("rename: sent back")
+  // The queue's report, once, before the run's last line: caller's first candidate failed, its second landed.
+  expect(r.stdout).toMatch(
+    /run: merge queue into main: 2 landed, 1 failed; done to landed p50 \d+\.\d s, p95 \d+\.\d s, longest \d+\.\d s \((rename|caller)\); 1\.00 checks per merge, 0 thrown away\n.*run: finished/,
+  )
   expect(dir.read("calls/extra.txt")).toBe("welcome\n")
   expect((await git(dir.path, ["log", "--merges", "--first-parent", "--format=%s", "main"])).trim().split("\n")).toEqual([
     "Merge flow/caller: caller",

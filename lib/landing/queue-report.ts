@@ -5,6 +5,30 @@ import type { MergeQueueReport } from "../model/json-shapes"
 import type { Project } from "../cli/project"
 import type { FlowEvent, RunState } from "../state/run-state"
 import { openExistingState } from "../state/state"
+import type { QueueExit, ServiceLevels } from "./queue-types"
+
+/** The `p`th percentile of `xs` by nearest rank (NaN for none): p95 of 20 values is the 19th smallest. */
+export function percentile(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]
+}
+
+/** The service levels of a queue's candidates that left it (`exits`, with their tasks); undefined when none landed. */
+export function serviceLevels(exits: readonly (QueueExit & { taskId: string })[]): ServiceLevels | undefined {
+  const landed = exits.filter((e) => e.outcome === "landed")
+  if (landed.length === 0) return undefined
+  const longest = landed.reduce((a, b) => (b.seconds > a.seconds ? b : a))
+  const checks = landed.reduce((n, e) => n + e.checks, 0)
+  return {
+    landed: landed.length,
+    failed: exits.filter((e) => e.outcome === "failed").length,
+    p50: percentile(landed.map((e) => e.seconds), 50),
+    p95: percentile(landed.map((e) => e.seconds), 95),
+    longest: { taskId: longest.taskId, seconds: longest.seconds },
+    checksPerMerge: Math.round((checks / landed.length) * 100) / 100,
+    thrown: exits.reduce((n, e) => n + e.thrown, 0),
+  }
+}
 
 /** The kinds `queueReport` reads, as lib/run/record.ts names them. */
 export const QUEUE_EVENT_KINDS = ["queue", "merge", "run.end"] as const
