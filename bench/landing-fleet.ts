@@ -144,7 +144,6 @@ async function fleet(n: number, checkS: number, machines: number, agents: number
   }
 }
 
-
 function expectMerges(name: string, o: Outcome, merges: number): void {
   if (o.merges !== merges) throw new Error(`${name}: ${o.merges} merges on main, ${merges} expected; its logs:\n${o.logs.join("\n---\n")}`)
 }

@@ -19,11 +19,12 @@ export function serviceLevels(exits: readonly (QueueExit & { taskId: string })[]
   if (landed.length === 0) return undefined
   const longest = landed.reduce((a, b) => (b.seconds > a.seconds ? b : a))
   const checks = landed.reduce((n, e) => n + e.checks, 0)
+  const seconds = landed.map((e) => e.seconds)
   return {
     landed: landed.length,
     failed: exits.filter((e) => e.outcome === "failed").length,
-    p50: percentile(landed.map((e) => e.seconds), 50),
-    p95: percentile(landed.map((e) => e.seconds), 95),
+    p50: percentile(seconds, 50),
+    p95: percentile(seconds, 95),
     longest: { taskId: longest.taskId, seconds: longest.seconds },
     checksPerMerge: Math.round((checks / landed.length) * 100) / 100,
     thrown: exits.reduce((n, e) => n + e.thrown, 0),
