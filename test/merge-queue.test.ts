@@ -293,4 +293,4 @@ test.concurrent("a slow failing check ahead of a fast passing one: only the fail
   }
   // Three runs at a time: each mostly waits for its checks.
   for (let run = 1; run <= 10; run += 3) await Promise.all([run, run + 1, run + 2].filter((n) => n <= 10).map(once))
-})
+}, 300_000)
