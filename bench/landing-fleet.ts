@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { percentile } from "../lib/landing/queue-report"
 import { gitDaemon } from "../test/git-daemon"
 import { freshDatabase, HAVE_POSTGRES } from "../test/postgres"
 import { benchEnv, ROOT } from "./lib"
@@ -141,11 +142,6 @@ async function fleet(n: number, checkS: number, machines: number, agents: number
     await daemon.stop()
     rmSync(root, { recursive: true, force: true })
   }
-}
-
-function percentile(xs: readonly number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]
 }
 
 function expectMerges(name: string, o: Outcome, merges: number): void {

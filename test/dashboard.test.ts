@@ -240,10 +240,10 @@ test.concurrent("the merge queue of the last run, from its queue events: in line
     {
       target: "main",
       candidates: [
-        { task: "setup", state: "passed", reason: null, on_top_of: ["schema"], seconds: 2 },
-        { task: "api-layer", state: "waiting", reason: "rebuilt on setup", on_top_of: [], seconds: null },
-        { task: "docs-guide", state: "waiting", reason: null, on_top_of: [], seconds: null },
-        { task: "ui", state: "failed", reason: "the check failed (exit 1)", on_top_of: ["setup"], seconds: 0.4 },
+        { task: "setup", state: "passed", reason: null, on_top_of: ["schema"], seconds: 2, machine: null, since: expect.any(String) },
+        { task: "api-layer", state: "waiting", reason: "rebuilt on setup", on_top_of: [], seconds: null, machine: null, since: expect.any(String) },
+        { task: "docs-guide", state: "waiting", reason: null, on_top_of: [], seconds: null, machine: null, since: expect.any(String) },
+        { task: "ui", state: "failed", reason: "the check failed (exit 1)", on_top_of: ["setup"], seconds: 0.4, machine: null, since: expect.any(String) },
       ],
     },
   ])

@@ -10,7 +10,7 @@ import { describe, expect, test } from "bun:test"
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { type Fleet, fleet, statuses } from "./fleet-helpers"
-import { background, git, tasksYaml } from "./helpers"
+import { background, flow, git, tasksYaml } from "./helpers"
 import { freshDatabase, HAVE_POSTGRES } from "./postgres"
 import { mergesPerTask, SLOW_FAILURE_CHECK, slowFailureTasks, uncheckedCommits } from "./queue-helpers"
 
@@ -168,6 +168,32 @@ rm -f "$SIGNALS/running/$FLOW_MACHINE.$FLOW_TASK_ID"
     expect(checks.map(([task]) => task)).toEqual(["t1", "t1"])
     expect(checks[0][1]).toBe(killed)
     expect(["m2", "m3"].filter((m) => m !== killed)).toEqual([checks[1][1]]) // the other checker took it over
+    expect(await statuses(m1)).toEqual({ t1: "done" })
+    await q.history(["t1"])
+  }, 240_000)
+
+  test("flow dashboard on any machine shows the shared line: every machine's candidates, and which machine checks each", async () => {
+    await using db = await freshDatabase()
+    // m1 does the work and runs no checks; m2 checks, and its check waits for the test's go.
+    await using q = await queueFleet(db.url, [writes("t1", { agent_name: "m1-1" })], "", ["m1", "m2"], (m) => [`${m}-1`])
+    writeFileSync(join(q.signals, "hook.sh"), `touch "$SIGNALS/checking"; until [ -e "$SIGNALS/go" ]; do sleep 0.05; done\n`)
+    const [m1, m2] = q.machines
+    const runs = await workerThenCheckers(m1, [m2])
+    try {
+      await until(() => existsSync(join(q.signals, "checking")), runs, "the check")
+      for (const m of [m1, m2]) {
+        const shown = await flow(m.path, ["dashboard", "--json"], { env: m.env })
+        expect({ code: shown.code, stderr: shown.stderr }).toEqual({ code: 0, stderr: "" })
+        expect(JSON.parse(shown.stdout).queue).toEqual([
+          { target: "main", candidates: [{ task: "t1", state: "checking", reason: null, on_top_of: [], seconds: null, machine: "m2", since: expect.any(String) }] },
+        ])
+        const text = await flow(m.path, ["dashboard", "--once"], { env: { ...m.env, COLUMNS: "120" } })
+        expect(text.stdout).toMatch(/t1 +checking +on main; by m2\n/)
+      }
+    } finally {
+      writeFileSync(join(q.signals, "go"), "")
+    }
+    await ended(runs)
     expect(await statuses(m1)).toEqual({ t1: "done" })
     await q.history(["t1"])
   }, 240_000)

@@ -64,6 +64,10 @@ test.concurrent("two tasks that merge cleanly but break the check together: the 
   expect(r.stdout).toContain("caller: sent back to its agent (attempt 1 of 2): the check failed (exit 1)")
   expect(out).toContain("error: calls/extra.txt calls greet, which funcs.txt does not define")
   expect(r.stdout).not.toContain("rename: sent back")
+  // The queue's report, once, before the run's last line: caller's first candidate failed, its second landed.
+  expect(r.stdout).toMatch(
+    /run: merge queue into main: 2 landed, 1 failed; done to landed p50 \d+\.\d s, p95 \d+\.\d s, longest \d+\.\d s \((rename|caller)\); 1\.00 checks per merge, 0 thrown away\n.*run: finished/,
+  )
   expect(dir.read("calls/extra.txt")).toBe("welcome\n")
   expect((await git(dir.path, ["log", "--merges", "--first-parent", "--format=%s", "main"])).trim().split("\n")).toEqual([
     "Merge flow/caller: caller",
@@ -117,7 +121,7 @@ test.concurrent("a check that times out fails the merge: the task is blocked wit
   ).toEqual([])
   // The dashboard reads the queue the run left from the state database's queue events.
   expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).queue).toEqual([
-    { target: "main", candidates: [{ task: "slow", state: "failed", reason: "the check timed out after 1 s", on_top_of: [], seconds: expect.any(Number) }] },
+    { target: "main", candidates: [{ task: "slow", state: "failed", reason: "the check timed out after 1 s", on_top_of: [], seconds: expect.any(Number), machine: null, since: expect.any(String) }] },
   ])
 })
 
@@ -289,4 +293,4 @@ test.concurrent("a slow failing check ahead of a fast passing one: only the fail
   }
   // Three runs at a time: each mostly waits for its checks.
   for (let run = 1; run <= 10; run += 3) await Promise.all([run, run + 1, run + 2].filter((n) => n <= 10).map(once))
-})
+}, 300_000)

@@ -47,7 +47,11 @@ export async function mergesPerTask(repo: string, ref: string): Promise<Record<s
  */
 export const SLOW_FAILURE_CHECK = `if [ -n "$FLOW_TASK_ID" ]; then touch "$GATE/checking-$FLOW_TASK_ID"; fi
 if [ -f b.txt ]; then
-  if [ "$FLOW_TASK_ID" = b ]; then sleep 2; else sleep 0.3; fi
+  # b's check ends only once c's (built on top of b) has started, and a little after: under any load c is checked
+  # on top of b, and its failure (b.txt) comes first. At most a minute: a queue that never builds c on b fails b anyway.
+  if [ "$FLOW_TASK_ID" = b ]; then
+    for i in $(seq 1200); do if [ -e "$GATE/checking-c" ]; then break; fi; sleep 0.05; done; sleep 0.5
+  else sleep 0.3; fi
   echo "error: b.txt breaks the build"; exit 1
 fi
 if [ -n "$FLOW_TASK_ID" ]; then sleep 0.3; fi`

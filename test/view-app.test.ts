@@ -277,8 +277,8 @@ test.concurrent("GET /api/queue: [] before any run; then each target's candidate
       {
         target: "main",
         candidates: [
-          { task: "api", state: "checking", reason: "on top of setup", on_top_of: ["setup"], seconds: null },
-          { task: "setup", state: "failed", reason: "the check failed (exit 1)", on_top_of: [], seconds: 1.5 },
+          { task: "api", state: "checking", reason: "on top of setup", on_top_of: ["setup"], seconds: null, machine: null, since: expect.any(String) },
+          { task: "setup", state: "failed", reason: "the check failed (exit 1)", on_top_of: [], seconds: 1.5, machine: null, since: expect.any(String) },
         ],
       },
     ],

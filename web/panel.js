@@ -144,7 +144,7 @@ export function renderQueue() {
         q.candidates
           .map(
             (c) =>
-              `<div class="qrow q-${esc(c.state)}" data-queued="${esc(c.task)}">${taskLink(c.task)} <b>${esc(c.state)}</b> <span class="meta">${esc(queueDetail(c, q.target))}</span></div>`,
+              `<div class="qrow q-${esc(c.state)}" data-queued="${esc(c.task)}">${taskLink(c.task)} <b>${esc(c.state)}</b> <span class="meta">${esc(queueDetail(c, q.target, Date.now()))}</span></div>`,
           )
           .join(""),
     )

@@ -81,11 +81,15 @@ export function markdown(text) {
 }
 
 /** What a merge queue candidate is about, as `flow dashboard` words it (lib/landing/queue-report.ts queueDetail; the page imports nothing from lib/). */
-export function queueDetail(c, target) {
+export function queueDetail(c, target, now) {
   const built = c.state === "checking" || c.state === "passed" || (c.state === "failed" && c.on_top_of.length > 0)
   const base = built ? (c.on_top_of.length ? `on top of ${c.on_top_of.join(", ")}` : `on ${target}`) : ""
+  const by = c.machine ? `by ${c.machine}` : ""
   const took = c.seconds === null ? "" : `after ${c.seconds.toFixed(1)} s`
-  return [base, took, c.reason ?? ""].filter(Boolean).join("; ")
+  const waited = now !== undefined && c.since ? Math.max(0, (now - Date.parse(c.since)) / 1000) : undefined
+  // Said once it is a wait worth telling (a minute): a short one is the queue's normal pace.
+  const inLine = waited === undefined || Number.isNaN(waited) || waited < 60 ? "" : `in line ${Math.round(waited / 60)} min`
+  return [base, by, took, c.reason ?? "", inLine].filter(Boolean).join("; ")
 }
 
 /** Tokens and cost as `flow show` prints them (lib/budget/usage.ts usageText): only what was reported; "" for none. */

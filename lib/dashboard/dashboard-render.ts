@@ -215,7 +215,7 @@ function queueLines(r: DashboardReport, w: number, c: Colours): string[] {
             GAP,
             [x.state.padEnd(8), paint[x.state]],
             GAP,
-            queueDetail(x, q.target),
+            queueDetail(x, q.target, Date.parse(r.at)),
           ],
           w,
         ).trimEnd(),

@@ -15,7 +15,8 @@ import type { CheckClaim, QueueRow } from "../state/queue-rows"
 import { checkFailure, runClaimedCheck, scratchFolder } from "./queue-check"
 import { leadStep, type Sweep } from "./queue-lead"
 import { timed } from "../cli/trace"
-import type { QueueOptions, QueueState, Verdict } from "./queue-types"
+import type { QueueExit, QueueOptions, QueueState, Verdict } from "./queue-types"
+import { serviceLevels } from "./queue-report"
 
 export type { LandingEvent, LandingEvents, QueueOptions, QueueState, Verdict } from "./queue-types"
 
@@ -63,6 +64,8 @@ export class MergeQueue {
   private cleanups = new Set<Promise<unknown>>()
   private poll?: ReturnType<typeof setInterval>
   private followSaid = false
+  /** how this run's candidates left the queue, for its report at the run's end */
+  private exits: (QueueExit & { taskId: string })[] = []
 
   constructor(private o: QueueOptions) {
     scratchFolder(o)
@@ -103,9 +106,12 @@ export class MergeQueue {
     while (this.cleanups.size) await Promise.allSettled([...this.cleanups])
   }
 
-  /** The run is over: the queue is looked at no more (what is left in line is other runs'). */
+  /** The run is over: the queue is looked at no more (what is left in line is other runs'); its report is said. */
   close(): void {
     clearInterval(this.poll)
+    const levels = serviceLevels(this.exits)
+    this.exits = []
+    if (levels) this.o.bus.emit({ type: "queue-report", target: this.o.target, ...levels })
   }
 
   private async pump(): Promise<void> {
@@ -274,7 +280,9 @@ export class MergeQueue {
     if (!verdict.ok && verdict.kind !== "stopped" && !w.seen.startsWith(`${r.gen}/failed/`))
       this.o.bus.emit({ type: "queue", taskId: w.taskId, target: this.o.target, state: "failed", position: 1, reason: verdict.reason })
     const seconds = Math.round(performance.now() - w.since) / 1000
-    this.o.bus.emit({ type: "queue-end", taskId: w.taskId, target: this.o.target, outcome, seconds, checks: r.checks, thrown: r.thrown })
+    const exit: QueueExit = { outcome, seconds, checks: r.checks, thrown: r.thrown }
+    this.exits.push({ taskId: w.taskId, ...exit })
+    this.o.bus.emit({ type: "queue-end", taskId: w.taskId, target: this.o.target, ...exit })
     w.resolve(verdict)
   }
 

@@ -48,6 +48,8 @@ export type LandingEvent =
     }
   /** a candidate left its queue (landed, or with a verdict): what it cost */
   | ({ type: "queue-end"; taskId: string; target: string } & QueueExit)
+  /** at the run's end, for each target this run landed into: the service levels of its candidates (lib/landing/queue-report.ts) */
+  | ({ type: "queue-report"; target: string } & ServiceLevels)
   /** a check this machine runs for another machine's candidate (a fleet's): `of`, that machine */
   | { type: "check"; taskId: string; target: string; of: string; state: "checking" | "passed" | "failed"; seconds?: number; reason?: string }
   /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
@@ -56,6 +58,21 @@ export type LandingEvent =
   | { type: "notice"; taskId?: string; text: string }
 
 export type LandingEvents = { emit(event: LandingEvent): void }
+
+/**
+ * A run's landing service levels in one queue (docs/RUN.md, "Merge queue"): of its candidates that landed,
+ * the time from the agent's done to the target's move (p50, p95 by nearest rank, and the longest wait, whose),
+ * checks per merge and checks thrown away; and how many left with a failure of their own.
+ */
+export type ServiceLevels = {
+  landed: number
+  failed: number
+  p50: number
+  p95: number
+  longest: { taskId: string; seconds: number }
+  checksPerMerge: number
+  thrown: number
+}
 
 export type QueueOptions = {
   repo: string

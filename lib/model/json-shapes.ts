@@ -369,6 +369,10 @@ export const MergeQueueReport = type({
     reason: "string | null",
     on_top_of: "string[]",
     seconds: "number | null",
+    /** the machine that checks (or checked) it, in a fleet; null in files */
+    machine: "string | null",
+    /** when it joined the line (UTC ISO time) */
+    since: "string | null",
   }).array(),
 }).array()
 export type MergeQueueReport = typeof MergeQueueReport.infer

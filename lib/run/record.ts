@@ -71,6 +71,7 @@ function toRecord(e: RunEvent, db: RunState): (() => Promise<unknown>)[] {
     case "merge-failed":
     case "queue":
     case "queue-end":
+    case "queue-report":
     case "check":
     case "fix":
     case "question-wait":

@@ -33,6 +33,7 @@ const FOOTER = new Set<RunEvent["type"]>([
   "notice",
   "queue",
   "queue-end",
+  "queue-report",
   "check",
   "fix",
   "retry",
