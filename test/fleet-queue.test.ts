@@ -185,7 +185,10 @@ rm -f "$SIGNALS/running/$FLOW_MACHINE.$FLOW_TASK_ID"
         const shown = await flow(m.path, ["dashboard", "--json"], { env: m.env })
         expect({ code: shown.code, stderr: shown.stderr }).toEqual({ code: 0, stderr: "" })
         expect(JSON.parse(shown.stdout).queue).toEqual([
-          { target: "main", candidates: [{ task: "t1", state: "checking", reason: null, on_top_of: [], seconds: null, machine: "m2", since: expect.any(String) }] },
+          {
+            target: "main",
+            candidates: [{ task: "t1", state: "checking", reason: null, on_top_of: [], seconds: null, machine: "m2", since: expect.any(String) }],
+          },
         ])
         const text = await flow(m.path, ["dashboard", "--once"], { env: { ...m.env, COLUMNS: "120" } })
         expect(text.stdout).toMatch(/t1 +checking +on main; by m2\n/)

@@ -121,7 +121,20 @@ test.concurrent("a check that times out fails the merge: the task is blocked wit
   ).toEqual([])
   // The dashboard reads the queue the run left from the state database's queue events.
   expect(JSON.parse((await flow(dir.path, ["dashboard", "--json"])).stdout).queue).toEqual([
-    { target: "main", candidates: [{ task: "slow", state: "failed", reason: "the check timed out after 1 s", on_top_of: [], seconds: expect.any(Number), machine: null, since: expect.any(String) }] },
+    {
+      target: "main",
+      candidates: [
+        {
+          task: "slow",
+          state: "failed",
+          reason: "the check timed out after 1 s",
+          on_top_of: [],
+          seconds: expect.any(Number),
+          machine: null,
+          since: expect.any(String),
+        },
+      ],
+    },
   ])
 })
 
