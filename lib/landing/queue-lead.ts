@@ -142,12 +142,7 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
   // Every candidate of the window, built or not: a build another machine's lead made may be rebuilt here, on a
   // clone that never fetched that candidate's branch.
   const missing = await o.into.missing(line.slice(0, o.depth))
-  const treeOfCommit = async (commit: string) => {
-    let tree = trees.get(commit)
-    if (tree === undefined) trees.set(commit, (tree = await treeOf(o.repo, commit)))
-    return tree
-  }
-  const built: { r: QueueRow; base: string; merge: string; ahead: string[]; already: boolean; reason: string | null }[] = []
+  const built: Built[] = []
   let base = tip
   let baseRef: string | null = null
   const chain: string[] = []
@@ -179,7 +174,7 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
     const m = await timed(r.task_id, "build", () => makeMergeCommit(o.repo, on, r.head, r.message, o.author, o.keepOut))
     const reason = r.merge ? `rebuilt on ${chain.at(-1) ?? o.target}` : null
     // A branch in the target already merges to the target's own tree; only then is git asked whether it is.
-    if (m.ok && m.tree === (await treeOfCommit(on)) && (await isAncestor(o.repo, r.head, on))) {
+    if (m.ok && m.tree === (await cachedTree(o.repo, trees, on)) && (await isAncestor(o.repo, r.head, on))) {
       built.push({ r, base: on, merge: on, ahead: [...chain], already: true, reason: "already in the target" })
       continue
     }
@@ -216,6 +211,22 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
     base = m.commit
     baseRef = null // built here: this clone has it
   }
+  changes.push(...(await published(o, built)))
+  return changes
+}
+
+/** The tree of `commit`, from `trees` when it was read before. */
+async function cachedTree(repo: string, trees: Map<string, string>, commit: string): Promise<string> {
+  let tree = trees.get(commit)
+  if (tree === undefined) trees.set(commit, (tree = await treeOf(repo, commit)))
+  return tree
+}
+
+type Built = { r: QueueRow; base: string; merge: string; ahead: string[]; already: boolean; reason: string | null }
+
+/** The changes that record the builds, once their merges are published for every machine (a fleet's). */
+async function published(o: QueueOptions, built: readonly Built[]): Promise<QueueChange[]> {
+  const changes: QueueChange[] = []
   const refs = await o.into.publish(built.filter((b) => !b.already).map((b) => ({ id: b.r.id, gen: b.r.gen, commit: b.merge })))
   for (const b of built) {
     const thrown = b.r.state === "checking" || b.r.state === "passed" || b.r.state === "failed" ? 1 : 0

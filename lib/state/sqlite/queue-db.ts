@@ -16,22 +16,29 @@ const row = (r: Stored): QueueRow => ({ ...r, ahead: JSON.parse(r.ahead), verdic
 const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v))
 const iso = () => clock.nowDate().toISOString()
 
+const one = (a: Access, sql: string, ...params: SQLQueryBindings[]) => a.db.query<Stored, SQLQueryBindings[]>(sql).get(...params)
+const all = (a: Access, sql: string, ...params: SQLQueryBindings[]) =>
+  a.db
+    .query<Stored, SQLQueryBindings[]>(sql)
+    .all(...params)
+    .map(row)
+// A claim's result and heartbeats count only for the build and attempt it took, while the row is still being checked.
+const fenced = "id = ? AND gen = ? AND check_attempt = ? AND check_run = ? AND state = 'checking'"
+const claimOf = (c: CheckClaim) => [c.id, c.gen, c.attempt, c.run] as const
+
 export function queueOf(a: Access): QueueRows {
-  const one = (sql: string, ...params: SQLQueryBindings[]) => a.db.query<Stored, SQLQueryBindings[]>(sql).get(...params)
-  const all = (sql: string, ...params: SQLQueryBindings[]) =>
-    a.db
-      .query<Stored, SQLQueryBindings[]>(sql)
-      .all(...params)
-      .map(row)
-  // A claim's result and heartbeats count only for the build and attempt it took, while the row is still being checked.
-  const fenced = "id = ? AND gen = ? AND check_attempt = ? AND check_run = ? AND state = 'checking'"
-  const claimOf = (c: CheckClaim) => [c.id, c.gen, c.attempt, c.run] as const
+  return { ...lineOf(a), ...leadOf(a), ...checksOf(a) }
+}
+
+/** The line itself: candidates handed over, read, and forgotten. */
+function lineOf(a: Access): Pick<QueueRows, "submit" | "line" | "ended" | "forget" | "clear"> {
   return {
     submit: (c: NewCandidate) =>
       a.write(() => {
         const { seq } = a.db.query<{ seq: number }, [string]>("SELECT coalesce(max(seq), 0) + 1 AS seq FROM queue_rows WHERE queue = ?").get(c.queue)!
         return row(
           one(
+            a,
             `INSERT INTO queue_rows (queue, target, seq, task_id, branch, head, message, run_id, attempt, submitted_at, state)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting') RETURNING ${COLUMNS}`,
             c.queue,
@@ -50,11 +57,11 @@ export function queueOf(a: Access): QueueRows {
     line: (queue?: string) =>
       a.retry(() =>
         queue === undefined
-          ? all(`SELECT ${COLUMNS} FROM queue_rows WHERE ${IN_LINE} ORDER BY queue, seq`)
-          : all(`SELECT ${COLUMNS} FROM queue_rows WHERE queue = ? AND ${IN_LINE} ORDER BY seq`, queue),
+          ? all(a, `SELECT ${COLUMNS} FROM queue_rows WHERE ${IN_LINE} ORDER BY queue, seq`)
+          : all(a, `SELECT ${COLUMNS} FROM queue_rows WHERE queue = ? AND ${IN_LINE} ORDER BY seq`, queue),
       ),
     ended: (queue: string, run: string) =>
-      a.retry(() => all(`SELECT ${COLUMNS} FROM queue_rows WHERE queue = ? AND run_id = ? AND state IN ('landed', 'left') ORDER BY seq`, queue, run)),
+      a.retry(() => all(a, `SELECT ${COLUMNS} FROM queue_rows WHERE queue = ? AND run_id = ? AND state IN ('landed', 'left') ORDER BY seq`, queue, run)),
     forget: (ids: readonly number[]) =>
       a.write(() => {
         const del = a.db.query("DELETE FROM queue_rows WHERE id = ?")
@@ -64,6 +71,12 @@ export function queueOf(a: Access): QueueRows {
       a.write(() => {
         a.db.exec("DELETE FROM queue_rows; DELETE FROM queue_leads;")
       }),
+  }
+}
+
+/** The queue's lead: taken, renewed, released, and the changes it writes under it. */
+function leadOf(a: Access): Pick<QueueRows, "lead" | "apply" | "renewLead" | "freeRun" | "release"> {
+  return {
     lead: (queue: string, run: string, leaseMs: number) =>
       a.write(() => {
         const t = clock.now()
@@ -116,10 +129,17 @@ export function queueOf(a: Access): QueueRows {
       a.write(() => {
         a.db.query("UPDATE queue_leads SET run = NULL, until = NULL WHERE queue = ? AND run = ? AND epoch = ?").run(lead.queue, lead.run, lead.epoch)
       }),
+  }
+}
+
+/** The checks: claimed, heartbeated and recorded, each fenced by its claim. */
+function checksOf(a: Access): Pick<QueueRows, "claimCheck" | "renewCheck" | "checkDone" | "listen"> {
+  return {
     claimCheck: (queue: string, run: string, leaseMs: number) =>
       a.write(() => {
         const t = clock.now()
         const r = one(
+          a,
           `UPDATE queue_rows SET thrown = thrown + (state = 'checking'), state = 'checking', check_run = ?, check_machine = NULL,
              check_attempt = check_attempt + 1, check_until = ?, checks = checks + 1, seconds = NULL
            WHERE id = (SELECT id FROM queue_rows WHERE queue = ? AND (state = 'ready' OR (state = 'checking' AND check_until < ?)) ORDER BY seq LIMIT 1)
