@@ -3,7 +3,7 @@
 // (lib/run/recovery.ts). For `flow done`, `flow list` and `flow show`, so it must be cheap: git is asked
 // only about done tasks whose worktree is still there (a landed task's worktree is removed), one
 // `git for-each-ref --no-merged` per repository.
-import { existsSync } from "node:fs"
+import { readdirSync } from "node:fs"
 import { join } from "node:path"
 import type { Project } from "../cli/project"
 import type { Task } from "../model/task-index"
@@ -13,7 +13,11 @@ export type Pending = { branch: string; target: string }
 /** The done tasks among `tasks` whose branch is not merged into its target, by id. */
 export async function mergePending(project: Project, tasks: Iterable<Task>): Promise<Map<string, Pending>> {
   const out = new Map<string, Pending>()
-  const candidates = [...tasks].filter((t) => t.status === "done" && existsSync(join(project.stateDir, "worktrees", t.id)))
+  // One read of the worktrees' folder, not a stat per done task: `flow list` asks about every task.
+  const done = [...tasks].filter((t) => t.status === "done")
+  if (done.length === 0) return out
+  const left = worktreeNames(join(project.stateDir, "worktrees"))
+  const candidates = done.filter((t) => left.has(t.id))
   if (candidates.length === 0) return out
   try {
     // Loaded only now: list, show and done start fast when no worktree is left (the common case).
@@ -36,6 +40,15 @@ export async function mergePending(project: Project, tasks: Iterable<Task>): Pro
     // An unreadable flow.yaml or a repository git cannot read: the listing itself must still work.
   }
   return out
+}
+
+/** The names in the worktrees' folder; none when it does not exist (no run made one) or cannot be read. */
+function worktreeNames(dir: string): Set<string> {
+  try {
+    return new Set(readdirSync(dir))
+  } catch {
+    return new Set()
+  }
 }
 
 /** The sentence `flow done` and `flow show` say about a pending merge. */
