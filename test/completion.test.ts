@@ -104,6 +104,7 @@ web-form
 api-layer.1
 api-layer.2
 # flow run --c
+--checks\tat most this many merge-queue checks at once on this machine (default: as many as tasks; 0, on a shared project: other machines run them)
 --cli\tthe agent CLI for --agents: script, claude, codex, gemini, opencode, ...
 `)
 })

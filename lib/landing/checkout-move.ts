@@ -90,16 +90,39 @@ function refusal(stderr: string, checkout: string): { detail: string; lock?: boo
   const lock = lockIn(stderr)
   if (lock) return { detail: lockAdvice(lock, checkout), lock: true }
   const paths = inTheWay(stderr)
-  if (paths.length) {
-    const it = paths.length === 1 ? "it" : "them"
-    // A bare `git stash` takes every change, flow's own tasks.yaml writes with them (its `stash pop` then
-    // fails on the run's later writes): the command names the paths git named, and only those.
-    const stash = ["git", "-C", checkout, "stash", "push", "--", ...paths].map(shellWord).join(" ")
-    return {
-      detail: `your uncommitted change${paths.length === 1 ? "" : "s"} to ${list(paths)} in ${checkout} ${paths.length === 1 ? "is" : "are"} in the way; commit ${it}, or stash just ${it} with \`${stash}\` (not a bare \`git stash\`, which takes flow's own uncommitted writes too), and flow lands by itself`,
-    }
-  }
+  if (paths.length) return { detail: changesInTheWay(paths, checkout) }
   return { detail: `git refused to update ${checkout}: ${stderr.trim().split("\n")[0]}` }
+}
+
+/** What to tell the person whose uncommitted changes to `paths` stand in the way of the checkout's move. */
+function changesInTheWay(paths: string[], checkout: string): string {
+  const it = paths.length === 1 ? "it" : "them"
+  // A bare `git stash` takes every change, flow's own tasks.yaml writes with them (its `stash pop` then
+  // fails on the run's later writes): the command names the paths git named, and only those.
+  const stash = ["git", "-C", checkout, "stash", "push", "--", ...paths].map(shellWord).join(" ")
+  return `your uncommitted change${paths.length === 1 ? "" : "s"} to ${list(paths)} in ${checkout} ${paths.length === 1 ? "is" : "are"} in the way; commit ${it}, or stash just ${it} with \`${stash}\` (not a bare \`git stash\`, which takes flow's own uncommitted writes too), and flow lands by itself`
+}
+
+/**
+ * The paths git last refused a checkout's move for, by checkout: while the landing waits and tries again,
+ * those are asked about first with reads that take no lock. The two-tree read takes the checkout's
+ * index.lock even when it refuses, and a person's own git at that instant (the `git stash push` flow
+ * advised) would fail on it; so the read runs again only once those changes are gone or no longer in the way.
+ */
+const refused = new Map<string, string[]>()
+
+/** The paths of `refused` still changed in `checkout` and changed between `old` and `next`; [] when none is. */
+async function stillInTheWay(repo: string, checkout: string, old: string, next: string): Promise<string[]> {
+  const paths = refused.get(checkout)
+  if (!paths) return []
+  const status = await run(["git", "status", "--porcelain", "-z", "--untracked-files=all", "--", ...paths], { cwd: checkout, env: GIT_ENV })
+  const diff = await run(["git", "diff", "--name-only", "-z", old, next, "--", ...paths], { cwd: repo, env: GIT_ENV })
+  if (status.code !== 0 || diff.code !== 0) return []
+  const changed = new Set(status.stdout.split("\0").flatMap((e) => (e.length > 3 ? [e.slice(3)] : [])))
+  const moving = new Set(diff.stdout.split("\0").filter(Boolean))
+  const left = paths.filter((p) => changed.has(p) && moving.has(p))
+  if (left.length === 0) refused.delete(checkout)
+  return left
 }
 
 /** A working tree of a repository: where it is, its own git folder, the branch its HEAD names (none: detached). */
@@ -167,13 +190,18 @@ export async function moveTarget(repo: string, target: string, old: string, next
   const now = looseRef(dirs.common, ref) ?? (await revParse(repo, ref))[0]
   if (now !== old) return { ok: false, why: "moved", detail: `${target} is at ${now?.slice(0, 7) ?? "nothing"}, not ${old.slice(0, 7)}` }
 
+  const waiting = checkout ? await stillInTheWay(repo, checkout, old, next) : []
+  if (checkout && waiting.length) return { ok: false, why: "wait", detail: changesInTheWay(waiting, checkout) }
   const id = checkout ? await journal.begin({ repo, checkout, ref, old, new: next }) : undefined
   if (checkout) {
     const read = await run(["git", "read-tree", "-m", "-u", old, next], { cwd: checkout, env: GIT_ENV })
     if (read.code !== 0) {
       await journal.end(id!, "given-up")
+      const paths = inTheWay(read.stderr)
+      if (paths.length && !lockIn(read.stderr)) refused.set(checkout, paths)
       return { ok: false, why: "wait", ...refusal(read.stderr, checkout) }
     }
+    refused.delete(checkout)
     killPoint("after-read-tree")
   }
   const r = await run(["git", "update-ref", "-m", message, ref, next, old], { cwd: repo, env: GIT_ENV })
