@@ -156,7 +156,8 @@ export class MergeQueue {
         try {
           const sweep = this.sweepNow()
           const s = await timed("queue", "lead-step", () => leadStep(this.o, lead, this.trees, sweep))
-          if (sweep !== "no") this.swept = performance.now()
+          // Only a sweep made counts: an "if-empty" step whose line did not empty leaves the next one to try.
+          if (s.swept) this.swept = performance.now()
           this.background(this.o.into.drop(s.drop))
           if (s.changed) this.again = true
           this.waitFor(s.wait)

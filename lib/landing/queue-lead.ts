@@ -23,7 +23,7 @@ import type { QueueOptions, Verdict } from "./queue-types"
  * change, an operation or a lock in the way); `drop`, published refs nothing holds any more, which the caller
  * removes after the step, outside the lead (a push to the remote each time: the lead is the fleet's one lane).
  */
-export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean }; drop: string[] }
+export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean }; drop: string[]; swept: boolean }
 
 /**
  * When a step sweeps the published refs nothing in line holds (what killed runs left): "now", or "if-empty"
@@ -58,7 +58,7 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
   let line = await rows.line(o.into.key)
   if (line.length === 0) {
     if (sweep !== "no") await o.into.sweep(new Set())
-    return { changed: false, drop: [] }
+    return { changed: false, drop: [], swept: sweep !== "no" }
   }
   const changes: QueueChange[] = []
   const drop: string[] = []
@@ -121,14 +121,14 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
   changes.push(...(await build(o, line, tip, trees, drop)))
   if (!(await rows.apply(lead, changes, tip))) {
     // The lead lapsed under this step: another run leads now, and what this one published is nobody's.
-    return { changed: false, drop: changes.flatMap((c) => (c.build?.ref ? [c.build.ref] : [])) }
+    return { changed: false, drop: changes.flatMap((c) => (c.build?.ref ? [c.build.ref] : [])), swept: false }
   }
   const after = sweep === "now" || (sweep === "if-empty" && changes.length > 0) ? await rows.line(o.into.key) : undefined
   if (after && (sweep === "now" || after.length === 0)) {
     await o.into.sweep(new Set(after.flatMap((r) => (r.ref ? [r.ref] : []))))
-    return { changed: changes.length > 0, wait, drop: [] }
+    return { changed: changes.length > 0, wait, drop: [], swept: true }
   }
-  return { changed: changes.length > 0, wait, drop }
+  return { changed: changes.length > 0, wait, drop, swept: false }
 }
 
 /** Whether `commit` is in the target at `tip` (a commit this clone lacks is not: the tip is here with its history). */
