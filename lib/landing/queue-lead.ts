@@ -156,7 +156,7 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
       baseRef = r.ref
       continue
     }
-    const thrown = r.state === "checking" || r.state === "passed" || r.state === "failed" ? 1 : 0
+    const thrown = checkThrown(r)
     if (blocked || i >= o.depth) {
       // Built on what no longer holds, and not to be built now: it waits.
       if (r.merge) changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason: null, thrown })
@@ -215,6 +215,11 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
   return changes
 }
 
+/** 1 when `r`'s check ran or runs: building it again throws that check away (counted in the queue's report). */
+function checkThrown(r: QueueRow): 0 | 1 {
+  return r.state === "checking" || r.state === "passed" || r.state === "failed" ? 1 : 0
+}
+
 /** The tree of `commit`, from `trees` when it was read before. */
 async function cachedTree(repo: string, trees: Map<string, string>, commit: string): Promise<string> {
   let tree = trees.get(commit)
@@ -229,7 +234,7 @@ async function published(o: QueueOptions, built: readonly Built[]): Promise<Queu
   const changes: QueueChange[] = []
   const refs = await o.into.publish(built.filter((b) => !b.already).map((b) => ({ id: b.r.id, gen: b.r.gen, commit: b.merge })))
   for (const b of built) {
-    const thrown = b.r.state === "checking" || b.r.state === "passed" || b.r.state === "failed" ? 1 : 0
+    const thrown = checkThrown(b.r)
     changes.push({
       id: b.r.id,
       gen: b.r.gen,
