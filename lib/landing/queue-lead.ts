@@ -188,14 +188,11 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
         continue
       }
       // It conflicts with a candidate ahead: it waits unbuilt until that one lands or leaves, and so does the rest.
-      changes.push({
-        id: r.id,
-        gen: r.gen,
-        state: "waiting",
-        build: { base: null, merge: null, ref: null, ahead: [] },
-        reason: `conflicts with ${chain.join(", ")} ahead of it: waits for them to land or leave`,
-        thrown,
-      })
+      // Said once: a step that wrote the same wait again would count as a change, and the queue would step again
+      // at once, for as long as the one ahead is checked.
+      const reason = `conflicts with ${chain.join(", ")} ahead of it: waits for them to land or leave`
+      if (r.merge !== null || r.state !== "waiting" || r.reason !== reason)
+        changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason, thrown })
       blocked = true
       continue
     }
