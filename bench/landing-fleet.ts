@@ -14,7 +14,7 @@
 // The landings' times and checks are read from each run's log ("<task>: landed <s> s after its work was done
 // (<n> checks, <m> thrown away)"). Without PostgreSQL the benchmark says so and exits 0.
 // Usage: bun bench/landing-fleet.ts [--only a|b|c]   (needs dist/flow: npm run bench builds it)
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
@@ -48,7 +48,7 @@ function tasks(n: number, failing?: number): string {
 /** A failure goes straight to blocked (no fix attempt): the case measures the others' landings around it. */
 const FLOW_YAML = "verify: { command: sh check.sh, timeout: 1m }\nqueue_depth: 8\nfix_attempts: 0\n"
 
-type Outcome = { seconds: number; landed: number[]; checks: number; thrown: number; merges: number; logs: string[] }
+type Outcome = { seconds: number; landed: number[]; checks: number; thrown: number; merges: number; logs: string[]; leadSteps: number }
 
 const g = (cwd: string, args: string[]) => {
   const r = Bun.spawnSync(["git", "-c", "user.name=b", "-c", "user.email=b@flow.invalid", ...args], { cwd, env: benchEnv() })
@@ -62,7 +62,7 @@ function seed(dir: string, n: number, checkS: number, failing?: number): void {
   writeFileSync(join(dir, "tasks.yaml"), tasks(n, failing))
   writeFileSync(join(dir, "flow.yaml"), FLOW_YAML)
   writeFileSync(join(dir, "check.sh"), check(checkS))
-  writeFileSync(join(dir, ".gitignore"), ".flow/\n")
+  writeFileSync(join(dir, ".gitignore"), ".flow/\n.flow-bench-trace\n")
   g(dir, ["init", "-q", "-b", "main"])
   g(dir, ["add", "-A"])
   g(dir, ["commit", "-qm", "start"])
@@ -81,12 +81,17 @@ function read(logs: string[]): Pick<Outcome, "landed" | "checks" | "thrown"> {
   return { landed, checks, thrown }
 }
 
-async function runAll(runs: { cwd: string; agents: number; env: Record<string, string> }[]): Promise<{ seconds: number; logs: string[] }> {
+/**
+ * Runs every run at once; `leadSteps`, the merge queue's lead steps of all of them (FLOW_TRACE's `lead-step`
+ * phases): the one lane every landing of the fleet goes through, so fewer is better at equal landings.
+ */
+async function runAll(runs: { cwd: string; agents: number; env: Record<string, string> }[]): Promise<{ seconds: number; logs: string[]; leadSteps: number }> {
   const start = performance.now()
-  const procs = runs.map((r) =>
+  const traces = runs.map((r) => join(r.cwd, ".flow-bench-trace"))
+  const procs = runs.map((r, i) =>
     Bun.spawn([FLOW, "run", "--headless", "--cli", "script", "--agents", String(r.agents)], {
       cwd: r.cwd,
-      env: { ...benchEnv(), ...r.env },
+      env: { ...benchEnv(), ...r.env, FLOW_TRACE: traces[i] },
       stdin: "ignore",
       stdout: "pipe",
       stderr: "pipe",
@@ -94,7 +99,17 @@ async function runAll(runs: { cwd: string; agents: number; env: Record<string, s
   )
   const outs = await Promise.all(procs.map(async (p) => [await new Response(p.stdout).text(), await new Response(p.stderr).text(), await p.exited] as const))
   const seconds = (performance.now() - start) / 1000
-  return { seconds, logs: outs.map(([out, err, code]) => `${out}${err ? `\n${err}` : ""}${code === 0 ? "" : `\n(exit ${code})`}`) }
+  const leadSteps = traces.reduce(
+    (n, t) =>
+      n +
+      (existsSync(t)
+        ? readFileSync(t, "utf8")
+            .split("\n")
+            .filter((l) => l.includes(" queue lead-step ")).length
+        : 0),
+    0,
+  )
+  return { seconds, leadSteps, logs: outs.map(([out, err, code]) => `${out}${err ? `\n${err}` : ""}${code === 0 ? "" : `\n(exit ${code})`}`) }
 }
 
 /** One machine in files with `agents` agents. */
@@ -102,8 +117,8 @@ async function files(n: number, checkS: number, agents: number, failing?: number
   const dir = mkdtempSync(join(tmpdir(), "flow-bench-lf-file-"))
   try {
     seed(dir, n, checkS, failing)
-    const { seconds, logs } = await runAll([{ cwd: dir, agents, env: {} }])
-    return { seconds, logs, merges: Number(g(dir, ["rev-list", "--merges", "--count", "main"]).trim()), ...read(logs) }
+    const { seconds, logs, leadSteps } = await runAll([{ cwd: dir, agents, env: {} }])
+    return { seconds, logs, leadSteps, merges: Number(g(dir, ["rev-list", "--merges", "--count", "main"]).trim()), ...read(logs) }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -136,8 +151,8 @@ async function fleet(n: number, checkS: number, machines: number, agents: number
       const who = { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: `${name}@flow.invalid`, GIT_COMMITTER_NAME: name, GIT_COMMITTER_EMAIL: `${name}@flow.invalid` }
       return { cwd: path, agents, env: { FLOW_MACHINE: name, HOME: home, ...who } }
     })
-    const { seconds, logs } = await runAll(clones)
-    return { seconds, logs, merges: Number(g(remote, ["rev-list", "--merges", "--count", "main"]).trim()), ...read(logs) }
+    const { seconds, logs, leadSteps } = await runAll(clones)
+    return { seconds, logs, leadSteps, merges: Number(g(remote, ["rev-list", "--merges", "--count", "main"]).trim()), ...read(logs) }
   } finally {
     await daemon.stop()
     rmSync(root, { recursive: true, force: true })
@@ -151,6 +166,7 @@ function expectMerges(name: string, o: Outcome, merges: number): void {
 const row = (name: string, o: Outcome, note = "") =>
   console.log(
     `${name.padEnd(36)} ${o.seconds.toFixed(1).padStart(6)} s  checks/merge ${(o.checks / Math.max(1, o.landed.length)).toFixed(2)}  ` +
+      `lead steps/merge ${(o.leadSteps / Math.max(1, o.landed.length)).toFixed(1)}  ` +
       `done→landed p50 ${percentile(o.landed, 50).toFixed(1)} s p95 ${percentile(o.landed, 95).toFixed(1)} s${note}`,
   )
 const goal = (what: string, value: number, limit: number) =>

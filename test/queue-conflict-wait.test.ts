@@ -22,7 +22,9 @@ test.concurrent("a candidate waiting on a conflict ahead does not keep the queue
   // Which one conflicts depends on which finished first; the script agent has no fix for it: blocked.
   expect(r.stdout).toMatch(/(a|b): merge of flow\/(a|b) into main failed: merge conflict in x\.txt/)
   expect(r.stdout).toContain("1 landed, 1 failed")
-  const steps = readFileSync(trace, "utf8").split("\n").filter((l) => l.includes(" queue lead-step ")).length
+  const steps = readFileSync(trace, "utf8")
+    .split("\n")
+    .filter((l) => l.includes(" queue lead-step ")).length
   // A step per change of the line (submits, checks taken and done, the landing), not one per few milliseconds.
   expect(steps).toBeGreaterThan(0)
   expect(steps).toBeLessThan(30)

@@ -49,6 +49,8 @@ export class MergeQueue {
   private checks = new Map<number, { claim: CheckClaim; stop: AbortController }>()
   private pumping = false
   private again = false
+  /** the line, as a lead step reads it, when this run's last lead step changed nothing (leadView) */
+  private stepped?: string
   /** when this run's lead last swept the published refs (performance.now()); undefined: not yet */
   private swept?: number
   /** the landed merges this clone's target follows, in turn, after their verdicts (a fleet's) */
@@ -147,15 +149,19 @@ export class MergeQueue {
     const line = await rows.line(this.o.into.key)
     this.observe(line)
     await this.resolve(line)
-    if (line.length > 0 || this.swept === undefined) {
+    const sweep = this.sweepNow()
+    // A step that changed nothing needs no other until the line changes in what a lead step reads (a fleet's
+    // machines each look every second, and each of those steps holds the one lead for a fetch and a read).
+    const seen = leadView(line)
+    if ((line.length > 0 || this.swept === undefined) && (sweep !== "no" || seen !== this.stepped)) {
       const leaseMs = Math.min(this.o.leaseMs, LEAD_LEASE_MS)
       const lead = await rows.lead(this.o.into.key, this.o.run, leaseMs)
       if (!lead) this.later(LEAD_RETRY_MS)
       else {
         const renew = setInterval(() => void rows.renewLead(lead, leaseMs).catch(() => {}), Math.max(100, Math.floor(leaseMs / 3)))
         try {
-          const sweep = this.sweepNow()
           const s = await timed("queue", "lead-step", () => leadStep(this.o, lead, this.trees, sweep))
+          this.stepped = s.changed || s.wait ? undefined : seen
           // Only a sweep made counts: an "if-empty" step whose line did not empty leaves the next one to try.
           if (s.swept) this.swept = performance.now()
           this.background(this.o.into.drop(s.drop))
@@ -377,4 +383,12 @@ export class MergeQueue {
       .finally(() => this.cleanups.delete(withdrawn))
     this.cleanups.add(withdrawn)
   }
+}
+
+/**
+ * What of `line` a lead's step acts on: each row's build and whether its check passed or failed (a check taken is
+ * not: the lead builds and settles the same either way). The same view twice means the same step, a no-op.
+ */
+function leadView(line: readonly QueueRow[]): string {
+  return line.map((r) => `${r.id}.${r.gen}.${r.state === "checking" ? "ready" : r.state}.${r.base}.${r.merge}`).join(" ")
 }
