@@ -68,15 +68,20 @@ export class Notifier {
   hear(event: RunEvent, at: Date): void {
     if (this.channels.length === 0) return
     try {
-      if (event.type === "question-wait") {
-        void questionNotices(event.taskId, event.questions, at, this.o.questions, this.told).then(
-          (notices) => this.add(notices),
-          () => {},
-        )
-      } else this.add(noticesOf(event, at))
+      if (event.type === "question-wait") this.questionsAsked(event.taskId, event.questions, at)
+      else this.add(noticesOf(event, at))
     } catch (e) {
       this.o.say(`notify: an event could not be told (${(e as Error).message})`)
     }
+  }
+
+  /** Questions a task's agent asked: each told once, however often it is heard of. */
+  questionsAsked(taskId: string, ids: readonly string[], at: Date): void {
+    if (this.channels.length === 0) return
+    void questionNotices(taskId, ids, at, this.o.questions, this.told).then(
+      (notices) => this.add(notices),
+      () => {},
+    )
   }
 
   private add(notices: Notice[]): void {
