@@ -226,8 +226,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       if (summary !== undefined) ctx.stdout(`${summary}\n`)
       // The screen is gone: say where its lines are.
       if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
-      await endNotify()
-      await flush()
+      await endNotify().then(flush)
     }
   } catch (e) {
     // A full disk before the agents start (the state database, recovery): nothing started, one clean error.

@@ -20,7 +20,10 @@ async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
 
 /** A session bus and a notification server on it; the file the server writes each notification to. */
 async function sessionBus(dir: string) {
-  const bus = Bun.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", `--address=unix:path=${join(dir, "bus")}`], { stdout: "pipe", stderr: "ignore" })
+  const bus = Bun.spawn(["dbus-daemon", "--session", "--nofork", "--print-address=1", `--address=unix:path=${join(dir, "bus")}`], {
+    stdout: "pipe",
+    stderr: "ignore",
+  })
   const address = await firstLine(bus.stdout)
   const shown = join(dir, "shown.jsonl")
   const server = Bun.spawn(["/usr/bin/python3", join(ROOT, "test/fixtures/notification-daemon.py"), shown], {
@@ -31,7 +34,14 @@ async function sessionBus(dir: string) {
   expect(await firstLine(server.stdout)).toBe("ready")
   return {
     address,
-    shown: () => (existsSync(shown) ? readFileSync(shown, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : []),
+    shown: () =>
+      existsSync(shown)
+        ? readFileSync(shown, "utf8")
+            .trim()
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => JSON.parse(l))
+        : [],
     stop: async () => {
       server.kill()
       bus.kill()

@@ -105,7 +105,7 @@ test.concurrent("a question carries the command that answers it and the inspecto
       event: "question",
       task: "ask",
       question: "q-1",
-      text: "task ask asks: Which database? The old one is postgres://***@db.example/app, the page http://127.0.0.1:" + new URL(url).port + "/?token=***, the key ***",
+      text: `task ask asks: Which database? The old one is postgres://***@db.example/app, the page ${address}?token=***, the key ***`,
       command: 'flow answer q-1 "<answer>"',
       at: ISO,
     })
@@ -139,7 +139,9 @@ test.concurrent("a receiver that fails 3 times and then accepts gets the message
   const port = new URL(hooks.url("/")).port
   expect(r.stdout.split("\n").filter((l) => l.includes("notify:"))).toEqual([
     expect.stringMatching(
-      new RegExp(`^\\d\\d:\\d\\d:\\d\\d run: notify: webhook on 127\\.0\\.0\\.1:${port} failed \\(HTTP 500\\); flow tries again with back-off and says no more of it in this run$`),
+      new RegExp(
+        `^\\d\\d:\\d\\d:\\d\\d run: notify: webhook on 127\\.0\\.0\\.1:${port} failed \\(HTTP 500\\); flow tries again with back-off and says no more of it in this run$`,
+      ),
     ),
   ])
 })

@@ -8,7 +8,8 @@ const SHOWN = "***"
 // Query parameters that carry credentials (the inspector's ?token=, signed URLs' keys).
 const SECRET_PARAM = /([?&#](?:token|access_token|auth|key|api_key|apikey|password|secret|sig|signature)=)[A-Za-z0-9._~%+/=-]+/gi
 // The shapes of well-known providers' keys: Anthropic and OpenAI, GitHub, Slack, AWS, Google, GitLab.
-const KEY_SHAPES = /\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|glpat-[A-Za-z0-9_-]{16,})/g
+const KEY_SHAPES =
+  /\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|glpat-[A-Za-z0-9_-]{16,})/g
 const BEARER = /\b(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/gi
 // Environment variables whose values are secrets by their names: their values are masked wherever they appear.
 const SECRET_NAME = /(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL|DATABASE_URL)/i

@@ -17,9 +17,7 @@ export type Message = {
 }
 
 /** What one delivery does: an HTTP POST, or a program run with its stdin. */
-export type Delivery =
-  | { kind: "http"; url: string; headers: Record<string, string>; body: string }
-  | { kind: "spawn"; argv: string[]; stdin?: string }
+export type Delivery = { kind: "http"; url: string; headers: Record<string, string>; body: string } | { kind: "spawn"; argv: string[]; stdin?: string }
 
 const HEADLINES: Record<Notice["event"], (n: Notice) => string> = {
   question: (n) => `question from ${n.taskId}`,

@@ -109,7 +109,8 @@ export class Notifier {
   private send(ch: Channel): void {
     ch.timer = undefined
     const batch = ch.pending.splice(0)
-    if (ch.dropped > 0) batch.push({ event: batch[0].event, text: `(${ch.dropped} older notices were dropped while this destination was away)`, at: batch[0].at })
+    if (ch.dropped > 0)
+      batch.push({ event: batch[0].event, text: `(${ch.dropped} older notices were dropped while this destination was away)`, at: batch[0].at })
     ch.dropped = 0
     ch.lastSent = clock.now()
     ch.sending = this.tries(ch, batch).finally(() => {
