@@ -57,7 +57,7 @@ test.concurrent("a blocked task reaches a webhook, Slack, ntfy and a command, ea
   expect(json(byPath["/slack"])).toEqual({ text: `*flow ${project}: api is blocked*\n• ${text}\n    \`flow reset api\`` })
   // ntfy: the message is the body; title, priority and tags are its headers (no Click: no view serves the project).
   expect(byPath["/topic"].body).toBe(`${text}\n  → flow reset api`)
-  const { title, priority, tags, click } = byPath["/topic"].headers
+  const { title, priority, tags, click } = byPath["/topic"].headers as Record<string, string | undefined>
   expect({ title, priority, tags, click }).toEqual({ title: `flow ${project}: api is blocked`, priority: "high", tags: "blocked", click: undefined })
   // The command reads the webhook's JSON on its stdin.
   expect(readFileSync(stdin, "utf8")).toBe(byPath["/hook"].body)
