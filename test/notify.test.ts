@@ -3,7 +3,7 @@
 // inspector's link. Checked: each service's payload as it documents it, coalescing, retries, a receiver that
 // never answers, secrets, and flow.yaml's errors.
 import { expect, test } from "bun:test"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { Notifier } from "../lib/notify/notifier"
@@ -116,6 +116,11 @@ test.concurrent("a question carries the command that answers it and the inspecto
     const everything = [...hooks.requests.map((q) => JSON.stringify(q.headers) + q.body), readFileSync(stdin, "utf8")].join("\n")
     expect(hooks.requests.length).toBeGreaterThanOrEqual(3)
     for (const secret of [token, password, key]) expect(everything.includes(secret)).toBe(false)
+    // The view's record of its address goes with it: a later run's messages carry no link.
+    expect(JSON.parse(dir.read(".flow/view.json"))).toMatchObject({ address, pid: view.proc.pid })
+    view.proc.kill("SIGINT")
+    await view.proc.exited
+    expect(existsSync(dir.file(".flow/view.json"))).toBe(false)
   } finally {
     view.proc.kill("SIGINT")
     await view.proc.exited
