@@ -5,11 +5,12 @@ import { expect, test } from "bun:test"
 import { compose, desktopArgv, ntfyHeaders } from "../lib/notify/messages"
 import { mask, secretValues } from "../lib/notify/mask"
 import { noticesOf } from "../lib/notify/notices"
+import type { RunEvent } from "../lib/run/events"
 
 const AT = new Date("2026-11-28T10:00:00.400Z")
 
 test("each event that needs the person says what is needed and the command that answers it; others say nothing", () => {
-  const events = [
+  const events: RunEvent[] = [
     { type: "checkpoint", taskId: "review" },
     { type: "status", taskId: "api", from: "in_progress", to: "blocked", reason: "its check failed twice" },
     { type: "status", taskId: "api", from: "todo", to: "assigned" },
@@ -21,7 +22,7 @@ test("each event that needs the person says what is needed and the command that 
     { type: "run-end", done: 3, blocked: ["api"], remaining: 2, seconds: 9, interrupted: true, unassignable: [] },
     { type: "run-end", done: 5, blocked: [], remaining: 0, seconds: 9, interrupted: false, unassignable: [] },
     { type: "notice", text: "anything" },
-  ] as const
+  ]
   const at = "2026-11-28T10:00:00Z"
   expect(events.flatMap((e) => noticesOf(e, AT))).toEqual([
     {
