@@ -9,6 +9,7 @@ import { doctor } from "../lib/ops/doctor"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
+import { notifyRun } from "../lib/notify/run-notify"
 import { DEFAULT_LIMIT_BACKOFF_MS } from "../lib/budget/parking"
 import { recordRun } from "../lib/run/record"
 import { RUN_ID } from "../lib/cli/run-id"
@@ -127,7 +128,7 @@ type ConfigSettings = Pick<
   | "prepare"
   | "budget"
   | "prices"
->
+> & { notify?: FlowConfig["notify"] }
 
 /** The run settings that come from flow.yaml (and FLOW_PORTS_DIR, where the locks of ports are shared). */
 export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings {
@@ -145,6 +146,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS,
     queueDepth: config.queue_depth,
     emptyDone: config.empty_done ?? "allow",
+    notify: config.notify,
   }
 }
 
@@ -203,6 +205,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     db = await openState(project)
     const store = await openStore(project)
     const flush = recordRun(bus, db)
+    const endNotify = notifyRun({ bus, project, destinations: options.notify, db, env: ctx.env })
     try {
       if (terminal) {
         // In raw mode Ctrl-C is a key, not a signal: the UI calls `stop` itself. An exit from anywhere
@@ -223,7 +226,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       if (summary !== undefined) ctx.stdout(`${summary}\n`)
       // The screen is gone: say where its lines are.
       if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
-      await flush()
+      await endNotify().then(flush)
     }
   } catch (e) {
     // A full disk before the agents start (the state database, recovery): nothing started, one clean error.

@@ -30,6 +30,7 @@ export const LAYERS = [
   "ops",
   "dashboard",
   "view",
+  "notify",
   "mcp",
 ] as const
 

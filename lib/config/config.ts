@@ -5,6 +5,7 @@ import { type } from "arktype"
 import { Exit, FlowError } from "../cli/errors"
 import { closest } from "../cli/suggest"
 import { checkFallbacks } from "./fallback"
+import { NotifyField, notifyFields, notifyShape } from "./notify-config"
 import { formatFinding, type Finding } from "../validation/findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "../validation/yaml-position"
 
@@ -133,6 +134,8 @@ export const FlowConfig = type({
   "state?": type(/^postgres(?:ql)?:\/\//).describe("a postgres:// URL (flow share writes it)"),
   /** the project's key in the shared database (default: the project folder's name) */
   "project?": type(PROJECT_KEY).describe("a project key: lowercase letters, digits, '.', '_' and '-'"),
+  /** where flow tells the person they are needed: webhooks, Slack, ntfy, the desktop, a command (docs/NOTIFY.md) */
+  "notify?": NotifyField,
 })
 export type FlowConfig = typeof FlowConfig.infer
 
@@ -239,6 +242,7 @@ function fieldsAt(path: KeyPath): string[] {
   if (first === "budget" && path.length === 1) return of(BudgetConfig)
   if (first === "budget" && path.length === 2) return of(Budget)
   if (first === "prices" && path.length === 2) return of(PriceConfig)
+  if (first === "notify" && entry) return notifyFields()
   return []
 }
 
@@ -259,6 +263,7 @@ const SHAPES: Record<string, (value: unknown) => ShapeCheck | undefined> = {
   copy: (v) => (Array.isArray(v) ? (v.some(isRecord) ? CopyConfig.array().onDeepUndeclaredKey("reject") : CopyGlob.array()) : COPY_SHAPE),
   ports: (v) => (Array.isArray(v) ? PortsConfig.array().onDeepUndeclaredKey("reject") : typeof v === "number" ? PortCount : PORTS_SHAPE),
   pull_request: (v) => (isRecord(v) ? PullRequestConfig.onDeepUndeclaredKey("reject") : undefined),
+  notify: notifyShape,
 }
 
 function isRecord(v: unknown): boolean {

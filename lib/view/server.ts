@@ -12,6 +12,7 @@ import { serveLoopback, withToken } from "../cli/loopback"
 import { startLayoutEngine, stopLayoutEngine } from "./layout-engine"
 import { LAYOUT_FILE, PRIVATE_FILE, ViewModel } from "./model"
 import { watchProject } from "./watch"
+import { recordServing } from "./serving"
 
 export type ViewServer = {
   /** the page's address with the token: what the person opens */
@@ -41,6 +42,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
   const address = `http://127.0.0.1:${port}/`
   const url = withToken(address, token)
   const redirect = join(project.stateDir, `view-open-${port}.html`)
+  const unrecord = recordServing(project.stateDir, address)
   return {
     url,
     address,
@@ -51,6 +53,7 @@ export async function startViewServer(project: Project, opts: { port: number; us
       unpoll()
       stopLayoutEngine()
       rmSync(redirect, { force: true })
+      unrecord()
       await server.stop(true)
     },
   }
