@@ -282,6 +282,37 @@ Files: src/export/csv.ts
   ])
 })
 
+test("the plan review pairs sections on the same files with no dependency path between them, at any levels of the graph", () => {
+  const plan = `# Implementation Plan
+
+## Phase 1: Base
+### 1.1 Schema
+Depends on: none
+Files: db/schema.sql
+- the tables
+
+### 1.2 Seed
+Depends on: none
+Files: src/seed.ts
+- the rows
+
+### 1.3 Fixtures
+Depends on: 1.1
+Files: src/seed.ts
+- the fixtures
+
+### 1.4 Report
+Depends on: 1.2
+Files: src/seed.ts
+- the report
+`
+  // Fixtures (level 2) waits for Schema only: it may run beside Seed (level 1). Report waits for Seed.
+  expect(reviewPlan(plan).filter((f) => f.rule === "files-overlap").map((f) => ({ line: f.line, message: f.message }))).toEqual([
+    { line: 14, message: "'fixtures' and 'seed' may run at the same time and both touch 'src/seed.ts': their merges are likely to conflict" },
+    { line: 19, message: "'report' and 'fixtures' may run at the same time and both touch 'src/seed.ts': their merges are likely to conflict" },
+  ])
+})
+
 test("the PRD review takes the sections people name otherwise for flow's, and numbered and tagged headings are read as headings", () => {
   const prd = `<context>
 # Shop: Product Requirements Document
