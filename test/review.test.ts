@@ -283,33 +283,33 @@ Files: src/export/csv.ts
 })
 
 test("the plan review pairs sections on the same files with no dependency path between them, at any levels of the graph", () => {
-  const plan = `# Implementation Plan
+  const plan = `# Plan
 
-## Phase 1: Base
-### 1.1 Schema
+## Phase 1: Compiler
+### 1.1 Lexer
 Depends on: none
-Files: db/schema.sql
-- the tables
+Files: src/lex.ts
+- tokens
 
-### 1.2 Seed
+### 1.2 Types
 Depends on: none
-Files: src/seed.ts
-- the rows
+Files: src/ast.ts
+- the tree's types
 
-### 1.3 Fixtures
+### 1.3 Parser
 Depends on: 1.1
-Files: src/seed.ts
-- the fixtures
+Files: src/ast.ts
+- the parser
 
-### 1.4 Report
+### 1.4 Printer
 Depends on: 1.2
-Files: src/seed.ts
-- the report
+Files: src/ast.ts
+- the printer
 `
-  // Fixtures (level 2) waits for Schema only: it may run beside Seed (level 1). Report waits for Seed.
+  // Parser (level 2) waits for Lexer only: it may run beside Types (level 1). Printer waits for Types.
   expect(reviewPlan(plan).filter((f) => f.rule === "files-overlap").map((f) => ({ line: f.line, message: f.message }))).toEqual([
-    { line: 14, message: "'fixtures' and 'seed' may run at the same time and both touch 'src/seed.ts': their merges are likely to conflict" },
-    { line: 19, message: "'report' and 'fixtures' may run at the same time and both touch 'src/seed.ts': their merges are likely to conflict" },
+    { line: 14, message: "'parser' and 'types' may run at the same time and both touch 'src/ast.ts': their merges are likely to conflict" },
+    { line: 19, message: "'printer' and 'parser' may run at the same time and both touch 'src/ast.ts': their merges are likely to conflict" },
   ])
 })
 
