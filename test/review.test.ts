@@ -307,7 +307,11 @@ Files: src/ast.ts
 - the printer
 `
   // Parser (level 2) waits for Lexer only: it may run beside Types (level 1). Printer waits for Types.
-  expect(reviewPlan(plan).filter((f) => f.rule === "files-overlap").map((f) => ({ line: f.line, message: f.message }))).toEqual([
+  expect(
+    reviewPlan(plan)
+      .filter((f) => f.rule === "files-overlap")
+      .map((f) => ({ line: f.line, message: f.message })),
+  ).toEqual([
     { line: 14, message: "'parser' and 'types' may run at the same time and both touch 'src/ast.ts': their merges are likely to conflict" },
     { line: 19, message: "'printer' and 'parser' may run at the same time and both touch 'src/ast.ts': their merges are likely to conflict" },
   ])
