@@ -282,6 +282,41 @@ Files: src/export/csv.ts
   ])
 })
 
+test("the plan review pairs sections on the same files with no dependency path between them, at any levels of the graph", () => {
+  const plan = `# Plan
+
+## Phase 1: Compiler
+### 1.1 Lexer
+Depends on: none
+Files: src/lex.ts
+- tokens
+
+### 1.2 Types
+Depends on: none
+Files: src/ast.ts
+- the tree's types
+
+### 1.3 Parser
+Depends on: 1.1
+Files: src/ast.ts
+- the parser
+
+### 1.4 Printer
+Depends on: 1.2
+Files: src/ast.ts
+- the printer
+`
+  // Parser (level 2) waits for Lexer only: it may run beside Types (level 1). Printer waits for Types.
+  expect(
+    reviewPlan(plan)
+      .filter((f) => f.rule === "files-overlap")
+      .map((f) => ({ line: f.line, message: f.message })),
+  ).toEqual([
+    { line: 14, message: "'parser' and 'types' may run at the same time and both touch 'src/ast.ts': their merges are likely to conflict" },
+    { line: 19, message: "'printer' and 'parser' may run at the same time and both touch 'src/ast.ts': their merges are likely to conflict" },
+  ])
+})
+
 test("the PRD review takes the sections people name otherwise for flow's, and numbered and tagged headings are read as headings", () => {
   const prd = `<context>
 # Shop: Product Requirements Document

@@ -5,6 +5,7 @@
 // linear in the tasks and edges.
 import type { Parallelism } from "../model/json-shapes"
 import { type Task, walkTaskTree } from "../model/task-index"
+import { sharedFiles } from "./files-overlap"
 export type { Parallelism }
 
 /**
@@ -20,6 +21,8 @@ type Levels = {
   /** the dependency a task's longest chain comes through (the first written, on a tie), -1 for none */
   via: Int32Array
   edges: number
+  /** each task's dependencies: `deps.at[deps.start[i] .. deps.start[i + 1])` */
+  deps: { start: Int32Array; at: Int32Array }
 }
 
 /** The tasks in file order, each task's subtasks right after it, with each task's parent index (-1 at the top). */
@@ -99,7 +102,7 @@ function levels(roots: readonly Task[]): Levels {
     level[i] = (via[i] < 0 ? 0 : level[via[i]]) + (parent[i] ? 0 : 1)
     for (let k = dependents.start[i]; k < dependents.start[i + 1]; k++) if (--waiting[dependents.at[k]] === 0) ready.push(dependents.at[k])
   }
-  return { tasks, parent, level, via, edges: written }
+  return { tasks, parent, level, via, edges: written, deps }
 }
 
 /** The tasks that take work (not parents of subtasks) with a level, in file order, grouped by level. */
@@ -176,46 +179,52 @@ export function phaseShapes(tasks: readonly Task[]): PhaseShape[] {
   return out
 }
 
-/** Two tasks that could run at once (they share a level) and name the same files: a likely merge conflict. */
+/** Two tasks that could run at once (no dependency path between them) and name the same files: a likely merge conflict. */
 export type FilesOverlap = { a: string; b: string; files: string[] }
 
-/** Every pair of tasks of one level whose `files` overlap (the same path, a folder and a path inside it, or a glob and a path it matches). */
+/** How many tasks the path checks of one graph may visit: past it, only tasks of one level are paired (a bound on a hostile file). */
+const PATH_VISITS = 2_000_000
+
+/**
+ * Every pair of tasks with no dependency path between them (either way) whose `files` overlap
+ * (lib/graph/files-overlap.ts), in file order. Tasks of one level have no path between them; for others the
+ * later one's dependencies are walked back, no lower than the earlier one's level.
+ */
 export function filesOverlaps(tasks: readonly Task[]): FilesOverlap[] {
-  const out: FilesOverlap[] = []
-  for (const list of byLevel(levels(tasks)).values()) {
-    const withFiles = list.filter((t) => (t.files?.length ?? 0) > 0)
-    for (let i = 0; i < withFiles.length; i++) {
-      for (let j = i + 1; j < withFiles.length; j++) {
-        const a = withFiles[i]
-        const b = withFiles[j]
-        const shared = a.files!.filter((f) => b.files!.some((g) => overlap(f, g)))
-        if (shared.length > 0) out.push({ a: a.id, b: b.id, files: shared })
+  const graph = levels(tasks)
+  const { parent, level } = graph
+  const withFiles: number[] = []
+  for (let i = 0; i < graph.tasks.length; i++) if (!parent[i] && level[i] > 0 && (graph.tasks[i].files?.length ?? 0) > 0) withFiles.push(i)
+  const stamp = new Int32Array(graph.tasks.length)
+  let visits = 0
+  let round = 0
+  // Does `to` wait on `from`, through any chain? Levels only grow along a chain.
+  const waitsOn = (to: number, from: number): boolean => {
+    const stack = [to]
+    stamp[to] = ++round
+    while (stack.length > 0) {
+      const i = stack.pop()!
+      visits++
+      for (let k = graph.deps.start[i]; k < graph.deps.start[i + 1]; k++) {
+        const d = graph.deps.at[k]
+        if (d === from) return true
+        if (stamp[d] !== round && level[d] >= level[from]) (stamp[d] = round), stack.push(d)
       }
+    }
+    return false
+  }
+  const out: FilesOverlap[] = []
+  for (let x = 0; x < withFiles.length; x++) {
+    for (let y = x + 1; y < withFiles.length; y++) {
+      const [a, b] = [graph.tasks[withFiles[x]], graph.tasks[withFiles[y]]]
+      const files = sharedFiles(a.files, b.files)
+      if (files.length === 0) continue
+      const [i, j] = level[withFiles[x]] <= level[withFiles[y]] ? [withFiles[x], withFiles[y]] : [withFiles[y], withFiles[x]]
+      if (level[i] !== level[j] && (visits > PATH_VISITS || waitsOn(j, i))) continue
+      out.push({ a: a.id, b: b.id, files })
     }
   }
   return out
-}
-
-function overlap(a: string, b: string): boolean {
-  const [x, y] = [plainPath(a), plainPath(b)]
-  if (x === y || x.startsWith(`${y}/`) || y.startsWith(`${x}/`)) return true
-  const glob = (p: string) => /[*?[]/.test(p)
-  if (glob(x) && glob(y)) {
-    const [px, py] = [x.split(/[*?[]/)[0], y.split(/[*?[]/)[0]]
-    return px.startsWith(py) || py.startsWith(px)
-  }
-  if (glob(x)) return globRegex(x).test(y)
-  if (glob(y)) return globRegex(y).test(x)
-  return false
-}
-
-function plainPath(p: string): string {
-  return p.replace(/^\.\//, "").replace(/\/+$/, "")
-}
-
-function globRegex(glob: string): RegExp {
-  const source = glob.replace(/[.+^${}()|\\]/g, "\\$&").replace(/\*\*\/?|\*|\?/g, (m) => (m.startsWith("**") ? ".*" : m === "*" ? "[^/]*" : "[^/]"))
-  return new RegExp(`^${source}(?:/.*)?$`)
 }
 
 /** A task's time where flow knows it: how long it took when done, else the minutes its budget allows. */

@@ -33,7 +33,7 @@ async function mergeTargets(dir: string, text: string): Promise<string[]> {
 export async function validateProject(project: Project, cwd = project.dir): Promise<{ report: ValidateReport; text: string; shown: string }> {
   const store = await openStore(project)
   const text = await store.text()
-  const checked = await validateText(text, { targets: await mergeTargets(project.dir, text) })
+  const checked = await validateText(text, { targets: await mergeTargets(project.dir, text), overlaps: true })
   const { taskCount } = checked
   const errors = checked.findings.filter((f) => f.severity === "error").length
   // Only a valid graph has prompts to measure.

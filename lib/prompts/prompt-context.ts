@@ -2,6 +2,7 @@
 // its work builds on. Each line says what is true now, since `flow prompt` previews a task whose
 // dependencies may not be done, and `flow ready` can start one early.
 import type { Indexed, Task } from "../model/task-index"
+import { besideOnFiles } from "../graph/files-overlap"
 
 /** An ancestor's instructions longer than this are cut: the subtask needs their gist, not all of them. */
 export const ANCESTOR_TEXT_LIMIT = 600
@@ -80,4 +81,26 @@ function shorten(text: string, id: string): string {
 
 export function oneLine(text: string): string {
   return text.trim().replace(/\s*\n\s*/g, " ")
+}
+
+/**
+ * The tasks not done that may be worked on beside this one (no dependency path between them) and name some of
+ * the same files: another agent may be changing those files in its own branch now, and both merges land on
+ * one target. Each with its status, so the agent knows which is at work now.
+ */
+export function besideSection(index: Map<string, Indexed>, taskId: string): string[] {
+  const beside = besideOnFiles(index, taskId)
+  if (beside.length === 0) return []
+  const quoted = (files: readonly string[]) => files.map((f) => `\`${f}\``).join(", ")
+  return [
+    "",
+    "## Other tasks on the same files",
+    "",
+    "These tasks may be worked on by other agents at the same time as yours, each in its own branch, and name files yours names:",
+    ...beside.map(
+      ({ task, files }) => `- ${task.id}: ${task.title} (${task.status === "in_progress" ? "at work now" : (task.status ?? "todo")}): ${quoted(files)}`,
+    ),
+    "",
+    "Change only what your task needs in those files, and leave the rest of them as they are: both changes are merged into one target, and edits to the same lines conflict.",
+  ]
 }

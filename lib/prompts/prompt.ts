@@ -2,7 +2,7 @@
 // so what a person previews is what the agent gets.
 import type { Question } from "../model/json-shapes"
 import { callVerb, flowCall } from "../agents/flow-call"
-import { ancestorSection, dependencySection, oneLine } from "./prompt-context"
+import { ancestorSection, besideSection, dependencySection, oneLine } from "./prompt-context"
 import type { Indexed, Step, Task } from "../model/task-index"
 import type { Prepared } from "../worktree/prepare"
 
@@ -48,7 +48,7 @@ export function taskPrompt(input: PromptInput): string {
   const answered = (input.questions ?? []).filter((q) => q.answer !== null)
   if (answered.length) out.push("", "## Questions already answered", "", ...questionLines(answered))
 
-  out.push(...dependencySection(index, taskId))
+  out.push(...dependencySection(index, taskId), ...besideSection(index, taskId))
   const validates = [...index.values()].filter((e) => e.task.validation_task_id === task.id).map((e) => e.task)
   for (const target of validates) {
     out.push(

@@ -2,6 +2,7 @@
 // checkpoints, starts a worker for each free agent and a task it may take, and, with nothing running, ends the
 // run or says what it waits for.
 import { availableTasks } from "../graph/availability"
+import { sharedFiles } from "../graph/files-overlap"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { TaskWorker } from "./worker/task-worker"
 import { isInvalidTasks } from "./tasks-wait"
@@ -116,7 +117,10 @@ async function startWork(run: ActiveRun, index: Map<string, Indexed>, runSpent: 
     const handover = parking.takeFor(agent)
     const held = handover ? index.get(handover.taskId) : undefined
     if (handover && !(held && (held.task.status === "in_progress" || held.task.status === "assigned"))) continue // a person decided meanwhile
-    const mine = candidates.filter((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name))
+    const mine = apartFirst(
+      candidates.filter((e) => !running.has(e.task.id) && (e.task.agent_name === undefined || e.task.agent_name === agent.name)),
+      atWork(index, running, fleet !== undefined),
+    )
     let claim: Claim | undefined
     let pick: Indexed | undefined
     if (!fleet) pick = held ?? mine[0]
@@ -131,6 +135,25 @@ async function startWork(run: ActiveRun, index: Map<string, Indexed>, runSpent: 
     if (!pick) continue
     startWorker(run, pick.task.id, agent, handover?.note, claim)
   }
+}
+
+/**
+ * The tasks at work now: this run's, and on a shared graph the other runs' (in progress or assigned). In files a
+ * task in progress that this run does not run is one it is about to resume.
+ */
+function atWork(index: Map<string, Indexed>, running: Map<string, unknown>, shared: boolean): Task[] {
+  const others = (t: Task) => shared && (t.status === "in_progress" || t.status === "assigned") && !t.subtasks?.length
+  return [...index.values()].filter((e) => running.has(e.task.id) || others(e.task)).map((e) => e.task)
+}
+
+/**
+ * The candidates with those that name none of the files of a task at work first, each group in its order: two
+ * tasks over the same files start together only when nothing else is ready (docs/RUN.md, "Scheduling").
+ */
+function apartFirst(candidates: Indexed[], working: readonly Task[]): Indexed[] {
+  const shares = (e: Indexed) => working.some((w) => w.id !== e.task.id && sharedFiles(e.task.files, w.files).length > 0)
+  const apart = candidates.filter((e) => !shares(e))
+  return apart.length === candidates.length ? candidates : [...apart, ...candidates.filter(shares)]
 }
 
 /** Starts the worker of task `id` with `agent`; when it ends, its agent is free and the scheduler wakes. */

@@ -2,6 +2,8 @@
 // cycles, each bounded so that the whole is linear in the file (docs/PERFORMANCE.md, "validate on hostile files").
 import type { Path, RawFinding } from "./findings"
 import { findCycles } from "../graph/graph"
+import { filesOverlaps } from "../graph/parallelism"
+import type { Task } from "../model/task-index"
 import { closest } from "../cli/suggest"
 import { lowerFirst } from "./validate-schema"
 
@@ -138,4 +140,27 @@ function checkCycles(ids: string[], deps: Map<string, string[]>, edgeAt: Map<str
     const last = raw.findLast((f) => f.message.startsWith("Circular dependency"))!
     Object.assign(last, { message: `${last.message} (and ${more.toLocaleString("en")} more circular dependencies, not listed)`, count: more + 1 })
   }
+}
+
+/**
+ * Pairs of tasks with no dependency path between them that name the same files (`flow validate` only: a warning,
+ * since both may run at once and their merges are likely to conflict). `visited`: every task record, in file order.
+ */
+export function filesOverlapFindings(tasks: readonly Task[], visited: readonly Visited[]): RawFinding[] {
+  const at = new Map<string, Visited>()
+  for (const v of visited) if (typeof v.node.id === "string" && !at.has(v.node.id)) at.set(v.node.id, v)
+  // A done task's work is merged: nothing of it runs beside another any more.
+  const open = (id: string) => at.get(id)!.node.status !== "done"
+  return filesOverlaps(tasks)
+    .filter(({ a, b }) => open(a) && open(b))
+    .map(({ a, b, files }) => ({
+      severity: "warning",
+      message: `Tasks '${a}' and '${b}' may run at the same time (no dependency path between them) and both name ${files.map((f) => `'${f}'`).join(", ")}: their merges are likely to conflict`,
+      task_id: b,
+      path: [...at.get(b)!.path, "files"],
+      atKey: true,
+      hint: `make one depend on the other, or split the files so that each task has its own ('flow run' keeps them apart while other work is ready)`,
+      // Many pairs with one task (a hostile file: all of them on one file) are one finding at that task.
+      group: { kind: "files overlap", scope: lowerFirst(at.get(b)!.label), item: a },
+    }))
 }

@@ -4,12 +4,13 @@ import { mayHaveDuplicateKeys } from "./duplicate-keys"
 import { isTaskFile, STEP_KEYS, TASK_KEYS } from "../model/generated/task-file-check"
 import { fencedShellBlocks } from "../model/shell-blocks"
 import { closest } from "../cli/suggest"
-import { dependencyFindings, type Visited } from "./validate-deps"
+import { dependencyFindings, filesOverlapFindings, type Visited } from "./validate-deps"
 import { lowerFirst, schemaFinding, schemaProblems } from "./validate-schema"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "./yaml-position"
 import { branchNameProblem } from "./branch-name"
 import { mayHaveAnchors, textLimitFindings } from "./yaml-limits"
 import { isAlias, visit } from "yaml"
+import type { Task } from "../model/task-index"
 
 /** The findings, the number of tasks, and the parsed data when the text parsed (the parallelism report reads it). */
 export type Validation = { findings: Finding[]; taskCount: number; data?: unknown }
@@ -38,9 +39,10 @@ export function targetWorktree(label: string, branch: string, path: (string | nu
 /**
  * All findings for the text of a tasks file, errors and warnings, sorted by line; repeats (one kind in one task,
  * or in the file) are one finding with a count. `targets`: the branches finished work merges into; a task's
- * `worktree` naming one is refused (flow validate). Time and output are linear in the text's size.
+ * `worktree` naming one is refused (flow validate). `overlaps`: also the pairs of tasks that may run at once over the
+ * same files (flow validate). Time and output are linear in the text's size (the pairs: lib/graph/parallelism.ts).
  */
-export async function validateText(text: string, opts: { targets?: string[] } = {}): Promise<Validation> {
+export async function validateText(text: string, opts: { targets?: string[]; overlaps?: boolean } = {}): Promise<Validation> {
   // Checked before any parser sees the text: nesting that would overflow a parser's stack, lone CRs.
   const limits = textLimitFindings(text)
   if (limits.length > 0) return { findings: limits, taskCount: 0 }
@@ -51,6 +53,11 @@ export async function validateText(text: string, opts: { targets?: string[] } = 
     return { findings: syntaxFindings(text, cause), taskCount: 0 }
   }
   const { raw, taskCount } = await checkData(data, opts.targets)
+  // The graph's shape, for `flow validate` alone (every read of tasks.yaml validates it): only a valid graph has one.
+  if (opts.overlaps && !raw.some((f) => f.severity === "error")) {
+    const tasks = (data as { tasks: Task[] }).tasks
+    raw.push(...filesOverlapFindings(tasks, walkTasks(tasks)))
+  }
   if (raw.length === 0 && !mayHaveDuplicateKeys(text) && !mayHaveAnchors(text)) return { findings: [], taskCount, data }
   const parsed = parseForPositions(text)
   // Bun.YAML accepted the text; `yaml` may still see duplicate keys, which Bun silently merged.
