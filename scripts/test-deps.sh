@@ -3,7 +3,8 @@
 # fresh machine: tmux (flow refine's prompts and flow plan's spinner, in a real terminal) and chromium (the
 # inspector's page, driven headless by playwright-core; about 30 s to install), zsh and fish (flow completion's
 # scripts, loaded into the real shells), postgresql (the shared store's server: test/postgres.ts starts one in
-# a temp folder; CI never skips those tests).
+# a temp folder; CI never skips those tests), bubblewrap (the agents' sandbox, test/sandbox*.test.ts: flow.yaml
+# `sandbox` runs them in bwrap).
 # Runs as npm's pretest; needs root or sudo when something is missing (as on CI or a dev container).
 set -euo pipefail
 missing=()
@@ -11,6 +12,7 @@ command -v tmux >/dev/null || missing+=(tmux)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v zsh >/dev/null || missing+=(zsh)
 command -v fish >/dev/null || missing+=(fish)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 # The server's binaries are not on PATH in Debian: test/postgres.ts looks in /usr/lib/postgresql/<n>/bin.
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || [ -n "${PG_BIN:-}" ] || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -49,7 +49,9 @@ test.concurrent("a sandboxed agent's writes outside its worktree are refused, no
     otherProject: `${other}/tasks.yaml`,
   }
   // Each write is tried on its own; the task then commits its own file (its git writes must pass).
-  const attempts = Object.entries(targets)
+  // Where git finds the repository from the worktree (made by the run): rewritten, flow's own git there would obey the agent.
+  const gitLinks = { gitLink: `${root}/.flow/worktrees/work/.git`, commondir: `${root}/.git/worktrees/work/commondir` }
+  const attempts = Object.entries({ ...targets, ...gitLinks })
     .map(([name, file]) => `if printf '' >> '${file}' 2>/dev/null && echo pwned >> '${file}'; then echo "WROTE ${name}"; else echo "refused ${name}"; fi`)
     .join("\n")
   dir.write("flow.yaml", "agents:\n  - name: box\n    cli: script\nsandbox: true\n")
@@ -87,7 +89,7 @@ echo mine > mine.txt && git add mine.txt && git -c user.name=box -c user.email=b
   }
   rmSync(other, { recursive: true, force: true })
   expect({ code: r.code, out: r.code === 0 ? "" : r.stdout + r.stderr }).toEqual({ code: 0, out: "" })
-  for (const name of Object.keys(targets)) expect(r.stdout).toContain(`refused ${name}`)
+  for (const name of Object.keys({ ...targets, ...gitLinks })) expect(r.stdout).toContain(`refused ${name}`)
   expect(r.stdout).not.toContain("WROTE")
   expect(r.stdout).toContain("refused main")
   expect(r.stdout).toContain("refused sibling ref")

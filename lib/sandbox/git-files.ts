@@ -15,7 +15,9 @@ export function gitFiles(worktree: string): GitFiles {
   const gitdir = resolve(worktree, /^gitdir: (.*)$/m.exec(readFileSync(dotGit, "utf8"))?.[1]?.trim() ?? ".git")
   const common = resolve(gitdir, readText(join(gitdir, "commondir"))?.trim() ?? ".")
   const writable = [gitdir, join(common, "objects")]
-  const pinned: string[] = []
+  // Where git finds the repository from the worktree: rewritten, they would point flow's own git commands in
+  // the worktree (run outside the sandbox) at a repository, and so hooks and config, the agent made.
+  const pinned = [dotGit, join(gitdir, "commondir"), join(gitdir, "gitdir")].filter((f) => existsSync(f))
   const ref = /^ref: (refs\/heads\/.+)$/m.exec(readText(join(gitdir, "HEAD")) ?? "")?.[1]?.trim()
   if (ref) {
     // git writes a ref as `<ref>.lock` beside it and renames that over it: its folder must take writes. Every
