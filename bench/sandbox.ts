@@ -60,7 +60,10 @@ try {
   printRow({ name: "agent start, sandboxed (wall)", ...wall })
   printRow({ name: "agent start, sandboxed (CPU)", ...cpu })
   const load = (await Bun.file("/proc/loadavg").text()).split(" ")[0]
-  for (const [what, r] of [["wall", wall], ["CPU", cpu]] as const) {
+  for (const [what, r] of [
+    ["wall", wall],
+    ["CPU", cpu],
+  ] as const) {
     const cost = r.flowMs - r.floorMs
     console.log(`sandbox cost per agent start, ${what}: ${cost.toFixed(1)} ms (medians of ${RUNS}, goal < ${GOAL_MS} ms): ${cost < GOAL_MS ? "ok" : "OVER"}`)
   }

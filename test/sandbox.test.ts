@@ -206,3 +206,67 @@ test.concurrent("without bubblewrap on PATH, flow doctor fails and flow run refu
   const ok = await flow(dir.path, ["doctor"])
   expect(ok.stdout).toMatch(/ok {4}agents run sandboxed \(bubblewrap \d/)
 })
+
+test("flow.yaml's sandbox: true, false or { network: full|none, env }, the agent's own over the one for all; anything else refused at its line", async () => {
+  const { sandboxOf, withSandbox } = await import("../lib/config/sandbox-config")
+  const { loadConfig } = await import("../lib/config/config")
+  await using dir = await tempRepo()
+  const load = (text: string) => {
+    writeFileSync(join(dir.path, "flow.yaml"), text)
+    try {
+      return loadConfig(dir.path)
+    } catch (e) {
+      return (e as Error).message
+    }
+  }
+  const config = load(
+    "sandbox: { network: none, env: [MY_TOKEN] }\nagents:\n  - { name: a, cli: script }\n  - { name: b, cli: script, sandbox: false }\n  - { name: c, cli: script, sandbox: true }\n",
+  )
+  if (typeof config === "string") throw new Error(config)
+  const agents = withSandbox(config.agents ?? [], config.sandbox)
+  expect(agents.map((a) => sandboxOf(a))).toEqual([{ network: "none", env: ["MY_TOKEN"] }, undefined, { network: "full", env: [] }])
+  expect(sandboxOf({})).toBeUndefined()
+  // An allow list of hosts is not built: flow.yaml does not take one.
+  expect(load("sandbox: { network: [api.anthropic.com] }\n")).toContain("flow.yaml:1:")
+  expect(load("sandbox: { network: proxy }\n")).toContain("sandbox.network must be")
+  expect(load("sandbox: { env: [1BAD] }\n")).toContain("an environment variable's name")
+  expect(load("agents:\n  - { name: a, cli: script, sandbox: yes }\n")).toContain("agents[0].sandbox")
+})
+
+test("the door's rule: the task commands for the agent's own task and steps, right after the command; nothing else", async () => {
+  const { doorRefusal } = await import("../lib/sandbox/door")
+  const { envAllowed } = await import("../lib/sandbox/sandbox")
+  const ok = (args: string[]) => doorRefusal(args, "own", ["own.1"])
+  for (const args of [
+    ["done", "own"],
+    ["block", "own", "why"],
+    ["note", "own", "n"],
+    ["ask", "own", "q", "--wait"],
+    ["show", "own", "--json"],
+    ["step", "done", "own.1"],
+    ["step", "start", "own.1"],
+    ["step", "list", "own"],
+  ])
+    expect({ args, refused: ok(args) }).toEqual({ args, refused: undefined })
+  for (const args of [
+    ["done", "other"],
+    ["done"],
+    ["done", "--json", "own"],
+    ["step", "done", "other.1"],
+    ["step", "show", "other"],
+    ["step", "reset", "own"],
+    ["reset", "own"],
+    ["answer", "q-1", "x"],
+    ["run"],
+    ["validate"],
+    [],
+  ])
+    expect({ args, refused: typeof ok(args) }).toEqual({ args, refused: "string" })
+  expect(["ANTHROPIC_API_KEY", "FLOW_TASK_ID", "LC_ALL", "PATH"].map((n) => envAllowed(n, ["ANTHROPIC_*", "FLOW_*", "LC_*", "PATH"]))).toEqual([
+    true,
+    true,
+    true,
+    true,
+  ])
+  expect(["PATHX", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC"].map((n) => envAllowed(n, ["ANTHROPIC_*", "PATH"]))).toEqual([false, false, false])
+})
