@@ -7,7 +7,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { claude } from "./agent-e2e-claude-setup"
 import { e2eProject } from "./agent-e2e"
-import { seen, userHome } from "./agent-e2e-openai-home"
+import { asksScenario, project, seen, statuses, stopScenario, userHome } from "./agent-e2e-openai-home"
+import { CHAIN, CHAIN_SCRIPTS } from "./agent-e2e-tasks"
 import { startModelServer } from "./fixtures/model-server/server"
 import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
@@ -16,7 +17,8 @@ const hash = (file: string) => (existsSync(file) ? createHash("sha256").update(r
 /** What the model has the agent try, each saying whether it was refused; then the task's own work and `flow done`. */
 function attempts(home: string, project: string): string[] {
   const tryWrite = (name: string, file: string) =>
-    `(printf '' >> '${file}' && echo pwned >> '${file}' && echo "WROTE ${name}") 2>/dev/null || echo "refused ${name}"`
+    // The machine's own files are only opened for appending, never written: a broken sandbox must not damage them.
+    `(printf '' >> '${file}' ${file.startsWith("/etc/") ? "" : `&& echo pwned >> '${file}'`} && echo "WROTE ${name}") 2>/dev/null || echo "refused ${name}"`
   return [
     tryWrite("bashrc", join(home, ".bashrc")),
     tryWrite("keys", join(home, ".ssh", "authorized_keys")),
@@ -93,4 +95,25 @@ describe("real CLIs in the sandbox, against the scripted model server", () => {
     if (r.code !== 0) console.error(r.stdout, r.stderr)
     await expectBoxed(dir.path, before, watched(home.path, dir.path), (text) => seen(server, "boxed", text), r.code)
   }, 240_000)
+
+  // Codex reads its key from the variable its config names: the sandbox lets it through by name.
+  const BOXED = "sandbox: { env: [SCRIPTED_API_KEY] }\n"
+
+  test.concurrent("codex in the sandbox: a chain with steps in one session, a forgotten 'flow done' blocked, a 401 blocked", async () => {
+    await using server = startModelServer({ ...CHAIN_SCRIPTS })
+    await using home = await userHome("codex", server.url)
+    await using dir = await project("codex", CHAIN, BOXED)
+    const r = await flow(dir.path, ["run", "--headless"], { env: home.env })
+    expect({ statuses: statuses(dir), code: r.code }).toEqual({ statuses: { api: "done", web: "done", lazy: "blocked", denied: "blocked" }, code: 4 })
+    expect(dir.read("api.txt")).toBe("api 1\napi 2\n")
+    expect(dir.read("web.txt")).toBe("web\n")
+  }, 900_000)
+
+  test.concurrent(
+    "codex in the sandbox: questions with and without --wait, answered through the door",
+    () => asksScenario("codex", 900_000, undefined, BOXED),
+    900_000,
+  )
+
+  test.concurrent("codex in the sandbox: a run stopped by SIGTERM mid-command resumes the same session", () => stopScenario("codex", BOXED), 900_000)
 })

@@ -52,7 +52,8 @@ test.concurrent("a sandboxed agent's writes outside its worktree are refused, no
   // Where git finds the repository from the worktree (made by the run): rewritten, flow's own git there would obey the agent.
   const gitLinks = { gitLink: `${root}/.flow/worktrees/work/.git`, commondir: `${root}/.git/worktrees/work/commondir` }
   const attempts = Object.entries({ ...targets, ...gitLinks })
-    .map(([name, file]) => `if printf '' >> '${file}' 2>/dev/null && echo pwned >> '${file}'; then echo "WROTE ${name}"; else echo "refused ${name}"; fi`)
+    // The machine's own files are only opened for appending, never written: a broken sandbox must not damage them.
+    .map(([name, file]) => `if printf '' >> '${file}' 2>/dev/null ${file.startsWith("/etc/") ? "" : `&& echo pwned >> '${file}'`}; then echo "WROTE ${name}"; else echo "refused ${name}"; fi`)
     .join("\n")
   dir.write("flow.yaml", "agents:\n  - name: box\n    cli: script\nsandbox: true\n")
   dir.write(
