@@ -53,7 +53,10 @@ test.concurrent("a sandboxed agent's writes outside its worktree are refused, no
   const gitLinks = { gitLink: `${root}/.flow/worktrees/work/.git`, commondir: `${root}/.git/worktrees/work/commondir` }
   const attempts = Object.entries({ ...targets, ...gitLinks })
     // The machine's own files are only opened for appending, never written: a broken sandbox must not damage them.
-    .map(([name, file]) => `if printf '' >> '${file}' 2>/dev/null ${file.startsWith("/etc/") ? "" : `&& echo pwned >> '${file}'`}; then echo "WROTE ${name}"; else echo "refused ${name}"; fi`)
+    .map(
+      ([name, file]) =>
+        `if printf '' >> '${file}' 2>/dev/null ${file.startsWith("/etc/") ? "" : `&& echo pwned >> '${file}'`}; then echo "WROTE ${name}"; else echo "refused ${name}"; fi`,
+    )
     .join("\n")
   dir.write("flow.yaml", "agents:\n  - name: box\n    cli: script\nsandbox: true\n")
   dir.write(
@@ -155,11 +158,17 @@ test.concurrent("network: none leaves the agent no way out, while an agent witho
   expect(r.stdout).toContain("open reached")
 })
 
-test.concurrent("a SIGKILL of the run leaves no sandboxed process alive", async () => {
+test.concurrent("a SIGKILL of the run leaves no sandboxed process alive; the next run removes its door's folder and finishes", async () => {
   await using dir = await tempRepo()
   const marker = `sandbox-sleep-${process.pid}-${Date.now()}`
   dir.write("flow.yaml", "agents:\n  - name: box\n    cli: script\nsandbox: true\n")
-  dir.write("tasks.yaml", tasksYaml([{ id: "long", title: "Long", status: "todo", instructions: sh(`echo started\nexec -a ${marker} sleep 300`) }]))
+  // The first run sleeps; the one after it finds its file in the worktree and finishes.
+  dir.write(
+    "tasks.yaml",
+    tasksYaml([
+      { id: "long", title: "Long", status: "todo", instructions: sh(`[ -e once ] && exit 0\ntouch once\necho started\nexec -a ${marker} sleep 300`) },
+    ]),
+  )
   const alive = () =>
     readdirSync("/proc")
       .filter((p) => /^\d+$/.test(p))
@@ -174,10 +183,17 @@ test.concurrent("a SIGKILL of the run leaves no sandboxed process alive", async 
   await run.waitFor("long | started")
   await until(() => alive().length > 0)
   expect(alive().length).toBe(1)
+  const doors = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`flow-door-${run.proc.pid}-`))
+  expect(doors().length).toBe(1)
   run.proc.kill("SIGKILL")
   await run.proc.exited
   await until(() => alive().length === 0)
   expect(alive()).toEqual([])
+  expect(doors().length).toBe(1) // a SIGKILL closes nothing
+  const next = await flow(dir.path, ["run", "--headless"])
+  expect(next.code).toBe(0)
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ long: "done" })
+  expect(doors()).toEqual([])
 })
 
 test.concurrent("without bubblewrap on PATH, flow doctor fails and flow run refuses to start: no agent runs unsandboxed", async () => {

@@ -2,8 +2,9 @@
 // or .flow/, so its `flow` commands travel over a unix socket bound into its sandbox alone, and the run runs
 // them outside, in the task's worktree with the task's environment. Only the task commands pass, and only for
 // the agent's own task and its steps: anything else is refused with why.
-import { mkdirSync, rmSync } from "node:fs"
-import { dirname } from "node:path"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
 import type { RunResult } from "../cli/proc"
 
 /** A request through the door: the command line after `flow`, and the folder it was given in. */
@@ -33,6 +34,30 @@ export function doorRefusal(args: readonly string[], task: string, steps: readon
 }
 
 export type Door = { path: string; close(): void }
+
+const FOLDER = "flow-door-"
+
+/**
+ * A fresh folder for a door, in the system's temp (a socket's path is at most 107 bytes; a project's may be
+ * longer), named after this process. Those of processes that are gone (a run killed by SIGKILL closes
+ * nothing) are removed first.
+ */
+export function doorFolder(): string {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(new RegExp(`^${FOLDER}(\\d+)-`).exec(name)?.[1])
+    if (pid && !alive(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true })
+  }
+  return mkdtempSync(join(tmpdir(), `${FOLDER}${process.pid}-`))
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
 
 /**
  * Opens the door at `path` (a socket in a folder of its own, the one bound into the sandbox): each request,
