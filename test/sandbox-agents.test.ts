@@ -67,6 +67,8 @@ describe("real CLIs in the sandbox, against the scripted model server", () => {
     await using p = await e2eProject(claude, server, TASK)
     const home = p.env.HOME!
     personsFiles(home)
+    // What a person who has used Claude Code has: its state file in HOME, which it rewrites as it works.
+    writeFileSync(join(home, ".claude.json"), "{}\n")
     server.model.script("boxed", [{ commands: attempts(home, p.dir.path), text: "Done." }])
     p.dir.write("PRD.md", "# the person's PRD\n")
     p.dir.write("flow.yaml", `${p.dir.read("flow.yaml")}sandbox: true\n`)

@@ -77,7 +77,7 @@ export type Adapter = {
   choosesSessionId?: boolean
   /**
    * What the CLI keeps in a sandbox (flow.yaml `sandbox`, docs/SANDBOX.md): `home`, its state and config
-   * folders and files under HOME, writable there; `env`, its own variables (API keys, base URLs, config
+   * folders and files under HOME, writable there (the first, its own folder, made when missing); `env`, its own variables (API keys, base URLs, config
    * folders) let through the scrubbed environment, a name ending in `*` standing for every name it begins.
    */
   sandbox: AgentSandbox

@@ -42,9 +42,10 @@ export function sandbox(input: SandboxInput): Sandbox {
   const home = input.env.HOME
   const git = gitFiles(input.worktree)
   const inHome = (paths: readonly string[]) => (home ? paths.map((p) => join(home, p)) : [])
-  // A CLI's folder that is not there yet is made now, so the CLI can write into it (a file it makes itself
-  // where it is missing would land in a read-only folder).
-  for (const folder of inHome(input.agent.home)) if (!/\.json$/.test(folder)) mkdirSync(folder, { recursive: true })
+  // The CLI's own folder (its first), when not there yet, is made now so the CLI can write into it (made by the
+  // CLI itself it would land in a read-only HOME); the others are bound only where they exist.
+  const [main] = inHome(input.agent.home)
+  if (main) mkdirSync(main, { recursive: true })
   const writable = [input.worktree, ...git.writable, ...inHome(input.agent.home), ...inHome(CACHES), ...input.own].filter((p) => existsSync(p))
   if (input.door) writable.push(dirname(input.door))
   // Under /tmp (the tests' homes and projects), what is read must be bound back over the private tmpfs.
