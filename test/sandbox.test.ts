@@ -287,3 +287,15 @@ test("the door's rule: the task commands for the agent's own task and steps, rig
   ])
   expect(["PATHX", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC"].map((n) => envAllowed(n, ["ANTHROPIC_*", "PATH"]))).toEqual([false, false, false])
 })
+
+test.concurrent("an agent with both 'mcp: true' and a sandbox is refused before the run starts: flow's MCP server has no door", async () => {
+  await using dir = await tempRepo()
+  dir.write("flow.yaml", "sandbox: true\nagents:\n  - name: c\n    cli: claude\n    mcp: true\n")
+  dir.write("tasks.yaml", tasksYaml([{ id: "t", title: "T", status: "todo", instructions: "Anything." }]))
+  const tasks = dir.read("tasks.yaml")
+  const r = await flow(dir.path, ["run", "--headless"])
+  expect(r.code).toBe(3)
+  expect(r.stderr).toContain("agent c has both 'mcp: true' and a sandbox, and flow's MCP server cannot reach the project's state from inside one")
+  expect(r.stderr).toContain("hint: remove 'mcp: true' from that agent")
+  expect(dir.read("tasks.yaml")).toBe(tasks)
+})
