@@ -175,6 +175,8 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
     }
     // The completion scripts' id source: hidden from the help, as people never type it.
     if (name === "__complete") return (await import("./commands/complete").then((m) => m.run(ctx, rest)), Exit.ok)
+    // Inside an agent's sandbox, commands go to the run through its door (lib/sandbox/door.ts), which says which may.
+    if (ctx.env.FLOW_DOOR) return (await import("./lib/sandbox/door-client")).throughDoor(ctx, ctx.env.FLOW_DOOR, args)
     const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
     if (!entry) {
       const near = closest(name, Object.keys(COMMANDS))

@@ -1,5 +1,6 @@
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
+import { withSandbox } from "../lib/config/sandbox-config"
 import { AGENT_NAME } from "../lib/cli/agent-name"
 import { Exit, usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
@@ -31,7 +32,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   if (values.cli !== undefined && !AGENT_NAME.test(values.cli)) throw usage(`--cli '${values.cli}' is not a CLI name`)
   const project = findProject(ctx)
   const config = loadConfig(project.dir)
-  const agents = values.cli === undefined ? (config.agents ?? []) : [{ name: `${values.cli}-1`, cli: values.cli }]
+  const agents = withSandbox(values.cli === undefined ? (config.agents ?? []) : [{ name: `${values.cli}-1`, cli: values.cli }], config.sandbox)
   const lines = await doctor({ project, config, agents, env: ctx.env, flowArgv: selfArgv() })
   const c = colours(ctx)
   const paint = { ok: c.green, warn: c.yellow, fail: c.red }

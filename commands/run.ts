@@ -6,6 +6,7 @@ import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { doctor } from "../lib/ops/doctor"
+import { withSandbox } from "../lib/config/sandbox-config"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
@@ -73,7 +74,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   await openForRun(project)
   const config = loadConfig(project.dir)
-  const agents = agentsFrom(values, config.agents ?? [])
+  const agents = withSandbox(agentsFrom(values, config.agents ?? []), config.sandbox)
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
   // before any work starts.
   for (const agent of agents) {
@@ -82,6 +83,14 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
         `agent ${agent.name} has 'mcp: true', but flow cannot hand its MCP server to ${agent.cli}`,
         Exit.invalid,
         `'mcp: true' works with ${MCP_CLIS.join(", ")}; remove it from that agent in flow.yaml`,
+      )
+    }
+    // flow's MCP server runs inside the agent's sandbox, where the project's state is read-only: its tools have no door.
+    if (agent.mcp && agent.sandbox !== undefined && agent.sandbox !== false) {
+      throw new FlowError(
+        `agent ${agent.name} has both 'mcp: true' and a sandbox, and flow's MCP server cannot reach the project's state from inside one`,
+        Exit.invalid,
+        "remove 'mcp: true' from that agent (its prompt then names the flow commands, which reach the run through the sandbox's door; docs/SANDBOX.md)",
       )
     }
     if (agent.cli !== "script") adapterFor(agent.cli, { command: agent.command })

@@ -4,7 +4,8 @@
 # inspector's page, driven headless by playwright-core; about 30 s to install), zsh and fish (flow completion's
 # scripts, loaded into the real shells), postgresql (the shared store's server: test/postgres.ts starts one in
 # a temp folder; CI never skips those tests), notify-send with dbus-daemon and Python's dbus bindings (the
-# desktop notification's test starts a session bus and a notification server of its own).
+# desktop notification's test starts a session bus and a notification server of its own), bubblewrap (the
+# agents' sandbox, test/sandbox*.test.ts: flow.yaml `sandbox` runs them in bwrap).
 # Runs as npm's pretest; needs root or sudo when something is missing (as on CI or a dev container).
 set -euo pipefail
 missing=()
@@ -15,6 +16,7 @@ command -v fish >/dev/null || missing+=(fish)
 command -v notify-send >/dev/null || missing+=(libnotify-bin)
 command -v dbus-daemon >/dev/null || missing+=(dbus-daemon)
 /usr/bin/python3 -c "import dbus, gi" 2>/dev/null || missing+=(python3-dbus python3-gi)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
 # The server's binaries are not on PATH in Debian: test/postgres.ts looks in /usr/lib/postgresql/<n>/bin.
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || [ -n "${PG_BIN:-}" ] || missing+=(postgresql)
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -73,8 +73,9 @@ export const session = (dir: TempDir, id: string) =>
 export const turnRequests = (server: ModelServer, task: string, turn: number) => server.model.requests(task).filter((r) => r.turn === turn)
 export const seen = (server: ModelServer, task: string, text: string) => server.model.requests(task).some((r) => r.toolResults?.some((t) => t.includes(text)))
 
-export function project(cli: string, tasks: string) {
-  return tempRepo({ "tasks.yaml": tasks, "flow.yaml": `agents:\n  - name: ${cli}-1\n    cli: ${cli}\n  - name: ${cli}-2\n    cli: ${cli}\n` })
+/** `more`: further lines of flow.yaml (a sandbox, test/sandbox-agents.test.ts). */
+export function project(cli: string, tasks: string, more = "") {
+  return tempRepo({ "tasks.yaml": tasks, "flow.yaml": `agents:\n  - name: ${cli}-1\n    cli: ${cli}\n  - name: ${cli}-2\n    cli: ${cli}\n${more}` })
 }
 
 /** Waits until `check` holds, polling (real CLIs take seconds to minutes per turn). */
@@ -103,10 +104,10 @@ export async function answer(dir: TempDir, about: string, text: string): Promise
  * reading it. The run resumes both sessions with the answer, never as a retry. `prompt` takes off what the
  * CLI adds before a user message.
  */
-export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: number, prompt = (p = "") => p): Promise<void> {
+export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: number, prompt = (p = "") => p, more = ""): Promise<void> {
   await using server = startModelServer({ ...ASKS_SCRIPTS })
   await using home = await userHome(cli, server.url)
-  await using dir = await project(cli, ASKS)
+  await using dir = await project(cli, ASKS, more)
   const r = background(dir.path, ["run"], home.env)
   await Promise.all([
     answer(dir, "Which port", "8080"),
@@ -158,10 +159,10 @@ export function expectOwnDatabases(dir: TempDir, home: UserHome, tasks: string[]
  * stream names the session only in its closing line, which a stopped turn never writes: its adapter picks the
  * id itself with --session-id, so the stopped turn's session is saved all the same.)
  */
-export async function stopScenario(cli: "codex" | "opencode" | "copilot"): Promise<void> {
+export async function stopScenario(cli: "codex" | "opencode" | "copilot", more = ""): Promise<void> {
   await using server = startModelServer({ ...LONG_SCRIPTS })
   await using home = await userHome(cli, server.url)
-  await using dir = await project(cli, LONG)
+  await using dir = await project(cli, LONG, more)
   const first = background(dir.path, ["run"], home.env)
   const started = join(dir.path, ".flow", "worktrees", "long", "started.txt")
   await until("the long command to start", () => Bun.file(started).exists())

@@ -20,6 +20,7 @@ export const LAYERS = [
   "worktree",
   "landing",
   "agents",
+  "sandbox",
   "budget",
   "prompts",
   "markdown",

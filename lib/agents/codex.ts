@@ -33,6 +33,7 @@ export const codex: Adapter = {
   cli: "codex",
   binary: "codex",
   install: "install Codex: npm install -g @openai/codex",
+  sandbox: { home: [".codex"], env: ["OPENAI_*", "CODEX_*", "AZURE_OPENAI_*", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"] },
   testedVersion: "0.169.0",
   canResume: true,
   limits: CODEX_LIMITS,

@@ -20,6 +20,8 @@ export function commandAdapter(template: readonly string[]): Adapter {
     cli: "command",
     binary: template[0],
     install: "check the first word of the agent's command: template in flow.yaml",
+    // flow knows nothing of the program's folders or variables: the agent's `sandbox.env` names what it needs.
+    sandbox: { home: [], env: [] },
     testedVersion: "n/a (any program)",
     canResume: template.some((element) => element.includes("{session}")),
     promptLimit: commandPromptLimit(template),

@@ -24,6 +24,7 @@ export const copilot: Adapter = {
   cli: "copilot",
   binary: "copilot",
   install: "install GitHub Copilot CLI: npm install -g @github/copilot",
+  sandbox: { home: [".copilot", ".config/github-copilot"], env: ["COPILOT_*", "GH_TOKEN", "GITHUB_TOKEN", "GH_HOST", "XDG_*"] },
   testedVersion: "1.0.102",
   canResume: true,
   choosesSessionId: true,

@@ -9,6 +9,7 @@ export const cursor: Adapter = {
   cli: "cursor",
   binary: "cursor-agent",
   install: "install Cursor's agent CLI (cursor-agent): see cursor.com/docs/cli",
+  sandbox: { home: [".cursor", ".config/cursor"], env: ["CURSOR_*"] },
   testedVersion: "docs 2026 (cursor.com/docs/cli output-format; no binary checked)",
   canResume: true,
   // Its documentation names no wording of a refusal: the API's own words, as every CLI passes them on.

@@ -20,6 +20,7 @@ export const gemini: Adapter = {
   cli: "gemini",
   binary: "gemini",
   install: "install Gemini CLI: npm install -g @google/gemini-cli",
+  sandbox: { home: [".gemini"], env: ["GEMINI_*", "GOOGLE_*", "NODE_EXTRA_CA_CERTS"] },
   testedVersion: "0.61.0",
   canResume: true,
   // What it prints on every headless start, and its fallback when ripgrep is missing: not failures.

@@ -9,6 +9,10 @@ export const goose: Adapter = {
   cli: "goose",
   binary: "goose",
   install: "install goose: see block.github.io/goose/docs/getting-started/installation",
+  sandbox: {
+    home: [".config/goose", ".local/share/goose", ".local/state/goose"],
+    env: ["GOOSE_*", "ANTHROPIC_*", "OPENAI_*", "GOOGLE_*", "OPENROUTER_API_KEY"],
+  },
   testedVersion: "1.50.0 (docs and source; no binary checked)",
   // goose can resume a session by id (`run --resume --session-id`), but its stream never says which id a
   // run got, so flow cannot learn it: every step starts a fresh session with the full task context.

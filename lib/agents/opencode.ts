@@ -19,6 +19,10 @@ export const opencode: Adapter = {
   cli: "opencode",
   binary: "opencode",
   install: "install OpenCode: npm install -g opencode-ai",
+  sandbox: {
+    home: [".local/share/opencode", ".config/opencode", ".cache/opencode", ".local/state/opencode"],
+    env: ["OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "GEMINI_*", "GOOGLE_*", "OPENROUTER_API_KEY", "XDG_*"],
+  },
   testedVersion: "1.18.33",
   canResume: true,
   // `run` joins its message arguments after wrapping each one holding a space in quotes (and escaping its

@@ -19,6 +19,8 @@ export type ScriptOptions = {
   doneMark?: string
   /** called with each started process group (the reaper records it) */
   onGroup?: (pid: number, exited: Promise<number>) => void
+  /** the sandbox each block's shell runs in (lib/sandbox/sandbox.ts): its argv and environment, wrapped */
+  wrap?: { argv(argv: readonly string[]): string[]; env(env: Record<string, string | undefined>): Record<string, string | undefined> }
 }
 
 /** Larger blocks would exceed the kernel's limit on one argument (128 KB). */
@@ -46,9 +48,11 @@ export async function runScript(
     // stop (SIGTERM, SIGINT, SIGHUP) must not pass for success: bash runs the EXIT trap then too, with the
     // status of the last command, so those signals exit non-zero first.
     const text = last ? `trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap '[ $? -ne 0 ] || : > "$FLOW_DONE_MARK"' EXIT; ${block}` : block
-    const proc = spawnGroup(["bash", "-e", "-o", "pipefail", "-c", text, `block-${i + 1}.sh`], {
+    const argv = ["bash", "-e", "-o", "pipefail", "-c", text, `block-${i + 1}.sh`]
+    const blockEnv = last ? { ...env, FLOW_DONE_MARK: opts.doneMark } : env
+    const proc = spawnGroup(opts.wrap ? opts.wrap.argv(argv) : argv, {
       cwd,
-      env: last ? { ...env, FLOW_DONE_MARK: opts.doneMark } : env,
+      env: opts.wrap ? opts.wrap.env(blockEnv) : blockEnv,
       signal: opts.signal,
     })
     opts.onGroup?.(proc.pid, proc.exited)

@@ -60,6 +60,9 @@ export const MCP_STARTUP_TIMEOUT_MS = 60_000
 /** What a CLI needs to be handed an MCP server: arguments, environment, and config files (absolute path → content) to write first. */
 export type McpHandOver = { args?: string[]; env?: Record<string, string>; files?: Record<string, string> }
 
+/** An adapter's part of the sandbox: see Adapter.sandbox. */
+export type AgentSandbox = { home: readonly string[]; env: readonly string[] }
+
 export type Adapter = {
   cli: string // the adapter's name in flow.yaml: "claude", "codex", ...
   binary: string // executable name on PATH
@@ -72,6 +75,12 @@ export type Adapter = {
    * passes it as `newSessionId` and records it before the CLI starts, so a stopped turn still resumes.
    */
   choosesSessionId?: boolean
+  /**
+   * What the CLI keeps in a sandbox (flow.yaml `sandbox`, docs/SANDBOX.md): `home`, its state and config
+   * folders and files under HOME, writable there (the first, its own folder, made when missing); `env`, its own variables (API keys, base URLs, config
+   * folders) let through the scrubbed environment, a name ending in `*` standing for every name it begins.
+   */
+  sandbox: AgentSandbox
   /** Environment the CLI needs on top of flow's own (FLOW_PROJECT, FLOW_TASK_ID), e.g. goose's unattended mode. */
   env?: Readonly<Record<string, string>>
   /** Stderr lines that are the CLI's chatter (a colour warning, a mode banner), never a reason it failed. */

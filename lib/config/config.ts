@@ -6,6 +6,7 @@ import { Exit, FlowError } from "../cli/errors"
 import { closest } from "../cli/suggest"
 import { checkFallbacks } from "./fallback"
 import { NotifyField, notifyFields, notifyShape } from "./notify-config"
+import { SandboxConfig } from "./sandbox-config"
 import { formatFinding, type Finding } from "../validation/findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "../validation/yaml-position"
 
@@ -27,6 +28,8 @@ export const AgentConfig = type({
   "fallback?": type(AGENT_NAME).or(type(AGENT_NAME).array().atLeastLength(1)),
   /** hand the agent flow's MCP server (`flow mcp`), so it calls flow_done etc. as tools (claude, codex, gemini, opencode) */
   "mcp?": "boolean",
+  /** run the agent's processes in a sandbox (lib/config/sandbox-config.ts, docs/SANDBOX.md); the agent's own wins over the top-level one */
+  "sandbox?": SandboxConfig,
 })
 export type AgentConfig = typeof AgentConfig.infer
 
@@ -90,6 +93,8 @@ export type PriceConfig = typeof PriceConfig.infer
 
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
+  /** every agent's sandbox, unless an agent sets its own (docs/SANDBOX.md) */
+  "sandbox?": SandboxConfig,
   /** how many agents work at once (default: the number of agents) */
   "parallelism?": "number.integer >= 1",
   /** the default repository of tasks without `repo`, relative to the project folder */

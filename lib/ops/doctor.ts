@@ -19,6 +19,8 @@ import { redact } from "../git/publish"
 import { remoteUrl } from "../git/remote-git"
 import { insideProject, Workspaces } from "../git/workspace"
 import { commandPrograms, type DoctorLine, repoOf } from "../worktree/command-programs"
+import { sandboxOf } from "../config/sandbox-config"
+import { probeSandbox } from "../sandbox/probe"
 
 /** What every check is given: the run as `flow run` would start it. */
 export type DoctorInput = {
@@ -41,11 +43,32 @@ export const GIT_MINIMUM = "2.38.0"
  * Every check, in the order they are told; each runs at once with the others. A check of another part of
  * flow is a function of the input added here (issue 22: the fleet mode's database, [] without one).
  */
-export const DOCTOR_CHECKS: readonly DoctorCheck[] = [gitVersion, taskRepositories, agentClis, commandPrograms, flowOnPath, stateFolder, sharedRemote]
+export const DOCTOR_CHECKS: readonly DoctorCheck[] = [
+  gitVersion,
+  taskRepositories,
+  agentClis,
+  commandPrograms,
+  flowOnPath,
+  stateFolder,
+  sharedRemote,
+  sandboxReady,
+]
 
 /** The findings of every check, in the list's order. */
 export async function doctor(input: DoctorInput, checks: readonly DoctorCheck[] = DOCTOR_CHECKS): Promise<DoctorLine[]> {
   return (await Promise.all(checks.map((c) => c(input)))).flat()
+}
+
+/** With a sandbox for any agent (flow.yaml `sandbox`): bubblewrap there and able to make one (lib/sandbox/probe.ts). */
+async function sandboxReady(i: DoctorInput): Promise<DoctorLine[]> {
+  const boxed = i.agents.map((a) => sandboxOf(a)).filter((s) => s !== undefined)
+  if (boxed.length === 0) return []
+  const probe = await probeSandbox(
+    i.env,
+    boxed.some((s) => s.network === "none"),
+  )
+  if (!probe.ok) return [{ state: "fail", what: probe.what, hint: probe.hint }]
+  return [{ state: "ok", what: `agents run sandboxed (${probe.version})` }]
 }
 
 async function gitVersion(i: DoctorInput): Promise<DoctorLine[]> {

@@ -12,6 +12,7 @@ import { matchLimit, type UsageLimit } from "../../agents/limits"
 import { promptTooLong } from "../../agents/prompt-limit"
 import { type Pricing, TurnStream } from "../../budget/usage-meter"
 import * as clock from "../../cli/clock"
+import type { Sandbox } from "../../sandbox/sandbox"
 
 /**
  * `error`: why the turn failed, on one line (the CLI's own error, else its last meaningful stderr line).
@@ -55,6 +56,8 @@ export type Turn = {
   sessionDir?: string
   /** flow's MCP server for the agent (flow.yaml `mcp: true`), and the folder for the CLI's config files */
   mcp?: { server: McpServerSpec; dir: string }
+  /** the sandbox the agent's processes run in (flow.yaml `sandbox`, lib/sandbox) */
+  sandbox?: Sandbox
 }
 
 const TAIL_LINES = 20
@@ -94,9 +97,10 @@ export async function runTurn(turn: Turn): Promise<TurnResult> {
   try {
     if (adapter.sessionStore && turn.sessionDir) mkdirSync(turn.sessionDir, { recursive: true })
     const store = turn.sessionDir ? adapter.sessionStore?.(turn.sessionDir) : undefined
-    proc = spawnGroup(argv, {
+    const env = { ...adapter.env, ...turn.env, ...store, ...handOver?.env }
+    proc = spawnGroup(turn.sandbox ? turn.sandbox.wrap(argv) : argv, {
       cwd: turn.cwd,
-      env: { ...adapter.env, ...turn.env, ...store, ...handOver?.env },
+      env: turn.sandbox ? turn.sandbox.env(env) : env,
       signal: turn.signal,
       stdin: adapter.promptOnStdin ? turn.prompt : undefined,
     })
@@ -142,6 +146,7 @@ async function scriptTurn(turn: Turn, seconds: () => number): Promise<TurnResult
     signal: turn.signal,
     doneMark: turn.doneMark,
     onGroup: turn.onGroup,
+    wrap: turn.sandbox ? { argv: turn.sandbox.wrap, env: turn.sandbox.env } : undefined,
   })
   return { code: r.code, tail: r.output.split("\n").slice(-TAIL_LINES).join("\n"), seconds: seconds() }
 }

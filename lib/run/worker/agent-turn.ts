@@ -11,6 +11,7 @@ import { doneMark } from "../../agents/script-agent"
 import { turnLimit, waitingMs } from "./turn-limit"
 import type { WorkerTask } from "./worker-task"
 import * as clock from "../../cli/clock"
+import { turnSandbox } from "./turn-sandbox"
 
 /**
  * A turn as the worker sees it: `stoppedAfter` is set when task_timeout stopped it (the limit, in ms),
@@ -73,6 +74,8 @@ async function launch(t: WorkerTask, prompt: string, script: string, stepId?: st
     async (since) => waitingMs(await t.s.db.questions.forTask(t.taskId), since, clock.now()),
     () => t.s.bus.emit({ type: "notice", taskId: t.taskId, text: `task_timeout: its agent ran for ${formatDuration(limitMs!)}: stopping it` }),
   )
+  const turnEnv = { ...agentEnv(t), ...env }
+  const box = await turnSandbox(t, turnEnv)
   const turn = runTurn({
     doneMark: t.agent.cli === "script" ? doneMark(t.s.project.stateDir, t.taskId, stepId) : undefined,
     onGroup: (pid) => void t.shared.groups.track(pid, t.taskId).catch(() => {}),
@@ -80,8 +83,9 @@ async function launch(t: WorkerTask, prompt: string, script: string, stepId?: st
     prompt,
     script,
     cwd: ws.path,
-    env: { ...agentEnv(t), ...env },
+    env: turnEnv,
     mcp: mcpServer(t),
+    sandbox: box?.sandbox,
     sessionId: session(t),
     sessionDir: join(t.s.project.stateDir, "sessions", t.taskId),
     usageFile: join(t.s.project.stateDir, "sessions", `${t.taskId}.usage.json`),
@@ -94,6 +98,7 @@ async function launch(t: WorkerTask, prompt: string, script: string, stepId?: st
   }).finally(() => {
     limit.clear()
     watch.clear()
+    box?.close()
   })
   const result = await timed(t.taskId, "agent", () => turn)
   t.s.bus.emit({ type: "agent-exit", taskId: t.taskId, agent: t.agent.name, code: result.code, seconds: result.seconds })
