@@ -52,7 +52,7 @@ test("the reference names every field of the schema, loads as an empty configura
     for (let j = i + 1; j < lines.length && /^# {2}/.test(lines[j]); j++) block.push(lines[j])
     return [block.map((l) => l.slice(2)).join("\n")]
   })
-  expect(examples.length).toBe(27)
+  expect(examples.length).toBe(28)
   for (const example of examples) expect({ example, loaded: "error" in load(example) }).toEqual({ example, loaded: false })
 })
 
