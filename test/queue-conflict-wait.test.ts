@@ -3,7 +3,7 @@
 import { expect, test } from "bun:test"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { flow, tasksYaml, tempRepo } from "./helpers"
+import { flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const sh = (lines: string) => `\`\`\`sh\n${lines}\n\`\`\``
 
@@ -28,4 +28,34 @@ test.concurrent("a candidate waiting on a conflict ahead does not keep the queue
   // A step per change of the line (submits, checks taken and done, the landing), not one per few milliseconds.
   expect(steps).toBeGreaterThan(0)
   expect(steps).toBeLessThan(30)
+})
+
+test.concurrent("the candidates behind one that conflicts with a candidate ahead are built without it and checked meanwhile", async () => {
+  await using dir = await tempRepo({ "x.txt": "base\n", "flow.yaml": "verify: { command: sh check.sh, timeout: 1m }\nqueue_depth: 4\n" })
+  const log = join(dir.path, ".flow", "checks.log")
+  // a's check waits (up to 20 s) for c's to start on top of it: c is checked while a is, not after a landed.
+  dir.write(
+    "check.sh",
+    `L='${log}'\ns="$(cat x.txt)$(test -e c.txt && echo ' c')"\necho "start $s" >> "$L"\n` +
+      `if [ "$s" = aaa ]; then i=0; while [ $i -lt 200 ] && ! grep -qx "start aaa c" "$L"; do sleep 0.1; i=$((i+1)); done; fi\necho "end $s" >> "$L"\n`,
+  )
+  dir.write(
+    "tasks.yaml",
+    tasksYaml([
+      { id: "a", title: "A", status: "todo", instructions: sh("echo aaa > x.txt") },
+      // In line after a (its check has started), and conflicting with it.
+      { id: "b", title: "B", status: "todo", instructions: sh(`echo bbb > x.txt\nuntil grep -qx "start aaa" '${log}' 2>/dev/null; do sleep 0.05; done`) },
+      // In line after b.
+      { id: "c", title: "C", status: "todo", instructions: sh(`echo c > c.txt\nuntil flow dashboard --json | grep -Eq '"task": ?"b"'; do sleep 0.1; done`) },
+    ]),
+  )
+  await git(dir.path, ["add", "-A"])
+  await git(dir.path, ["commit", "-qm", "check"])
+  const r = await flow(dir.path, ["run", "--agents", "3", "--cli", "script"])
+  const checks = readFileSync(log, "utf8").trim().split("\n")
+  expect(r.stdout).toContain("b: merge of flow/b into main failed: merge conflict in x.txt")
+  expect(checks.filter((l) => l === "start aaa c")).toHaveLength(1)
+  expect(checks.indexOf("start aaa c")).toBeLessThan(checks.indexOf("end aaa"))
+  expect(checks).not.toContain("start bbb")
+  expect((await git(dir.path, ["log", "--first-parent", "--format=%s", "main"])).trim().split("\n").slice(0, 2)).toEqual(["Merge flow/c: c", "Merge flow/a: a"])
 })

@@ -7,7 +7,8 @@
 //     that moved meanwhile (a person's push) makes that fail: the window is built again on it.
 //   build: every candidate of the window (queue_depth) whose merge is not built on the one ahead of it (or on the
 //     target for the head) is built, or built again, skipping those that failed (their failure waits for what is
-//     ahead of them to land: only then is it their own); its old check is thrown away.
+//     ahead of them to land: only then is it their own) and those that conflict with one ahead (they wait unbuilt,
+//     and the rest is built without them); its old check is thrown away.
 //
 // Every change is written in one transaction fenced by the lead's epoch: a lead that lapsed (its machine paused
 // or cut off) writes nothing, and its push, built on a target that has moved on since, is refused by the remote.
@@ -146,9 +147,8 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
   let base = tip
   let baseRef: string | null = null
   const chain: string[] = []
-  let blocked = false
   for (const [i, r] of line.entries()) {
-    if (!blocked && r.merge && r.base === base) {
+    if (r.merge && r.base === base) {
       // A failure behind the head waits for what is ahead of it; the rest is built without it.
       if (r.state === "failed") continue
       if (r.merge !== r.base) chain.push(r.task_id)
@@ -157,7 +157,7 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
       continue
     }
     const thrown = checkThrown(r)
-    if (blocked || i >= o.depth) {
+    if (i >= o.depth) {
       // Built on what no longer holds, and not to be built now: it waits.
       if (r.merge) changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason: null, thrown })
       if (r.ref) drop.push(r.ref)
@@ -187,13 +187,13 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
         changes.push({ id: r.id, gen: r.gen, state: "left", reason: verdict.reason, verdict })
         continue
       }
-      // It conflicts with a candidate ahead: it waits unbuilt until that one lands or leaves, and so does the rest.
-      // Said once: a step that wrote the same wait again would count as a change, and the queue would step again
-      // at once, for as long as the one ahead is checked.
+      // It conflicts with a candidate ahead: it waits unbuilt until that one lands or leaves (then, at the head, it
+      // is built on the target, and most often leaves with the conflict, its agent's to fix). The rest is built
+      // without it, as behind a failure, so their checks run meanwhile instead of waiting too. Said once: a step
+      // that wrote the same wait again would count as a change, and the queue would step again at once.
       const reason = `conflicts with ${chain.join(", ")} ahead of it: waits for them to land or leave`
       if (r.merge !== null || r.state !== "waiting" || r.reason !== reason)
         changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason, thrown })
-      blocked = true
       continue
     }
     trees.set(m.commit, m.tree)
