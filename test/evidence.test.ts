@@ -98,8 +98,10 @@ test.concurrent("a task whose check failed once and was fixed: its evidence in s
   expect(text).toContain("  Diff: 2 files, +2 -1\n    +2 -0  hello.txt\n    +0 -1  old.txt\n")
   expect(text).toContain("  Agent: script-1 (attempts 1, fix rounds 1)\n")
   expect(text).toContain(`  Cost: ${cost}\n`)
-  expect(text).toMatch(/ {2}Checks:\n {4}failed \(exit 1\) after \d+\.\d s: sh check\.sh \(.+\)\n(.*\n)* {6}\| error: bad\.txt must not land\n/)
-  expect(text).toMatch(/ {4}passed after \d+\.\d s: sh check\.sh \(.+\)\n {6}\| all 3 checks passed\n {2}Queue: \d+\.\d s from done to verdict, 1 check, 0 thrown away\n/)
+  expect(text).toMatch(/ {2}Checks:\n {4}failed \(exit 1\) after \d+\.\d s: sh check\.sh\n(.*\n)* {6}\| error: bad\.txt must not land\n/)
+  expect(text).toMatch(
+    / {4}passed after \d+\.\d s: sh check\.sh\n {6}\| all 3 checks passed\n {2}Queue: \d+\.\d s from done to verdict, 1 check, 0 thrown away\n/,
+  )
 })
 
 test.concurrent("a task never handed to the queue has no evidence; one without a check says none is configured", async () => {
@@ -112,4 +114,87 @@ test.concurrent("a task never handed to the queue has no evidence; one without a
   expect([e.state, e.check, e.checks, e.diff.files]).toEqual(["landed", null, [], [{ path: "a.txt", insertions: 1, deletions: 0 }]])
   expect((await trailers(dir.path))["Flow-Check"]).toBe("none")
   expect((await flow(dir.path, ["show", "a"])).stdout).toContain("  Checks: none configured\n")
+})
+
+type Backend = { name: string; enabled: boolean; open: () => Promise<{ state: RunState } & AsyncDisposable> }
+
+const BACKENDS: Backend[] = [
+  {
+    name: "SQLite",
+    enabled: true,
+    open: async () => {
+      const dir = mkdtempSync(join(tmpdir(), "flow-evidence-"))
+      const state = await openStateDb(projectAt(dir))
+      return { state, [Symbol.asyncDispose]: async () => (state.close(), rmSync(dir, { recursive: true, force: true })) }
+    },
+  },
+  {
+    name: "PostgreSQL",
+    enabled: HAVE_POSTGRES,
+    open: async () => {
+      const db = await freshDatabase()
+      const setting = sharedSetting(projectAt("/tmp"), parseUrl(db.url, "test"), "p", undefined)
+      const text = "tasks:\n  - {id: t, title: T, status: todo, instructions: x}\n"
+      await database(setting).run((sql) => sql.begin((tx) => createProject(tx, setting, Bun.YAML.parse(text) as never, text)))
+      const state = await PgRunState.open(database({ ...setting, machine: "laptop-1" }), { ...setting, machine: "laptop-1" })
+      return { state, [Symbol.asyncDispose]: async () => (state.close(), await db[Symbol.asyncDispose]()) }
+    },
+  },
+]
+
+describe.each(BACKENDS.filter((b) => b.enabled || process.env.CI === "1"))("the evidence in the $name run state", (backend) => {
+  test.concurrent("is recorded at the hand-over and read back with the checks since the agent's start and the queue's verdict", async () => {
+    await using repo = await tempRepo({ "a.txt": "a\n" })
+    await git(repo.path, ["switch", "-q", "-c", "flow/t"])
+    await Bun.write(join(repo.path, "b.txt"), "b\nb\n")
+    await git(repo.path, ["add", "b.txt"])
+    await git(repo.path, ["-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qm", "b"])
+    const head = (await git(repo.path, ["rev-parse", "HEAD"])).trim()
+    const target = (await git(repo.path, ["rev-parse", "HEAD^"])).trim()
+    await using open = await backend.open()
+    const db = open.state
+    const check = (passed: boolean) => ({
+      taskId: "t",
+      target: "main",
+      command: "make test",
+      passed,
+      code: passed ? 0 : 2,
+      timedOut: false,
+      seconds: 1.5,
+      output: passed ? "ok" : "boom",
+    })
+    expect(await readEvidence(db, "t")).toBeNull()
+    // A check of an earlier start of the task is not this landing's.
+    await db.events.append({ kind: "check.result", task_id: "t", data: check(false) })
+    await db.events.append({ kind: "task.start", task_id: "t", agent: "claude-1", data: { resumed: false } })
+    await db.events.append({ kind: "agent.usage", task_id: "t", agent: "claude-1", data: { inputTokens: 100, outputTokens: 20, costUsd: 0.5 } })
+    await db.events.append({ kind: "check.result", task_id: "t", data: check(false) })
+    await db.events.append({ kind: "fix", task_id: "t", data: { attempt: 1 } })
+    const h = { taskId: "t", repo: repo.path, branch: "flow/t", head, target: "main", targetCommit: target, keepOut: [], check: "make test" }
+    const landing = await recordEvidence(db, h)
+    expect(landing).toEqual({
+      branch: "flow/t",
+      target: "main",
+      head,
+      diff: { files: [{ path: "b.txt", insertions: 2, deletions: 0 }], insertions: 2, deletions: 0 },
+      check: "make test",
+      agent: "claude-1",
+      attempts: 1,
+      fix_rounds: 1,
+      usage: { input_tokens: 100, output_tokens: 20, cost_usd: 0.5 },
+      agent_seconds: null,
+    })
+    const waiting = await readEvidence(db, "t")
+    expect(waiting).toMatchObject({ ...landing, task: "t", state: "waiting", commit: null, queue: null })
+    expect(waiting!.checks.map((c) => c.passed)).toEqual([false])
+    await db.events.append({ kind: "check.result", task_id: "t", data: check(true) })
+    await db.events.append({ kind: "merge", task_id: "t", data: { taskId: "t", commit: "c0ffee" } })
+    await db.events.append({ kind: "queue.end", task_id: "t", data: { taskId: "t", outcome: "landed", seconds: 4.2, checks: 1, thrown: 0 } })
+    const landed = TaskEvidence.assert(await readEvidence(db, "t"))
+    expect(landed).toMatchObject({ state: "landed", commit: "c0ffee", queue: { seconds: 4.2, checks: 1, thrown: 0 } })
+    expect(landed.checks.map(({ at: _, ...c }) => c)).toEqual([
+      { command: "make test", passed: false, exit_code: 2, timed_out: false, seconds: 1.5, output_tail: "boom" },
+      { command: "make test", passed: true, exit_code: 0, timed_out: false, seconds: 1.5, output_tail: "ok" },
+    ])
+  })
 })

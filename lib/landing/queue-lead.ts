@@ -99,7 +99,9 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     await o.into.fetch(to, batch.at(-1)!.ref) // another machine's build is pushed from here
     if (to !== tip) stopPoint("before-push")
     const moved =
-      to === tip ? { ok: true as const } : await timed(batch[0].task_id, "move", () => o.into.move(tip, to, `flow: ${batch.map((r) => subjectOf(r.message)).join("; ")}`))
+      to === tip
+        ? { ok: true as const }
+        : await timed(batch[0].task_id, "move", () => o.into.move(tip, to, `flow: ${batch.map((r) => subjectOf(r.message)).join("; ")}`))
     if (!moved.ok && moved.why === "wait") {
       wait = { taskId: batch[0].task_id, detail: moved.detail, lock: moved.lock }
       break

@@ -14,7 +14,16 @@ import { usageText } from "../budget/usage"
 const KINDS = ["task.start", "task.evidence", "check.result", "queue.end", "merge"] as const
 
 /** Where a branch is handed over: the task, its repository, branch and commit, the target's commit, flow's own files, the check's command. */
-export type HandOver = { taskId: string; repo: string; branch: string; head: string; target: string; targetCommit: string; keepOut: string[]; check: string | null }
+export type HandOver = {
+  taskId: string
+  repo: string
+  branch: string
+  head: string
+  target: string
+  targetCommit: string
+  keepOut: string[]
+  check: string | null
+}
 
 /**
  * Records what the task's landing stands on, now that its branch `head` is handed to the queue, and returns it

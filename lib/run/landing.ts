@@ -222,7 +222,16 @@ export class Landing {
     const id = reused
       ? reused.id
       : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const handOver = { taskId, repo: ws.repo, branch: ws.branch, head, target: ws.target, targetCommit: before, keepOut: [...queue.keepOut], check: queue.check }
+    const handOver = {
+      taskId,
+      repo: ws.repo,
+      branch: ws.branch,
+      head,
+      target: ws.target,
+      targetCommit: before,
+      keepOut: [...queue.keepOut],
+      check: queue.check,
+    }
     const evidence = await recordEvidence(this.s.db, handOver)
     const message = mergeMessage(`Merge ${ws.branch}: ${taskId}`, taskId, evidence)
     const v = await queue.submit({ taskId, branch: ws.branch, head, message, fence: claim, since })
