@@ -10,6 +10,7 @@ import { showTask } from "../lib/ops/read"
 import { usageText } from "../lib/budget/usage"
 import { workedByText } from "../lib/run/worked-by"
 import { budgetText } from "../lib/budget/budget-report"
+import { evidenceLines } from "../lib/run/evidence-text"
 
 export const meta = {
   usage: "flow show <task_id> [--json]",
@@ -17,8 +18,10 @@ export const meta = {
 restricted to) and, once a 'flow run' agent had it, the agent that works or worked on it, each dependency with
 its status (✓ done, ○ not yet), instructions, acceptance criteria and notes; then, when set, its parent,
 checkpoint, the task validating it, the tasks it validates, repo, worktree, start and completion times,
-the tokens and cost its agents reported and its budget (spent of its cap, docs/BUDGETS.md); then its steps
-and its subtasks, one line each.`,
+the tokens and cost its agents reported and its budget (spent of its cap, docs/BUDGETS.md); once its branch was
+handed to the merge queue, its evidence (docs/REVIEW.md): the diff's files, the checks that ran with their
+exit codes and output, agent, attempts, fix rounds, cost and the queue's wait; then its steps and its
+subtasks, one line each.`,
   options: {
     json: { type: "boolean", help: "print the task and what is derived from it as JSON" },
   },
@@ -28,7 +31,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [id] = positionalsExactly(positionals, ["task_id"], meta.usage)
   const project = findProject(ctx)
-  const { report, index, entry, usage, worker, budget, landing } = await showTask(project, id)
+  const { report, index, entry, usage, worker, budget, landing, evidence } = await showTask(project, id)
   if (values.json) {
     ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
     return
@@ -79,6 +82,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   if (spent) out.push(`Usage: ${spent}`)
   const capped = budgetText(budget)
   if (capped) out.push(`Budget: ${capped}`)
+  if (evidence) out.push(...evidenceLines(evidence))
   if (task.steps && task.steps.length > 0) {
     out.push("Steps:")
     for (const step of task.steps) out.push(`  [${step.status ?? "pending"}] ${step.id}${firstLine(step.instruction)}`)

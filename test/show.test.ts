@@ -263,6 +263,7 @@ test.concurrent("--json: the stored record without subtasks, plus what is derive
     landing_wait: null,
     budget: null,
     worked_by: null,
+    evidence: null,
   })
 })
 

@@ -124,6 +124,7 @@ describe.each(BACKENDS.filter((b) => b.enabled || process.env.CI === "1"))("the 
           budget: null,
           worked_by: null,
           landing_wait: null,
+          evidence: null,
         },
         null,
         2,

@@ -342,6 +342,66 @@ test("a landing that waits for the person shows in the open task's panel, and go
   }
 })
 
+test("a task's evidence shows in its panel: the diff's files, each check with its output's tail, agent, cost and the queue's wait", async () => {
+  await page.click('#nodes .node[data-id="ui"]')
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-id")?.textContent === "ui")
+  {
+    // As a run records them (lib/run/evidence.ts): the hand-over, then a check that failed and one that passed.
+    using db = await openState(projectAt(dir.path))
+    const check = (passed: boolean, output: string) =>
+      db.events.append({
+        kind: "check.result",
+        task_id: "ui",
+        data: { taskId: "ui", target: "main", command: "npm test", passed, code: passed ? 0 : 1, timedOut: false, seconds: 2.25, output },
+      })
+    await db.events.append({ kind: "task.start", task_id: "ui", agent: "claude-1", data: { resumed: false } })
+    await check(false, "<b>1 failing</b>")
+    await db.events.append({
+      kind: "task.evidence",
+      task_id: "ui",
+      agent: "claude-1",
+      data: {
+        branch: "flow/ui",
+        target: "main",
+        head: "a".repeat(40),
+        diff: {
+          files: [
+            { path: "src/ui.ts", insertions: 12, deletions: 3 },
+            { path: "logo.png", insertions: null, deletions: null },
+          ],
+          insertions: 12,
+          deletions: 3,
+        },
+        check: "npm test",
+        agent: "claude-1",
+        attempts: 1,
+        fix_rounds: 1,
+        usage: { input_tokens: 1200, output_tokens: 300, cost_usd: 0.25 },
+        agent_seconds: 42,
+      },
+    })
+    await check(true, "12 passing")
+    await db.events.append({ kind: "merge", task_id: "ui", data: { taskId: "ui", commit: "b".repeat(40) } })
+    await db.events.append({ kind: "queue.end", task_id: "ui", data: { taskId: "ui", outcome: "landed", seconds: 3.5, checks: 1, thrown: 0 } })
+  }
+  await page.waitForFunction(() => (globalThis as unknown as Win).document.querySelector("#detail-evidence")?.textContent?.includes("Queue") === true)
+  const rows = await page.$$eval("#detail-evidence tr", (els) => els.map((e) => (e as unknown as El).textContent))
+  expect(rows).toEqual([
+    `Statelanded into main as ${"b".repeat(12)}, from flow/ui at ${"a".repeat(12)}`,
+    "Diff2 files, +12 −3",
+    "Agentclaude-1 (attempts 1, fix rounds 1)",
+    "Costtokens 1,200 in, 300 out, $0.2500, 42 s of agent turns",
+    "Queue3.5 s from done to verdict, 1 check, 0 thrown away",
+    "+12 −3src/ui.ts",
+    "binarylogo.png",
+  ])
+  expect(await page.$$eval("#detail-evidence .check", (els) => els.map((e) => (e as unknown as El).textContent))).toEqual([
+    "✗ failed (exit 1) after 2.3 s: npm test<b>1 failing</b>",
+    "✓ passed after 2.3 s: npm test12 passing",
+  ])
+  await page.screenshot({ path: join(ARTIFACTS, "view-evidence.png") })
+})
+
 test("a checkpoint waiting for review is accepted from the page", async () => {
   expect(await nodeClass("review")).toContain("review")
   await page.click('#inbox .card[data-review="review"] button[data-decision="done"]')

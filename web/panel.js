@@ -76,6 +76,7 @@ export async function renderDetails(id, keepScroll) {
     // Its merge passed, but something of the person's is in the way of their checkout (docs/RUN.md, "Landing").
     report.landing_wait ? `<p class="waiting" id="detail-landing">⏸ Landing waits: ${esc(report.landing_wait.reason)}</p>` : "",
     fieldRows(report),
+    evidenceHtml(report.evidence),
     `<h3>Instructions</h3><div class="md" id="detail-instructions">${t.instructions?.trim() ? markdown(t.instructions) : '<p class="hint">none</p>'}</div>`,
     `<h3>Acceptance criteria</h3>${list(t.acceptance_criteria)}`,
     t.steps?.length ? `<h3>Steps</h3>${steps}` : "",
@@ -92,6 +93,40 @@ export async function renderDetails(id, keepScroll) {
   ]
   $("details").innerHTML = html.join("\n")
   if (keepScroll) side.scrollTop = scroll
+}
+
+/**
+ * A task's evidence (docs/REVIEW.md, "Evidence"; the record is TaskEvidence in lib/model/json-shapes.ts): the
+ * diff's files, the checks that ran with their output's tail, who did it and what it cost, the queue's wait.
+ */
+export function evidenceHtml(e) {
+  if (!e) return ""
+  const state = e.state === "landed" ? `landed into ${e.target}${e.commit ? ` as ${e.commit.slice(0, 12)}` : " (in the target already)"}` : e.state
+  const files = e.diff.files.map(
+    (f) => `<tr><td>${f.insertions === null ? "binary" : `+${f.insertions} −${f.deletions}`}</td><td><code>${esc(f.path)}</code></td></tr>`,
+  )
+  const checks = e.checks.map(
+    (c) =>
+      `<div class="check ${c.passed ? "passed" : "failed"}">${c.passed ? "✓ passed" : c.timed_out ? "✗ timed out" : `✗ failed (exit ${c.exit_code})`} after ${c.seconds.toFixed(1)} s: <code>${esc(c.command)}</code>` +
+      `${c.output_tail ? `<pre class="prompt">${esc(c.output_tail)}</pre>` : ""}</div>`,
+  )
+  const cost = [usageText(e.usage), e.agent_seconds === null ? "" : `${e.agent_seconds} s of agent turns`].filter(Boolean).join(", ") || "none reported"
+  const rows = [
+    ["State", esc(`${state}, from ${e.branch} at ${e.head.slice(0, 12)}`)],
+    ["Diff", esc(`${e.diff.files.length} file${e.diff.files.length === 1 ? "" : "s"}, +${e.diff.insertions} −${e.diff.deletions}`)],
+    ["Agent", esc(`${e.agent ?? "none"} (attempts ${e.attempts}, fix rounds ${e.fix_rounds})`)],
+    ["Cost", esc(cost)],
+  ]
+  if (e.queue)
+    rows.push([
+      "Queue",
+      esc(`${e.queue.seconds.toFixed(1)} s from done to verdict, ${e.queue.checks} check${e.queue.checks === 1 ? "" : "s"}, ${e.queue.thrown} thrown away`),
+    ])
+  return (
+    `<h3>Evidence</h3><div id="detail-evidence"><table class="fields">${rows.map(([k, v]) => `<tr><th>${k}</th><td>${v}</td></tr>`).join("")}</table>` +
+    `${files.length ? `<table class="fields diffstat">${files.join("")}</table>` : ""}` +
+    `${checks.length ? checks.join("") : `<p class="hint">${e.check === null ? "no check configured" : `${esc(e.check)}: none finished yet`}</p>`}</div>`
+  )
 }
 
 // ---------- questions and checkpoints ----------

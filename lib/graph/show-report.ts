@@ -1,5 +1,5 @@
 // What `flow show` derives from one task (its --json shape), shared with the inspector's task endpoint.
-import type { BudgetReport, LandingWait, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
+import type { BudgetReport, LandingWait, ShowReport, TaskEvidence, Usage, WorkedBy } from "../model/json-shapes"
 import { topLevelOf, type Indexed, type Task } from "../model/task-index"
 import { taskSummary } from "./task-lines"
 
@@ -9,7 +9,7 @@ export type Descendant = { task: Task; parent: Task; depth: number }
  * `flow show --json` of one task. A valid file names only existing dependencies (validate checks it before
  * a file is trusted). `titles` are the phase titles of plan.md and tasks.yaml (lib/plan/plan-phases.ts); `usage` the task's sum (lib/budget/usage.ts);
  * `budget` its spend beside its caps (lib/budget/budget-report.ts); `worker` who works or worked on it (lib/run/worked-by.ts);
- * `landing` what its landing waits for (lib/landing/landing-waits.ts).
+ * `landing` what its landing waits for (lib/landing/landing-waits.ts); `evidence` what its landing stands on (lib/run/evidence.ts).
  */
 export function showReport(
   index: Map<string, Indexed>,
@@ -19,6 +19,7 @@ export function showReport(
   worker: WorkedBy | null,
   budget: BudgetReport | null = null,
   landing: LandingWait | null = null,
+  evidence: TaskEvidence | null = null,
 ): ShowReport {
   const { task } = entry
   const { dependents, validates } = pointingAt(index, task.id)
@@ -37,6 +38,7 @@ export function showReport(
     budget,
     worked_by: worker,
     landing_wait: landing,
+    evidence,
   }
 }
 

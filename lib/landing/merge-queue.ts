@@ -15,8 +15,9 @@ import type { CheckClaim, QueueRow } from "../state/queue-rows"
 import { checkFailure, runClaimedCheck, scratchFolder } from "./queue-check"
 import { leadStep, type Sweep } from "./queue-lead"
 import { timed } from "../cli/trace"
-import type { QueueExit, QueueOptions, QueueState, Verdict } from "./queue-types"
+import type { LandingEvent, QueueExit, QueueOptions, QueueState, Verdict } from "./queue-types"
 import { serviceLevels } from "./queue-report"
+import type { Check, CheckResult } from "../worktree/command"
 
 export type { LandingEvent, LandingEvents, QueueOptions, QueueState, Verdict } from "./queue-types"
 
@@ -96,6 +97,16 @@ export class MergeQueue {
     if (this.o.signal.aborted) this.stop()
     void this.pump()
     return promise
+  }
+
+  /** The command of the check every merge of this queue must pass; null when none is configured. */
+  get check(): string | null {
+    return this.o.check?.label ?? null
+  }
+
+  /** Repository-relative paths of flow's own files, which no merge of this queue takes from a branch. */
+  get keepOut(): readonly string[] {
+    return this.o.keepOut
   }
 
   /** Looks at the queue again (another process changed it: a fleet's notification). */
@@ -314,6 +325,7 @@ export class MergeQueue {
       void runClaimedCheck(this.o, check, claim, stop, this.cleanups)
         .then(
           (done) => {
+            if (done) this.o.bus.emit(checkResult(claim.task_id, this.o.target, check.label, done.result))
             if (done && other)
               this.o.bus.emit({
                 type: "check",
@@ -391,4 +403,20 @@ export class MergeQueue {
  */
 function leadView(line: readonly QueueRow[]): string {
   return line.map((r) => `${r.id}.${r.gen}.${r.state === "checking" ? "ready" : r.state}.${r.base}.${r.merge}`).join(" ")
+}
+
+/** The event of a check that ran on `taskId`'s merge: its command, verdict, exit code and output's tail. */
+function checkResult(taskId: string, target: string, command: Check["label"], r: CheckResult): LandingEvent {
+  const failed = r.ok ? undefined : r
+  return {
+    type: "check-result",
+    taskId,
+    target,
+    command,
+    passed: r.ok,
+    code: r.ok ? 0 : failed!.timedOut ? null : failed!.code,
+    timedOut: failed?.timedOut ?? false,
+    seconds: r.seconds,
+    output: r.output ?? "",
+  }
 }

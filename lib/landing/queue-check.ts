@@ -27,7 +27,7 @@ export function scratchFolder(o: Pick<QueueOptions, "scratchDir" | "repo">): voi
  * Runs a check this run claimed: the merge brought here (a fleet's, from the remote), checked in a scratch
  * worktree while its lease is renewed, and the result recorded. `stop` ends it (the run stops, or the candidate
  * was rebuilt); a renewal that finds the claim gone ends it too. The outcome, and whether it was recorded; none
- * when it was stopped.
+ * when it was stopped; `result`, what the check itself said (its exit code and output).
  */
 export async function runClaimedCheck(
   o: QueueOptions,
@@ -35,7 +35,7 @@ export async function runClaimedCheck(
   claim: CheckClaim,
   stop: AbortController,
   cleanups: Set<Promise<unknown>>,
-): Promise<{ outcome: CheckOutcome; recorded: boolean } | undefined> {
+): Promise<{ outcome: CheckOutcome; result: CheckResult; recorded: boolean } | undefined> {
   const heartbeat = setInterval(
     () =>
       void o.state.queue.renewCheck(claim, o.leaseMs).then(
@@ -56,7 +56,7 @@ export async function runClaimedCheck(
           const verdict = checkFailure(check, result, setup)
           return { ok: false, seconds: result.seconds, reason: verdict.reason, verdict }
         })()
-    return { outcome, recorded: await o.state.queue.checkDone(claim, outcome) }
+    return { outcome, result, recorded: await o.state.queue.checkDone(claim, outcome) }
   } finally {
     clearInterval(heartbeat)
   }

@@ -40,7 +40,7 @@ export type Sweep = "now" | "if-empty" | "no"
  */
 async function lost(o: QueueOptions, r: QueueRow, tip: string): Promise<Extract<Verdict, { kind: "stopped" }> | undefined> {
   if (!o.holds || r.attempt === null || (await o.holds({ taskId: r.task_id, attempt: r.attempt, run: r.run_id }))) return undefined
-  const merged = await mergeOnFirstParents(o.repo, tip, r.message)
+  const merged = await mergeOnFirstParents(o.repo, tip, subjectOf(r.message))
   const landed = merged ? `, and another run landed it: ${o.into.shown} has its merge (${merged.slice(0, 12)})` : ""
   return {
     ok: false,
@@ -100,7 +100,9 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     await o.into.fetch(to, batch.at(-1)!.ref) // another machine's build is pushed from here
     if (to !== tip) stopPoint("before-push")
     const moved =
-      to === tip ? { ok: true as const } : await timed(batch[0].task_id, "move", () => o.into.move(tip, to, `flow: ${batch.map((r) => r.message).join("; ")}`))
+      to === tip
+        ? { ok: true as const }
+        : await timed(batch[0].task_id, "move", () => o.into.move(tip, to, `flow: ${batch.map((r) => subjectOf(r.message)).join("; ")}`))
     if (!moved.ok && moved.why === "wait") {
       wait = { taskId: batch[0].task_id, detail: moved.detail, lock: moved.lock }
       break
@@ -130,6 +132,11 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     return { changed: changes.length > 0, wait, drop: [], swept: true }
   }
   return { changed: changes.length > 0, wait, drop, swept: false }
+}
+
+/** A merge's subject: its message's first line (its evidence's trailers follow: lib/run/evidence.ts), as `git log %s` shows it. */
+function subjectOf(message: string): string {
+  return message.split("\n", 1)[0]
 }
 
 /** Whether `commit` is in the target at `tip` (a commit this clone lacks is not: the tip is here with its history). */

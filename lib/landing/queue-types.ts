@@ -52,6 +52,21 @@ export type LandingEvent =
   | ({ type: "queue-report"; target: string } & ServiceLevels)
   /** a check this machine runs for another machine's candidate (a fleet's): `of`, that machine */
   | { type: "check"; taskId: string; target: string; of: string; state: "checking" | "passed" | "failed"; seconds?: number; reason?: string }
+  /**
+   * a check this machine ran on a candidate's merge, whoever's, and finished (not stopped): what the task's
+   * evidence shows (docs/REVIEW.md); code null when it was killed at its timeout
+   */
+  | {
+      type: "check-result"
+      taskId: string
+      target: string
+      command: string
+      passed: boolean
+      code: number | null
+      timedOut: boolean
+      seconds: number
+      output: string
+    }
   /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
   | { type: "waiting"; taskId?: string; reason: string }
   /** something the run or its landing did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */

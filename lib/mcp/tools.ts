@@ -78,7 +78,7 @@ export const TOOLS: readonly Tool[] = [
     name: "flow_show",
     title: "Show a task",
     description:
-      "One task as stored in tasks.yaml with what flow derives from it (flow show --json): its dependencies with their statuses, dependents, subtasks, parent, phase and title, tokens and cost, its budget.",
+      "One task as stored in tasks.yaml with what flow derives from it (flow show --json): its dependencies with their statuses, dependents, subtasks, parent, phase and title, tokens and cost, its budget, and once its branch was handed to the merge queue its evidence (docs/REVIEW.md): diff, checks with output, agent, fix rounds, cost, the queue's wait.",
     input: type({ task_id: taskId }),
     output: ShowReport,
     ...readOnly,

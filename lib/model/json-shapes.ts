@@ -171,6 +171,57 @@ export type StoredTask = typeof StoredTask.infer
 export const LandingWait = type({ task: "string", target: "string", reason: "string", since: "string" })
 export type LandingWait = typeof LandingWait.infer
 
+/** One file a task's branch changes (docs/REVIEW.md, "Evidence"): lines added and removed, null for a binary file. */
+export const EvidenceFile = type({ path: "string", insertions: "number | null", deletions: "number | null" })
+
+/** One check that ran on a task's merge: its command, how long, its exit code (null: killed at its timeout) and its output's tail. */
+export const EvidenceCheck = type({
+  command: "string",
+  passed: "boolean",
+  exit_code: "number | null",
+  timed_out: "boolean",
+  seconds: "number",
+  output_tail: "string",
+  at: "string",
+})
+export type EvidenceCheck = typeof EvidenceCheck.infer
+
+/**
+ * What a task's landing stands on, fixed when its branch is handed to the merge queue (each fix round hands it
+ * over again): the diff against its target, the check its merge must pass (null: none configured), who did the
+ * work (the agent, how many times an agent started on it, how many fix rounds), and what it cost (tokens and
+ * dollars as reported, seconds of agent turns). The merge commit's trailers are made from exactly this.
+ */
+export const LandingEvidence = type({
+  branch: "string",
+  target: "string",
+  head: "string",
+  diff: { files: EvidenceFile.array(), insertions: "number", deletions: "number" },
+  check: "string | null",
+  agent: "string | null",
+  attempts: "number",
+  fix_rounds: "number",
+  usage: Usage.or("null"),
+  agent_seconds: "number | null",
+})
+export type LandingEvidence = typeof LandingEvidence.infer
+
+/**
+ * A task's evidence (docs/REVIEW.md, "Evidence"), for a task handed to the merge queue: what its landing stands
+ * on, the checks that ran on its merges since its agent last started on it, and how its candidate left the
+ * queue: `state` waiting (in line, or its run stopped before a verdict), landed (`commit`: the merge, null when
+ * its work was in the target already) or failed; `queue` the time from the agent's done to the verdict.
+ */
+export const TaskEvidence = LandingEvidence.and({
+  task: "string",
+  state: "'waiting' | 'landed' | 'failed'",
+  submitted_at: "string",
+  commit: "string | null",
+  checks: EvidenceCheck.array(),
+  queue: type({ seconds: "number", checks: "number", thrown: "number" }).or("null"),
+})
+export type TaskEvidence = typeof TaskEvidence.infer
+
 /**
  * `flow show --json`. `task` is the record as stored in tasks.yaml (keys flow does not know included) without
  * its `subtasks`; the rest is derived: every descendant in file order, each dependency with its status, the
@@ -194,6 +245,8 @@ export const ShowReport = type({
   worked_by: WorkedBy.or("null"),
   /** what its landing waits for in the live run; null when it does not wait */
   landing_wait: LandingWait.or("null"),
+  /** what its landing stands on and went through, once it was handed to the merge queue; null before */
+  evidence: TaskEvidence.or("null"),
 })
 export type ShowReport = typeof ShowReport.infer
 

@@ -5,13 +5,14 @@ import { availableTasks } from "../graph/availability"
 import { effectivePhase, showReport } from "../graph/show-report"
 import { taskSummary } from "../graph/task-lines"
 import { requireTask } from "../graph/task-lookup"
-import type { BudgetReport, LandingWait, ListReport, NextReport, ShowReport, Usage, WorkedBy } from "../model/json-shapes"
+import type { BudgetReport, LandingWait, ListReport, NextReport, ShowReport, TaskEvidence, Usage, WorkedBy } from "../model/json-shapes"
 import { indexTasks, type Indexed, type Task } from "../model/task-index"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import { readTaskBudget } from "../budget/budget-report"
 import { readLandingWaits } from "../landing/landing-waits"
 import { readUsage } from "../budget/usage"
 import { readWork, workedBy } from "../run/worked-by"
+import { readTaskEvidence } from "../run/evidence"
 import { readBudgetConfig } from "../config/budget-config"
 import { openStore } from "../store/open"
 
@@ -81,6 +82,8 @@ export type ShowData = {
   budget: BudgetReport | null
   /** what its landing waits for in the live run (lib/landing/landing-waits.ts), null when it does not wait */
   landing: LandingWait | null
+  /** what its landing stands on and went through (lib/run/evidence.ts), null before its branch was handed over */
+  evidence: TaskEvidence | null
 }
 
 /** One task (a subtask id works too) and what `flow show` derives from it; a FlowError naming the closest id when there is none. */
@@ -90,16 +93,18 @@ export async function showTask(project: Project, id: string): Promise<ShowData> 
   const entry = requireTask(index, id)
   const { phase } = effectivePhase(entry, index)
   const titles = phase === null ? new Map<number, string>() : readPhaseTitles(project.dir, data)
-  const [totals, work, budget, waits] = await Promise.all([
+  const [totals, work, budget, waits, evidence] = await Promise.all([
     readUsage(project),
     readWork(project),
     readBudgetConfig(project.dir).then((config) => readTaskBudget(project, config, entry.task)),
     readLandingWaits(project),
+    readTaskEvidence(project, entry.task.id),
   ])
   const usage = totals.byTask.get(entry.task.id) ?? null
   const worker = workedBy(entry.task, work)
   const landing = waits.get(entry.task.id) ?? null
-  return { report: showReport(index, entry, titles, usage, worker, budget, landing), index, entry, usage, worker, budget, landing }
+  const report = showReport(index, entry, titles, usage, worker, budget, landing, evidence)
+  return { report, index, entry, usage, worker, budget, landing, evidence }
 }
 
 /** The tasks that may be taken now, for any agent or for `agent` (lib/graph/availability.ts), and `flow next --json`. */

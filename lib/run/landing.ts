@@ -28,6 +28,7 @@ import { teardownWorktree } from "../worktree/teardown"
 import { AgentGroups } from "./reaper"
 import type { Verdict } from "../landing/queue-types"
 import { MergeQueues } from "./queues"
+import { mergeMessage, recordEvidence } from "./evidence"
 import { coalescedWrite } from "./worker/status-writes"
 import { RepoLanes } from "../landing/repo-lanes"
 import type { RunSettings } from "./settings"
@@ -221,7 +222,19 @@ export class Landing {
     const id = reused
       ? reused.id
       : await this.journal.begin({ taskId, repo: ws.repo, branch: ws.branch, branchHead: head, target: ws.target, targetBefore: before })
-    const v = await queue.submit({ taskId, branch: ws.branch, head, message: `Merge ${ws.branch}: ${taskId}`, fence: claim, since })
+    const handOver = {
+      taskId,
+      repo: ws.repo,
+      branch: ws.branch,
+      head,
+      target: ws.target,
+      targetCommit: before,
+      keepOut: [...queue.keepOut],
+      check: queue.check,
+    }
+    const evidence = await recordEvidence(this.s.db, handOver)
+    const message = mergeMessage(`Merge ${ws.branch}: ${taskId}`, taskId, evidence)
+    const v = await queue.submit({ taskId, branch: ws.branch, head, message, fence: claim, since })
     if (v.ok || v.kind !== "stopped")
       await this.journal.outcome(
         id,

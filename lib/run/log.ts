@@ -26,6 +26,7 @@ function describe(e: RunEvent, at: Date): string | undefined {
     }
     case "task-assigned":
     case "task-end":
+    case "check-result": // the queue's own lines say how a check went; its output is the evidence's
       return undefined
     case "hook-start":
       return `${e.taskId}: ${e.hook} '${clip(e.command)}'`

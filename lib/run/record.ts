@@ -73,6 +73,7 @@ function toRecord(e: RunEvent, db: RunState): (() => Promise<unknown>)[] {
     case "queue-end":
     case "queue-report":
     case "check":
+    case "check-result":
     case "fix":
     case "question-wait":
     case "question-answered":

@@ -133,6 +133,8 @@ export interface RunState extends Disposable {
      * shared project also on which machine).
      */
     lastTaskEnds(): Promise<Map<string, TaskEnd>>
+    /** One task's events of the given kinds over every run (every machine's on a shared project), oldest first. */
+    ofTask(taskId: string, kinds: readonly string[]): Promise<FlowEvent[]>
   }
 
   /** Tokens and cost summed from the `agent.usage` events, by task, by agent, or over the last run. */

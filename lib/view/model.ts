@@ -13,6 +13,7 @@ import { currentStep, stepPrompt } from "../prompts/prompt"
 import { waitsForReview } from "../graph/checkpoint"
 import { parallelism, type Parallelism } from "../graph/parallelism"
 import { descendantsOf, showReport } from "../graph/show-report"
+import { readTaskEvidence } from "../run/evidence"
 import { readUsage } from "../budget/usage"
 import { readLandingWaits } from "../landing/landing-waits"
 import { parkedUntil, readTaskBudget } from "../budget/budget-report"
@@ -115,6 +116,7 @@ export class ViewModel {
         workedBy(entry.task, work),
         await readTaskBudget(this.project, await readBudgetConfig(this.project.dir), entry.task),
         (await readLandingWaits(this.project)).get(id) ?? null,
+        await readTaskEvidence(this.project, id),
       ),
       parked_until: await parkedUntil(this.project, id),
       prompt: await projectTaskPrompt(this.project, index, id),

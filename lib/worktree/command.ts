@@ -9,7 +9,8 @@ import { lines } from "../cli/proc"
 
 /** `name`: what the command is to flow.yaml (check, setup, teardown), for its messages */
 export type Check = { argv: string[]; timeoutMs: number; label: string; name: string }
-export type CheckResult = { ok: true; seconds: number } | { ok: false; timedOut: boolean; code: number; output: string; seconds: number }
+/** `output` of a check that passed: its last lines (the evidence shows them: docs/REVIEW.md). */
+export type CheckResult = { ok: true; seconds: number; output?: string } | { ok: false; timedOut: boolean; code: number; output: string; seconds: number }
 
 /** At most this much of a failed check's output reaches the agent and the task's note. */
 const MAX_LINES = 60
@@ -58,7 +59,7 @@ export async function runCheck(
     }
     await Promise.all([collect(proc.stdout), collect(proc.stderr)])
     const code = await proc.exited
-    if (code === 0 && !timedOut) return { ok: true, seconds: seconds() }
+    if (code === 0 && !timedOut) return { ok: true, seconds: seconds(), output: trimOutput(out.slice(-15)) }
     const head = timedOut
       ? [`the ${check.name} '${check.label}' timed out after ${Math.round(check.timeoutMs / 1000)} s and was killed`]
       : [`the ${check.name} '${check.label}' failed (exit ${code})`]

@@ -193,6 +193,13 @@ export class PgRunState implements RunState {
           WHERE ${this.lastRunEvents(sql)} AND kind = ANY(${sql.array([...kinds])}::text[])
           ORDER BY id`,
       ),
+    ofTask: (taskId: string, kinds: readonly string[]): Promise<FlowEvent[]> =>
+      this.rows(
+        (sql) => sql`
+          SELECT id::float8 AS id, at, kind, task_id, agent, data FROM events
+          WHERE project = ${this.key} AND task_id = ${taskId} AND kind = ANY(${sql.array([...kinds])}::text[])
+          ORDER BY id`,
+      ),
     lastTaskEnds: async (): Promise<Map<string, TaskEnd>> => {
       const rows = await this.run(
         (sql) => sql`

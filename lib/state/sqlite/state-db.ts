@@ -252,6 +252,15 @@ export class StateDb implements RunState {
           .all(...kinds)
           .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
       ),
+    ofTask: (taskId: string, kinds: readonly string[]): Promise<FlowEvent[]> =>
+      this.retry(() =>
+        this.db
+          .query<Omit<FlowEvent, "data"> & { data: string | null }, string[]>(
+            `SELECT id, at, kind, task_id, agent, data FROM events WHERE task_id = ? AND kind IN (${kinds.map(() => "?").join(", ")}) ORDER BY id`,
+          )
+          .all(taskId, ...kinds)
+          .map((row) => ({ ...row, data: row.data === null ? null : JSON.parse(row.data) })),
+      ),
     /** Each task's last end in a run (`task.end`): which agent had it, when, and the status it was left in. */
     lastTaskEnds: (): Promise<Map<string, TaskEnd>> =>
       this.retry(() => {
