@@ -128,7 +128,7 @@ echo "kept=[\${SANDBOX_TEST_KEPT:-}] secret=[\${SANDBOX_TEST_SECRET:-}]"`),
     ]),
   )
   const r = await flow(dir.path, ["run", "--headless"], { env: { SANDBOX_TEST_KEPT: "k", SANDBOX_TEST_SECRET: "s" } })
-  expect(r.code).toBe(0)
+  expect({ code: r.code, out: r.code === 0 ? "" : r.stdout + r.stderr }).toEqual({ code: 0, out: "" })
   for (const what of ["note other", "done other", "reset", "answer"]) expect(r.stdout).toContain(`refused ${what}`)
   expect(r.stdout).toContain("show own ok")
   expect(r.stdout).toContain("a sandboxed agent may run 'flow note' only for its own task 'own'")
@@ -153,7 +153,7 @@ test.concurrent("network: none leaves the agent no way out, while an agent witho
     ]),
   )
   const r = await flow(dir.path, ["run", "--headless"])
-  expect(r.code).toBe(0)
+  expect({ code: r.code, out: r.code === 0 ? "" : r.stdout + r.stderr }).toEqual({ code: 0, out: "" })
   expect(r.stdout).toContain("cut refused")
   expect(r.stdout).toContain("open reached")
 })
