@@ -124,6 +124,7 @@ type ConfigSettings = Pick<
   | "fixAttempts"
   | "queueDepth"
   | "emptyDone"
+  | "review"
   | "prepare"
   | "budget"
   | "prices"
@@ -145,6 +146,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS,
     queueDepth: config.queue_depth,
     emptyDone: config.empty_done ?? "allow",
+    review: config.review,
   }
 }
 

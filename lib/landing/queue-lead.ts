@@ -82,9 +82,18 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
       const r = line.shift()!
       leave(r, (await lost(o, r, tip)) ?? (r.verdict as Verdict))
     }
+    line = await reviewed(o, line, leave)
     const batch: QueueRow[] = []
     for (const r of line) {
       if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
+      // A merge that passed waits for its review; the candidates behind it are built and checked meanwhile.
+      if ((await o.review?.(r.task_id, r.head))?.state === "waiting") {
+        wait = wait ?? {
+          taskId: r.task_id,
+          detail: `its merge passed and waits for review: 'flow review ${r.task_id}' shows it, then approve or ask for changes`,
+        }
+        break
+      }
       // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
       const gone = await lost(o, r, tip)
       if (gone) {
@@ -131,6 +140,21 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     return { changed: changes.length > 0, wait, drop: [], swept: true }
   }
   return { changed: changes.length > 0, wait, drop, swept: false }
+}
+
+/**
+ * The line without the candidates a reviewer asked changes of, wherever they are in it: each leaves with the
+ * comment (its task's agent gets it as a fix round), and those behind it are built again without it.
+ */
+async function reviewed(o: QueueOptions, line: QueueRow[], leave: (r: QueueRow, v: Verdict) => void): Promise<QueueRow[]> {
+  if (!o.review) return line
+  const kept: QueueRow[] = []
+  for (const r of line) {
+    const review = r.state === "passed" ? await o.review(r.task_id, r.head) : undefined
+    if (review?.state !== "changes") kept.push(r)
+    else leave(r, { ok: false, kind: "review", reason: `the reviewer asked for changes: ${review.comment}`, comment: review.comment })
+  }
+  return kept
 }
 
 /** A merge's subject: its message's first line (its evidence's trailers follow: lib/run/evidence.ts), as `git log %s` shows it. */
