@@ -1,6 +1,6 @@
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
-import { usage } from "../lib/cli/errors"
+import { FlowError, usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
 import { run as runProcess } from "../lib/cli/proc"
 import { loadConfig } from "../lib/config/config"
@@ -8,7 +8,7 @@ import { GIT_ENV } from "../lib/git/git"
 import { Workspaces } from "../lib/git/workspace"
 import { readEvidence } from "../lib/run/evidence"
 import { evidenceLines } from "../lib/run/evidence-text"
-import { decide, waitingReviews, type WaitingReview } from "../lib/run/review"
+import { decide, waitingReviews, type WaitingReview } from "../lib/landing/review-gate"
 import { answerer, type RunState } from "../lib/state/run-state"
 import { openExistingState, openState } from "../lib/state/state"
 import { openStore } from "../lib/store/open"
@@ -63,7 +63,11 @@ function list(ctx: Ctx, waiting: WaitingReview[], json: boolean): void {
 async function show(ctx: Ctx, spaces: Workspaces, store: TaskStore, db: RunState, waiting: WaitingReview[], id: string, json: boolean): Promise<void> {
   const w = waiting.find((x) => x.task === id)
   if (!w)
-    throw usage(`task '${id}' does not wait for review`, waiting.length ? `waiting: ${waiting.map((x) => x.task).join(", ")}` : "nothing waits for review")
+    throw new FlowError(
+      `task '${id}' does not wait for review`,
+      undefined,
+      waiting.length ? `waiting: ${waiting.map((x) => x.task).join(", ")}` : "nothing waits for review",
+    )
   const evidence = await readEvidence(db, id)
   const repo = await spaces.repoOf((indexTasks((await store.read()).data).get(id) as Indexed).task)
   const range = `${w.target}...${w.head}`

@@ -83,26 +83,10 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
       leave(r, (await lost(o, r, tip)) ?? (r.verdict as Verdict))
     }
     line = await reviewed(o, line, leave)
-    const batch: QueueRow[] = []
-    for (const r of line) {
-      if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
-      // A merge that passed waits for its review; the candidates behind it are built and checked meanwhile.
-      if ((await o.review?.(r.task_id, r.head))?.state === "waiting") {
-        wait = wait ?? {
-          taskId: r.task_id,
-          detail: `its merge passed and waits for review: 'flow review ${r.task_id}' shows it, then approve or ask for changes`,
-        }
-        break
-      }
-      // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
-      const gone = await lost(o, r, tip)
-      if (gone) {
-        leave(r, gone)
-        line = line.filter((x) => x !== r)
-        break
-      }
-      batch.push(r)
-    }
+    const front = await passedFront(o, line, tip, leave)
+    const batch = front.batch
+    line = front.line
+    wait = wait ?? front.wait
     if (batch.length === 0) break
     const to = batch.at(-1)!.merge!
     await o.into.fetch(to, batch.at(-1)!.ref) // another machine's build is pushed from here
@@ -140,6 +124,35 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     return { changed: changes.length > 0, wait, drop: [], swept: true }
   }
   return { changed: changes.length > 0, wait, drop, swept: false }
+}
+
+/**
+ * The passed candidates at the front of `line`, each built on the one ahead (the head on `tip`), that may move
+ * the target together: up to one whose review waits (then `wait` says so; those behind it are checked meanwhile)
+ * or one whose task another run took over (it leaves, and `line` is without it).
+ */
+async function passedFront(
+  o: QueueOptions,
+  line: QueueRow[],
+  tip: string,
+  leave: (r: QueueRow, v: Verdict) => void,
+): Promise<{ batch: QueueRow[]; line: QueueRow[]; wait?: NonNullable<LeadStep["wait"]> }> {
+  const batch: QueueRow[] = []
+  for (const r of line) {
+    if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
+    if ((await o.review?.(r.task_id, r.head))?.state === "waiting") {
+      const detail = `its merge passed and waits for review: 'flow review ${r.task_id}' shows it, then approve or ask for changes`
+      return { batch, line, wait: { taskId: r.task_id, detail } }
+    }
+    // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
+    const gone = await lost(o, r, tip)
+    if (gone) {
+      leave(r, gone)
+      return { batch, line: line.filter((x) => x !== r) }
+    }
+    batch.push(r)
+  }
+  return { batch, line }
 }
 
 /**

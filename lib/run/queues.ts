@@ -17,7 +17,7 @@ import { RUN_ID } from "../cli/run-id"
 import type { RunSettings } from "./settings"
 import { storeSetting } from "../store/setting"
 import { checkResolver } from "../landing/verify"
-import { reviewGate } from "./review"
+import { reviewGate } from "../landing/review-gate"
 import type { Workspace } from "../git/workspace"
 
 /** How many candidates of a queue are built and checked at once unless flow.yaml says (queue_depth). */

@@ -4,7 +4,7 @@
 // commit waits for a new decision, and a candidate rebuilt on a moved target keeps its approval.
 import { FlowError } from "../cli/errors"
 import { reviewerOf, type ReviewConfig } from "../config/review-config"
-import type { ReviewState } from "../landing/queue-types"
+import type { ReviewState } from "./queue-types"
 import { indexTasks, topLevelOf, type Indexed } from "../model/task-index"
 import type { QueueRow } from "../state/queue-rows"
 import type { RunState } from "../state/run-state"
