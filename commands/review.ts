@@ -54,10 +54,12 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
 }
 
 function list(ctx: Ctx, waiting: WaitingReview[], json: boolean): void {
-  if (json) return ctx.stdout(`${JSON.stringify({ reviews: waiting }, null, 2)}\n`)
-  if (waiting.length === 0) return ctx.stdout("Nothing waits for review.\n")
-  const lines = waiting.map((w) => `${w.task}: ${w.title} (${w.branch} at ${w.head.slice(0, 12)} into ${w.target}, its check passed)`)
-  ctx.stdout(`${lines.join("\n")}\n'flow review <id>' shows one; 'flow review <id> approve' or 'flow review <id> changes "<comment>"' decides.\n`)
+  if (json) ctx.stdout(`${JSON.stringify({ reviews: waiting }, null, 2)}\n`)
+  else if (waiting.length === 0) ctx.stdout("Nothing waits for review.\n")
+  else {
+    const lines = waiting.map((w) => `${w.task}: ${w.title} (${w.branch} at ${w.head.slice(0, 12)} into ${w.target}, its check passed)`)
+    ctx.stdout(`${lines.join("\n")}\n'flow review <id>' shows one; 'flow review <id> approve' or 'flow review <id> changes "<comment>"' decides.\n`)
+  }
 }
 
 async function show(ctx: Ctx, spaces: Workspaces, store: TaskStore, db: RunState, waiting: WaitingReview[], id: string, json: boolean): Promise<void> {
