@@ -72,6 +72,11 @@ export const COMMANDS: Record<string, Entry> = {
   ask: { group: "Questions", summary: "ask a person a question about a task (for agents; --wait for the answer)", load: () => import("./commands/ask") },
   questions: { group: "Questions", summary: "list the questions waiting for an answer", load: () => import("./commands/questions") },
   answer: { group: "Questions", summary: "answer a question an agent asked", load: () => import("./commands/answer") },
+  review: {
+    group: "Questions",
+    summary: "list, show, approve or ask changes of the merges that wait for review (flow.yaml review)",
+    load: () => import("./commands/review"),
+  },
   run: { group: "Run", summary: "run agents on the task graph, each task in its own worktree", load: () => import("./commands/run") },
   log: { group: "Run", summary: "print the latest run's log, or one task's lines across runs; --follow a live run", load: () => import("./commands/log") },
   agents: { group: "Run", summary: "the agents, their current task and completed count", load: () => import("./commands/agents") },

@@ -134,6 +134,7 @@ type ConfigSettings = Pick<
   | "fixAttempts"
   | "queueDepth"
   | "emptyDone"
+  | "review"
   | "prepare"
   | "budget"
   | "prices"
@@ -156,6 +157,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     queueDepth: config.queue_depth,
     emptyDone: config.empty_done ?? "allow",
     notify: config.notify,
+    review: config.review,
   }
 }
 

@@ -52,7 +52,7 @@ test("the reference names every field of the schema, loads as an empty configura
     for (let j = i + 1; j < lines.length && /^# {2}/.test(lines[j]); j++) block.push(lines[j])
     return [block.map((l) => l.slice(2)).join("\n")]
   })
-  expect(examples.length).toBe(28)
+  expect(examples.length).toBe(30)
   for (const example of examples) expect({ example, loaded: "error" in load(example) }).toEqual({ example, loaded: false })
 })
 
@@ -101,7 +101,7 @@ test("a list of verify entries has each entry checked; a field of two shapes say
   ])
   expect((load("verify: 3\n") as { error: string }).error).toContain("ERROR: verify must be an object or an array (was 3)\n")
   expect((load("zzz: 1\n") as { error: string }).error).toContain(
-    "  hint: the fields here: agents, budget, copy, empty_done, fix_attempts, lease, limit_backoff, merge_target, notify, parallelism, ports, prices, project, pull_request, push, queue_depth, remote, repo, retries, sandbox, setup, state, task_timeout, teardown, verify",
+    "  hint: the fields here: agents, budget, copy, empty_done, fix_attempts, lease, limit_backoff, merge_target, notify, parallelism, ports, prices, project, pull_request, push, queue_depth, remote, repo, retries, review, sandbox, setup, state, task_timeout, teardown, verify",
   )
   expect(load("- a\n")).toEqual({
     error: "flow.yaml must be a mapping of settings (field: value), not a list",

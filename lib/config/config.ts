@@ -7,6 +7,7 @@ import { closest } from "../cli/suggest"
 import { checkFallbacks } from "./fallback"
 import { NotifyField, notifyFields, notifyShape } from "./notify-config"
 import { SandboxConfig } from "./sandbox-config"
+import { ReviewConfig } from "./review-config"
 import { formatFinding, type Finding } from "../validation/findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "../validation/yaml-position"
 
@@ -131,6 +132,8 @@ export const FlowConfig = type({
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
   "pull_request?": type("boolean").or(PullRequestConfig),
+  /** who approves a task's merge before it lands: person, or per phase and per task (docs/REVIEW.md) */
+  "review?": ReviewConfig,
   /** caps on spending: per task, per agent, per run */
   "budget?": BudgetConfig,
   /** prices per model, for CLIs that report tokens but no dollars; added to (and winning over) flow's own */

@@ -83,18 +83,11 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
       const r = line.shift()!
       leave(r, (await lost(o, r, tip)) ?? (r.verdict as Verdict))
     }
-    const batch: QueueRow[] = []
-    for (const r of line) {
-      if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
-      // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
-      const gone = await lost(o, r, tip)
-      if (gone) {
-        leave(r, gone)
-        line = line.filter((x) => x !== r)
-        break
-      }
-      batch.push(r)
-    }
+    line = await reviewed(o, line, leave)
+    const front = await passedFront(o, line, tip, leave)
+    const batch = front.batch
+    line = front.line
+    wait = wait ?? front.wait
     if (batch.length === 0) break
     const to = batch.at(-1)!.merge!
     await o.into.fetch(to, batch.at(-1)!.ref) // another machine's build is pushed from here
@@ -132,6 +125,50 @@ export async function leadStep(o: QueueOptions, lead: QueueLead, trees: Map<stri
     return { changed: changes.length > 0, wait, drop: [], swept: true }
   }
   return { changed: changes.length > 0, wait, drop, swept: false }
+}
+
+/**
+ * The passed candidates at the front of `line`, each built on the one ahead (the head on `tip`), that may move
+ * the target together: up to one whose review waits (then `wait` says so; those behind it are checked meanwhile)
+ * or one whose task another run took over (it leaves, and `line` is without it).
+ */
+async function passedFront(
+  o: QueueOptions,
+  line: QueueRow[],
+  tip: string,
+  leave: (r: QueueRow, v: Verdict) => void,
+): Promise<{ batch: QueueRow[]; line: QueueRow[]; wait?: NonNullable<LeadStep["wait"]> }> {
+  const batch: QueueRow[] = []
+  for (const r of line) {
+    if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
+    if ((await o.review?.(r.task_id, r.head))?.state === "waiting") {
+      const detail = `its merge passed and waits for review: 'flow review ${r.task_id}' shows it, then approve or ask for changes`
+      return { batch, line, wait: { taskId: r.task_id, detail } }
+    }
+    // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
+    const gone = await lost(o, r, tip)
+    if (gone) {
+      leave(r, gone)
+      return { batch, line: line.filter((x) => x !== r) }
+    }
+    batch.push(r)
+  }
+  return { batch, line }
+}
+
+/**
+ * The line without the candidates a reviewer asked changes of, wherever they are in it: each leaves with the
+ * comment (its task's agent gets it as a fix round), and those behind it are built again without it.
+ */
+async function reviewed(o: QueueOptions, line: QueueRow[], leave: (r: QueueRow, v: Verdict) => void): Promise<QueueRow[]> {
+  if (!o.review) return line
+  const kept: QueueRow[] = []
+  for (const r of line) {
+    const review = r.state === "passed" ? await o.review(r.task_id, r.head) : undefined
+    if (review?.state !== "changes") kept.push(r)
+    else leave(r, { ok: false, kind: "review", reason: `the reviewer asked for changes: ${review.comment}`, comment: review.comment })
+  }
+  return kept
 }
 
 /** A merge's subject: its message's first line (its evidence's trailers follow: lib/run/evidence.ts), as `git log %s` shows it. */

@@ -12,6 +12,8 @@ export type Verdict =
   | { ok: false; kind: "conflict"; conflicts: string[]; reason: string }
   | { ok: false; kind: "check"; reason: string; output: string; timedOut: boolean }
   | { ok: false; kind: "stopped"; reason: string }
+  /** a reviewer asked for changes before it lands (docs/REVIEW.md): `comment` goes to the agent as a fix round */
+  | { ok: false; kind: "review"; reason: string; comment: string }
   /** not the agent's to fix: no checkout to merge into, local changes in the way, a git failure */
   | { ok: false; kind: "refused"; reason: string }
 
@@ -89,6 +91,12 @@ export type ServiceLevels = {
   thrown: number
 }
 
+/**
+ * Where a candidate's review stands (docs/REVIEW.md, "The review gate"), for its branch's commit: none needed,
+ * waiting for the reviewer, approved, or changes asked for with a comment.
+ */
+export type ReviewState = { state: "none" | "waiting" | "approved" } | { state: "changes"; comment: string }
+
 export type QueueOptions = {
   repo: string
   target: string
@@ -123,6 +131,8 @@ export type QueueOptions = {
   checkEnv: Record<string, string>
   /** records each check's process group for the reaper, as agents' are (lib/run/reaper.ts) */
   track: (pid: number, taskId: string) => void
+  /** where a candidate's review stands (flow.yaml `review`); absent: no candidate waits for one */
+  review?: (taskId: string, head: string) => Promise<ReviewState>
   /** where a landing that waits for the person is recorded while it waits (lib/landing/landing-waits.ts) */
   waits: { set: (taskId: string, reason: string) => void; clear: (taskId: string) => void }
   /** each check's scratch worktree made ready as a task's is (flow.yaml copy, ports, setup), and torn down */

@@ -6,7 +6,7 @@ import type { Task } from "../model/task-index"
 import type { Verdict } from "../landing/merge-queue"
 import type { Workspace } from "../git/workspace"
 
-type Failed = Extract<Verdict, { kind: "check" | "conflict" }>
+type Failed = Extract<Verdict, { kind: "check" | "conflict" | "review" }>
 
 const finishLine = (id: string, tools: boolean) =>
   `Then commit on your branch and ${callVerb(tools)} ${flowCall({ done: id }, tools, "'")}. If you cannot fix it, ${callVerb(tools)} ${flowCall({ block: id, reason: "<why>" }, tools, "'")} and a person will take over.`
@@ -17,12 +17,23 @@ export function fixEnv(ws: Workspace, v: Failed): Record<string, string> {
     FLOW_FIX: v.kind,
     FLOW_TARGET: ws.target,
     FLOW_FIX_REASON: v.reason,
-    FLOW_FIX_OUTPUT: v.kind === "check" ? v.output : v.conflicts.join("\n"),
+    FLOW_FIX_OUTPUT: v.kind === "check" ? v.output : v.kind === "review" ? v.comment : v.conflicts.join("\n"),
   }
 }
 
 /** `tools`: the agent has flow's MCP server (flow.yaml `mcp: true`), and is told to call its tools. */
 export async function fixPrompt(taskId: string, ws: Workspace, v: Failed, describe: (id: string) => Promise<Task | undefined>, tools = false): Promise<string> {
+  if (v.kind === "review") {
+    return [
+      `Your finished work on branch ${ws.branch} passed the project's check, and its reviewer asked for changes before it lands (docs/REVIEW.md):`,
+      "",
+      v.comment,
+      "",
+      `Make them on your branch ${ws.branch}, in this worktree; the reviewer sees the new work before it lands.`,
+      finishLine(taskId, tools),
+      "",
+    ].join("\n")
+  }
   if (v.kind === "check") {
     return [
       `Your finished work on branch ${ws.branch} was not merged: the merge of ${ws.branch} into ${ws.target} fails the project's check (${v.reason}).`,

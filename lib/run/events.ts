@@ -16,7 +16,7 @@ export type RunEvent =
   | { type: "status"; taskId: string; from: string; to: string; reason?: string }
   | { type: "merge"; taskId: string; branch: string; target: string; commit: string }
   | { type: "merge-failed"; taskId: string; branch: string; target: string; reason: string }
-  | { type: "fix"; taskId: string; attempt: number; of: number; kind: "check" | "conflict"; reason: string }
+  | { type: "fix"; taskId: string; attempt: number; of: number; kind: "check" | "conflict" | "review"; reason: string }
   | { type: "published"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "publish-failed"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "question-wait"; taskId: string; questions: string[] }

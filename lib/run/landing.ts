@@ -144,7 +144,7 @@ export class Landing {
       await this.pushBranch(taskId, ws)
       result = await timed(taskId, "land", () => this.merge(taskId, ws, since, opts.claim))
       if (result.ok || result.kind === "stopped") break
-      if ((result.kind !== "check" && result.kind !== "conflict") || !fixer?.canFix || attempt > this.s.fixAttempts) {
+      if ((result.kind !== "check" && result.kind !== "conflict" && result.kind !== "review") || !fixer?.canFix || attempt > this.s.fixAttempts) {
         result = { ...result, reason: attempt > 1 ? `${result.reason} (sent back to the agent ${attempt - 1} time${attempt === 2 ? "" : "s"})` : result.reason }
         break
       }
@@ -168,7 +168,7 @@ export class Landing {
     await blockTask(
       this.s,
       taskId,
-      `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "check" ? "fix it" : "resolve it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
+      `merge of ${ws.branch} into ${ws.target} failed: ${result.reason}. The target was left as it was; ${result.kind === "conflict" ? "resolve it" : "fix it"} on ${ws.branch} (in ${ws.path}) and run 'flow done ${taskId}': the next 'flow run' merges it${output}`,
       true,
       claim,
     )

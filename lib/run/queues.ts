@@ -17,6 +17,7 @@ import { RUN_ID } from "../cli/run-id"
 import type { RunSettings } from "./settings"
 import { storeSetting } from "../store/setting"
 import { checkResolver } from "../landing/verify"
+import { reviewGate } from "../landing/review-gate"
 import type { Workspace } from "../git/workspace"
 
 /** How many candidates of a queue are built and checked at once unless flow.yaml says (queue_depth). */
@@ -115,6 +116,7 @@ export class MergeQueues {
       state: s.db,
       into: await this.target(ws, serial),
       holds: s.store.claims && ((fence) => s.store.claims!.holds(fence)),
+      review: reviewGate(s.review, s.store, s.db),
       scratchDir: join(s.project.stateDir, "verify", Bun.hash(key).toString(36)),
       keepOut: flowFilesIn(ws.repo, s.project),
       moves: this.moves,

@@ -2,6 +2,7 @@
 // of finished work and the merge queues, so none of them imports another for its types.
 import type { AgentConfig, BudgetConfig, PublishSettings, VerifyConfig } from "../config/config"
 import type { PriceTable } from "../budget/prices"
+import type { ReviewConfig } from "../config/review-config"
 import type { Project } from "../cli/project"
 import type { RunState } from "../state/run-state"
 import type { TaskStore } from "../store/store"
@@ -30,6 +31,8 @@ export type RunSettings = {
   queueDepth?: number
   /** how many merge-queue checks this run takes at once (`flow run --checks`; default: its parallelism; 0: others' machines run them) */
   checks?: number
+  /** who approves a task's merge before it lands (flow.yaml `review`; docs/REVIEW.md); undefined: nobody */
+  review?: ReviewConfig
   /** a task finished with no changes on its branch: done with a note (allow), or blocked (flow.yaml empty_done) */
   emptyDone: "allow" | "block"
   /** how each task's worktree is made ready before its agent starts (flow.yaml setup, teardown, copy, ports) */

@@ -1,0 +1,90 @@
+// The review gate (docs/REVIEW.md, "The review gate"): a task whose flow.yaml `review` names a reviewer lands
+// only once its merge passed its check and the reviewer approved its branch's commit. A decision is an event
+// of the run state (`review.decision`, both backends), keyed by the commit it was made on: a fix round's new
+// commit waits for a new decision, and a candidate rebuilt on a moved target keeps its approval.
+import { FlowError } from "../cli/errors"
+import { reviewerOf, type ReviewConfig } from "../config/review-config"
+import type { ReviewState } from "./queue-types"
+import { indexTasks, topLevelOf, type Indexed } from "../model/task-index"
+import type { QueueRow } from "../state/queue-rows"
+import type { RunState } from "../state/run-state"
+import type { TaskStore } from "../store/store"
+
+export type Decision = { task: string; head: string; decision: "approve" | "changes"; comment: string | null; by: string; at: string }
+
+/** The latest decision on the task's commit `head`, if any. */
+export async function decisionOn(db: RunState, taskId: string, head: string): Promise<Decision | undefined> {
+  const events = await db.events.ofTask(taskId, ["review.decision"])
+  const e = events.findLast((x) => (x.data as Decision).head === head)
+  return e ? { ...(e.data as Omit<Decision, "at">), at: e.at } : undefined
+}
+
+/** The task's phase as the review gate reads it: its own, else its top-level task's. */
+function phaseOf(index: Map<string, Indexed>, entry: Indexed): number | null {
+  return entry.task.phase ?? topLevelOf(index, entry).task.phase ?? null
+}
+
+/** The queue's question (QueueOptions.review) for a run: where the review of a task's commit stands. */
+export function reviewGate(
+  config: ReviewConfig | undefined,
+  store: TaskStore,
+  db: RunState,
+): ((taskId: string, head: string) => Promise<ReviewState>) | undefined {
+  if (config === undefined) return undefined
+  return async (taskId, head) => {
+    const index = indexTasks((await store.read()).data)
+    const entry = index.get(taskId)
+    if (!entry || reviewerOf(config, taskId, phaseOf(index, entry)) === null) return { state: "none" }
+    const d = await decisionOn(db, taskId, head)
+    if (!d) return { state: "waiting" }
+    return d.decision === "approve" ? { state: "approved" } : { state: "changes", comment: d.comment ?? "" }
+  }
+}
+
+/** A candidate whose merge passed and waits for its review. */
+export type WaitingReview = { task: string; title: string; branch: string; head: string; target: string; reviewer: "person"; since: string }
+
+/** The candidates in every queue whose merge passed and whose review waits, in queue order. */
+export async function waitingReviews(config: ReviewConfig | undefined, store: TaskStore, db: RunState): Promise<WaitingReview[]> {
+  if (config === undefined) return []
+  const index = indexTasks((await store.read()).data)
+  const out: WaitingReview[] = []
+  for (const r of await db.queue.line()) {
+    const entry = index.get(r.task_id)
+    if (r.state !== "passed" || !entry) continue
+    const reviewer = reviewerOf(config, r.task_id, phaseOf(index, entry))
+    if (reviewer === null || (await decisionOn(db, r.task_id, r.head))) continue
+    out.push(waiting(r, entry, reviewer))
+  }
+  return out
+}
+
+function waiting(r: QueueRow, entry: Indexed, reviewer: "person"): WaitingReview {
+  return { task: r.task_id, title: entry.task.title, branch: r.branch, head: r.head, target: r.target, reviewer, since: r.submitted_at }
+}
+
+/**
+ * Records a person's decision on a waiting review: approve, or changes with the comment its agent gets. A task
+ * that does not wait for review is a FlowError naming what waits.
+ */
+export async function decide(
+  waitingNow: WaitingReview[],
+  db: RunState,
+  taskId: string,
+  decision: Decision["decision"],
+  comment: string | null,
+  by: string,
+): Promise<Decision> {
+  const w = waitingNow.find((x) => x.task === taskId)
+  if (!w) {
+    const names = waitingNow.map((x) => x.task).join(", ")
+    throw new FlowError(
+      `task '${taskId}' does not wait for review`,
+      undefined,
+      names ? `waiting: ${names} ('flow review' lists them)` : "nothing waits for review: 'flow review' lists what does",
+    )
+  }
+  const data = { task: taskId, head: w.head, decision, comment, by }
+  await db.events.append({ kind: "review.decision", task_id: taskId, data })
+  return (await decisionOn(db, taskId, w.head)) as Decision
+}
