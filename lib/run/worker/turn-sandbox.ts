@@ -1,7 +1,7 @@
 // A turn's sandbox (flow.yaml `sandbox`, docs/SANDBOX.md): bubblewrap around the agent's process group, and the
 // flow command door through which its `flow done`, `note`, `ask`... reach the project's state, open for the turn.
 import { mkdirSync, rmSync } from "node:fs"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { adapterFor } from "../../agents"
 import { run } from "../../cli/proc"
 import { sandboxOf } from "../../config/sandbox-config"
@@ -34,6 +34,8 @@ export async function turnSandbox(t: WorkerTask, env: Record<string, string | un
     own,
     door: door.path,
     env: { ...process.env, ...env },
+    // The door's launcher runs this very flow: a source checkout's whole folder (its node_modules), or the binary.
+    programs: selfArgv().map((a) => (a.endsWith(".ts") ? dirname(a) : a)),
   })
   return {
     sandbox: { ...box, env: (own) => box.env({ ...own, FLOW_DOOR: door.path }) },
