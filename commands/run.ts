@@ -6,7 +6,8 @@ import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { doctor } from "../lib/ops/doctor"
-import { withSandbox } from "../lib/config/sandbox-config"
+import { sandboxOf, withSandbox } from "../lib/config/sandbox-config"
+import { confineCommands } from "../lib/sandbox/commands"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
@@ -145,7 +146,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
   return {
     budget: config.budget,
     prices: priceTable(config.prices),
-    prepare: prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")),
+    prepare: { ...prepareSettings(config, env.FLOW_PORTS_DIR || join(tmpdir(), "flow-ports")), confine: confineCommands(sandboxOf({}, config.sandbox)) },
     retries: config.retries ?? 1,
     taskTimeoutMs: config.task_timeout === undefined ? undefined : parseDuration(config.task_timeout, "flow.yaml: task_timeout"),
     leaseMs: config.lease === undefined ? DEFAULT_LEASE_MS : parseDuration(config.lease, "flow.yaml: lease"),

@@ -299,3 +299,40 @@ test.concurrent("an agent with both 'mcp: true' and a sandbox is refused before 
   expect(r.stderr).toContain("hint: remove 'mcp: true' from that agent")
   expect(dir.read("tasks.yaml")).toBe(tasks)
 })
+
+test.concurrent("with the top-level sandbox, the setup and the merge queue's check run sandboxed: their writes outside are refused, their own work passes", async () => {
+  await using dir = await tempRepo({ "PRD.md": "# the person's PRD\n" })
+  const root = dir.path
+  const home = join(root, ".test-home")
+  mkdirSync(home, { recursive: true })
+  writeFileSync(join(home, ".bashrc"), "# the person's bashrc\n")
+  const targets = { checkout: `${root}/PRD.md`, newInCheckout: `${root}/intruder.txt`, bashrc: `${home}/.bashrc`, gitConfig: `${root}/.git/config` }
+  // Each command tries every write; one that gets through fails the command, so the task could not land.
+  const tries = (who: string) =>
+    Object.entries(targets)
+      .map(
+        ([name, file]) =>
+          `if printf '' >> '${file}' 2>/dev/null && echo pwned >> '${file}'; then echo "${who} WROTE ${name}"; exit 1; else echo "${who} refused ${name}"; fi`,
+      )
+      .join("\n")
+  dir.write("setup.sh", `${tries("setup")}\necho built > built.txt\necho "setup secret=[\${SANDBOX_TEST_SECRET:-}]"\n`)
+  dir.write("check.sh", `${tries("check")}\necho checked > checked.txt\ntest -f mine.txt\n`)
+  dir.write(
+    "flow.yaml",
+    'agents:\n  - name: box\n    cli: script\nsandbox: true\nsetup: { command: "sh setup.sh" }\nverify: { command: "sh check.sh" }\nfix_attempts: 0\n',
+  )
+  dir.write("tasks.yaml", tasksYaml([{ id: "work", title: "Work", status: "todo", instructions: sh("echo mine > mine.txt") }]))
+  await git(root, ["add", "-A"])
+  await git(root, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qm", "tasks"])
+  const hashes = () => Object.fromEntries(Object.entries(targets).map(([k, f]) => [k, hashOf(f)]))
+  const before = hashes()
+  const r = await flow(root, ["run", "--headless"], { env: { HOME: home, SANDBOX_TEST_SECRET: "s3cret" } })
+  expect({ code: r.code, out: r.code === 0 ? "" : r.stdout + r.stderr }).toEqual({ code: 0, out: "" })
+  expect(hashes()).toEqual(before)
+  for (const name of Object.keys(targets)) expect(r.stdout).toContain(`setup refused ${name}`)
+  expect(r.stdout).not.toContain("WROTE")
+  expect(r.stdout).toContain("setup secret=[]")
+  // The check ran (in its scratch worktree, sandboxed too) and passed: the task landed.
+  expect(statuses(dir.read("tasks.yaml"))).toEqual({ work: "done" })
+  expect(readFileSync(join(root, "mine.txt"), "utf8")).toBe("mine\n")
+})

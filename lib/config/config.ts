@@ -94,7 +94,7 @@ export type PriceConfig = typeof PriceConfig.infer
 
 export const FlowConfig = type({
   "agents?": AgentConfig.array(),
-  /** every agent's sandbox, unless an agent sets its own (docs/SANDBOX.md) */
+  /** every agent's sandbox, unless an agent sets its own; and flow.yaml's own commands' (setup, teardown, the check: docs/SANDBOX.md) */
   "sandbox?": SandboxConfig,
   /** how many agents work at once (default: the number of agents) */
   "parallelism?": "number.integer >= 1",

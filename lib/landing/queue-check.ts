@@ -103,7 +103,9 @@ export async function checkInScratch(
     // Stopped (the run, or a rebuild) during the setup: the caller reports it into nothing.
     if (!prep.ok) return { setup: true, result: prep.failed ?? { ok: false, timedOut: false, code: 130, output: "", seconds: 0 } }
     try {
-      return { result: await timed(taskId, "check", () => runCheck(check, path, { ...env, ...prep.env }, stop, (pid) => o.track(pid, taskId))) }
+      return {
+        result: await timed(taskId, "check", () => runCheck(check, path, { ...env, ...prep.env }, stop, { onGroup, confine: o.worktree.prepare.confine })),
+      }
     } finally {
       prep.release()
     }

@@ -59,9 +59,12 @@ export async function doctor(input: DoctorInput, checks: readonly DoctorCheck[] 
   return (await Promise.all(checks.map((c) => c(input)))).flat()
 }
 
-/** With a sandbox for any agent (flow.yaml `sandbox`): bubblewrap there and able to make one (lib/sandbox/probe.ts). */
+/**
+ * With a sandbox for any agent, or for flow.yaml's own commands (the top-level `sandbox`): bubblewrap there and
+ * able to make one (lib/sandbox/probe.ts).
+ */
 async function sandboxReady(i: DoctorInput): Promise<DoctorLine[]> {
-  const boxed = i.agents.map((a) => sandboxOf(a)).filter((s) => s !== undefined)
+  const boxed = [...i.agents.map((a) => sandboxOf(a)), sandboxOf({}, i.config.sandbox)].filter((s) => s !== undefined)
   if (boxed.length === 0) return []
   const probe = await probeSandbox(
     i.env,

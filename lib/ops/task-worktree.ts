@@ -12,6 +12,8 @@ import { Workspaces } from "../git/workspace"
 import { runCheck } from "../worktree/command"
 import type { Task } from "../model/task-index"
 import { loadConfig } from "../config/config"
+import { sandboxOf } from "../config/sandbox-config"
+import { confineCommands } from "../sandbox/commands"
 import { AUTHOR } from "../run/landing"
 import { teardownEnv, teardownOf } from "../worktree/teardown"
 import { liveWorkOn } from "../run/worked-by"
@@ -38,11 +40,15 @@ export async function refuseUnderLiveAgent(project: Project, taskId: string, doi
 
 /** Removes a worktree as a run does: flow.yaml's teardown first (unless git would refuse the removal anyway). */
 export async function removeTaskWorktree(project: Project, repo: string, path: string, force: boolean, say: Say): Promise<void> {
-  const teardown = await teardownOf(project.dir, loadConfig(project.dir), repo)
+  const config = loadConfig(project.dir)
+  const teardown = await teardownOf(project.dir, config, repo)
   if (teardown && (force || (await dirtyFiles(path)).length === 0)) {
     const env = teardownEnv(project.dir, project.stateDir, basename(path), path)
     say.out(`teardown '${teardown.label}'`)
-    const r = await runCheck(teardown, path, env, new AbortController().signal, undefined, (line) => say.out(`  ${line}`))
+    const r = await runCheck(teardown, path, env, new AbortController().signal, {
+      onLine: (line) => say.out(`  ${line}`),
+      confine: confineCommands(sandboxOf({}, config.sandbox)),
+    })
     if (!r.ok) say.warn(`${r.output.split("\n")[0]}; the worktree is removed anyway`)
   }
   await removeWorktree(repo, path, force)

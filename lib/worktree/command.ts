@@ -12,6 +12,20 @@ export type Check = { argv: string[]; timeoutMs: number; label: string; name: st
 /** `output` of a check that passed: its last lines (the evidence shows them: docs/REVIEW.md). */
 export type CheckResult = { ok: true; seconds: number; output?: string } | { ok: false; timedOut: boolean; code: number; output: string; seconds: number }
 
+/**
+ * How a command of flow.yaml is started confined (flow.yaml's top-level `sandbox`, docs/SANDBOX.md): given its
+ * argv, where it runs and its environment, what to start instead. Made by the run (lib/sandbox sits above
+ * this layer); undefined: the command runs as it is.
+ */
+export type Confine = (
+  argv: readonly string[],
+  cwd: string,
+  env: Record<string, string | undefined>,
+) => { argv: string[]; env: Record<string, string | undefined> }
+
+/** What a command's run may be given besides its check: its group's id (for the reaper), its lines, its confinement. */
+export type CheckRun = { onGroup?: (pid: number) => void; onLine?: (line: string) => void; confine?: Confine }
+
 /** At most this much of a failed check's output reaches the agent and the task's note. */
 const MAX_LINES = 60
 const MAX_CHARS = 6000
@@ -29,15 +43,15 @@ export function toCheck(e: VerifyConfig, field: string, defaultTimeout: string):
 
 /**
  * Runs the check in `cwd`, in a process group of its own (`onGroup` gets its id, to record it for the reaper);
- * a timeout or the run's stop kills the whole group. `onLine` gets each line of its output as it comes.
+ * a timeout or the run's stop kills the whole group. `onLine` gets each line of its output as it comes;
+ * `confine`, when given, starts it in the sandbox.
  */
 export async function runCheck(
   check: Check,
   cwd: string,
   env: Record<string, string | undefined>,
   signal: AbortSignal,
-  onGroup?: (pid: number) => void,
-  onLine?: (line: string) => void,
+  { onGroup, onLine, confine }: CheckRun = {},
 ): Promise<CheckResult> {
   const started = performance.now()
   const seconds = () => Math.round(performance.now() - started) / 1000
@@ -48,7 +62,9 @@ export async function runCheck(
   signal.addEventListener("abort", onAbort, { once: true })
   const out: string[] = []
   try {
-    const proc = spawnGroup(check.argv, { cwd, env: { ...env, CI: env.CI ?? "1" }, signal: stop.signal, graceMs: 1_000 })
+    const plain = { argv: check.argv, env: { ...env, CI: env.CI ?? "1" } }
+    const started = confine ? confine(plain.argv, cwd, plain.env) : plain
+    const proc = spawnGroup(started.argv, { cwd, env: started.env, signal: stop.signal, graceMs: 1_000 })
     onGroup?.(proc.pid)
     const collect = async (stream: ReadableStream<Uint8Array>) => {
       for await (const line of lines(stream)) {

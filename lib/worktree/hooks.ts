@@ -4,7 +4,7 @@
 import type { Project } from "../cli/project"
 import type { CopyConfig, HookConfig, PortsConfig } from "../config/config"
 import { entryResolver } from "../git/repo-entries"
-import { runCheck, type Check, type CheckResult } from "./command"
+import { runCheck, type Check, type CheckResult, type Confine } from "./command"
 import type { Hook, WorktreeEvents } from "./events"
 
 export const DEFAULTS: Record<Hook, string> = { setup: "10m", teardown: "2m" }
@@ -17,6 +17,8 @@ export type PrepareSettings = {
   ports: PortsConfig[]
   /** the folder of port locks shared by every flow on the machine (lib/worktree/ports.ts) */
   portsDir: string
+  /** how setup, teardown and the merge queue's check start in the sandbox (flow.yaml's top-level `sandbox`); undefined: as they are */
+  confine?: Confine
 }
 
 /** What this layer is given of a run (lib/run/settings.ts's RunSettings is one): where it reports, and its stop. */
@@ -53,14 +55,16 @@ export function entriesOf(projectDir: string, p: PrepareSettings): Resolvers {
 type HookRun = { taskId: string; agent?: string; cwd: string; env: Record<string, string | undefined>; onGroup: (pid: number) => void; signal: AbortSignal }
 
 /** A setup or teardown with its start, each line of its output and its end on the bus. */
-export async function runHook(s: Pick<WorktreeSettings, "bus">, hook: Hook, check: Check, o: HookRun): Promise<CheckResult> {
+export async function runHook(s: Pick<WorktreeSettings, "bus" | "prepare">, hook: Hook, check: Check, o: HookRun): Promise<CheckResult> {
   const { taskId, agent } = o
   // Not started once the run stops (runCheck only hears a stop that comes while it runs).
   if (o.signal.aborted) return { ok: false, timedOut: false, code: 130, output: `the ${hook} was not run: the run stops`, seconds: 0 }
   s.bus.emit({ type: "hook-start", taskId, agent, hook, command: check.label })
-  const result = await runCheck(check, o.cwd, { ...o.env, FLOW_WORKTREE: o.cwd }, o.signal, o.onGroup, (line) =>
-    s.bus.emit({ type: "hook-output", taskId, agent, hook, line }),
-  )
+  const result = await runCheck(check, o.cwd, { ...o.env, FLOW_WORKTREE: o.cwd }, o.signal, {
+    onGroup: o.onGroup,
+    onLine: (line) => s.bus.emit({ type: "hook-output", taskId, agent, hook, line }),
+    confine: s.prepare.confine,
+  })
   s.bus.emit({
     type: "hook-end",
     taskId,
