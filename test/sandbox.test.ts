@@ -50,7 +50,12 @@ test.concurrent("a sandboxed agent's writes outside its worktree are refused, no
   }
   // Each write is tried on its own; the task then commits its own file (its git writes must pass).
   // Where git finds the repository from the worktree (made by the run): rewritten, flow's own git there would obey the agent.
-  const gitLinks = { gitLink: `${root}/.flow/worktrees/work/.git`, commondir: `${root}/.git/worktrees/work/commondir` }
+  // And the entry's own config, which git reads with extensions.worktreeConfig on (hooks, fsmonitor).
+  const gitLinks = {
+    gitLink: `${root}/.flow/worktrees/work/.git`,
+    commondir: `${root}/.git/worktrees/work/commondir`,
+    worktreeConfig: `${root}/.git/worktrees/work/config.worktree`,
+  }
   const attempts = Object.entries({ ...targets, ...gitLinks })
     // The machine's own files are only opened for appending, never written: a broken sandbox must not damage them.
     .map(

@@ -1,8 +1,8 @@
 // What of git's own files a worktree's commits write, found from the files themselves (no git process on the
-// path of every agent start): the worktree's entry under the repository's worktrees, the object store, its
-// branch's ref and reflog. Everything else of the repository (the person's checkout, its config, hooks and
-// every other ref) stays read-only in the sandbox.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+// path of every agent start): the worktree's entry under the repository's worktrees (but where git finds the
+// repository, and the entry's own config), the object store, its branch's ref and reflog. Everything else of
+// the repository (the person's checkout, its config, hooks and every other ref) stays read-only in the sandbox.
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 
 /** `writable`: bound read-write. `pinned`: bound read-only over their writable folder. `readable`: the repository, to read. */
@@ -17,7 +17,12 @@ export function gitFiles(worktree: string): GitFiles {
   const writable = [gitdir, join(common, "objects")]
   // Where git finds the repository from the worktree: rewritten, they would point flow's own git commands in
   // the worktree (run outside the sandbox) at a repository, and so hooks and config, the agent made.
-  const pinned = [dotGit, join(gitdir, "commondir"), join(gitdir, "gitdir")].filter((f) => existsSync(f))
+  // config.worktree: with extensions.worktreeConfig on (the person may turn it on later: the repository's
+  // config is read-only here), git reads it from the entry; written, its hooks or fsmonitor would run in flow's
+  // own git there. Made empty when missing, so a bind can pin it.
+  const perWorktree = join(gitdir, "config.worktree")
+  if (existsSync(gitdir) && !existsSync(perWorktree)) writeFileSync(perWorktree, "")
+  const pinned = [dotGit, join(gitdir, "commondir"), join(gitdir, "gitdir"), perWorktree].filter((f) => existsSync(f))
   const ref = /^ref: (refs\/heads\/.+)$/m.exec(readText(join(gitdir, "HEAD")) ?? "")?.[1]?.trim()
   if (ref) {
     // git writes a ref as `<ref>.lock` beside it and renames that over it: its folder must take writes. Every
