@@ -30,7 +30,7 @@ export async function e2eProject(
   setup: CliSetup,
   server: ModelServer,
   tasks: Record<string, unknown>[],
-  agent: { count?: number; args?: string[]; mcp?: boolean } = {},
+  agent: { count?: number; args?: string[]; mcp?: boolean; sandbox?: boolean } = {},
 ): Promise<E2EProject> {
   ensureAgentClis()
   const dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
@@ -39,7 +39,7 @@ export async function e2eProject(
     (_, i) =>
       `  - name: ${setup.cli}-${i + 1}\n    cli: ${setup.cli}\n${agent.args ? `    args: ${JSON.stringify(agent.args)}\n` : ""}${agent.mcp ? "    mcp: true\n" : ""}`,
   )
-  dir.write("flow.yaml", `agents:\n${agents.join("")}`)
+  dir.write("flow.yaml", `agents:\n${agents.join("")}${agent.sandbox ? "sandbox: true\n" : ""}`)
   await git(dir.path, ["add", "-A"])
   await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@flow.invalid", "commit", "-qm", "flow project"])
   const home = mkdtempSync(join(tmpdir(), "flow-e2e-home-"))
@@ -108,17 +108,21 @@ function chainScripts(server: ModelServer): void {
   m.script("broken", [{ fail: { status: 401, message: "invalid x-api-key" } }])
 }
 
-/** The tests every CLI passes. */
-export function agentE2E(setup: CliSetup): void {
+/**
+ * The tests every CLI passes; with `sandbox`, the same with flow.yaml's `sandbox: true` (docs/SANDBOX.md): the
+ * chain's steps, questions and a resume then go through the sandbox's flow command door.
+ */
+export function agentE2E(setup: CliSetup, o: { sandbox?: boolean } = {}): void {
   const timeout = setup.timeoutMs ?? 240_000
   const server = startModelServer()
   afterAll(() => server.stop())
+  const name = o.sandbox ? `${setup.cli} in the sandbox` : setup.cli
 
   test(
-    `${setup.cli}: a dependency chain with steps in one session, a forgotten 'flow done', questions with and without --wait, a rejected key`,
+    `${name}: a dependency chain with steps in one session, a forgotten 'flow done', questions with and without --wait, a rejected key`,
     async () => {
       chainScripts(server)
-      await using p = await e2eProject(setup, server, CHAIN_TASKS, { count: 3 })
+      await using p = await e2eProject(setup, server, CHAIN_TASKS, { count: 3, sandbox: o.sandbox })
       const run = background(p.dir.path, ["run", "--headless"], p.env)
       const answer = async (task: string, text: string) => {
         const q = await until(
@@ -196,13 +200,13 @@ export function agentE2E(setup: CliSetup): void {
   )
 
   test(
-    `${setup.cli}: a run stopped by SIGTERM mid-command resumes the same session in the next run`,
+    `${name}: a run stopped by SIGTERM mid-command resumes the same session in the next run`,
     async () => {
       server.model.script("slow", [
         { commands: ["echo started > started.txt", "sleep 100"] },
         { commands: [COMMIT("started.txt", "slow"), "flow done slow"], text: "Finished after the restart." },
       ])
-      await using p = await e2eProject(setup, server, [{ id: "slow", title: "Slow", status: "todo", instructions: "Take your time." }])
+      await using p = await e2eProject(setup, server, [{ id: "slow", title: "Slow", status: "todo", instructions: "Take your time." }], { sandbox: o.sandbox })
       const first = background(p.dir.path, ["run", "--headless"], p.env)
       await first.waitFor("slow | tool ", timeout / 2)
       await until(
