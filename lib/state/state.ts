@@ -3,11 +3,11 @@
 // PostgreSQL database (docs/FLEET.md); otherwise it is .flow/state.db. The database's client loads only for a
 // shared project, and the file backend costs a command what it always did.
 import { existsSync } from "node:fs"
-import { join } from "node:path"
 import { runLockTarget, type Project } from "../cli/project"
 import type { LiveRun } from "../model/json-shapes"
 import { lockHolder } from "../store/lock"
 import type { RunState } from "./run-state"
+import { stateFile } from "./state-file"
 
 export type { LiveRun }
 
@@ -28,11 +28,6 @@ export async function openExistingState(project: Project): Promise<RunState | un
   if (!existsSync(stateFile(project))) return undefined
   const { openExistingStateDb } = await import("./sqlite/state-db")
   return openExistingStateDb(project)
-}
-
-/** The file of a project's own run state (not shared): .flow/state.db. */
-export function stateFile(project: Project): string {
-  return join(project.stateDir, "state.db")
 }
 
 async function sharedState(project: Project): Promise<RunState | undefined> {

@@ -13,7 +13,7 @@ import { existsSync } from "node:fs"
 import { dirname } from "node:path"
 import { Exit, FlowError } from "../../cli/errors"
 import type { Project } from "../../cli/project"
-import { stateFile } from "../state"
+import { stateFile } from "../state-file"
 import { diskFullError, isDiskFull } from "../../store/disk-full"
 import { ensureStateDir } from "../../store/valid-cache"
 import {
@@ -48,7 +48,7 @@ const SPEND = `kind, sum(json_extract(data, '$.costUsd')) AS cost,
   sum(json_extract(data, '$.seconds')) AS seconds
   FROM events WHERE kind IN ('agent.usage', 'agent.exit')`
 
-// Defined in lib/state/state.ts, which asks for the file before this module (and bun:sqlite) loads.
+// Defined in lib/state/state-file.ts: lib/state/state.ts asks for the file before this module (and bun:sqlite) loads.
 export { stateFile }
 
 /** Opens (creating it and .flow/ when missing) the project's state database. */
