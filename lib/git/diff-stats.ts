@@ -1,7 +1,7 @@
 // What a branch changes, as numbers: the files of `git diff --numstat` from where it forked off its target,
 // the evidence a person reads before a task lands (docs/REVIEW.md, "Evidence").
 import { check } from "../cli/proc"
-import { GIT_ENV } from "./git"
+import { GIT_ENV } from "./git-env"
 
 /** One file a branch changes: lines added and removed, both null for a binary file (git says "-"). */
 export type FileStat = { path: string; insertions: number | null; deletions: number | null }

@@ -7,20 +7,14 @@ import { join, resolve } from "node:path"
 import { simpleGit } from "simple-git"
 import { FlowError } from "../cli/errors"
 import { check, run } from "../cli/proc"
+import { GIT_ENV } from "./git-env"
+
+export { GIT_ENV, GIT_OWNER } from "./git-env"
 
 /** git with a fixed identity fallback and no pager, prompts or hooks' interference with our parsing. */
 function git(cwd: string, args: string[]) {
   return check(["git", ...args], { cwd, env: GIT_ENV })
 }
-
-/**
- * Set on every git flow starts, naming flow's pid: a git that outlived a killed flow (a merge half done) is
- * found by it and waited for before the next run touches the repository (lib/run/reaper.ts).
- */
-export const GIT_OWNER = "FLOW_GIT_OWNER"
-// GIT_OPTIONAL_LOCKS=0: flow's reads of a person's checkout (status, diff) never take index.lock to refresh
-// the index, so the person's own git command at that instant does not fail on "index.lock: File exists".
-export const GIT_ENV = { GIT_TERMINAL_PROMPT: "0", GIT_PAGER: "cat", LC_ALL: "C", GIT_OPTIONAL_LOCKS: "0", [GIT_OWNER]: String(process.pid) }
 
 /** The top folder of the repository holding `dir`, or undefined outside any repository. */
 export async function repoRoot(dir: string): Promise<string | undefined> {

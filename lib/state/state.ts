@@ -2,10 +2,12 @@
 // lib/store/open.ts does for the tasks. flow.yaml `state:` (or FLOW_DATABASE_URL) makes it the shared
 // PostgreSQL database (docs/FLEET.md); otherwise it is .flow/state.db. The database's client loads only for a
 // shared project, and the file backend costs a command what it always did.
+import { existsSync } from "node:fs"
 import { runLockTarget, type Project } from "../cli/project"
 import type { LiveRun } from "../model/json-shapes"
 import { lockHolder } from "../store/lock"
 import type { RunState } from "./run-state"
+import { stateFile } from "./state-file"
 
 export type { LiveRun }
 
@@ -21,6 +23,9 @@ export async function openState(project: Project): Promise<RunState> {
 export async function openExistingState(project: Project): Promise<RunState | undefined> {
   const shared = await sharedState(project)
   if (shared) return shared
+  // Asked here, before the import: the SQLite module loads bun:sqlite (about 80 page faults), and list, show
+  // and next on a project that never ran have no state.db to read (docs/PERFORMANCE.md, "Start-up").
+  if (!existsSync(stateFile(project))) return undefined
   const { openExistingStateDb } = await import("./sqlite/state-db")
   return openExistingStateDb(project)
 }

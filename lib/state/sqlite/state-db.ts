@@ -10,9 +10,10 @@
 // lock timeout (FLOW_LOCK_TIMEOUT), then a FlowError says which file stayed busy.
 import { Database, SQLiteError } from "bun:sqlite"
 import { existsSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { dirname } from "node:path"
 import { Exit, FlowError } from "../../cli/errors"
 import type { Project } from "../../cli/project"
+import { stateFile } from "../state-file"
 import { diskFullError, isDiskFull } from "../../store/disk-full"
 import { ensureStateDir } from "../../store/valid-cache"
 import {
@@ -47,9 +48,8 @@ const SPEND = `kind, sum(json_extract(data, '$.costUsd')) AS cost,
   sum(json_extract(data, '$.seconds')) AS seconds
   FROM events WHERE kind IN ('agent.usage', 'agent.exit')`
 
-export function stateFile(project: Project): string {
-  return join(project.stateDir, "state.db")
-}
+// Defined in lib/state/state-file.ts: lib/state/state.ts asks for the file before this module (and bun:sqlite) loads.
+export { stateFile }
 
 /** Opens (creating it and .flow/ when missing) the project's state database. */
 export async function openStateDb(project: Project): Promise<StateDb> {
