@@ -365,6 +365,21 @@ export async function makeMergeCommit(
   return { ok: true, commit: await commitOf(kept), tree: kept, dropped }
 }
 
+/**
+ * A batch's merge (docs/RUN.md, "Batches"): `tip`'s tree (the last of a chain of merges built on `base`) as one
+ * commit on `base` (first parent) whose second parent is `tip`, so that the target's first-parent history holds
+ * only the checked batch, and every task's own merge once, in its second-parent chain.
+ */
+export async function makeBatchCommit(repo: string, base: string, tip: string, message: string, author: { name: string; email: string }): Promise<string> {
+  const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
+  return (await check(["git", "commit-tree", `${tip}^{tree}`, "-p", base, "-p", tip, "-m", message], { cwd: repo, env })).trim()
+}
+
+/** The second parent of a merge: a batch's last merge of its chain. */
+export async function secondParent(repo: string, merge: string): Promise<string> {
+  return (await git(repo, ["rev-parse", `${merge}^2`])).trim()
+}
+
 /** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */
 async function treeWithPathsOf(repo: string, tree: string, from: string, paths: string[]): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "flow-index-"))

@@ -245,7 +245,7 @@ export class MergeQueue {
         this.o.bus.emit({ type: "queue", taskId: r.task_id, target: this.o.target, state, position: position + 1, ...extra })
       // Joined the line, or built again (why, and on what, said once per build however far it got since).
       if (first || (rebuilt && r.reason)) event("waiting", r.reason ? { reason: r.reason } : {})
-      if (r.state === "waiting" || r.state === "ready") continue
+      if (r.state === "waiting" || r.state === "ready" || r.state === "covered") continue
       // A check seen only once it ended (another machine's, quick) is said to have started too.
       const check = `${r.gen}/${r.check_attempt}`
       if (w.checkingSaid !== check && r.check_attempt > 0) {

@@ -106,6 +106,8 @@ export type QueueOptions = {
   scratchDir: string
   /** how many candidates are built and checked at once, fleet-wide: 1 is a strictly serial queue */
   depth: number
+  /** how many consecutive candidates are checked as one merge (flow.yaml `queue: { batch }`; 1: each its own) */
+  batch: number
   /** how many checks this run takes at once (0: it leaves them to other machines') */
   slots: number
   /** how long a lead or a check's claim holds without a renewal, on the state's clock (flow.yaml `lease`) */
