@@ -5,14 +5,11 @@ import { type } from "arktype"
 
 export const QueueConfig = type({
   /** how many consecutive candidates are checked as one merge (1: one check per candidate, the default) */
-  "batch?": type("number.integer >= 1")
-    .or("'auto'")
-    .narrow((v, ctx) => v !== "auto" || ctx.reject({ expected: "a whole number >= 1 ('auto' is not supported yet: write a number, e.g. batch: 4)" })),
+  "batch?": type("number.integer >= 1").describe("a whole number >= 1 ('auto' is not supported yet: write a number, e.g. batch: 4)"),
 })
 export type QueueConfig = typeof QueueConfig.infer
 
 /** The batch size of flow.yaml's `queue` (1 when it says none). */
 export function batchOf(config: QueueConfig | undefined): number {
-  const b = config?.batch
-  return typeof b === "number" ? b : 1
+  return config?.batch ?? 1
 }
