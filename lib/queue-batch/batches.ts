@@ -12,6 +12,9 @@
 import { makeBatchCommit, secondParent } from "../git/git"
 import type { QueueRow } from "../state/queue-rows"
 
+/** How a bisection's rebuild says why (the run counts them: a failure's bisection steps in the queue report). */
+export const BISECTED = "failed: checked again as halves"
+
 /** What a batch's build needs of its queue (lib/landing/queue-types.ts QueueOptions has it). */
 export type BatchQueue = {
   repo: string
@@ -113,7 +116,7 @@ export async function kept(w: Walk, line: readonly QueueRow[], i: number, tip: s
 function bisect(w: Walk, rows: QueueRow[], tip: string): number {
   const k = rows.length
   const first = Math.ceil(k / 2)
-  const why = `its batch of ${k} (${rows.map((x) => x.task_id).join(", ")}) failed: checked again as halves of ${first} and ${k - first}`
+  const why = `its batch of ${k} (${rows.map((x) => x.task_id).join(", ")}) ${BISECTED} of ${first} and ${k - first}`
   for (const [j, x] of rows.entries()) {
     w.caps.set(x.id, j < first ? first : k - first)
     w.forced.add(x.id)

@@ -60,7 +60,8 @@ function describe(e: RunEvent, at: Date): string | undefined {
     case "queue-report":
       return (
         `run: merge queue into ${e.target}: ${e.landed} landed${e.failed ? `, ${e.failed} failed` : ""}; done to landed p50 ${e.p50.toFixed(1)} s, ` +
-        `p95 ${e.p95.toFixed(1)} s, longest ${e.longest.seconds.toFixed(1)} s (${e.longest.taskId}); ${e.checksPerMerge.toFixed(2)} checks per merge, ${e.thrown} thrown away`
+        `p95 ${e.p95.toFixed(1)} s, longest ${e.longest.seconds.toFixed(1)} s (${e.longest.taskId}); ${e.checksPerMerge.toFixed(2)} checks per merge, ${e.thrown} thrown away` +
+        (e.bisections ? `; the failures cost ${e.bisections} bisection step${e.bisections === 1 ? "" : "s"}` : "")
       )
     case "check":
       return `${e.taskId}: ${e.state === "checking" ? "checking" : e.state} ${e.of}'s candidate into ${e.target}${e.seconds !== undefined ? ` after ${e.seconds.toFixed(1)} s` : ""}${e.reason ? ` (${clip(e.reason)})` : ""}`
