@@ -315,9 +315,12 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
   throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
 }
 
-/** The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any. */
-export async function mergeOnFirstParents(repo: string, tip: string, subject: string): Promise<string | undefined> {
-  const out = await git(repo, ["log", "--first-parent", "--merges", "--max-count=10000", "--format=%H %s", tip])
+/**
+ * The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any; with
+ * `batches`, in a batch's second-parent chain too (docs/RUN.md, "Batches": a batch's tasks' merges are there).
+ */
+export async function mergeOnFirstParents(repo: string, tip: string, subject: string, batches = false): Promise<string | undefined> {
+  const out = await git(repo, ["log", ...(batches ? [] : ["--first-parent"]), "--merges", "--max-count=10000", "--format=%H %s", tip])
   return out
     .split("\n")
     .find((l) => l.slice(l.indexOf(" ") + 1) === subject)

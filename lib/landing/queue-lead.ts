@@ -41,7 +41,7 @@ export type Sweep = "now" | "if-empty" | "no"
  */
 async function lost(o: QueueOptions, r: QueueRow, tip: string): Promise<Extract<Verdict, { kind: "stopped" }> | undefined> {
   if (!o.holds || r.attempt === null || (await o.holds({ taskId: r.task_id, attempt: r.attempt, run: r.run_id }))) return undefined
-  const merged = await mergeOnFirstParents(o.repo, tip, subjectOf(r.message))
+  const merged = await mergeOnFirstParents(o.repo, tip, subjectOf(r.message), o.batch > 1)
   const landed = merged ? `, and another run landed it: ${o.into.shown} has its merge (${merged.slice(0, 12)})` : ""
   return {
     ok: false,
