@@ -378,11 +378,6 @@ export async function makeBatchCommit(repo: string, base: string, tip: string, m
   return (await check(["git", "commit-tree", `${tip}^{tree}`, "-p", base, "-p", tip, "-m", message], { cwd: repo, env })).trim()
 }
 
-/** The second parent of a merge: a batch's last merge of its chain. */
-export async function secondParent(repo: string, merge: string): Promise<string> {
-  return (await git(repo, ["rev-parse", `${merge}^2`])).trim()
-}
-
 /** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */
 async function treeWithPathsOf(repo: string, tree: string, from: string, paths: string[]): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "flow-index-"))

@@ -209,7 +209,7 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
   for (let i = 0; i < line.length; i++) {
     const r = line[i]
     if (r.merge && r.base === w.base && !w.forced.has(r.id)) {
-      const split = await kept(w, line, i, tip, reach)
+      const split = await kept(w, line, i, tip)
       if (split !== undefined) i = split - 1
       continue
     }
@@ -267,7 +267,7 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
     join(w, { r, kept: false, base: on, merge: m.commit, ahead: [...w.chain], reason })
     w.baseRef = null // built here: this clone has it
   }
-  await close(w)
+  await close(w, true)
   changes.push(...(await published(o, w.built)))
   return changes
 }

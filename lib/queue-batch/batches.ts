@@ -9,7 +9,7 @@
 // halves, each a batch, the second on the first: checked side by side, and so on until the failing candidate is
 // alone, when its failure is its own (as any candidate's). A batch behind others that fails waits, as a failure
 // behind the head does: the rest is built without it, and it is bisected only once at the head.
-import { makeBatchCommit, secondParent } from "../git/git"
+import { makeBatchCommit } from "../git/git"
 import type { QueueRow } from "../state/queue-rows"
 
 /** How a bisection's rebuild says why (the run counts them: a failure's bisection steps in the queue report). */
@@ -49,6 +49,8 @@ export type Walk = {
   caps: Map<number, number>
   forced: Set<number>
   why: Map<number, string>
+  /** a batch (or a candidate) ahead in the window is built and its check not over */
+  busy?: boolean
 }
 
 /** Adds a candidate to the batch being built (a new batch when none is), and builds on its merge. */
@@ -61,11 +63,10 @@ export function join(w: Walk, e: Entry): void {
 
 /**
  * A candidate built on what it should be (`line[i]`), kept as it is: a covered one joins its batch; the last of a
- * batch ends it, or (its check not over, and a candidate behind it to be built) takes that one in, up to the batch
- * size; a batch that failed is bisected at the head, or waits behind it. The index the walk starts again from (a
+ * batch ends it; a batch that failed is bisected at the head, or waits behind it. The index the walk starts again from (a
  * bisection rebuilds from the batch's first candidate), or undefined.
  */
-export async function kept(w: Walk, line: readonly QueueRow[], i: number, tip: string, reach: number): Promise<number | undefined> {
+export async function kept(w: Walk, line: readonly QueueRow[], i: number, tip: string): Promise<number | undefined> {
   const r = line[i]
   const e: Entry = { r, kept: true, base: r.base!, merge: r.merge!, ahead: r.ahead, reason: r.reason }
   if (r.state === "covered") {
@@ -86,25 +87,8 @@ export async function kept(w: Walk, line: readonly QueueRow[], i: number, tip: s
     w.chain = g.before
     return undefined
   }
-  const next = line[i + 1]
-  const grows =
-    (g?.rows.length ?? 0) + 1 < w.size &&
-    (r.state === "ready" || r.state === "checking") &&
-    next !== undefined &&
-    i + 1 < reach &&
-    !(next.merge && next.base === r.merge) &&
-    // one that waits for a conflict ahead would leave the batch at once, and this one would be rebuilt each step
-    !(next.state === "waiting" && next.reason?.startsWith("conflicts with"))
-  if (grows) {
-    // Its check is not over: the batch takes the candidate behind it in, and is checked as one (this check is thrown away).
-    await w.o.into.fetch(r.merge!, r.ref)
-    const merge = g ? await secondParent(w.o.repo, r.merge!) : r.merge!
-    if (r.ref) w.drop.push(r.ref)
-    if (!g) w.open = undefined
-    join(w, { ...e, kept: false, merge, reason: null })
-    w.baseRef = null
-    return undefined
-  }
+  // A batch ahead not checked yet: a batch behind it that is not full waits to fill (close, `end`).
+  if (r.state === "ready" || r.state === "checking") w.busy = true
   w.open = undefined
   w.chain.push(r.task_id)
   w.base = r.merge!
@@ -128,13 +112,23 @@ function bisect(w: Walk, rows: QueueRow[], tip: string): number {
   return 0
 }
 
-/** Ends the batch being built: its last candidate's merge becomes the batch's commit (when it holds more than one), the one checked. */
-export async function close(w: Walk): Promise<void> {
+/**
+ * Ends the batch being built: its last candidate's merge becomes the batch's commit (when it holds more than one),
+ * the one checked. At the window's `end`, a batch not full behind one whose check is not over is left covered, every
+ * candidate of it: it takes in those handed over meanwhile, and is checked once the one ahead is done.
+ */
+export async function close(w: Walk, end = false): Promise<void> {
   const g = w.open
   if (!g) return
   w.open = undefined
   const last = g.rows.at(-1)!
   const tasks = g.rows.map((e) => e.r.task_id)
+  if (end && w.busy && g.rows.length < g.cap) {
+    const fills = `waits for more candidates (a batch of up to ${g.cap}) while the one ahead is checked`
+    for (const e of g.rows) if (!e.kept) w.built.push({ r: e.r, base: e.base, merge: e.merge, ahead: e.ahead, already: false, reason: e.reason ?? fills, covered: true })
+    return
+  }
+  w.busy = true
   const built = (e: Entry, merge: string, covered: boolean, reason: string | null): Built => ({
     r: e.r,
     base: e.base,
