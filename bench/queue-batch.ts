@@ -3,11 +3,11 @@
 // with `queue: { batch: 4 }`, side by side on the same work. Prints each run's checks per merge (the queue report's,
 // every check started counted, thrown away ones too) and their ratio; the goal is at most 0.35 checks per merge
 // with batch 4. Usage: bun bench/queue-batch.ts [--tasks 24] [--agents 4] [--check 2]   (needs dist/flow: npm run build)
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { benchEnv, ROOT } from "./lib"
+import { benchEnv, queueProject, ROOT } from "./lib"
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -24,15 +24,14 @@ for (let i = 0; i < N; i++) tasks.push(`  - { id: t-${i}, title: Task ${i}, stat
 async function runOnce(queue: string): Promise<{ seconds: number; perMerge: number; report: string }> {
   const dir = mkdtempSync(join(tmpdir(), "flow-bench-batch-"))
   try {
-    writeFileSync(join(dir, "tasks.yaml"), `${tasks.join("\n")}\n`)
-    writeFileSync(join(dir, "flow.yaml"), `verify: { command: "sleep ${values.check}", timeout: 1m }\n${queue}`)
-    writeFileSync(join(dir, ".gitignore"), "flow.yaml\n")
-    const g = (args: string[]) => Bun.spawnSync(["git", "-c", "user.name=b", "-c", "user.email=b@b", ...args], { cwd: dir })
-    g(["init", "-q", "-b", "main"])
-    g(["add", "-A"])
-    g(["commit", "-qm", "start"])
+    queueProject(dir, { "tasks.yaml": `${tasks.join("\n")}\n`, "flow.yaml": `verify: { command: "sleep ${values.check}", timeout: 1m }\n${queue}` })
     const start = performance.now()
-    const proc = Bun.spawn([FLOW, "run", "--headless", "--agents", values.agents!, "--cli", "script"], { cwd: dir, env: benchEnv(), stdout: "pipe", stderr: "pipe" })
+    const proc = Bun.spawn([FLOW, "run", "--headless", "--agents", values.agents!, "--cli", "script"], {
+      cwd: dir,
+      env: benchEnv(),
+      stdout: "pipe",
+      stderr: "pipe",
+    })
     const [log, , code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     const report = log.split("\n").find((l) => l.includes("run: merge queue into main:")) ?? ""
     const perMerge = Number(/([\d.]+) checks per merge/.exec(report)?.[1] ?? Number.NaN)
