@@ -168,3 +168,12 @@ export function printRow(r: Row): void {
   const verdict = r.goal === undefined ? "-" : meetsGoal(r) ? "ok" : "OVER"
   console.log(line([r.name, r.flowMs.toFixed(0), r.floorMs.toFixed(0), ratio.toFixed(2), r.goal === undefined ? "-" : `≤ ${r.goal}`, verdict]))
 }
+
+/** A git repository at `dir` with `files` (and flow.yaml kept out of it) in one commit on main: a queue bench's project. */
+export function queueProject(dir: string, files: Record<string, string>): void {
+  for (const [name, text] of Object.entries({ ...files, ".gitignore": "flow.yaml\n" })) writeFileSync(join(dir, name), text)
+  const g = (args: string[]) => Bun.spawnSync(["git", "-c", "user.name=b", "-c", "user.email=b@b", ...args], { cwd: dir })
+  g(["init", "-q", "-b", "main"])
+  g(["add", "-A"])
+  g(["commit", "-qm", "start"])
+}

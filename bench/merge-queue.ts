@@ -6,11 +6,11 @@
 // The ideal with 4 agents, each held by its task until the task lands: ceil(20 / 4) rounds of one check each,
 // plus the no-check run. Usage: bun bench/merge-queue.ts [--tasks 20] [--agents 4] [--check 3]
 //   (needs dist/flow: npm run build)
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { benchEnv, ROOT } from "./lib"
+import { benchEnv, queueProject, ROOT } from "./lib"
 
 const { values } = parseArgs({
   args: Bun.argv.slice(2),
@@ -32,13 +32,8 @@ function tasks(n: number): string {
 async function runOnce(config: string): Promise<{ seconds: number; code: number; merges: number; log: string }> {
   const dir = mkdtempSync(join(tmpdir(), "flow-bench-queue-"))
   try {
-    writeFileSync(join(dir, "tasks.yaml"), tasks(N))
-    writeFileSync(join(dir, "flow.yaml"), config)
-    writeFileSync(join(dir, ".gitignore"), "flow.yaml\n")
-    const g = (args: string[]) => Bun.spawnSync(["git", "-c", "user.name=b", "-c", "user.email=b@b", ...args], { cwd: dir })
-    g(["init", "-q", "-b", "main"])
-    g(["add", "-A"])
-    g(["commit", "-qm", "start"])
+    queueProject(dir, { "tasks.yaml": tasks(N), "flow.yaml": config })
+    const g = (args: string[]) => Bun.spawnSync(["git", ...args], { cwd: dir })
     const start = performance.now()
     const proc = Bun.spawn([FLOW, "run", "--agents", String(AGENTS), "--cli", "script"], { cwd: dir, env: benchEnv(), stdout: "pipe", stderr: "pipe" })
     const [log, , code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])

@@ -8,6 +8,7 @@ import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { doctor } from "../lib/ops/doctor"
 import { sandboxOf, withSandbox } from "../lib/config/sandbox-config"
 import { confineCommands } from "../lib/sandbox/commands"
+import { batchOf } from "../lib/config/queue-config"
 import { EventBus } from "../lib/run/events"
 import { selfArgv, writeFlowShim } from "../lib/run/flow-shim"
 import { logLine } from "../lib/run/log"
@@ -134,6 +135,7 @@ type ConfigSettings = Pick<
   | "verify"
   | "fixAttempts"
   | "queueDepth"
+  | "queueBatch"
   | "emptyDone"
   | "review"
   | "prepare"
@@ -156,6 +158,7 @@ export function fromConfig(config: FlowConfig, env: Ctx["env"]): ConfigSettings 
     verify: config.verify === undefined ? [] : [config.verify].flat(),
     fixAttempts: config.fix_attempts ?? DEFAULT_FIX_ATTEMPTS,
     queueDepth: config.queue_depth,
+    queueBatch: batchOf(config.queue),
     emptyDone: config.empty_done ?? "allow",
     notify: config.notify,
     review: config.review,

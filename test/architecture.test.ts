@@ -18,6 +18,7 @@ export const LAYERS = [
   "state",
   "git",
   "worktree",
+  "queue-batch",
   "landing",
   "agents",
   "sandbox",

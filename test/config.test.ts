@@ -52,7 +52,7 @@ test("the reference names every field of the schema, loads as an empty configura
     for (let j = i + 1; j < lines.length && /^# {2}/.test(lines[j]); j++) block.push(lines[j])
     return [block.map((l) => l.slice(2)).join("\n")]
   })
-  expect(examples.length).toBe(30)
+  expect(examples.length).toBe(31)
   for (const example of examples) expect({ example, loaded: "error" in load(example) }).toEqual({ example, loaded: false })
 })
 
@@ -101,7 +101,7 @@ test("a list of verify entries has each entry checked; a field of two shapes say
   ])
   expect((load("verify: 3\n") as { error: string }).error).toContain("ERROR: verify must be an object or an array (was 3)\n")
   expect((load("zzz: 1\n") as { error: string }).error).toContain(
-    "  hint: the fields here: agents, budget, copy, empty_done, fix_attempts, lease, limit_backoff, merge_target, notify, parallelism, ports, prices, project, pull_request, push, queue_depth, remote, repo, retries, review, sandbox, setup, state, task_timeout, teardown, verify",
+    "  hint: the fields here: agents, budget, copy, empty_done, fix_attempts, lease, limit_backoff, merge_target, notify, parallelism, ports, prices, project, pull_request, push, queue, queue_depth, remote, repo, retries, review, sandbox, setup, state, task_timeout, teardown, verify",
   )
   expect(load("- a\n")).toEqual({
     error: "flow.yaml must be a mapping of settings (field: value), not a list",
@@ -188,4 +188,11 @@ test("setup, teardown, copy and ports take one entry for every repository or a l
     hint: "keep one 'teardown' entry per repository",
     exit: 3,
   })
+})
+
+test("queue: { batch: N } takes a whole number; batch: auto is refused until it is built, with what to write instead", () => {
+  expect((load("queue: { batch: 4 }\n") as { queue?: unknown }).queue).toEqual({ batch: 4 })
+  expect((load("queue: { batch: 0 }\n") as { error: string }).error).toContain("queue.batch must be")
+  const auto = (load("queue: { batch: auto }\n") as { error: string }).error
+  expect(auto).toContain(`ERROR: queue.batch must be a whole number >= 1 ('auto' is not supported yet: write a number, e.g. batch: 4) (was a string)`)
 })

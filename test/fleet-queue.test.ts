@@ -309,3 +309,67 @@ fi
     await q.history(ids)
   }, 240_000)
 })
+
+/** How many times each task's own merge is in the remote main's whole history (a batch holds them in its second-parent chain). */
+async function mergesInHistory(remote: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {}
+  for (const s of (await git(remote, ["log", "--merges", "--format=%s", "main"])).trim().split("\n")) {
+    const id = /^Merge flow\/\S+: (\S+)$/.exec(s)?.[1]
+    if (id) counts[id] = (counts[id] ?? 0) + 1
+  }
+  return counts
+}
+
+// Batches in a fleet (docs/RUN.md, "Batches"): each check waits until the four tasks are done and then 2 s. What is
+// handed over first is checked at once (nothing ahead of it is being checked); the rest wait behind that check to
+// fill a batch, and are checked as one: two checks for four tasks, none thrown away.
+describe.skipIf(!HAVE_POSTGRES)("batches of the fleet's merge queue", () => {
+  const doneThenWrites = (id: string, extra: string) => ({
+    id,
+    title: id,
+    status: "todo",
+    instructions: sh(`echo ${id} > ${id}.txt${extra}\ntouch "$SIGNALS/done-${id}"`),
+  })
+  const HOOK = `until [ "$(ls "$SIGNALS" | grep -c '^done-')" -ge 4 ]; do sleep 0.05; done\nsleep 2\necho "$FLOW_TASK_ID" >> "$SIGNALS/finished"\n`
+
+  test("a batch that passes: four tasks land with two checks, two commits on the remote main's first parents", async () => {
+    await using db = await freshDatabase()
+    await using q = await queueFleet(
+      db.url,
+      FOUR.map((id) => doneThenWrites(id, "")),
+      "queue: { batch: 4 }\n",
+      ["m1", "m2"],
+    )
+    writeFileSync(join(q.signals, "hook.sh"), HOOK)
+    const start = (await git(q.f.remote, ["rev-parse", "main"])).trim()
+    await ended(q.machines.map((m) => m.run()))
+    expect(readFileSync(join(q.signals, "finished"), "utf8").trim().split("\n")).toHaveLength(2)
+    expect(q.checks()).toHaveLength(2)
+    expect(await statuses(q.machines[0])).toEqual(Object.fromEntries(FOUR.map((id) => [id, "done"])))
+    const firsts = (await git(q.f.remote, ["log", "--first-parent", "--format=%s", `${start}..main`])).trim().split("\n")
+    expect(firsts).toHaveLength(2)
+    expect(firsts[0]).toMatch(/^Merge a batch of [23] into main: t\d(, t\d)+$/)
+    expect(await uncheckedCommits(q.f.remote, "main", start, CHECK)).toEqual([])
+    expect(await mergesInHistory(q.f.remote)).toEqual({ t1: 1, t2: 1, t3: 1, t4: 1 })
+  }, 240_000)
+
+  test("a batch with one failing candidate: bisected, the failing one blocked, the other three landed", async () => {
+    await using db = await freshDatabase()
+    await using q = await queueFleet(
+      db.url,
+      FOUR.map((id) => doneThenWrites(id, id === "t3" ? "\necho broken > broken.txt" : "")),
+      "queue: { batch: 4 }\nfix_attempts: 0\n",
+      ["m1", "m2"],
+    )
+    writeFileSync(join(q.signals, "hook.sh"), HOOK)
+    const start = (await git(q.f.remote, ["rev-parse", "main"])).trim()
+    const runs = q.machines.map((m) => m.run())
+    const done = await Promise.all(runs.map((r) => r.done()))
+    expect(done.map((d) => d.stderr)).toEqual(["", ""])
+    // The batch it was in (of 3 or 4: what was handed over behind the first check) split until it was alone.
+    expect(runs.map((r) => r.output()).join("\n")).toMatch(/failed: checked again as halves of \d and \d/)
+    expect(await statuses(q.machines[0])).toEqual({ t1: "done", t2: "done", t3: "blocked", t4: "done" })
+    expect(await uncheckedCommits(q.f.remote, "main", start, CHECK)).toEqual([])
+    expect(await mergesInHistory(q.f.remote)).toEqual({ t1: 1, t2: 1, t4: 1 })
+  }, 240_000)
+})

@@ -185,6 +185,22 @@ for (const backend of BACKENDS) {
       if (backend.name === "postgres") expect(line.map((r) => r.check_machine)).toEqual(["m2", "m1", null])
     })
 
+    test("a batch's covered candidates stay in line and are never claimed for a check: only its last one is", async () => {
+      await using m = await backend.open()
+      const a = await m.a.submit(candidate("a"))
+      const b = await m.a.submit(candidate("b"))
+      const lead = (await m.a.lead(Q, "run-a", 60_000))!
+      const covered: QueueChange = { ...build(a.id, 0, "ma"), state: "covered", reason: "checked as one batch of 2 (a, b)" }
+      expect(await m.a.apply(lead, [covered, build(b.id, 0, "batch", ["a"])], "tip")).toBe(true)
+      await m.a.release(lead)
+      expect((await m.b.line(Q)).map((r) => [r.task_id, r.state])).toEqual([
+        ["a", "covered"],
+        ["b", "ready"],
+      ])
+      expect(await m.b.claimCheck(Q, "run-b", 60_000)).toMatchObject({ id: b.id, task_id: "b", merge: "batch" })
+      expect(await m.a.claimCheck(Q, "run-a", 60_000)).toBeUndefined()
+    })
+
     test("a check whose lease lapsed is taken again with the next attempt: the first claim's heartbeat and result count for nothing", async () => {
       await using m = await backend.open()
       const { id } = await m.a.submit(candidate("a"))

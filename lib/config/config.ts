@@ -8,6 +8,7 @@ import { checkFallbacks } from "./fallback"
 import { NotifyField, notifyFields, notifyShape } from "./notify-config"
 import { SandboxConfig } from "./sandbox-config"
 import { ReviewConfig } from "./review-config"
+import { QueueConfig } from "./queue-config"
 import { formatFinding, type Finding } from "../validation/findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "../validation/yaml-position"
 
@@ -124,6 +125,8 @@ export const FlowConfig = type({
   "fix_attempts?": "number.integer >= 0",
   /** how many candidates of a target's merge queue are checked at once, each on top of those ahead (default 8; 1: strictly serial) */
   "queue_depth?": "number.integer >= 1",
+  /** the merge queue's batches: { batch: N } checks up to N candidates as one merge (docs/RUN.md, "Batches") */
+  "queue?": QueueConfig,
   /** an agent that says done having changed nothing: allow (done, with a note saying so; the default) or block */
   "empty_done?": "'allow' | 'block'",
   /** the git remote that push and pull_request use, and a shared project's machines share their work through (default origin) */

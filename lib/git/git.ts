@@ -309,9 +309,12 @@ export async function isAncestor(repo: string, rev: string, into: string): Promi
   throw new FlowError(`'git merge-base --is-ancestor ${rev} ${into}' failed in ${repo}: ${r.stderr.trim()}`)
 }
 
-/** The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any. */
-export async function mergeOnFirstParents(repo: string, tip: string, subject: string): Promise<string | undefined> {
-  const out = await git(repo, ["log", "--first-parent", "--merges", "--max-count=10000", "--format=%H %s", tip])
+/**
+ * The merge on `tip`'s first-parent line whose subject is `subject` (flow's merge of a task's branch), if any; with
+ * `batches`, in a batch's second-parent chain too (docs/RUN.md, "Batches": a batch's tasks' merges are there).
+ */
+export async function mergeOnFirstParents(repo: string, tip: string, subject: string, batches = false): Promise<string | undefined> {
+  const out = await git(repo, ["log", ...(batches ? [] : ["--first-parent"]), "--merges", "--max-count=10000", "--format=%H %s", tip])
   return out
     .split("\n")
     .find((l) => l.slice(l.indexOf(" ") + 1) === subject)
@@ -357,6 +360,16 @@ export async function makeMergeCommit(
   if (dropped.length === 0) return { ok: true, commit, tree, dropped }
   const kept = await treeWithPathsOf(repo, tree, base, dropped)
   return { ok: true, commit: await commitOf(kept), tree: kept, dropped }
+}
+
+/**
+ * A batch's merge (docs/RUN.md, "Batches"): `tip`'s tree (the last of a chain of merges built on `base`) as one
+ * commit on `base` (first parent) whose second parent is `tip`, so that the target's first-parent history holds
+ * only the checked batch, and every task's own merge once, in its second-parent chain.
+ */
+export async function makeBatchCommit(repo: string, base: string, tip: string, message: string, author: { name: string; email: string }): Promise<string> {
+  const env = { ...GIT_ENV, GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email, GIT_COMMITTER_NAME: author.name, GIT_COMMITTER_EMAIL: author.email }
+  return (await check(["git", "commit-tree", `${tip}^{tree}`, "-p", base, "-p", tip, "-m", message], { cwd: repo, env })).trim()
 }
 
 /** `tree` with `paths` as they are in the commit `from` (gone where `from` lacks them), through a scratch index. */

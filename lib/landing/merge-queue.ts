@@ -17,6 +17,7 @@ import { leadStep, type Sweep } from "./queue-lead"
 import { timed } from "../cli/trace"
 import type { LandingEvent, QueueExit, QueueOptions, QueueState, Verdict } from "./queue-types"
 import { serviceLevels } from "./queue-report"
+import { BISECTED } from "../queue-batch/batches"
 import type { Check, CheckResult } from "../worktree/command"
 
 export type { LandingEvent, LandingEvents, QueueOptions, QueueState, Verdict } from "./queue-types"
@@ -41,7 +42,7 @@ const POLL_MS = 1_000
 /** How often a fleet's lead sweeps the published refs nothing holds when its line empties (beyond its first step's sweep). */
 const SWEEP_MS = 30_000
 
-type Waiting = { taskId: string; resolve: (v: Verdict) => void; since: number; seen: string; checkingSaid: string }
+type Waiting = { taskId: string; resolve: (v: Verdict) => void; since: number; seen: string; checkingSaid: string; bisected?: number }
 
 export class MergeQueue {
   /** this run's candidates waiting for their verdicts, by row id */
@@ -245,7 +246,8 @@ export class MergeQueue {
         this.o.bus.emit({ type: "queue", taskId: r.task_id, target: this.o.target, state, position: position + 1, ...extra })
       // Joined the line, or built again (why, and on what, said once per build however far it got since).
       if (first || (rebuilt && r.reason)) event("waiting", r.reason ? { reason: r.reason } : {})
-      if (r.state === "waiting" || r.state === "ready") continue
+      if (rebuilt && r.reason?.includes(BISECTED)) w.bisected = (w.bisected ?? 0) + 1
+      if (r.state === "waiting" || r.state === "ready" || r.state === "covered") continue
       // A check seen only once it ended (another machine's, quick) is said to have started too.
       const check = `${r.gen}/${r.check_attempt}`
       if (w.checkingSaid !== check && r.check_attempt > 0) {
@@ -298,7 +300,7 @@ export class MergeQueue {
     if (!verdict.ok && verdict.kind !== "stopped" && !w.seen.startsWith(`${r.gen}/failed/`))
       this.o.bus.emit({ type: "queue", taskId: w.taskId, target: this.o.target, state: "failed", position: 1, reason: verdict.reason })
     const seconds = Math.round(performance.now() - w.since) / 1000
-    const exit: QueueExit = { outcome, seconds, checks: r.checks, thrown: r.thrown }
+    const exit: QueueExit = { outcome, seconds, checks: r.checks, thrown: r.thrown, ...(w.bisected ? { bisections: w.bisected } : {}) }
     this.exits.push({ taskId: w.taskId, ...exit })
     this.o.bus.emit({ type: "queue-end", taskId: w.taskId, target: this.o.target, ...exit })
     w.resolve(verdict)

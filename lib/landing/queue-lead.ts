@@ -13,6 +13,7 @@
 // Every change is written in one transaction fenced by the lead's epoch: a lead that lapsed (its machine paused
 // or cut off) writes nothing, and its push, built on a target that has moved on since, is refused by the remote.
 import { isAncestor, makeMergeCommit, mergeOnFirstParents, treeOf } from "../git/git"
+import { type Built, close, join, kept, type Walk } from "../queue-batch/batches"
 import { missingCommits } from "../git/remote-git"
 import { killPoint, stopPoint } from "../cli/kill-point"
 import type { QueueChange, QueueLead, QueueRow } from "../state/queue-rows"
@@ -40,7 +41,7 @@ export type Sweep = "now" | "if-empty" | "no"
  */
 async function lost(o: QueueOptions, r: QueueRow, tip: string): Promise<Extract<Verdict, { kind: "stopped" }> | undefined> {
   if (!o.holds || r.attempt === null || (await o.holds({ taskId: r.task_id, attempt: r.attempt, run: r.run_id }))) return undefined
-  const merged = await mergeOnFirstParents(o.repo, tip, subjectOf(r.message))
+  const merged = await mergeOnFirstParents(o.repo, tip, subjectOf(r.message), o.batch > 1)
   const landed = merged ? `, and another run landed it: ${o.into.shown} has its merge (${merged.slice(0, 12)})` : ""
   return {
     ok: false,
@@ -139,19 +140,29 @@ async function passedFront(
   leave: (r: QueueRow, v: Verdict) => void,
 ): Promise<{ batch: QueueRow[]; line: QueueRow[]; wait?: NonNullable<LeadStep["wait"]> }> {
   const batch: QueueRow[] = []
+  // A batch's covered candidates move with its last one, once that one passed (docs/RUN.md, "Batches").
+  let covered: QueueRow[] = []
   for (const r of line) {
-    if (r.state !== "passed" || r.base !== (batch.at(-1)?.merge ?? tip)) break
-    if ((await o.review?.(r.task_id, r.head))?.state === "waiting") {
-      const detail = `its merge passed and waits for review: 'flow review ${r.task_id}' shows it, then approve or ask for changes`
-      return { batch, line, wait: { taskId: r.task_id, detail } }
+    if (r.base !== (covered.at(-1)?.merge ?? batch.at(-1)?.merge ?? tip)) break
+    if (r.state === "covered") {
+      covered.push(r)
+      continue
     }
-    // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
-    const gone = await lost(o, r, tip)
-    if (gone) {
-      leave(r, gone)
-      return { batch, line: line.filter((x) => x !== r) }
+    if (r.state !== "passed") break
+    for (const x of [...covered, r]) {
+      if ((await o.review?.(x.task_id, x.head))?.state === "waiting") {
+        const detail = `its merge passed and waits for review: 'flow review ${x.task_id}' shows it, then approve or ask for changes`
+        return { batch, line, wait: { taskId: x.task_id, detail } }
+      }
+      // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
+      const gone = await lost(o, x, tip)
+      if (gone) {
+        leave(x, gone)
+        return { batch, line: line.filter((y) => y !== x) }
+      }
     }
-    batch.push(r)
+    batch.push(...covered, r)
+    covered = []
   }
   return { batch, line }
 }
@@ -164,7 +175,7 @@ async function reviewed(o: QueueOptions, line: QueueRow[], leave: (r: QueueRow, 
   if (!o.review) return line
   const kept: QueueRow[] = []
   for (const r of line) {
-    const review = r.state === "passed" ? await o.review(r.task_id, r.head) : undefined
+    const review = r.state === "passed" || r.state === "covered" ? await o.review(r.task_id, r.head) : undefined
     if (review?.state !== "changes") kept.push(r)
     else leave(r, { ok: false, kind: "review", reason: `the reviewer asked for changes: ${review.comment}`, comment: review.comment })
   }
@@ -181,27 +192,30 @@ async function inTarget(o: QueueOptions, commit: string, tip: string): Promise<b
   return (await missingCommits(o.repo, [commit])).size === 0 && isAncestor(o.repo, commit, tip)
 }
 
-/** The changes that build the window on `tip`: every candidate not built on the one ahead of it, within queue_depth. */
+/**
+ * The changes that build the window on `tip`: every candidate not built on the one ahead of it, within queue_depth
+ * batches. Batches (docs/RUN.md, "Batches"): up to `o.batch` consecutive candidates are built as a chain of merges,
+ * the last one's check covering the others (`covered`), and the last one's merge is the batch's commit on the
+ * target. A batch that failed at the head is built again as its two halves, checked side by side.
+ */
 async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<string, string>, drop: string[]): Promise<QueueChange[]> {
+  const size = o.check ? o.batch : 1
+  const reach = o.depth * size
   const changes: QueueChange[] = []
   // Every candidate of the window, built or not: a build another machine's lead made may be rebuilt here, on a
   // clone that never fetched that candidate's branch.
-  const missing = await o.into.missing(line.slice(0, o.depth))
-  const built: Built[] = []
-  let base = tip
-  let baseRef: string | null = null
-  const chain: string[] = []
-  for (const [i, r] of line.entries()) {
-    if (r.merge && r.base === base) {
-      // A failure behind the head waits for what is ahead of it; the rest is built without it.
-      if (r.state === "failed") continue
-      if (r.merge !== r.base) chain.push(r.task_id)
-      base = r.merge
-      baseRef = r.ref
+  const missing = await o.into.missing(line.slice(0, reach))
+  const w: Walk = { o, size, base: tip, baseRef: null, chain: [], built: [], drop, caps: new Map(), forced: new Set(), why: new Map() }
+  for (let i = 0; i < line.length; i++) {
+    const r = line[i]
+    if (r.merge && r.base === w.base && !w.forced.has(r.id)) {
+      const split = await kept(w, line, i, tip)
+      if (split !== undefined) i = split - 1
       continue
     }
     const thrown = checkThrown(r)
-    if (i >= o.depth) {
+    if (i >= reach) {
+      await close(w)
       // Built on what no longer holds, and not to be built now: it waits.
       if (r.merge) changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason: null, thrown })
       if (r.ref) drop.push(r.ref)
@@ -213,13 +227,16 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
       changes.push({ id: r.id, gen: r.gen, state: "left", reason, verdict: { ok: false, kind: "refused", reason } })
       continue
     }
-    const on = base
-    await o.into.fetch(on, baseRef) // a merge another machine built, which this one builds on
+    if (w.open && w.open.rows.length >= w.open.cap) await close(w)
+    const on = w.base
+    await o.into.fetch(on, w.baseRef) // a merge another machine built, which this one builds on
     const m = await timed(r.task_id, "build", () => makeMergeCommit(o.repo, on, r.head, r.message, o.author, o.keepOut))
-    const reason = r.merge ? `rebuilt on ${chain.at(-1) ?? o.target}` : null
+    const reason = w.why.get(r.id) ?? (r.merge ? `rebuilt on ${w.chain.at(-1) ?? o.target}` : null)
     // A branch in the target already merges to the target's own tree; only then is git asked whether it is.
     if (m.ok && m.tree === (await cachedTree(o.repo, trees, on)) && (await isAncestor(o.repo, r.head, on))) {
-      built.push({ r, base: on, merge: on, ahead: [...chain], already: true, reason: "already in the target" })
+      // Never inside a batch: what passes at once must be a checked commit, the batch's own.
+      await close(w)
+      w.built.push({ r, base: w.base, merge: w.base, ahead: [...w.chain], already: true, reason: "already in the target" })
       continue
     }
     // Not a conflict (git could not merge at all): the queue's failure, not the candidate's.
@@ -235,9 +252,9 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
       // is built on the target, and most often leaves with the conflict, its agent's to fix). The rest is built
       // without it, as behind a failure, so their checks run meanwhile instead of waiting too. Said once: a step
       // that wrote the same wait again would count as a change, and the queue would step again at once.
-      const reason = `conflicts with ${chain.join(", ")} ahead of it: waits for them to land or leave`
-      if (r.merge !== null || r.state !== "waiting" || r.reason !== reason)
-        changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason, thrown })
+      const why = `conflicts with ${w.chain.join(", ")} ahead of it: waits for them to land or leave`
+      if (r.merge !== null || r.state !== "waiting" || r.reason !== why)
+        changes.push({ id: r.id, gen: r.gen, state: "waiting", build: { base: null, merge: null, ref: null, ahead: [] }, reason: why, thrown })
       continue
     }
     trees.set(m.commit, m.tree)
@@ -247,12 +264,11 @@ async function build(o: QueueOptions, line: QueueRow[], tip: string, trees: Map<
         taskId: r.task_id,
         text: `${r.branch} changes ${m.dropped.slice(0, 5).join(", ")}, flow's own file${m.dropped.length === 1 ? "" : "s"}: left out of the merge (flow's state never comes from a task's branch)`,
       })
-    built.push({ r, base: on, merge: m.commit, ahead: [...chain], already: false, reason })
-    chain.push(r.task_id)
-    base = m.commit
-    baseRef = null // built here: this clone has it
+    join(w, { r, kept: false, base: on, merge: m.commit, ahead: [...w.chain], reason })
+    w.baseRef = null // built here: this clone has it
   }
-  changes.push(...(await published(o, built)))
+  await close(w, true)
+  changes.push(...(await published(o, w.built)))
   return changes
 }
 
@@ -268,18 +284,16 @@ async function cachedTree(repo: string, trees: Map<string, string>, commit: stri
   return tree
 }
 
-type Built = { r: QueueRow; base: string; merge: string; ahead: string[]; already: boolean; reason: string | null }
-
 /** The changes that record the builds, once their merges are published for every machine (a fleet's). */
 async function published(o: QueueOptions, built: readonly Built[]): Promise<QueueChange[]> {
   const changes: QueueChange[] = []
   const refs = await o.into.publish(built.filter((b) => !b.already).map((b) => ({ id: b.r.id, gen: b.r.gen, commit: b.merge })))
   for (const b of built) {
-    const thrown = checkThrown(b.r)
+    const thrown = b.spent ? 0 : checkThrown(b.r)
     changes.push({
       id: b.r.id,
       gen: b.r.gen,
-      state: b.already || !o.check ? "passed" : "ready",
+      state: b.already || !o.check ? "passed" : b.covered ? "covered" : "ready",
       build: { base: b.base, merge: b.merge, ref: refs.get(b.r.id) ?? null, ahead: b.ahead },
       reason: b.reason,
       thrown,

@@ -21,6 +21,7 @@ export function serviceLevels(exits: readonly (QueueExit & { taskId: string })[]
   const longest = landed.reduce((a, b) => (b.seconds > a.seconds ? b : a))
   const checks = landed.reduce((n, e) => n + e.checks, 0)
   const seconds = landed.map((e) => e.seconds)
+  const bisections = exits.reduce((n, e) => n + (e.outcome === "failed" ? (e.bisections ?? 0) : 0), 0)
   return {
     landed: landed.length,
     failed: exits.filter((e) => e.outcome === "failed").length,
@@ -29,6 +30,7 @@ export function serviceLevels(exits: readonly (QueueExit & { taskId: string })[]
     longest: { taskId: longest.taskId, seconds: longest.seconds },
     checksPerMerge: Math.round((checks / landed.length) * 100) / 100,
     thrown: exits.reduce((n, e) => n + e.thrown, 0),
+    ...(bisections ? { bisections } : {}),
   }
 }
 

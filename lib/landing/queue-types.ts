@@ -29,6 +29,8 @@ export type QueueExit = {
   /** checks started for it, and those thrown away (rebuilt under them, or taken over after a lapsed lease) */
   checks: number
   thrown: number
+  /** the times its batch failed and was bisected while it was in it (docs/RUN.md, "Batches"); absent: none */
+  bisections?: number
 }
 
 /** What the landing machinery tells the run as it goes: lib/run/events.ts's stream carries these among the run's. */
@@ -89,6 +91,8 @@ export type ServiceLevels = {
   longest: { taskId: string; seconds: number }
   checksPerMerge: number
   thrown: number
+  /** the bisection steps the candidates that failed cost (their batches split to find them); absent: none */
+  bisections?: number
 }
 
 /**
@@ -106,6 +110,8 @@ export type QueueOptions = {
   scratchDir: string
   /** how many candidates are built and checked at once, fleet-wide: 1 is a strictly serial queue */
   depth: number
+  /** how many consecutive candidates are checked as one merge (flow.yaml `queue: { batch }`; 1: each its own) */
+  batch: number
   /** how many checks this run takes at once (0: it leaves them to other machines') */
   slots: number
   /** how long a lead or a check's claim holds without a renewal, on the state's clock (flow.yaml `lease`) */

@@ -58,10 +58,7 @@ function describe(e: RunEvent, at: Date): string | undefined {
         ? `${e.taskId}: landed ${e.seconds.toFixed(1)} s after its work was done (${e.checks} check${e.checks === 1 ? "" : "s"}${e.thrown ? `, ${e.thrown} thrown away` : ""})`
         : undefined
     case "queue-report":
-      return (
-        `run: merge queue into ${e.target}: ${e.landed} landed${e.failed ? `, ${e.failed} failed` : ""}; done to landed p50 ${e.p50.toFixed(1)} s, ` +
-        `p95 ${e.p95.toFixed(1)} s, longest ${e.longest.seconds.toFixed(1)} s (${e.longest.taskId}); ${e.checksPerMerge.toFixed(2)} checks per merge, ${e.thrown} thrown away`
-      )
+      return queueReportLine(e)
     case "check":
       return `${e.taskId}: ${e.state === "checking" ? "checking" : e.state} ${e.of}'s candidate into ${e.target}${e.seconds !== undefined ? ` after ${e.seconds.toFixed(1)} s` : ""}${e.reason ? ` (${clip(e.reason)})` : ""}`
     case "fix":
@@ -136,4 +133,13 @@ function backoffNote(e: { backoffMs?: number; streak?: number }): string {
 function clip(text: string): string {
   const one = text.replace(/\s+/g, " ").trim()
   return one.length > MAX ? `${one.slice(0, MAX - 1)}…` : one
+}
+
+/** The queue report's line (docs/RUN.md, "Merge queue"): service levels, then what bisections cost when any did. */
+function queueReportLine(e: Extract<RunEvent, { type: "queue-report" }>): string {
+  return (
+    `run: merge queue into ${e.target}: ${e.landed} landed${e.failed ? `, ${e.failed} failed` : ""}; done to landed p50 ${e.p50.toFixed(1)} s, ` +
+    `p95 ${e.p95.toFixed(1)} s, longest ${e.longest.seconds.toFixed(1)} s (${e.longest.taskId}); ${e.checksPerMerge.toFixed(2)} checks per merge, ${e.thrown} thrown away` +
+    (e.bisections ? `; the failures cost ${e.bisections} bisection step${e.bisections === 1 ? "" : "s"}` : "")
+  )
 }

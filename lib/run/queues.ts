@@ -110,6 +110,7 @@ export class MergeQueues {
       signal: s.signal,
       author: this.author,
       depth: s.queueDepth ?? DEFAULT_DEPTH,
+      batch: s.queueBatch ?? 1,
       slots: s.checks ?? s.parallelism,
       leaseMs: s.leaseMs,
       run: RUN_ID,

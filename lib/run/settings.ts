@@ -29,6 +29,8 @@ export type RunSettings = {
   fixAttempts: number
   /** how many candidates of a merge queue are built and checked at once, fleet-wide (1: strictly serial) */
   queueDepth?: number
+  /** how many consecutive candidates a merge queue checks as one merge (flow.yaml `queue: { batch }`; 1: one each) */
+  queueBatch?: number
   /** how many merge-queue checks this run takes at once (`flow run --checks`; default: its parallelism; 0: others' machines run them) */
   checks?: number
   /** who approves a task's merge before it lands (flow.yaml `review`; docs/REVIEW.md); undefined: nobody */

@@ -6,11 +6,15 @@
 // Every lease is on the state's clock (the database's now() in a fleet), every write fenced: by the lead's
 // epoch, by a row's generation (bumped at each rebuild) and by a check's attempt.
 
-/** A candidate's place: waiting (not built), ready (built, its check not taken yet), checking, passed, failed; then landed or left. */
-export type QueueRowState = "waiting" | "ready" | "checking" | "passed" | "failed" | "landed" | "left"
+/**
+ * A candidate's place: waiting (not built), ready (built, its check not taken yet), checking, passed, failed; then
+ * landed or left. covered: built in a batch (docs/RUN.md, "Batches") whose check is the one of the first candidate
+ * behind it that is not covered, the batch's last: it lands when that one passes, and is never checked alone.
+ */
+export type QueueRowState = "waiting" | "ready" | "covered" | "checking" | "passed" | "failed" | "landed" | "left"
 
 /** The states of a candidate still in line. */
-export const IN_LINE: readonly QueueRowState[] = ["waiting", "ready", "checking", "passed", "failed"]
+export const IN_LINE: readonly QueueRowState[] = ["waiting", "ready", "covered", "checking", "passed", "failed"]
 
 export type QueueRow = {
   id: number

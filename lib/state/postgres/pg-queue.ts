@@ -9,7 +9,7 @@ import type { CheckClaim, CheckOutcome, NewCandidate, QueueChange, QueueLead, Qu
 
 const COLUMNS = `id::float8 AS id, queue, target, seq::float8 AS seq, task_id, branch, head, message, run_id, attempt, machine, submitted_at, gen,
   base, merge, ref, ahead, state, reason, verdict, check_run, check_machine, check_attempt, seconds, checks, thrown, landed_at`
-const IN_LINE = "state IN ('waiting', 'ready', 'checking', 'passed', 'failed')"
+const IN_LINE = "state IN ('waiting', 'ready', 'covered', 'checking', 'passed', 'failed')"
 
 /** The channel a project's queue changes are announced on. */
 export const queueChannel = (key: string) => `flowq_${key}`

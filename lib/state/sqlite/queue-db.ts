@@ -10,7 +10,7 @@ type Stored = Omit<QueueRow, "ahead" | "verdict"> & { ahead: string; verdict: st
 
 const COLUMNS =
   "id, queue, target, seq, task_id, branch, head, message, run_id, attempt, machine, submitted_at, gen, base, merge, ref, ahead, state, reason, verdict, check_run, check_machine, check_attempt, seconds, checks, thrown, landed_at"
-const IN_LINE = "state IN ('waiting', 'ready', 'checking', 'passed', 'failed')"
+const IN_LINE = "state IN ('waiting', 'ready', 'covered', 'checking', 'passed', 'failed')"
 
 const row = (r: Stored): QueueRow => ({ ...r, ahead: JSON.parse(r.ahead), verdict: r.verdict === null ? null : JSON.parse(r.verdict) })
 const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v))
