@@ -27,11 +27,14 @@ const statuses = (yaml: string) => Object.fromEntries((Bun.YAML.parse(yaml) as {
 /** z, then four tasks a to d once z is being checked, each finishing after the one before it; `bad` writes bad.txt too. */
 function tasks(bad?: string): Record<string, unknown>[] {
   const z = { id: "z", title: "Z", status: "todo", instructions: sh("echo z > z.txt") }
-  return [z, ...["a", "b", "c", "d"].map((id, i) => {
-    const after = `until [ -e "$GATE/${i === 0 ? "checking-z" : `done-${"abcd"[i - 1]}`}" ]; do sleep 0.05; done\n`
-    const files = `echo ${id} > ${id}.txt${id === bad ? "\necho broken > bad.txt" : ""}`
-    return { id, title: id.toUpperCase(), status: "todo", instructions: sh(`${after}${files}\ntouch "$GATE/done-${id}"`) }
-  })]
+  return [
+    z,
+    ...["a", "b", "c", "d"].map((id, i) => {
+      const after = `until [ -e "$GATE/${i === 0 ? "checking-z" : `done-${"abcd"[i - 1]}`}" ]; do sleep 0.05; done\n`
+      const files = `echo ${id} > ${id}.txt${id === bad ? "\necho broken > bad.txt" : ""}`
+      return { id, title: id.toUpperCase(), status: "todo", instructions: sh(`${after}${files}\ntouch "$GATE/done-${id}"`) }
+    }),
+  ]
 }
 
 /** How many times each task's own merge is in `ref`'s whole history (a batch holds its tasks' merges in its second-parent chain). */

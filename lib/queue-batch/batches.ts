@@ -125,7 +125,8 @@ export async function close(w: Walk, end = false): Promise<void> {
   const tasks = g.rows.map((e) => e.r.task_id)
   if (end && w.busy && g.rows.length < g.cap) {
     const fills = `waits for more candidates (a batch of up to ${g.cap}) while the one ahead is checked`
-    for (const e of g.rows) if (!e.kept) w.built.push({ r: e.r, base: e.base, merge: e.merge, ahead: e.ahead, already: false, reason: e.reason ?? fills, covered: true })
+    for (const e of g.rows)
+      if (!e.kept) w.built.push({ r: e.r, base: e.base, merge: e.merge, ahead: e.ahead, already: false, reason: e.reason ?? fills, covered: true })
     return
   }
   w.busy = true
