@@ -517,6 +517,8 @@ export const DashboardReport = type({
   queue: MergeQueueReport,
   /** the landings of the live run that wait for the person, oldest first */
   landing: LandingWait.array(),
+  /** the merges that wait for their reviewer, in queue order (flow review --json's `reviews`) */
+  reviews: WaitingReview.array(),
 })
 export type DashboardReport = typeof DashboardReport.infer
 
