@@ -8,8 +8,9 @@ export const meta = {
   usage: "flow mcp [--http <port>]",
   description: `Serves the project's task graph to MCP clients (Claude Code, Codex, Cursor, VS Code, ...): the tools
 flow_list, flow_show, flow_next, flow_start, flow_done, flow_block, flow_note, flow_ask, flow_answer,
-flow_questions, flow_step_start, flow_step_done, flow_step_show, flow_step_list, flow_prompt and
-flow_validate do what the commands of the same names do and return their --json output; the resources
+flow_questions, flow_review (with flow_review_show, flow_review_approve and flow_review_changes: flow review
+<task_id> [approve | changes]), flow_step_start, flow_step_done, flow_step_show, flow_step_list, flow_prompt
+and flow_validate do what the commands of the same names do and return their --json output; the resources
 are tasks.yaml, plan.md, PRD.md and each task's prompt (flow://tasks/<task_id>/prompt).
 Without --http, on stdin and stdout: the client starts 'flow mcp' itself (docs/MCP.md has the config of
 each client). With --http, on http://127.0.0.1:<port>/mcp (this machine only) until Ctrl-C: the first line

@@ -1,19 +1,11 @@
 import { parse } from "../lib/cli/args"
 import type { Ctx } from "../lib/cli/context"
-import { FlowError, usage } from "../lib/cli/errors"
+import { usage } from "../lib/cli/errors"
 import { findProject } from "../lib/cli/project"
-import { run as runProcess } from "../lib/cli/proc"
-import { loadConfig } from "../lib/config/config"
-import { GIT_ENV } from "../lib/git/git"
-import { Workspaces } from "../lib/git/workspace"
-import { readEvidence } from "../lib/run/evidence"
+import type { WaitingReview } from "../lib/model/json-shapes"
+import { reviewDecide, reviewList, reviewShow } from "../lib/ops/review"
 import { evidenceLines } from "../lib/run/evidence-text"
-import { decide, waitingReviews, type WaitingReview } from "../lib/landing/review-gate"
-import { answerer, type RunState } from "../lib/state/run-state"
-import { openExistingState, openState } from "../lib/state/state"
-import { openStore } from "../lib/store/open"
-import type { TaskStore } from "../lib/store/store"
-import { indexTasks, type Indexed } from "../lib/model/task-index"
+import { answerer } from "../lib/state/run-state"
 
 export const meta = {
   usage: 'flow review [<task_id> [approve | changes "<comment>"]] [--json]',
@@ -31,21 +23,15 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const { values, positionals } = parse(meta, args)
   const [id, verb, ...words] = positionals
   const project = findProject(ctx)
-  const config = loadConfig(project.dir)
-  const store = await openStore(project)
-  // No state yet: nothing was ever handed to a merge queue, so nothing waits (and nothing is created).
-  const opened = await openExistingState(project)
-  if (!opened && id === undefined) return list(ctx, [], values.json === true)
-  using db = opened ?? (await openState(project))
-  const waiting = await waitingReviews(config.review, store, db)
-  if (id === undefined) return list(ctx, waiting, values.json === true)
-  if (verb === undefined) return show(ctx, new Workspaces(project, { repo: config.repo }), store, db, waiting, id, values.json === true)
+  const json = values.json === true
+  if (id === undefined) return list(ctx, (await reviewList(project)).reviews, json)
+  if (verb === undefined) return show(ctx, await reviewShow(project, id), json)
   if (verb !== "approve" && verb !== "changes") throw usage(`unknown decision '${verb}': approve or changes`, `usage: ${meta.usage}`)
   const comment = words.join(" ").trim()
   if (verb === "changes" && !comment) throw usage("missing <comment>: say what to change", `usage: ${meta.usage}`)
   if (verb === "approve" && comment) throw usage("approve takes no comment", `usage: ${meta.usage}`)
-  const d = await decide(waiting, db, id, verb, verb === "changes" ? comment : null, answerer(ctx.env))
-  if (values.json) return ctx.stdout(`${JSON.stringify(d, null, 2)}\n`)
+  const d = await reviewDecide(project, id, verb, verb === "changes" ? comment : null, answerer(ctx.env))
+  if (json) return ctx.stdout(`${JSON.stringify(d, null, 2)}\n`)
   ctx.stdout(
     verb === "approve"
       ? `Approved ${id} (${d.head.slice(0, 12)}): it lands when the merge queue gets to it.\n`
@@ -62,24 +48,14 @@ function list(ctx: Ctx, waiting: WaitingReview[], json: boolean): void {
   }
 }
 
-async function show(ctx: Ctx, spaces: Workspaces, store: TaskStore, db: RunState, waiting: WaitingReview[], id: string, json: boolean): Promise<void> {
-  const w = waiting.find((x) => x.task === id)
-  if (!w)
-    throw new FlowError(
-      `task '${id}' does not wait for review`,
-      undefined,
-      waiting.length ? `waiting: ${waiting.map((x) => x.task).join(", ")}` : "nothing waits for review",
-    )
-  const evidence = await readEvidence(db, id)
-  const repo = await spaces.repoOf((indexTasks((await store.read()).data).get(id) as Indexed).task)
-  const range = `${w.target}...${w.head}`
-  if (json) return ctx.stdout(`${JSON.stringify({ review: w, evidence }, null, 2)}\n`)
-  ctx.stdout(`Review ${id}: ${w.title}\n${evidence ? `${evidenceLines(evidence).join("\n")}\n` : ""}`)
+async function show(ctx: Ctx, { report, repo, range }: Awaited<ReturnType<typeof reviewShow>>, json: boolean): Promise<void> {
+  if (json) return ctx.stdout(`${JSON.stringify(report, null, 2)}\n`)
+  const { review, evidence } = report
+  ctx.stdout(`Review ${review.task}: ${review.title}\n${evidence ? `${evidenceLines(evidence).join("\n")}\n` : ""}`)
   if (ctx.interactive) {
     // git's own pager (core.pager, $GIT_PAGER, less) on the person's terminal.
     await Bun.spawn(["git", "-C", repo, "diff", range], { stdio: ["inherit", "inherit", "inherit"] }).exited
     return
   }
-  const diff = await runProcess(["git", "-C", repo, "diff", range], { cwd: repo, env: GIT_ENV })
-  ctx.stdout(diff.stdout)
+  ctx.stdout(report.diff)
 }

@@ -206,6 +206,7 @@ test.concurrent("--json prints the snapshot in the shape of lib/model/json-shape
     usage: { run: null, total: null, budget: null },
     queue: [],
     landing: [],
+    reviews: [],
   })
 })
 

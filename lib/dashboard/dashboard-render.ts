@@ -181,7 +181,10 @@ function needsYou(r: DashboardReport, c: Colours): [command: string, ...text: Pa
   const rows: [string, ...Part[]][] = []
   if (r.questions > 0) rows.push(["flow questions", `${plural(r.questions, "question")} waiting for an answer`])
   if (r.review.length > 0) rows.push(["flow view", `${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
-  for (const l of r.landing) rows.push([`flow show ${l.task}`, ["landing waits", c.yellow], `: ${l.reason}`])
+  // A review's wait is a landing's too (the queue records it as one): told once, as the review it is.
+  for (const v of r.reviews)
+    rows.push([`flow review ${v.task}`, ["review waits", c.yellow], `: ${v.title}: its merge passed its check; 'flow review ${v.task} approve' lands it`])
+  for (const l of r.landing) if (!r.reviews.some((v) => v.task === l.task)) rows.push([`flow show ${l.task}`, ["landing waits", c.yellow], `: ${l.reason}`])
   const shown = r.blocked.length > BLOCKED_ROWS ? r.blocked.slice(0, BLOCKED_ROWS - 1) : r.blocked
   for (const b of shown) rows.push([`flow show ${b.id}`, ["blocked", c.red], `: ${b.note ?? "no note says why"}`])
   const more = r.blocked.length - shown.length

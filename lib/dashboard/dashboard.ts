@@ -3,7 +3,7 @@
 import { basename } from "node:path"
 import { waitsForReview } from "../graph/checkpoint"
 import { isoSeconds, parseTimestamp } from "../cli/clock"
-import type { DashboardReport, LandingWait, LiveRun, MergeQueueReport } from "../model/json-shapes"
+import type { DashboardReport, LandingWait, LiveRun, MergeQueueReport, WaitingReview } from "../model/json-shapes"
 import { phaseHeader, readPhaseTitles } from "../plan/plan-phases"
 import type { Project } from "../cli/project"
 import { currentStep } from "../prompts/prompt"
@@ -15,7 +15,8 @@ import { TASK_STATUSES } from "../model/statuses"
 import { indexTasks, topLevelOf, type Indexed, type Task, type TaskFile } from "../model/task-index"
 import { NO_USAGE, usageFrom, type UsageTotals } from "../budget/usage"
 import { type BudgetState, NO_BUDGET_STATE, readBudgetState, runBudgetFrom, taskBudgetFrom } from "../budget/budget-report"
-import { readBudgetConfig } from "../config/budget-config"
+import { readBudgetConfig, readConfigPart } from "../config/budget-config"
+import type { RunState } from "../state/run-state"
 import { storeSetting } from "../store/setting"
 
 /** How many done tasks "Recently completed" lists. */
@@ -37,6 +38,8 @@ export type RuntimeState = {
   budget: BudgetState
   /** the landings of the live runs that wait for the person */
   landing: LandingWait[]
+  /** the merges that wait for their reviewer (what `flow review` lists) */
+  reviews: WaitingReview[]
 }
 
 /** Reads the runtime state without creating anything: no database yet means no agents and no questions. */
@@ -49,6 +52,7 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
   const config = await readBudgetConfig(project.dir)
   let budget: BudgetState = { ...NO_BUDGET_STATE, config }
   let landing: LandingWait[] = []
+  let reviews: WaitingReview[] = []
   if (db) {
     using open = db
     questions = (await open.questions.pending()).length
@@ -57,8 +61,17 @@ export async function readRuntime(project: Project): Promise<RuntimeState> {
     queue = await readQueues(open)
     budget = await readBudgetState(open, config)
     landing = [...(await landingWaitsOf(open, runs)).values()]
+    reviews = await reviewsWaiting(project, open)
   }
-  return { questions, runs, shared: setting.kind !== "file", work, usage, queue, budget, landing }
+  return { questions, runs, shared: setting.kind !== "file", work, usage, queue, budget, landing, reviews }
+}
+
+/** What waits for review; the review gate's code (and arktype, for flow.yaml) is loaded only when flow.yaml has a `review`. */
+async function reviewsWaiting(project: Project, db: RunState): Promise<WaitingReview[]> {
+  const config = await readConfigPart(project.dir, "review")
+  if (config === undefined) return []
+  const [{ waitingReviews }, { openStore }] = await Promise.all([import("../landing/review-gate"), import("../store/open")])
+  return waitingReviews(config, await openStore(project), db)
 }
 
 /** The snapshot of `data` and `runtime` at `now` (ms since the epoch). */
@@ -115,6 +128,7 @@ export function dashboardReport(project: Project, data: TaskFile, runtime: Runti
       })),
     questions: runtime.questions,
     review: tasks.filter((t) => waitsForReview(index, t)).map((t) => t.id),
+    reviews: runtime.reviews,
     blocked: tasks.filter((t) => t.status === "blocked").map((t) => ({ id: t.id, title: t.title, note: blockNote(t) })),
     run: runtime.runs[0] ?? null,
     ...(runtime.shared ? { runs: runtime.runs } : {}),

@@ -13,7 +13,7 @@ import { StoreUnreachable } from "../store/store"
 import type { Fence } from "../store/store"
 import type { CheckClaim, QueueRow } from "../state/queue-rows"
 import { checkFailure, runClaimedCheck, scratchFolder } from "./queue-check"
-import { leadStep, type Sweep } from "./queue-lead"
+import { type LeadStep, leadStep, type Sweep } from "./queue-lead"
 import { timed } from "../cli/trace"
 import type { LandingEvent, QueueExit, QueueOptions, QueueState, Verdict } from "./queue-types"
 import { serviceLevels } from "./queue-report"
@@ -350,15 +350,15 @@ export class MergeQueue {
   }
 
   /** Waits for the person, said once: the head's move found something of theirs in the way. */
-  private waitFor(wait: { taskId: string; detail: string; lock?: boolean } | undefined): void {
+  private waitFor(wait: LeadStep["wait"]): void {
     if (!wait) {
       this.waitEnds()
       return
     }
-    const { taskId, detail, lock } = wait
+    const { taskId, detail, lock, review } = wait
     // A lock may be a person's git at work for a moment: said only when it is still there a try later.
     if (detail !== this.waitSaid && (!lock || detail === this.waitSeen)) {
-      this.o.bus.emit({ type: "waiting", taskId, reason: `landing ${taskId}: ${detail}` })
+      this.o.bus.emit({ type: "waiting", taskId, reason: `landing ${taskId}: ${detail}`, ...(review ? { review } : {}) })
       this.o.waits.set(taskId, detail)
       this.waiting = taskId
     }

@@ -25,7 +25,8 @@ import type { QueueOptions, Verdict } from "./queue-types"
  * change, an operation or a lock in the way); `drop`, published refs nothing holds any more, which the caller
  * removes after the step, outside the lead (a push to the remote each time: the lead is the fleet's one lane).
  */
-export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean }; drop: string[]; swept: boolean }
+/** `wait.review`: the head waits for its reviewer (flow.yaml `review`), not for something of the person's in the way. */
+export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean; review?: boolean }; drop: string[]; swept: boolean }
 
 /**
  * When a step sweeps the published refs nothing in line holds (what killed runs left): "now", or "if-empty"
@@ -152,7 +153,7 @@ async function passedFront(
     for (const x of [...covered, r]) {
       if ((await o.review?.(x.task_id, x.head))?.state === "waiting") {
         const detail = `its merge passed and waits for review: 'flow review ${x.task_id}' shows it, then approve or ask for changes`
-        return { batch, line, wait: { taskId: x.task_id, detail } }
+        return { batch, line, wait: { taskId: x.task_id, detail, review: true } }
       }
       // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
       const gone = await lost(o, x, tip)

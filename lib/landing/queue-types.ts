@@ -71,8 +71,11 @@ export type LandingEvent =
       seconds: number
       output: string
     }
-  /** taskId: the task that waits (a landing that waits for the person), when it is one task's */
-  | { type: "waiting"; taskId?: string; reason: string }
+  /**
+   * taskId: the task that waits (a landing that waits for the person), when it is one task's; review: its
+   * landing waits for its reviewer's decision (`flow review`)
+   */
+  | { type: "waiting"; taskId?: string; reason: string; review?: boolean }
   /** something the run or its landing did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */
   | { type: "notice"; taskId?: string; text: string }
 

@@ -3,14 +3,16 @@
 // of the run state (`review.decision`, both backends), keyed by the commit it was made on: a fix round's new
 // commit waits for a new decision, and a candidate rebuilt on a moved target keeps its approval.
 import { FlowError } from "../cli/errors"
+import { hint, quoted } from "../cli/hint"
 import { reviewerOf, type ReviewConfig } from "../config/review-config"
 import type { ReviewState } from "./queue-types"
+import type { ReviewDecision, WaitingReview } from "../model/json-shapes"
 import { indexTasks, topLevelOf, type Indexed } from "../model/task-index"
 import type { QueueRow } from "../state/queue-rows"
 import type { RunState } from "../state/run-state"
 import type { TaskStore } from "../store/store"
 
-export type Decision = { task: string; head: string; decision: "approve" | "changes"; comment: string | null; by: string; at: string }
+export type Decision = ReviewDecision
 
 /** The latest decision on the task's commit `head`, if any. */
 export async function decisionOn(db: RunState, taskId: string, head: string): Promise<Decision | undefined> {
@@ -41,9 +43,6 @@ export function reviewGate(
   }
 }
 
-/** A candidate whose merge passed and waits for its review. */
-export type WaitingReview = { task: string; title: string; branch: string; head: string; target: string; reviewer: "person"; since: string }
-
 /** The candidates in every queue whose merge passed and whose review waits, in queue order. */
 export async function waitingReviews(config: ReviewConfig | undefined, store: TaskStore, db: RunState): Promise<WaitingReview[]> {
   if (config === undefined) return []
@@ -63,6 +62,16 @@ function waiting(r: QueueRow, entry: Indexed, reviewer: "person"): WaitingReview
   return { task: r.task_id, title: entry.task.title, branch: r.branch, head: r.head, target: r.target, reviewer, since: r.submitted_at }
 }
 
+/** The error for a task that does not wait for review, naming what does. */
+export function notWaiting(taskId: string, waitingNow: WaitingReview[]): FlowError {
+  const names = waitingNow.map((x) => x.task).join(", ")
+  return new FlowError(
+    `task '${taskId}' does not wait for review`,
+    undefined,
+    names ? hint`waiting: ${names} (${quoted("review")} lists them)` : hint`nothing waits for review: ${quoted("review")} lists what does`,
+  )
+}
+
 /**
  * Records a person's decision on a waiting review: approve, or changes with the comment its agent gets. A task
  * that does not wait for review is a FlowError naming what waits.
@@ -76,14 +85,7 @@ export async function decide(
   by: string,
 ): Promise<Decision> {
   const w = waitingNow.find((x) => x.task === taskId)
-  if (!w) {
-    const names = waitingNow.map((x) => x.task).join(", ")
-    throw new FlowError(
-      `task '${taskId}' does not wait for review`,
-      undefined,
-      names ? `waiting: ${names} ('flow review' lists them)` : "nothing waits for review: 'flow review' lists what does",
-    )
-  }
+  if (!w) throw notWaiting(taskId, waitingNow)
   const data = { task: taskId, head: w.head, decision, comment, by }
   await db.events.append({ kind: "review.decision", task_id: taskId, data })
   return (await decisionOn(db, taskId, w.head)) as Decision

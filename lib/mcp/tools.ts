@@ -14,6 +14,9 @@ import {
   PromptReport,
   Question,
   QuestionsReport,
+  ReviewDecision,
+  ReviewReport,
+  ReviewsReport,
   ShowReport,
   StepListReport,
   StepShowReport,
@@ -29,6 +32,7 @@ import { stepList, stepShow } from "../ops/steps"
 import { validateProject } from "../ops/validate"
 import { answerer } from "../state/run-state"
 import { agentFence } from "../ops/fence"
+import { reviewDecide, reviewList, reviewShow } from "../ops/review"
 
 /** What a tool call runs with: the project, the server's environment (FLOW_AGENT, USER) and the call's cancellation. */
 export type ToolContext = { project: Project; env: Ctx["env"]; signal: AbortSignal }
@@ -170,6 +174,47 @@ export const TOOLS: readonly Tool[] = [
     output: QuestionsReport,
     ...readOnly,
     run: async ({ project }, { all }) => listQuestions(project, all),
+  }),
+  tool({
+    name: "flow_review",
+    title: "Reviews waiting",
+    description:
+      "What waits for review (flow review --json; flow.yaml review, docs/REVIEW.md): each task whose merge passed its check and waits for its reviewer before it lands, in queue order, with the branch's commit a decision is made on.",
+    input: type({}),
+    output: ReviewsReport,
+    ...readOnly,
+    run: async ({ project }) => reviewList(project),
+  }),
+  tool({
+    name: "flow_review_show",
+    title: "Show a review",
+    description:
+      "One waiting review (flow review <task_id> --json): the task's evidence (diff stats, checks with their output, agent, fix rounds, cost, the queue's wait) and its diff against the target as git prints it.",
+    input: type({ task_id: taskId }),
+    output: ReviewReport,
+    ...readOnly,
+    run: async ({ project }, { task_id }) => (await reviewShow(project, task_id)).report,
+  }),
+  tool({
+    name: "flow_review_approve",
+    title: "Approve a review",
+    description: "Approves the waiting review of the task's commit (flow review <task_id> approve): it lands when the merge queue gets to it.",
+    input: type({ task_id: taskId }),
+    output: ReviewDecision,
+    readOnly: false,
+    idempotent: false,
+    run: async ({ project, env }, { task_id }) => reviewDecide(project, task_id, "approve", null, answerer(env)),
+  }),
+  tool({
+    name: "flow_review_changes",
+    title: "Ask for changes",
+    description:
+      'Asks for changes to the waiting review (flow review <task_id> changes "<comment>"): the comment goes to the task\'s agent, in its session, as a fix round (counted against fix_attempts); its new work comes back to the queue and waits for review again.',
+    input: type({ task_id: taskId, comment: text }),
+    output: ReviewDecision,
+    readOnly: false,
+    idempotent: false,
+    run: async ({ project, env }, { task_id, comment }) => reviewDecide(project, task_id, "changes", comment.trim(), answerer(env)),
   }),
   tool({
     name: "flow_step_start",

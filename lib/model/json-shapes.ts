@@ -250,6 +250,46 @@ export const ShowReport = type({
 })
 export type ShowReport = typeof ShowReport.infer
 
+/**
+ * A candidate whose merge passed its check and waits for its reviewer (docs/REVIEW.md, "The review gate"):
+ * the branch's commit `head` the decision will be on, its target, since when it is in the queue.
+ */
+export const WaitingReview = type({
+  task: "string",
+  title: "string",
+  branch: "string",
+  head: "string",
+  target: "string",
+  reviewer: "'person'",
+  since: "string",
+})
+export type WaitingReview = typeof WaitingReview.infer
+
+/** `flow review --json` and the MCP tool flow_review: what waits for review, in queue order. */
+export const ReviewsReport = type({ reviews: WaitingReview.array() })
+export type ReviewsReport = typeof ReviewsReport.infer
+
+/**
+ * `flow review <id> --json` and flow_review_show: the waiting review, the task's evidence (null: none recorded)
+ * and its diff against the target (`git diff <target>...<head>`, as git prints it).
+ */
+export const ReviewReport = type({ review: WaitingReview, evidence: TaskEvidence.or("null"), diff: "string" })
+export type ReviewReport = typeof ReviewReport.infer
+
+/**
+ * A reviewer's decision (`flow review <id> approve|changes --json`, flow_review_approve, flow_review_changes),
+ * on the branch's commit `head`: `comment` is what the agent is asked to change (null for approve), `by` who decided.
+ */
+export const ReviewDecision = type({
+  task: "string",
+  head: "string",
+  decision: "'approve' | 'changes'",
+  comment: "string | null",
+  by: "string",
+  at: "string",
+})
+export type ReviewDecision = typeof ReviewDecision.infer
+
 /** `flow next --json`: the available tasks in the order they should be taken. */
 export const NextReport = type({ tasks: TaskSummary.array() })
 export type NextReport = typeof NextReport.infer
@@ -477,6 +517,8 @@ export const DashboardReport = type({
   queue: MergeQueueReport,
   /** the landings of the live run that wait for the person, oldest first */
   landing: LandingWait.array(),
+  /** the merges that wait for their reviewer, in queue order (flow review --json's `reviews`) */
+  reviews: WaitingReview.array(),
 })
 export type DashboardReport = typeof DashboardReport.infer
 

@@ -24,7 +24,7 @@ const HEADLINES: Record<Notice["event"], (n: Notice) => string> = {
   checkpoint: (n) => `checkpoint ${n.taskId} waits for review`,
   blocked: (n) => `${n.taskId} is blocked`,
   budget: (n) => `${n.taskId} reached its budget`,
-  landing: (n) => `landing of ${n.taskId} waits for you`,
+  landing: (n) => (n.review ? `${n.taskId} waits for your review` : `landing of ${n.taskId} waits for you`),
   parked: (n) => `${n.taskId} parked by a usage limit`,
   finished: (n) => (n.text.startsWith("the run stopped") ? "the run stopped" : "the run finished"),
 }

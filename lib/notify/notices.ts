@@ -14,6 +14,8 @@ export type Notice = {
   text: string
   /** the exact command that answers it, when one does */
   command?: string
+  /** a landing that waits for the person's review (flow.yaml `review`), not for something of theirs in the way */
+  review?: boolean
   /** when the run said it, ISO 8601 in UTC */
   at: string
 }
@@ -60,6 +62,7 @@ export function noticesOf(event: RunEvent, at: Date): Notice[] {
     case "waiting":
       // Only a landing names its task; a full disk or a limit of every agent is the run's own wait.
       if (event.taskId === undefined || !event.reason.startsWith("landing ")) return []
+      if (event.review) return [reviewNotice(event.taskId, when)]
       return [{ event: "landing", taskId: event.taskId, text: `${event.reason} (it lands by itself once that is out of the way)`, at: when }]
     case "parked":
       return [
@@ -74,6 +77,18 @@ export function noticesOf(event: RunEvent, at: Date): Notice[] {
       return [{ event: "finished", text: runEndText(event), command: event.remaining > 0 ? "flow list" : undefined, at: when }]
     default:
       return []
+  }
+}
+
+/** A landing that waits for the person's review (flow.yaml `review`): approving it is what answers. */
+function reviewNotice(taskId: string, at: string): Notice {
+  return {
+    event: "landing",
+    taskId,
+    review: true,
+    text: `task ${taskId} waits for your review: its merge passed its check ('flow review ${taskId}' shows its evidence and diff; approve it, or ask for changes with 'flow review ${taskId} changes "<comment>"')`,
+    command: `flow review ${taskId} approve`,
+    at,
   }
 }
 
