@@ -320,17 +320,44 @@ async function mergesInHistory(remote: string): Promise<Record<string, number>> 
   return counts
 }
 
-// Batches in a fleet (docs/RUN.md, "Batches"): each check waits until the four tasks are done and then 2 s. What is
-// handed over first is checked at once (nothing ahead of it is being checked); the rest wait behind that check to
-// fill a batch, and are checked as one: two checks for four tasks, none thrown away.
+// Batches in a fleet (docs/RUN.md, "Batches"). What is handed over first is checked at once (nothing ahead of it is
+// being checked); the rest wait behind that check to fill a batch, and are checked as one. The first check holds
+// until the test has seen every task in the line (the shared queue, on `flow dashboard --json`), so what the
+// batch behind it holds never depends on how fast the machines are: two checks for four tasks.
 describe.skipIf(!HAVE_POSTGRES)("batches of the fleet's merge queue", () => {
-  const doneThenWrites = (id: string, extra: string) => ({
+  /** `after`: what its instructions wait for before they end (its hand-over waits with them) */
+  const doneThenWrites = (id: string, extra: string, after = "") => ({
     id,
     title: id,
     status: "todo",
-    instructions: sh(`echo ${id} > ${id}.txt${extra}\ntouch "$SIGNALS/done-${id}"`),
+    instructions: sh(`echo ${id} > ${id}.txt${extra}\n${after}touch "$SIGNALS/done-${id}"`),
   })
-  const HOOK = `until [ "$(ls "$SIGNALS" | grep -c '^done-')" -ge 4 ]; do sleep 0.05; done\nsleep 2\necho "$FLOW_TASK_ID" >> "$SIGNALS/finished"\n`
+  const HOOK = `touch "$SIGNALS/checking"; until [ -e "$SIGNALS/go" ]; do sleep 0.05; done\necho "$FLOW_TASK_ID" >> "$SIGNALS/finished"\n`
+
+  /** The runs of `q`'s machines, the first check let go once all four tasks are in the line; what each run printed. */
+  async function allInLineThenGo(q: Awaited<ReturnType<typeof queueFleet>>): Promise<{ code: number; stdout: string; stderr: string }[]> {
+    const runs = q.machines.map((m) => m.run())
+    try {
+      const m1 = q.machines[0]
+      await until(
+        async () => {
+          if (!existsSync(join(q.signals, "checking"))) return false
+          const shown = await flow(m1.path, ["dashboard", "--json"], { env: m1.env })
+          const queue = (JSON.parse(shown.stdout || "{}") as { queue?: { candidates: { task: string }[] }[] }).queue ?? []
+          return queue.flatMap((l) => l.candidates).length === FOUR.length
+        },
+        runs,
+        "all four tasks in the line",
+      )
+    } finally {
+      writeFileSync(join(q.signals, "go"), "")
+    }
+    const done = await Promise.all(runs.map((r) => r.done()))
+    // What the runs printed, for a failure's reader: exit 4 is a run whose own task is blocked.
+    if (done.some((d) => (d.code !== 0 && d.code !== 4) || d.stderr !== ""))
+      console.error(done.map((d) => `exit ${d.code}\n${d.stdout}\n${d.stderr}`).join("\n---\n"))
+    return done
+  }
 
   test("a batch that passes: four tasks land with two checks, two commits on the remote main's first parents", async () => {
     await using db = await freshDatabase()
@@ -342,32 +369,35 @@ describe.skipIf(!HAVE_POSTGRES)("batches of the fleet's merge queue", () => {
     )
     writeFileSync(join(q.signals, "hook.sh"), HOOK)
     const start = (await git(q.f.remote, ["rev-parse", "main"])).trim()
-    await ended(q.machines.map((m) => m.run()))
+    const done = await allInLineThenGo(q)
+    expect(done.map((d) => ({ code: d.code, stderr: d.stderr }))).toEqual(done.map(() => ({ code: 0, stderr: "" })))
     expect(readFileSync(join(q.signals, "finished"), "utf8").trim().split("\n")).toHaveLength(2)
     expect(q.checks()).toHaveLength(2)
     expect(await statuses(q.machines[0])).toEqual(Object.fromEntries(FOUR.map((id) => [id, "done"])))
     const firsts = (await git(q.f.remote, ["log", "--first-parent", "--format=%s", `${start}..main`])).trim().split("\n")
     expect(firsts).toHaveLength(2)
-    expect(firsts[0]).toMatch(/^Merge a batch of [23] into main: t\d(, t\d)+$/)
+    expect(firsts[0]).toMatch(/^Merge a batch of 3 into main: t\d(, t\d)+$/)
     expect(await uncheckedCommits(q.f.remote, "main", start, CHECK)).toEqual([])
     expect(await mergesInHistory(q.f.remote)).toEqual({ t1: 1, t2: 1, t3: 1, t4: 1 })
   }, 240_000)
 
   test("a batch with one failing candidate: bisected, the failing one blocked, the other three landed", async () => {
     await using db = await freshDatabase()
+    // t3 (the failing one) is handed over only once the first check started: it is in the batch behind it.
+    const waitsForCheck = `until [ -e "$SIGNALS/checking" ]; do sleep 0.05; done\n`
     await using q = await queueFleet(
       db.url,
-      FOUR.map((id) => doneThenWrites(id, id === "t3" ? "\necho broken > broken.txt" : "")),
+      FOUR.map((id) => (id === "t3" ? doneThenWrites(id, "\necho broken > broken.txt", waitsForCheck) : doneThenWrites(id, ""))),
       "queue: { batch: 4 }\nfix_attempts: 0\n",
       ["m1", "m2"],
     )
     writeFileSync(join(q.signals, "hook.sh"), HOOK)
     const start = (await git(q.f.remote, ["rev-parse", "main"])).trim()
-    const runs = q.machines.map((m) => m.run())
-    const done = await Promise.all(runs.map((r) => r.done()))
+    const done = await allInLineThenGo(q)
+    // A run ends 4 when a task of its own is blocked: t3's run.
     expect(done.map((d) => d.stderr)).toEqual(["", ""])
-    // The batch it was in (of 3 or 4: what was handed over behind the first check) split until it was alone.
-    expect(runs.map((r) => r.output()).join("\n")).toMatch(/failed: checked again as halves of \d and \d/)
+    // The batch of 3 behind the first check failed, and split until t3 was alone.
+    expect(done.map((d) => d.stdout).join("\n")).toMatch(/failed: checked again as halves of 2 and 1/)
     expect(await statuses(q.machines[0])).toEqual({ t1: "done", t2: "done", t3: "blocked", t4: "done" })
     expect(await uncheckedCommits(q.f.remote, "main", start, CHECK)).toEqual([])
     expect(await mergesInHistory(q.f.remote)).toEqual({ t1: 1, t2: 1, t4: 1 })
