@@ -28,6 +28,7 @@ export function noticesOf(event: RunEvent, at: Date): Notice[] {
   const when = isoSeconds(at)
   switch (event.type) {
     case "checkpoint":
+      if (event.quiet) return []
       return [
         {
           event: "checkpoint",

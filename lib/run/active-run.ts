@@ -38,6 +38,8 @@ export class ActiveRun {
   readonly busy = new Map<string, string>()
   /** checkpoints said to wait for review */
   readonly announced = new Set<string>()
+  /** checkpoints shown as waiting while another run of the fleet tells people of them */
+  readonly shownQuietly = new Set<string>()
   /** failed, and their failure could not be written: never taken again in this run */
   readonly leftAlone = new Set<string>()
   readonly workspaces: Workspaces

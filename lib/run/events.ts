@@ -21,7 +21,8 @@ export type RunEvent =
   | { type: "publish-failed"; taskId: string; what: "push" | "pull-request"; detail: string }
   | { type: "question-wait"; taskId: string; questions: string[] }
   | { type: "question-answered"; taskId: string; questions: string[] }
-  | { type: "checkpoint"; taskId: string }
+  /** `quiet`: another run of the fleet (the oldest live one) tells people of it; this run only shows it */
+  | { type: "checkpoint"; taskId: string; quiet?: true }
   | { type: "retry"; taskId: string; attempt: number; reason: string }
   | BudgetEvent
   | LandingEvent

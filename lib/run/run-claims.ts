@@ -5,6 +5,8 @@
 import { type Claim, type Claims, type Fence, StoreUnreachable } from "../store/store"
 import { RUN_ID } from "../cli/run-id"
 import type { RunSettings } from "./settings"
+import { liveRuns } from "../state/state"
+import { storeSetting } from "../store/setting"
 
 export class RunClaims {
   private held = new Map<string, Claim>()
@@ -35,6 +37,22 @@ export class RunClaims {
     const claim = this.claimOf(fence)
     this.held.set(fence.taskId, claim)
     return claim
+  }
+
+  /**
+   * Whether this run is the oldest live run of the graph, whatever the machine: the one that tells people of
+   * what no run owns, a checkpoint waiting (docs/NOTIFY.md, "Fleet mode"). When the database cannot say, it
+   * tells: said twice rather than never.
+   */
+  async eldest(): Promise<boolean> {
+    try {
+      const [first] = await liveRuns(this.s.project)
+      if (first === undefined) return true
+      const setting = await storeSetting(this.s.project)
+      return first.pid === process.pid && setting.kind === "postgres" && first.machine === setting.machine
+    } catch {
+      return true
+    }
   }
 
   /** The claim this run holds on a task (a parked task's, handed to its next agent). */

@@ -95,8 +95,12 @@ async function reviewCheckpoints(run: ActiveRun, checkpoints: Task[]): Promise<b
       )
       if (noRoom) break
     } else if (!run.announced.has(cp.id)) {
-      run.announced.add(cp.id)
-      s.bus.emit({ type: "checkpoint", taskId: cp.id })
+      // On a shared graph every machine's run sees the checkpoint and shows it; only the oldest live run tells
+      // people (docs/NOTIFY.md, "Fleet mode"). The others say it quietly once, and tell it if they become the oldest.
+      const quiet = run.fleet ? !(await run.fleet.eldest()) : false
+      if (quiet && run.shownQuietly.has(cp.id)) continue
+      ;(quiet ? run.shownQuietly : run.announced).add(cp.id)
+      s.bus.emit({ type: "checkpoint", taskId: cp.id, ...(quiet && { quiet: true as const }) })
     }
   }
   if (noRoom) await space.wait()
