@@ -114,7 +114,19 @@ export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: nu
     r.waitFor("name: waiting for the answer to", ms).then(() => answer(dir, "Which name", "Ada")),
     answer(dir, "Tabs or spaces", "Tabs"),
   ])
-  const { code, stdout } = await r.done()
+  const { code, stdout, stderr } = await r.done()
+  try {
+    expectAsked(server, dir, code, stdout, prompt)
+  } catch (e) {
+    // What the run printed, for whoever reads a failure (one seen in CI only, under load).
+    console.error(`flow run exited ${code}:\n${stdout}\n${stderr}`)
+    throw e
+  }
+  if (cli === "opencode") expectOwnDatabases(dir, home, ["port", "name", "early"])
+}
+
+/** The questions scenario's checks: each answer reached its session as an answer, never as a retry. */
+function expectAsked(server: ModelServer, dir: TempDir, code: number, stdout: string, prompt: (p?: string) => string): void {
   expect({ code, statuses: statuses(dir) }).toEqual({ code: 0, statuses: { port: "done", name: "done", early: "done" } })
   expect(seen(server, "port", "8080")).toBe(true) // the answer was the ask command's output
   expect(turnRequests(server, "port", 2)).toEqual([])
@@ -131,7 +143,6 @@ export async function asksScenario(cli: "codex" | "opencode" | "copilot", ms: nu
   }
   // `early` never waited: its answer was there when its agent exited.
   expect(stdout).not.toContain("early: waiting for the answer to")
-  if (cli === "opencode") expectOwnDatabases(dir, home, ["port", "name", "early"])
 }
 
 /**
