@@ -57,5 +57,8 @@ test.concurrent("the candidates behind one that conflicts with a candidate ahead
   expect(checks.filter((l) => l === "start aaa c")).toHaveLength(1)
   expect(checks.indexOf("start aaa c")).toBeLessThan(checks.indexOf("end aaa"))
   expect(checks).not.toContain("start bbb")
+  // Nothing starves (docs/RUN.md, "Nothing starves"): b, ahead of c, is settled before c lands.
+  expect(r.stdout.indexOf("b: merge of flow/b into main failed")).toBeLessThan(r.stdout.indexOf("c: merged flow/c into main"))
+  expect(r.stdout.indexOf("c: merged flow/c into main")).toBeGreaterThan(0)
   expect((await git(dir.path, ["log", "--first-parent", "--format=%s", "main"])).trim().split("\n").slice(0, 2)).toEqual(["Merge flow/c: c", "Merge flow/a: a"])
 })
