@@ -178,7 +178,7 @@ export async function main(ctx: Ctx, argv: string[]): Promise<number> {
       return name === undefined ? Exit.usage : Exit.ok
     }
     if (name === "-V" || name === "--version" || name === "version") {
-      ctx.stdout(`${versionLine()}\n`)
+      await (ctx.only ?? ctx.stdout)(`${versionLine()}\n`)
       return Exit.ok
     }
     // The completion scripts' id source: hidden from the help, as people never type it.

@@ -300,3 +300,23 @@ test.concurrent("output into a pipe whose reader has gone ends quietly with exit
   const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   expect({ out, err }).toEqual({ out: "No phase\n", err: "" })
 })
+
+test.concurrent("output refused for want of room (> /dev/full) is an error with exit 1; a reader gone, exit 0", async () => {
+  const tasks = Array.from({ length: 3000 }, (_, i) => ({ id: `t-${i}`, title: `Task number ${i}`, status: "todo", instructions: "x" }))
+  await using dir = await tempRepo({ "tasks.yaml": tasksYaml(tasks) })
+  /** What `script` (bash, flow as "$@") wrote on stderr: flow's, then the exit code it echoes. */
+  const stderrOf = async (script: string) => {
+    const proc = Bun.spawn(["bash", "-c", script, "bash", ...flowArgv()], {
+      cwd: dir.path,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, NO_COLOR: "1" },
+    })
+    const [err] = await Promise.all([new Response(proc.stderr).text(), new Response(proc.stdout).text(), proc.exited])
+    return err
+  }
+  const full = "error: could not write to standard output: ENOSPC: no space left on device, write\nhint: send the output where there is room (a full disk?)\n"
+  for (const command of ["--version", "list"])
+    expect({ command, err: await stderrOf(`"$@" ${command} > /dev/full; echo "exit $?" >&2`) }).toEqual({ command, err: `${full}exit 1\n` })
+  expect(await stderrOf(`"$@" --version | true; echo "exit \${PIPESTATUS[0]}" >&2`)).toBe("exit 0\n")
+})

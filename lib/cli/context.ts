@@ -1,4 +1,4 @@
-import { writeSync } from "node:fs"
+import { Exit, FlowError } from "./errors"
 
 /** The input side of a terminal: Node's and Bun's process.stdin when it is a TTY. */
 export type TtyInput = {
@@ -25,6 +25,11 @@ export type Ctx = {
   env: Record<string, string | undefined>
   stdout: (text: string) => void
   stderr: (text: string) => void
+  /**
+   * Writes a command's only output, when nothing follows it (`flow --version`): through Bun's own writer, as
+   * node:fs costs a compiled flow's start more than the rest of that command. Absent in tests' ctx: `stdout` then.
+   */
+  only?: (text: string) => Promise<void>
   /** stdin and stdout are a terminal and CI is not set: prompts may be shown. */
   interactive: boolean
   /** colour codes may be written: a TTY (or FORCE_COLOR set) and no NO_COLOR, which always wins. */
@@ -55,6 +60,7 @@ export function ctxFromProcess(): Ctx {
     cwd: process.cwd(),
     env,
     stdout: writeOrLeave,
+    only: (text) => Bun.write(Bun.stdout, text).then(() => undefined, leaveIfReaderGone),
     stderr: (text) => void process.stderr.write(text),
     interactive,
     color: !env.NO_COLOR && (Boolean(env.FORCE_COLOR && env.FORCE_COLOR !== "0") || (tty && env.TERM !== "dumb")),
@@ -119,6 +125,8 @@ function writeOrLeave(text: string): void {
   try {
     let rest: string | Uint8Array = text
     if (!stream && process.platform !== "win32") {
+      // Required here, not imported: node:fs costs the start of every command, `flow --version` the most.
+      const { writeSync } = require("node:fs") as typeof import("node:fs")
       const bytes = Buffer.from(text)
       let done = 0
       try {
@@ -137,7 +145,11 @@ function writeOrLeave(text: string): void {
 }
 
 function leaveIfReaderGone(e: unknown): void {
-  if ((e as NodeJS.ErrnoException)?.code !== "EPIPE") throw e
+  const code = (e as NodeJS.ErrnoException)?.code
+  // Any other refusal (a full disk: `flow list > /dev/full`) is an error of the command, said as one.
+  if (typeof code === "string" && code !== "EPIPE")
+    throw new FlowError(`could not write to standard output: ${(e as Error).message}`, Exit.failure, "send the output where there is room (a full disk?)")
+  if (code !== "EPIPE") throw e
   if (gone) return
   if (!readerGone) process.exit(0)
   gone = true
