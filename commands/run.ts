@@ -227,8 +227,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     db = await openState(project)
     const store = await openStore(project)
     const flush = recordRun(bus, db)
-    const endNotify = notifyRun({ bus, project, destinations: options.notify, db, env: ctx.env })
-    const endReviews = reviewAgents({ project, bus, db, store, agents: options.reviewers ?? [], signal: controller.signal })
+    const endBeside = besideRun(ctx, project, options, { bus, db, store, signal: controller.signal })
     try {
       if (terminal) {
         // In raw mode Ctrl-C is a key, not a signal: the UI calls `stop` itself. An exit from anywhere
@@ -249,8 +248,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       if (summary !== undefined) ctx.stdout(`${summary}\n`)
       // The screen is gone: say where its lines are.
       if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
-      await endReviews()
-      await endNotify().then(flush)
+      await endBeside().then(flush)
     }
   } catch (e) {
     // A full disk before the agents start (the state database, recovery): nothing started, one clean error.
@@ -265,6 +263,21 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     log?.close()
     await releaseShared?.()
     release()
+  }
+}
+
+/** What works beside the orchestrator on its events: notifications, agent reviewers; returns what ends both. */
+function besideRun(
+  ctx: Ctx,
+  project: Project,
+  options: StartOptions,
+  run: { bus: EventBus; db: RunState; store: TaskStore; signal: AbortSignal },
+): () => Promise<void> {
+  const endNotify = notifyRun({ bus: run.bus, project, destinations: options.notify, db: run.db, env: ctx.env })
+  const endReviews = reviewAgents({ project, ...run, agents: options.reviewers ?? [] })
+  return async () => {
+    await endReviews()
+    await endNotify()
   }
 }
 
