@@ -23,7 +23,7 @@ export function reviewPrompt({ report, task, author, evidence, repo }: ReviewInp
   return [
     `You review another agent's work before flow lands it. You do not change it: you approve it, or you ask its author for changes.`,
     "",
-    `Task ${id}: ${task.title}${author ? ` (worked on by agent ${author})` : ""}`,
+    `The work: task '${id}', ${task.title}${author ? ` (by agent ${author})` : ""}.`,
     "Its instructions, as its author was given them:",
     "",
     task.instructions?.trim() || "(none)",
