@@ -35,7 +35,12 @@ test("claude's work reviewed by codex: changes once, the fix in the same session
   const requests = server.model.requests("greet")
   const turn = (n: number) => requests.filter((q) => q.turn === n)
   // The author's turns are Claude Code's (Anthropic's API), the reviewer's Codex's (OpenAI's Responses API).
-  expect([1, 2, 3, 4].map((n) => [...new Set(turn(n).map((q) => q.protocol))])).toEqual([["anthropic"], ["openai-responses"], ["anthropic"], ["openai-responses"]])
+  expect([1, 2, 3, 4].map((n) => [...new Set(turn(n).map((q) => q.protocol))])).toEqual([
+    ["anthropic"],
+    ["openai-responses"],
+    ["anthropic"],
+    ["openai-responses"],
+  ])
   // The reviewer's prompt holds the task, the diff and the commands that decide.
   const review = turn(2)[0].prompt!
   expect(review).toContain("You review another agent's work")

@@ -132,7 +132,7 @@ export async function authorsOf(agents: AgentConfig[], review: ReviewConfig | un
     throw new FlowError(
       `every agent of this run reviews (flow.yaml review: ${[...reviewers].join(", ")}): none is left to work on the tasks`,
       Exit.invalid,
-      "add an agent that works on tasks to flow.yaml's agents, or review with another agent (docs/REVIEW.md, \"Agent reviewers\")",
+      'add an agent that works on tasks to flow.yaml\'s agents, or review with another agent (docs/REVIEW.md, "Agent reviewers")',
     )
   const index = indexTasks((await store.read()).data)
   for (const entry of index.values()) {
