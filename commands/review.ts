@@ -42,7 +42,8 @@ function list(ctx: Ctx, waiting: WaitingReview[], json: boolean): void {
   if (json) ctx.stdout(`${JSON.stringify({ reviews: waiting }, null, 2)}\n`)
   else if (waiting.length === 0) ctx.stdout("Nothing waits for review.\n")
   else {
-    const lines = waiting.map((w) => `${w.task}: ${w.title} (${w.branch} at ${w.head.slice(0, 12)} into ${w.target}, its check passed)`)
+    const by = (w: WaitingReview) => (w.reviewer === "person" ? "" : `; agent ${w.reviewer} reviews it`)
+    const lines = waiting.map((w) => `${w.task}: ${w.title} (${w.branch} at ${w.head.slice(0, 12)} into ${w.target}, its check passed${by(w)})`)
     ctx.stdout(`${lines.join("\n")}\n'flow review <id>' shows one; 'flow review <id> approve' or 'flow review <id> changes "<comment>"' decides.\n`)
   }
 }

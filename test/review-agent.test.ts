@@ -51,7 +51,7 @@ test.concurrent("the agent reviewer asks for changes once, the author's fix roun
           sh('echo "$FLOW_FIX_OUTPUT" > review.txt', "fix"),
           // The reviewer's first look asks for changes, its second approves.
           sh(
-            `m="$FLOW_PROJECT/.flow/looked"\nif [ -f "$m" ]; then flow review "$FLOW_REVIEW_TASK" approve; else touch "$m"; flow review "$FLOW_REVIEW_TASK" changes "write a review note"; fi`,
+            `m="$FLOW_PROJECT/.flow/looked"\nflow review > "$FLOW_PROJECT/.flow/listed"\nif [ -f "$m" ]; then flow review "$FLOW_REVIEW_TASK" approve; else touch "$m"; flow review "$FLOW_REVIEW_TASK" changes "write a review note"; fi`,
             "review",
           ),
         ].join("\n"),
@@ -70,6 +70,8 @@ test.concurrent("the agent reviewer asks for changes once, the author's fix roun
   expect(out).toContain("greet: agent rev approved it")
   expect(await merges(dir.path)).toBe("Merge flow/greet: greet")
   expect(dir.read("review.txt")).toBe("write a review note\n")
+  // What waits for the agent's review is listed as its: the agent decides through that list.
+  expect(dir.read(".flow/listed")).toContain("its check passed; agent rev reviews it)\n")
   const e = JSON.parse((await flow(dir.path, ["show", "greet", "--json"])).stdout).evidence
   expect([e.state, e.agent, e.fix_rounds]).toEqual(["landed", "author", 1])
 })
