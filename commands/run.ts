@@ -6,8 +6,7 @@ import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { doctor } from "../lib/ops/doctor"
-import { authorsOf, reviewAgents } from "../lib/ops/review-agent"
-import { reviewerAgents } from "../lib/config/review-config"
+import { authorsOf, reviewAgents, reviewersOf } from "../lib/ops/review-agent"
 import { sandboxOf, withSandbox } from "../lib/config/sandbox-config"
 import { confineCommands } from "../lib/sandbox/commands"
 import { batchOf } from "../lib/config/queue-config"
@@ -80,7 +79,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const config = loadConfig(project.dir)
   // flow.yaml's reviewers (review: <agent>) work on no task: the rest are the run's authors (docs/REVIEW.md).
   const agents = await authorsOf(withSandbox(agentsFrom(values, config.agents ?? []), config.sandbox), config.review, await openStore(project))
-  const reviewers = (config.agents ?? []).filter((a) => reviewerAgents(config.review).has(a.name))
+  const reviewers = reviewersOf(config)
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
   // before any work starts.
   for (const agent of agents) {

@@ -36,6 +36,13 @@ test.concurrent("the reviewer is never the author: a task pinned to its reviewer
   const none = await flow(dir.path, ["run", "--headless"])
   expect(none.code).toBe(3)
   expect(none.stderr).toContain("every agent of this run reviews (flow.yaml review: rev): none is left to work on the tasks")
+  // A reviewer in a sandbox is refused, not run outside it: flow does not build one around a reviewer yet.
+  dir.write("flow.yaml", `${AGENTS}sandbox: true\nreview: rev\n`)
+  const boxed = await flow(dir.path, ["run", "--headless"])
+  expect([boxed.code, boxed.stderr.split("\n")[0]]).toEqual([
+    3,
+    "error: agent rev reviews (flow.yaml review) and runs in a sandbox, which flow does not give a reviewer yet",
+  ])
 })
 
 test.concurrent("the agent reviewer asks for changes once, the author's fix round follows, then it approves and the task lands", async () => {

@@ -8,7 +8,8 @@ import { join } from "node:path"
 import type { Project } from "../cli/project"
 import { RUN_ID } from "../cli/run-id"
 import { Exit, FlowError } from "../cli/errors"
-import type { AgentConfig } from "../config/config"
+import type { AgentConfig, FlowConfig } from "../config/config"
+import { sandboxOf, withSandbox } from "../config/sandbox-config"
 import { type ReviewConfig, reviewerAgents, reviewerOf } from "../config/review-config"
 import { run as runProcess } from "../cli/proc"
 import { decisionOn, phaseOf } from "../landing/review-gate"
@@ -118,6 +119,28 @@ function reviewerEnv(project: Project, name: string, taskId: string): Record<str
     FLOW_RUN_ID: RUN_ID,
     PATH: `${join(project.stateDir, "bin")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
   }
+}
+
+/**
+ * The agents flow.yaml's `review` names, as the run starts them. Refused rather than ignored: a sandbox (its own
+ * or flow.yaml's, which flow does not build around a reviewer yet) and `mcp: true` (a reviewer decides with the
+ * commands its prompt names).
+ */
+export function reviewersOf(config: FlowConfig): AgentConfig[] {
+  const names = reviewerAgents(config.review)
+  const reviewers = withSandbox(config.agents ?? [], config.sandbox).filter((a) => names.has(a.name))
+  for (const r of reviewers) {
+    const what = sandboxOf(r) ? "runs in a sandbox" : r.mcp ? "has 'mcp: true'" : undefined
+    if (what)
+      throw new FlowError(
+        `agent ${r.name} reviews (flow.yaml review) and ${what}, which flow does not give a reviewer yet`,
+        Exit.invalid,
+        r.mcp
+          ? `remove 'mcp: true' from agent ${r.name}: it decides with 'flow review <id> approve|changes' (docs/REVIEW.md, "Agent reviewers")`
+          : `give agent ${r.name} 'sandbox: false': it reviews in a scratch folder of its own and changes nothing (docs/REVIEW.md, "Agent reviewers")`,
+      )
+  }
+  return reviewers
 }
 
 /**
