@@ -55,21 +55,43 @@ export function reviewAgents(o: ReviewAgents): () => Promise<void> {
   }
 }
 
-/** One review by agent `name` of the task's waiting commit, unless this run started it already. */
+/**
+ * One review by agent `name` of the task's waiting commit, unless this run started it already. Whatever ends it
+ * without a decision (the agent forgot, failed, or could not start) leaves the review to a person.
+ */
 async function reviewOnce(o: ReviewAgents, taskId: string, name: string, started: Set<string>): Promise<void> {
-  const { report, repo } = await reviewShow(o.project, taskId)
-  const head = report.review.head
+  const shown = await reviewShow(o.project, taskId)
+  const head = shown.report.review.head
   const key = `${taskId}@${head}`
-  if (report.review.reviewer !== name || started.has(key)) return
+  if (shown.report.review.reviewer !== name || started.has(key)) return
   started.add(key)
+  const ended = await reviewTurn(o, taskId, name, shown).catch((e: Error) => ({ code: 1, error: e.message }))
+  if (o.signal.aborted) return
+  const d = await decisionOn(o.db, taskId, head)
+  if (d) {
+    const said = d.decision === "approve" ? "approved it" : `asked for changes: ${d.comment}`
+    o.bus.emit({ type: "notice", taskId, text: `agent ${name} ${said}` })
+    return
+  }
+  await o.db.events.append({ kind: "review.agent", task_id: taskId, agent: name, data: { head, agent: name, code: ended.code } })
+  const why = ended.error ? `: ${ended.error}` : ""
+  o.bus.emit({
+    type: "notice",
+    taskId,
+    text: `agent ${name} exited (code ${ended.code}${why}) without deciding on its review: it waits for a person now ('flow review ${taskId}' shows it)`,
+  })
+}
+
+/** The reviewer's turn: a fresh session of its CLI in a scratch folder, with the reviewer's prompt. */
+async function reviewTurn(o: ReviewAgents, taskId: string, name: string, { report, repo }: Awaited<ReturnType<typeof reviewShow>>) {
   const agent = o.agents.find((a) => a.name === name)
   if (!agent) throw new Error(`flow.yaml has no agent '${name}'`)
   const task = (indexTasks((await o.store.read()).data).get(taskId) as { task: { id: string; title: string; instructions?: string } }).task
   const author = report.evidence?.agent ?? null
   const prompt = reviewPrompt({ report, task, author, evidence: report.evidence ? evidenceLines(report.evidence) : [], repo })
   const cwd = await scratch(o.project, taskId)
-  o.bus.emit({ type: "notice", taskId, text: `review by agent ${name} (${agent.cli}) of ${head.slice(0, 12)} starts` })
-  const turn = await runTurn({
+  o.bus.emit({ type: "notice", taskId, text: `review by agent ${name} (${agent.cli}) of ${report.review.head.slice(0, 12)} starts` })
+  return runTurn({
     agent,
     prompt,
     // The script agent reviews with the task's ```sh review blocks (offline, as its ```sh fix blocks fix).
@@ -81,20 +103,6 @@ async function reviewOnce(o: ReviewAgents, taskId: string, name: string, started
     signal: o.signal,
     onEvent: (event) => o.bus.emit({ type: "agent", taskId, agent: name, event }),
   }).finally(() => rmSync(cwd, { recursive: true, force: true }))
-  if (o.signal.aborted) return
-  const d = await decisionOn(o.db, taskId, head)
-  if (d) {
-    const said = d.decision === "approve" ? "approved it" : `asked for changes: ${d.comment}`
-    o.bus.emit({ type: "notice", taskId, text: `agent ${name} ${said}` })
-    return
-  }
-  await o.db.events.append({ kind: "review.agent", task_id: taskId, agent: name, data: { head, agent: name, code: turn.code } })
-  const why = turn.error ? `: ${turn.error}` : ""
-  o.bus.emit({
-    type: "notice",
-    taskId,
-    text: `agent ${name} exited (code ${turn.code}${why}) without deciding on its review: it waits for a person now ('flow review ${taskId}' shows it)`,
-  })
 }
 
 /**
