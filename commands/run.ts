@@ -78,7 +78,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   await openForRun(project)
   const config = loadConfig(project.dir)
   // flow.yaml's reviewers (review: <agent>) work on no task: the rest are the run's authors (docs/REVIEW.md).
-  const agents = await authorsOf(withSandbox(agentsFrom(values, config.agents ?? []), config.sandbox), config.review, await openStore(project))
+  const agents = await authorsOf(withSandbox(agentsFrom(values, config.agents ?? []), config.sandbox), config.review, project)
   const reviewers = reviewersOf(config)
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
   // before any work starts.

@@ -21,6 +21,7 @@ import { evidenceLines } from "../run/evidence-text"
 import { runTurn } from "../run/worker/agent-runner"
 import type { RunState } from "../state/run-state"
 import type { TaskStore } from "../store/store"
+import { openStore } from "../store/open"
 import { reviewShow } from "./review"
 
 export type ReviewAgents = {
@@ -155,7 +156,7 @@ export function reviewersOf(config: FlowConfig): AgentConfig[] {
  * A run's authors: its agents less the reviewers flow.yaml's `review` names (a reviewer never works on a task,
  * so it never reviews its own work). Refused: no author left, or a task whose `agent_name` pins it to a reviewer.
  */
-export async function authorsOf(agents: AgentConfig[], review: ReviewConfig | undefined, store: TaskStore): Promise<AgentConfig[]> {
+export async function authorsOf(agents: AgentConfig[], review: ReviewConfig | undefined, project: Project): Promise<AgentConfig[]> {
   const reviewers = reviewerAgents(review)
   if (reviewers.size === 0) return agents
   const authors = agents.filter((a) => !reviewers.has(a.name))
@@ -165,7 +166,7 @@ export async function authorsOf(agents: AgentConfig[], review: ReviewConfig | un
       Exit.invalid,
       'add an agent that works on tasks to flow.yaml\'s agents, or review with another agent (docs/REVIEW.md, "Agent reviewers")',
     )
-  const index = indexTasks((await store.read()).data)
+  const index = indexTasks((await (await openStore(project)).read()).data)
   for (const entry of index.values()) {
     const pinned = entry.task.agent_name
     if (pinned === undefined || !reviewers.has(pinned) || entry.task.status === "done") continue
