@@ -3,6 +3,7 @@
 // Real runs of the script agent, whose reviewer runs the task's ```sh review blocks (the real CLIs, Claude Code
 // reviewed by Codex against the scripted model server: test/review-agent-e2e.test.ts).
 import { expect, test } from "bun:test"
+import { existsSync } from "node:fs"
 import { background, flow, git, tasksYaml, tempRepo } from "./helpers"
 
 const sh = (lines: string, label = "") => `\`\`\`sh${label ? ` ${label}` : ""}\n${lines}\n\`\`\``
@@ -47,7 +48,7 @@ test.concurrent("the reviewer is never the author: a task pinned to its reviewer
 
 test.concurrent("the agent reviewer asks for changes once, the author's fix round follows, then it approves and the task lands", async () => {
   await using dir = await tempRepo({
-    "flow.yaml": `${AGENTS}review: { tasks: { greet: rev } }\n`,
+    "flow.yaml": `${AGENTS}review: { tasks: { greet: rev } }\nnotify: [{ command: [tee, -a, .flow/notified], on: [landing] }]\n`,
     "tasks.yaml": tasksYaml([
       {
         id: "greet",
@@ -77,6 +78,8 @@ test.concurrent("the agent reviewer asks for changes once, the author's fix roun
   expect(out).toContain("greet: agent rev approved it")
   expect(await merges(dir.path)).toBe("Merge flow/greet: greet")
   expect(dir.read("review.txt")).toBe("write a review note\n")
+  // An agent's review needs nobody: no notification told the person of it.
+  expect(existsSync(dir.file(".flow/notified"))).toBe(false)
   // What waits for the agent's review is listed as its: the agent decides through that list.
   expect(dir.read(".flow/listed")).toContain("its check passed; agent rev reviews it)\n")
   const e = JSON.parse((await flow(dir.path, ["show", "greet", "--json"])).stdout).evidence
@@ -85,7 +88,7 @@ test.concurrent("the agent reviewer asks for changes once, the author's fix roun
 
 test.concurrent("a reviewer that exits without deciding leaves the review to a person; nothing lands unreviewed", async () => {
   await using dir = await tempRepo({
-    "flow.yaml": `${AGENTS}review: rev\n`,
+    "flow.yaml": `${AGENTS}review: rev\nnotify: [{ command: [tee, -a, .flow/notified], on: [landing] }]\n`,
     "tasks.yaml": tasksYaml([{ id: "greet", title: "Greet", status: "todo", instructions: `${sh("echo hi > hello.txt")}\n${sh("echo looked", "review")}` }]),
   })
   const run = background(dir.path, ["run", "--headless"])
@@ -105,4 +108,7 @@ test.concurrent("a reviewer that exits without deciding leaves the review to a p
   const end = await run.done()
   expect({ code: end.code, stderr: end.stderr }).toEqual({ code: 0, stderr: "" })
   expect(await merges(dir.path)).toBe("Merge flow/greet: greet")
+  // The person was told once, when the review became theirs.
+  const told = dir.read(".flow/notified").replace(/\s/g, "")
+  expect([told.split('"event":"landing"').length - 1, told.includes('"command":"flowreviewgreetapprove"')]).toEqual([1, true])
 })
