@@ -273,7 +273,7 @@ function besideRun(
   run: { bus: EventBus; db: RunState; store: TaskStore; signal: AbortSignal },
 ): () => Promise<void> {
   const endNotify = notifyRun({ bus: run.bus, project, destinations: options.notify, db: run.db, env: ctx.env })
-  const endReviews = reviewAgents({ project, ...run, agents: options.reviewers ?? [] })
+  const endReviews = reviewAgents({ project, ...run, agents: options.reviewers ?? [], timeoutMs: options.taskTimeoutMs })
   return async () => {
     await endReviews()
     await endNotify()

@@ -112,3 +112,18 @@ test.concurrent("a reviewer that exits without deciding leaves the review to a p
   const told = dir.read(".flow/notified").replace(/\s/g, "")
   expect([told.split('"event":"landing"').length - 1, told.includes('"command":"flowreviewgreetapprove"')]).toEqual([1, true])
 })
+
+test.concurrent("task_timeout stops a reviewer as it stops an author: the review is then the person's", async () => {
+  await using dir = await tempRepo({
+    "flow.yaml": `${AGENTS}review: rev\ntask_timeout: 2s\n`,
+    "tasks.yaml": tasksYaml([{ id: "greet", title: "Greet", status: "todo", instructions: `${sh("echo hi > hello.txt")}\n${sh("sleep 60", "review")}` }]),
+  })
+  const run = background(dir.path, ["run", "--headless"])
+  await run.waitFor("landing greet: its merge passed and waits for review: 'flow review greet' shows it")
+  expect(run.output()).toContain("greet: task_timeout: reviewer rev ran for 2s: stopping it")
+  expect(run.output()).toMatch(/greet: agent rev exited \(code \d+\) without deciding on its review: it waits for a person now/)
+  expect((await flow(dir.path, ["review", "greet", "approve"])).code).toBe(0)
+  const end = await run.done()
+  expect({ code: end.code, stderr: end.stderr }).toEqual({ code: 0, stderr: "" })
+  expect(await merges(dir.path)).toBe("Merge flow/greet: greet")
+})

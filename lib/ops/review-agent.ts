@@ -19,6 +19,8 @@ import { reviewPrompt } from "../prompts/review-prompt"
 import type { EventBus } from "../run/events"
 import { evidenceLines } from "../run/evidence-text"
 import { runTurn } from "../run/worker/agent-runner"
+import { turnLimit } from "../run/worker/turn-limit"
+import { formatDuration } from "../cli/duration"
 import type { RunState } from "../state/run-state"
 import type { TaskStore } from "../store/store"
 import { openStore } from "../store/open"
@@ -32,6 +34,8 @@ export type ReviewAgents = {
   /** flow.yaml's agents: the reviewers among them */
   agents: readonly AgentConfig[]
   signal: AbortSignal
+  /** flow.yaml's task_timeout in ms: how long a reviewer's turn may run, as an author's; undefined: no limit */
+  timeoutMs?: number
 }
 
 /**
@@ -92,6 +96,12 @@ async function reviewTurn(o: ReviewAgents, taskId: string, name: string, { repor
   const prompt = reviewPrompt({ report, task, author, evidence: report.evidence ? evidenceLines(report.evidence) : [], repo })
   const cwd = await scratch(o.project, taskId)
   o.bus.emit({ type: "notice", taskId, text: `review by agent ${name} (${agent.cli}) of ${report.review.head.slice(0, 12)} starts` })
+  const limit = turnLimit(
+    o.timeoutMs,
+    o.signal,
+    async () => 0,
+    () => o.bus.emit({ type: "notice", taskId, text: `task_timeout: reviewer ${name} ran for ${formatDuration(o.timeoutMs!)}: stopping it` }),
+  )
   return runTurn({
     agent,
     prompt,
@@ -101,9 +111,12 @@ async function reviewTurn(o: ReviewAgents, taskId: string, name: string, { repor
       .join("\n"),
     cwd,
     env: reviewerEnv(o.project, name, taskId),
-    signal: o.signal,
+    signal: limit.signal,
     onEvent: (event) => o.bus.emit({ type: "agent", taskId, agent: name, event }),
-  }).finally(() => rmSync(cwd, { recursive: true, force: true }))
+  }).finally(() => {
+    limit.clear()
+    rmSync(cwd, { recursive: true, force: true })
+  })
 }
 
 /**
