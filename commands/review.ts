@@ -5,7 +5,6 @@ import { findProject } from "../lib/cli/project"
 import type { WaitingReview } from "../lib/model/json-shapes"
 import { reviewDecide, reviewList, reviewShow } from "../lib/ops/review"
 import { evidenceLines } from "../lib/run/evidence-text"
-import { answerer } from "../lib/state/run-state"
 
 export const meta = {
   usage: 'flow review [<task_id> [approve | changes "<comment>"]] [--json]',
@@ -30,7 +29,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<void> {
   const comment = words.join(" ").trim()
   if (verb === "changes" && !comment) throw usage("missing <comment>: say what to change", `usage: ${meta.usage}`)
   if (verb === "approve" && comment) throw usage("approve takes no comment", `usage: ${meta.usage}`)
-  const d = await reviewDecide(project, id, verb, verb === "changes" ? comment : null, answerer(ctx.env))
+  const d = await reviewDecide(project, id, verb, verb === "changes" ? comment : null, ctx.env)
   if (json) return ctx.stdout(`${JSON.stringify(d, null, 2)}\n`)
   ctx.stdout(
     verb === "approve"
@@ -43,7 +42,8 @@ function list(ctx: Ctx, waiting: WaitingReview[], json: boolean): void {
   if (json) ctx.stdout(`${JSON.stringify({ reviews: waiting }, null, 2)}\n`)
   else if (waiting.length === 0) ctx.stdout("Nothing waits for review.\n")
   else {
-    const lines = waiting.map((w) => `${w.task}: ${w.title} (${w.branch} at ${w.head.slice(0, 12)} into ${w.target}, its check passed)`)
+    const by = (w: WaitingReview) => (w.reviewer === "person" ? "" : `; agent ${w.reviewer} reviews it`)
+    const lines = waiting.map((w) => `${w.task}: ${w.title} (${w.branch} at ${w.head.slice(0, 12)} into ${w.target}, its check passed${by(w)})`)
     ctx.stdout(`${lines.join("\n")}\n'flow review <id>' shows one; 'flow review <id> approve' or 'flow review <id> changes "<comment>"' decides.\n`)
   }
 }

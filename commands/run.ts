@@ -6,6 +6,7 @@ import { Exit, FlowError, usage } from "../lib/cli/errors"
 import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { doctor } from "../lib/ops/doctor"
+import { authorsOf, reviewAgents, reviewersOf } from "../lib/ops/review-agent"
 import { sandboxOf, withSandbox } from "../lib/config/sandbox-config"
 import { confineCommands } from "../lib/sandbox/commands"
 import { batchOf } from "../lib/config/queue-config"
@@ -76,7 +77,9 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   const project = findProject(ctx)
   await openForRun(project)
   const config = loadConfig(project.dir)
-  const agents = withSandbox(agentsFrom(values, config.agents ?? []), config.sandbox)
+  // flow.yaml's reviewers (review: <agent>) work on no task: the rest are the run's authors (docs/REVIEW.md).
+  const agents = await authorsOf(withSandbox(agentsFrom(values, config.agents ?? []), config.sandbox), config.review, project)
+  const reviewers = reviewersOf(config)
   // An unknown CLI, a command agent without its template, or 'mcp: true' on a CLI that cannot take it, fails
   // before any work starts.
   for (const agent of agents) {
@@ -99,7 +102,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
   }
   // flow doctor's checks (a CLI not installed, git too old, ...) stop the run before any task is touched, not
   // as every task blocked; warnings (a CLI older than flow was checked against) are said once.
-  const lines = await doctor({ project, config, agents, env: ctx.env, flowArgv: selfArgv() })
+  const lines = await doctor({ project, config, agents: [...agents, ...reviewers], env: ctx.env, flowArgv: selfArgv() })
   for (const line of lines) if (line.state === "warn") ctx.stderr(`warning: ${line.what}\n`)
   const failed = lines.filter((l) => l.state === "fail")
   if (failed.length === 1) throw new FlowError(failed[0].what, Exit.failure, failed[0].hint)
@@ -115,6 +118,7 @@ export async function run(ctx: Ctx, args: string[]): Promise<number> {
 
   return startRun(ctx, project, {
     agents,
+    reviewers,
     parallelism,
     checks,
     yes: Boolean(values.yes),
@@ -175,6 +179,8 @@ export type StartOptions = Pick<RunSettings, "agents" | "parallelism" | "checks"
   ConfigSettings & {
     /** the log lines even in a terminal */
     headless?: boolean
+    /** the agents flow.yaml's `review` names, started on the reviews that wait for them (lib/ops/review-agent.ts) */
+    reviewers?: AgentConfig[]
   }
 
 /** Runs the orchestrator on a project, with the terminal UI or the headless log; returns the exit code. */
@@ -220,7 +226,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     db = await openState(project)
     const store = await openStore(project)
     const flush = recordRun(bus, db)
-    const endNotify = notifyRun({ bus, project, destinations: options.notify, db, env: ctx.env })
+    const endBeside = besideRun(ctx, project, options, { bus, db, store, signal: controller.signal })
     try {
       if (terminal) {
         // In raw mode Ctrl-C is a key, not a signal: the UI calls `stop` itself. An exit from anywhere
@@ -241,7 +247,7 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
       if (summary !== undefined) ctx.stdout(`${summary}\n`)
       // The screen is gone: say where its lines are.
       if (terminal && log) ctx.stdout(`the run's log: 'flow log' (${relative(project.dir, log.file)})\n`)
-      await endNotify().then(flush)
+      await endBeside().then(flush)
     }
   } catch (e) {
     // A full disk before the agents start (the state database, recovery): nothing started, one clean error.
@@ -256,6 +262,21 @@ export async function startRun(ctx: Ctx, project: Project, options: StartOptions
     log?.close()
     await releaseShared?.()
     release()
+  }
+}
+
+/** What works beside the orchestrator on its events: notifications, agent reviewers; returns what ends both. */
+function besideRun(
+  ctx: Ctx,
+  project: Project,
+  options: StartOptions,
+  run: { bus: EventBus; db: RunState; store: TaskStore; signal: AbortSignal },
+): () => Promise<void> {
+  const endNotify = notifyRun({ bus: run.bus, project, destinations: options.notify, db: run.db, env: ctx.env })
+  const endReviews = reviewAgents({ project, ...run, agents: options.reviewers ?? [], timeoutMs: options.taskTimeoutMs })
+  return async () => {
+    await endReviews()
+    await endNotify()
   }
 }
 

@@ -34,6 +34,13 @@ test("an MCP client lists, shows, asks for changes and approves a waiting review
     "error: task 'nope' does not wait for review\nhint: waiting: greet (`flow_review` lists them)",
   )
   expect(await callFails(client, "flow_review_changes", { task_id: "greet", comment: " " })).toContain("invalid arguments to flow_review_changes")
+  // The author's own server (an agent's `flow mcp` knows its agent) cannot approve its work: a person reviews it.
+  {
+    await using author = await connect("stdio", dir.path, { USER: "ana", FLOW_AGENT: "script-1" })
+    expect(await callFails(author.client, "flow_review_approve", { task_id: "greet" })).toStartWith(
+      "error: agent script-1 cannot decide on the review of 'greet': a person reviews it",
+    )
+  }
 
   const asked = await call(client, "flow_review_changes", { task_id: "greet", comment: "write a review note" })
   expect(asked).toMatchObject({ task: "greet", head: first, decision: "changes", comment: "write a review note", by: "ana" })

@@ -7,7 +7,7 @@ import { closest } from "../cli/suggest"
 import { checkFallbacks } from "./fallback"
 import { NotifyField, notifyFields, notifyShape } from "./notify-config"
 import { SandboxConfig } from "./sandbox-config"
-import { ReviewConfig } from "./review-config"
+import { ReviewConfig, unknownReviewers } from "./review-config"
 import { QueueConfig } from "./queue-config"
 import { formatFinding, type Finding } from "../validation/findings"
 import { parseForPositions, positionOf, syntaxErrors, type ParsedForPositions } from "../validation/yaml-position"
@@ -135,7 +135,7 @@ export const FlowConfig = type({
   "push?": "boolean",
   /** push each finished task's branch and open a pull request with gh (true, or { base, draft }) */
   "pull_request?": type("boolean").or(PullRequestConfig),
-  /** who approves a task's merge before it lands: person, or per phase and per task (docs/REVIEW.md) */
+  /** who approves a task's merge before it lands: person or an agent's name, or per phase and per task (docs/REVIEW.md) */
   "review?": ReviewConfig,
   /** caps on spending: per task, per agent, per run */
   "budget?": BudgetConfig,
@@ -172,10 +172,8 @@ export function loadConfig(projectDir: string): FlowConfig {
       Exit.invalid,
       "'flow help config' prints every field of flow.yaml with its default",
     )
-  const out = FlowConfig.onDeepUndeclaredKey("reject")(data)
-  if (out instanceof type.errors) {
-    const findings = configFindings(out, data, parsed)
-    throw new FlowError(
+  const invalid = (findings: Finding[]) =>
+    new FlowError(
       `flow.yaml is invalid:\n${findings
         .map((f) => formatFinding(f, file, text))
         .join("")
@@ -183,13 +181,17 @@ export function loadConfig(projectDir: string): FlowConfig {
       Exit.invalid,
       "'flow help config' prints every field of flow.yaml with its default",
     )
-  }
+  const out = FlowConfig.onDeepUndeclaredKey("reject")(data)
+  if (out instanceof type.errors) throw invalid(configFindings(out, data, parsed))
   const names = new Set<string>()
   for (const agent of out.agents ?? []) {
     if (names.has(agent.name)) throw new FlowError(`flow.yaml names the agent '${agent.name}' twice`, Exit.invalid, "give every agent its own name")
     names.add(agent.name)
   }
   checkFallbacks(out.agents ?? [])
+  const reviewers = unknownReviewers(out.review, [...names])
+  if (reviewers.length > 0)
+    throw invalid(reviewers.map((r) => ({ severity: "error", message: r.message, hint: r.hint, ...positionOf(parsed, ["review", ...r.path]) })))
   for (const field of PER_REPO) {
     const repos = new Set<string | undefined>()
     for (const v of repoEntries(out, field)) {

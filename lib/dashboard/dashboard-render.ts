@@ -182,7 +182,8 @@ function needsYou(r: DashboardReport, c: Colours): [command: string, ...text: Pa
   if (r.questions > 0) rows.push(["flow questions", `${plural(r.questions, "question")} waiting for an answer`])
   if (r.review.length > 0) rows.push(["flow view", `${plural(r.review.length, "checkpoint")} waiting for review: ${r.review.join(", ")}`])
   // A review's wait is a landing's too (the queue records it as one): told once, as the review it is.
-  for (const v of r.reviews)
+  // An agent's review is not the person's to do until that agent leaves it undecided (its reviewer is then `person`).
+  for (const v of r.reviews.filter((x) => x.reviewer === "person"))
     rows.push([`flow review ${v.task}`, ["review waits", c.yellow], `: ${v.title}: its merge passed its check; 'flow review ${v.task} approve' lands it`])
   for (const l of r.landing) if (!r.reviews.some((v) => v.task === l.task)) rows.push([`flow show ${l.task}`, ["landing waits", c.yellow], `: ${l.reason}`])
   const shown = r.blocked.length > BLOCKED_ROWS ? r.blocked.slice(0, BLOCKED_ROWS - 1) : r.blocked

@@ -355,10 +355,10 @@ export class MergeQueue {
       this.waitEnds()
       return
     }
-    const { taskId, detail, lock, review } = wait
+    const { taskId, detail, lock, review, reviewer } = wait
     // A lock may be a person's git at work for a moment: said only when it is still there a try later.
     if (detail !== this.waitSaid && (!lock || detail === this.waitSeen)) {
-      this.o.bus.emit({ type: "waiting", taskId, reason: `landing ${taskId}: ${detail}`, ...(review ? { review } : {}) })
+      this.o.bus.emit({ type: "waiting", taskId, reason: `landing ${taskId}: ${detail}`, ...(review ? { review } : {}), ...(reviewer ? { reviewer } : {}) })
       this.o.waits.set(taskId, detail)
       this.waiting = taskId
     }

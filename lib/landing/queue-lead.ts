@@ -25,8 +25,16 @@ import type { QueueOptions, Verdict } from "./queue-types"
  * change, an operation or a lock in the way); `drop`, published refs nothing holds any more, which the caller
  * removes after the step, outside the lead (a push to the remote each time: the lead is the fleet's one lane).
  */
-/** `wait.review`: the head waits for its reviewer (flow.yaml `review`), not for something of the person's in the way. */
-export type LeadStep = { changed: boolean; wait?: { taskId: string; detail: string; lock?: boolean; review?: boolean }; drop: string[]; swept: boolean }
+/**
+ * `wait.review`: the head waits for its reviewer (flow.yaml `review`), not for something of the person's in the
+ * way; `wait.reviewer`: the agent that reviews it, when one does.
+ */
+export type LeadStep = {
+  changed: boolean
+  wait?: { taskId: string; detail: string; lock?: boolean; review?: boolean; reviewer?: string }
+  drop: string[]
+  swept: boolean
+}
 
 /**
  * When a step sweeps the published refs nothing in line holds (what killed runs left): "now", or "if-empty"
@@ -151,9 +159,12 @@ async function passedFront(
     }
     if (r.state !== "passed") break
     for (const x of [...covered, r]) {
-      if ((await o.review?.(x.task_id, x.head))?.state === "waiting") {
-        const detail = `its merge passed and waits for review: 'flow review ${x.task_id}' shows it, then approve or ask for changes`
-        return { batch, line, wait: { taskId: x.task_id, detail, review: true } }
+      const review = await o.review?.(x.task_id, x.head)
+      if (review?.state === "waiting") {
+        const agent = review.agent
+        const by = agent ? ` by agent ${agent}` : ""
+        const detail = `its merge passed and waits for review${by}: 'flow review ${x.task_id}' shows it, then approve or ask for changes`
+        return { batch, line, wait: { taskId: x.task_id, detail, review: true, ...(agent ? { reviewer: agent } : {}) } }
       }
       // Nothing of a task another run took over lands (its run's claim, asked now: a fleet's).
       const gone = await lost(o, x, tip)

@@ -73,9 +73,9 @@ export type LandingEvent =
     }
   /**
    * taskId: the task that waits (a landing that waits for the person), when it is one task's; review: its
-   * landing waits for its reviewer's decision (`flow review`)
+   * landing waits for its reviewer's decision (`flow review`); reviewer: the agent that reviews it (not the person)
    */
-  | { type: "waiting"; taskId?: string; reason: string; review?: boolean }
+  | { type: "waiting"; taskId?: string; reason: string; review?: boolean; reviewer?: string }
   /** something the run or its landing did or found on its own: recovery at start, an unusable tasks.yaml, a skipped task */
   | { type: "notice"; taskId?: string; text: string }
 
@@ -100,9 +100,9 @@ export type ServiceLevels = {
 
 /**
  * Where a candidate's review stands (docs/REVIEW.md, "The review gate"), for its branch's commit: none needed,
- * waiting for the reviewer, approved, or changes asked for with a comment.
+ * waiting for the reviewer (`agent`: an agent reviews it, not yet the person), approved, or changes asked for with a comment.
  */
-export type ReviewState = { state: "none" | "waiting" | "approved" } | { state: "changes"; comment: string }
+export type ReviewState = { state: "none" | "approved" } | { state: "waiting"; agent?: string } | { state: "changes"; comment: string }
 
 export type QueueOptions = {
   repo: string

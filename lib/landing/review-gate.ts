@@ -21,8 +21,22 @@ export async function decisionOn(db: RunState, taskId: string, head: string): Pr
   return e ? { ...(e.data as Omit<Decision, "at">), at: e.at } : undefined
 }
 
+/**
+ * The agent reviewer that exited without deciding on the task's commit `head`, if one did: the review is then
+ * a person's (recorded as a `review.agent` event by lib/ops/review-agent.ts).
+ */
+export async function agentGaveUp(db: RunState, taskId: string, head: string): Promise<string | undefined> {
+  const events = await db.events.ofTask(taskId, ["review.agent"])
+  return (events.findLast((x) => (x.data as { head: string }).head === head)?.data as { agent: string } | undefined)?.agent
+}
+
+/** Who reviews the commit now: the agent named, until it exited without deciding; then a person. */
+async function reviewerNow(db: RunState, reviewer: string, taskId: string, head: string): Promise<string> {
+  return reviewer === "person" || (await agentGaveUp(db, taskId, head)) ? "person" : reviewer
+}
+
 /** The task's phase as the review gate reads it: its own, else its top-level task's. */
-function phaseOf(index: Map<string, Indexed>, entry: Indexed): number | null {
+export function phaseOf(index: Map<string, Indexed>, entry: Indexed): number | null {
   return entry.task.phase ?? topLevelOf(index, entry).task.phase ?? null
 }
 
@@ -36,9 +50,13 @@ export function reviewGate(
   return async (taskId, head) => {
     const index = indexTasks((await store.read()).data)
     const entry = index.get(taskId)
-    if (!entry || reviewerOf(config, taskId, phaseOf(index, entry)) === null) return { state: "none" }
+    const reviewer = entry ? reviewerOf(config, taskId, phaseOf(index, entry)) : null
+    if (reviewer === null) return { state: "none" }
     const d = await decisionOn(db, taskId, head)
-    if (!d) return { state: "waiting" }
+    if (!d) {
+      const now = await reviewerNow(db, reviewer, taskId, head)
+      return now === "person" ? { state: "waiting" } : { state: "waiting", agent: now }
+    }
     return d.decision === "approve" ? { state: "approved" } : { state: "changes", comment: d.comment ?? "" }
   }
 }
@@ -53,12 +71,12 @@ export async function waitingReviews(config: ReviewConfig | undefined, store: Ta
     if (r.state !== "passed" || !entry) continue
     const reviewer = reviewerOf(config, r.task_id, phaseOf(index, entry))
     if (reviewer === null || (await decisionOn(db, r.task_id, r.head))) continue
-    out.push(waiting(r, entry, reviewer))
+    out.push(waiting(r, entry, await reviewerNow(db, reviewer, r.task_id, r.head)))
   }
   return out
 }
 
-function waiting(r: QueueRow, entry: Indexed, reviewer: "person"): WaitingReview {
+function waiting(r: QueueRow, entry: Indexed, reviewer: string): WaitingReview {
   return { task: r.task_id, title: entry.task.title, branch: r.branch, head: r.head, target: r.target, reviewer, since: r.submitted_at }
 }
 

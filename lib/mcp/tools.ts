@@ -203,7 +203,7 @@ export const TOOLS: readonly Tool[] = [
     output: ReviewDecision,
     readOnly: false,
     idempotent: false,
-    run: async ({ project, env }, { task_id }) => reviewDecide(project, task_id, "approve", null, answerer(env)),
+    run: async ({ project, env }, { task_id }) => reviewDecide(project, task_id, "approve", null, env),
   }),
   tool({
     name: "flow_review_changes",
@@ -214,7 +214,7 @@ export const TOOLS: readonly Tool[] = [
     output: ReviewDecision,
     readOnly: false,
     idempotent: false,
-    run: async ({ project, env }, { task_id, comment }) => reviewDecide(project, task_id, "changes", comment.trim(), answerer(env)),
+    run: async ({ project, env }, { task_id, comment }) => reviewDecide(project, task_id, "changes", comment.trim(), env),
   }),
   tool({
     name: "flow_step_start",

@@ -260,7 +260,8 @@ export const WaitingReview = type({
   branch: "string",
   head: "string",
   target: "string",
-  reviewer: "'person'",
+  /** `person`, or the agent that reviews it (flow.yaml `review`); `person` once that agent exited without deciding */
+  reviewer: "string",
   since: "string",
 })
 export type WaitingReview = typeof WaitingReview.infer

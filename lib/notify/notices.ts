@@ -63,7 +63,8 @@ export function noticesOf(event: RunEvent, at: Date): Notice[] {
     case "waiting":
       // Only a landing names its task; a full disk or a limit of every agent is the run's own wait.
       if (event.taskId === undefined || !event.reason.startsWith("landing ")) return []
-      if (event.review) return [reviewNotice(event.taskId, when)]
+      // An agent's review needs nobody: the person is told once that agent leaves it undecided (the wait is said again).
+      if (event.review) return event.reviewer ? [] : [reviewNotice(event.taskId, when)]
       return [{ event: "landing", taskId: event.taskId, text: `${event.reason} (it lands by itself once that is out of the way)`, at: when }]
     case "parked":
       return [

@@ -1,5 +1,6 @@
 // The review gate's list, show and decisions as functions of the project (docs/REVIEW.md): `flow review`
 // prints what these return, and `flow mcp`'s review tools return it as is, so both say the same.
+import { Exit, FlowError } from "../cli/errors"
 import type { Project } from "../cli/project"
 import { run as runProcess } from "../cli/proc"
 import { loadConfig } from "../config/config"
@@ -9,7 +10,7 @@ import { decide, notWaiting, waitingReviews } from "../landing/review-gate"
 import type { ReviewDecision, ReviewReport, ReviewsReport, WaitingReview } from "../model/json-shapes"
 import { indexTasks, type Indexed } from "../model/task-index"
 import { readEvidence } from "../run/evidence"
-import type { RunState } from "../state/run-state"
+import { answerer, type RunState } from "../state/run-state"
 import { openExistingState } from "../state/state"
 import { openStore } from "../store/open"
 
@@ -45,16 +46,28 @@ export function reviewShow(project: Project, taskId: string): Promise<{ report: 
   })
 }
 
-/** A decision on a waiting review: approve, or changes with the comment its agent gets as a fix round. */
+/**
+ * A decision on a waiting review: approve, or changes with the comment its agent gets as a fix round. `env`
+ * says who decides: an agent (FLOW_AGENT, the `flow` of an agent's session) decides only a review flow.yaml
+ * gives it, never its own work nor a person's review; a person (USER) any.
+ */
 export function reviewDecide(
   project: Project,
   taskId: string,
   decision: ReviewDecision["decision"],
   comment: string | null,
-  by: string,
+  env: Record<string, string | undefined>,
 ): Promise<ReviewDecision> {
+  const agent = env.FLOW_AGENT || undefined
   return withReviews(project, async (waiting, db) => {
-    if (!db) throw notWaiting(taskId, waiting)
-    return decide(waiting, db, taskId, decision, comment, by)
+    const w = waiting.find((x) => x.task === taskId)
+    if (!db || !w) throw notWaiting(taskId, waiting)
+    if (agent !== undefined && w.reviewer !== agent)
+      throw new FlowError(
+        `agent ${agent} cannot decide on the review of '${taskId}': ${w.reviewer === "person" ? "a person reviews it" : `agent ${w.reviewer} reviews it`}`,
+        Exit.invalid,
+        "an agent decides only the reviews flow.yaml's review gives it (docs/REVIEW.md)",
+      )
+    return decide(waiting, db, taskId, decision, comment, agent ?? answerer(env))
   })
 }
