@@ -149,11 +149,7 @@ export class RunView {
         this.checkpoints.add(e.taskId)
         return
       case "waiting":
-        // A person's review is said by the keys that decide it (notice); an agent's needs nobody yet.
-        if (e.taskId !== undefined && e.review && !e.reviewer) return void this.landings.add(e.taskId)
-        if (e.taskId !== undefined) this.landings.delete(e.taskId)
-        this.waitingFor = e.reason
-        return
+        return this.onWaiting(e)
       case "parked":
         this.parked.set(e.agent, new Date(e.until).getTime())
         return
@@ -210,6 +206,13 @@ export class RunView {
     return [...TASK_STATUSES, ...[...counts.keys()].filter((s) => !(TASK_STATUSES as readonly string[]).includes(s))]
       .filter((s) => counts.has(s))
       .map((s) => [s, counts.get(s)!])
+  }
+
+  private onWaiting(e: Extract<RunEvent, { type: "waiting" }>): void {
+    // A person's review is said by the keys that decide it (notices); an agent's needs nobody yet.
+    if (e.taskId !== undefined && e.review && !e.reviewer) return void this.landings.add(e.taskId)
+    if (e.taskId !== undefined) this.landings.delete(e.taskId)
+    this.waitingFor = e.reason
   }
 
   private pane(agent: string): Pane {

@@ -403,8 +403,13 @@ function keyLine(view: RunView, ui: UiState, columns: number, c: Colours): strin
     while (text && textWidth(head + text + tail) > columns) text = [...text].slice(1).join("")
     return head + text + tail
   }
-  const keys = ["q stop", ...(view.questions.length ? ["a answer"] : []), ...(view.reviews().length ? ["c approve", "b block"] : []),
+  const keys = [
+    "q stop",
+    ...(view.questions.length ? ["a answer"] : []),
+    ...(view.reviews().length ? ["c approve", "b block"] : []),
     ...(view.landingReviews().length ? ["l land", "r changes"] : []),
-    "Tab/1-9 focus", "? keys"]
+    "Tab/1-9 focus",
+    "? keys",
+  ]
   return flash + c.dim(keys.join(" · "))
 }
