@@ -149,7 +149,7 @@ export class RunView {
         this.checkpoints.add(e.taskId)
         return
       case "waiting":
-        return this.onWaiting(e)
+        return void this.onWaiting(e)
       case "parked":
         this.parked.set(e.agent, new Date(e.until).getTime())
         return
