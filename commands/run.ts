@@ -7,6 +7,7 @@ import { acquire } from "../lib/store/lock"
 import { findProject, runLockTarget, type Project } from "../lib/cli/project"
 import { doctor } from "../lib/ops/doctor"
 import { authorsOf, reviewAgents, reviewersOf } from "../lib/ops/review-agent"
+import { reviewDecide } from "../lib/ops/review"
 import { sandboxOf, withSandbox } from "../lib/config/sandbox-config"
 import { confineCommands } from "../lib/sandbox/commands"
 import { batchOf } from "../lib/config/queue-config"
@@ -337,7 +338,7 @@ function logEvents(ctx: Ctx, project: Project, bus: EventBus, onScreen: boolean)
   return { log, summaryLine: () => summaryLine }
 }
 
-/** The run's terminal UI on `screen`: its keys answer questions and review checkpoints as the commands do. */
+/** The run's terminal UI on `screen`: its keys answer questions and review checkpoints and merges as the commands do. */
 function runTui(
   ctx: Ctx,
   project: Project,
@@ -357,6 +358,7 @@ function runTui(
     loadTasks: () => taskSnapshot(store),
     stop,
     review: async (id, decision, reason) => (await reviewCheckpoint(project, id, decision, reason, "flow run")).map(formatChange),
+    decideLanding: async (id, decision, comment) => void (await reviewDecide(project, id, decision, comment, ctx.env)),
   })
 }
 

@@ -26,7 +26,7 @@ test.concurrent("? shows the keys; c approves the waiting checkpoint and the run
   expect(screen).toContain("q stop · c approve · b block · Tab/1-9 focus · ? keys")
   t.keys("?")
   const help = await t.waitFor("this help; any key closes it", SCREEN_MS)
-  expect(help).toContain("c         approve the checkpoint waiting for review: it becomes done and the run goes on")
+  expect(help).toContain("c         approve the oldest checkpoint waiting for review: it becomes done and the run goes on")
   t.keys("Escape")
   await t.waitFor("── 1 script-1", SCREEN_MS)
   t.keys("c")

@@ -60,6 +60,8 @@ export class RunView {
   target = ""
   /** checkpoints announced as waiting for review; shown until tasks.yaml says they are done or blocked */
   readonly checkpoints = new Set<string>()
+  /** tasks whose merge passed and waits for the person's review (flow.yaml `review`), oldest first, until it lands or goes back */
+  readonly landings = new Set<string>()
   /** agents parked by their CLI's usage limit, until when (ms since the epoch) */
   readonly parked = new Map<string, number>()
   /** why the run waits with nothing to do, until it moves on */
@@ -122,6 +124,7 @@ export class RunView {
         if (pane.taskId === e.taskId) Object.assign(pane, { taskId: undefined, stepId: undefined, since: t })
         this.waiting.delete(e.taskId)
         this.queued.delete(e.taskId)
+        this.landings.delete(e.taskId)
         return
       }
       case "question-wait":
@@ -134,29 +137,44 @@ export class RunView {
       case "merge-failed":
       case "fix": // back to its agent
         this.queued.delete(e.taskId)
+        this.landings.delete(e.taskId)
         return
       case "question-answered":
         this.waiting.delete(e.taskId)
+        return
+      case "queue-end": // out of the line: landed, failed, or sent back by the reviewer
+        this.landings.delete(e.taskId)
         return
       case "checkpoint":
         this.checkpoints.add(e.taskId)
         return
       case "waiting":
-        this.waitingFor = e.reason
-        return
+        return void this.onWaiting(e)
       case "parked":
         this.parked.set(e.agent, new Date(e.until).getTime())
         return
     }
   }
 
-  /** A run-wide message: that the run stops, or waits for a person; undefined when there is none. */
-  notice(): string | undefined {
-    if (this.stopping) return "stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (q or Ctrl-C again to quit at once)"
+  /**
+   * The run-wide messages, one a line: that the run stops; or what waits for a person (a checkpoint, a merge's
+   * review: a line each, both when both wait), or else why the run waits. Empty when there is none.
+   */
+  notices(): string[] {
+    if (this.stopping) return ["stopping: agents are being stopped; their tasks will be resumed by the next 'flow run' (q or Ctrl-C again to quit at once)"]
     // The run's own "waiting for review" names commands for another terminal: here the keys do it.
     const reviews = this.reviews()
-    if (reviews.length) return `checkpoint waiting for review: ${reviews.join(", ")} (c approves ${reviews[0]}, b blocks it with a reason)`
-    return this.waitingFor
+    const landings = this.landingReviews()
+    const said = [
+      ...(reviews.length ? [`checkpoint waiting for review: ${reviews.join(", ")} (c approves ${reviews[0]}, b blocks it with a reason)`] : []),
+      ...(landings.length ? [`merge waiting for your review: ${landings.join(", ")} (l lands ${landings[0]}, r asks for changes with a comment)`] : []),
+    ]
+    return said.length || !this.waitingFor ? said : [this.waitingFor]
+  }
+
+  /** Merges waiting for the person's review, oldest first: `l` and `r` act on the first. */
+  landingReviews(): string[] {
+    return [...this.landings]
   }
 
   /** Checkpoints announced as waiting and not yet done or blocked in tasks.yaml, oldest first: `c` and `b` act on the first. */
@@ -188,6 +206,13 @@ export class RunView {
     return [...TASK_STATUSES, ...[...counts.keys()].filter((s) => !(TASK_STATUSES as readonly string[]).includes(s))]
       .filter((s) => counts.has(s))
       .map((s) => [s, counts.get(s)!])
+  }
+
+  private onWaiting(e: Extract<RunEvent, { type: "waiting" }>): void {
+    // A person's review is said by the keys that decide it (notices); an agent's needs nobody yet.
+    if (e.taskId !== undefined && e.review && !e.reviewer) return void this.landings.add(e.taskId)
+    if (e.taskId !== undefined) this.landings.delete(e.taskId)
+    this.waitingFor = e.reason
   }
 
   private pane(agent: string): Pane {

@@ -28,6 +28,8 @@ export type TuiOptions = {
   stop: () => void
   /** a checkpoint's review from the keys c and b (lib/store/checkpoint-review.ts); returns the changes, as printed */
   review: (id: string, decision: "done" | "block", reason: string) => Promise<string[]>
+  /** a merge's review from the keys l and r, as `flow review <id> approve|changes` decides it (lib/ops/review.ts) */
+  decideLanding: (id: string, decision: "approve" | "changes", comment: string | null) => Promise<void>
   now?: () => number
 }
 
@@ -41,8 +43,8 @@ export type Tui = {
 /** What the person is doing in the UI, apart from the run's own state. */
 export type UiState = {
   focus?: string
-  /** what is being typed: an answer to a question, or the reason for blocking a checkpoint */
-  input?: { question: Question; text: string } | { checkpoint: string; text: string }
+  /** what is being typed: an answer to a question, the reason for blocking a checkpoint, or the changes asked of a merge */
+  input?: { question: Question; text: string } | { checkpoint: string; text: string } | { landing: string; text: string }
   flash?: { text: string; until: number }
   /** the key help (`?`) shows in place of the panes */
   help?: boolean
@@ -186,6 +188,24 @@ async function review(s: Session, id: string, decision: "done" | "block", reason
   s.refreshTasks()
 }
 
+async function decideLanding(s: Session, id: string, decision: "approve" | "changes", comment: string | null) {
+  const { o, ui, view, flash } = s
+  try {
+    await o.decideLanding(id, decision, comment)
+    view.landings.delete(id) // the queue's merge or fix says the rest
+    flash(
+      decision === "approve"
+        ? `Approved ${id}: it lands when the merge queue gets to it.`
+        : `Asked for changes to ${id}: its agent gets the comment as a fix round.`,
+    )
+  } catch (e) {
+    if (!(e instanceof FlowError)) throw e
+    if (comment !== null) ui.input = { landing: id, text: comment } // nothing was recorded: the comment is not lost
+    flash(e.message)
+  }
+  s.schedule()
+}
+
 function onInputKey(s: Session, key: Key, input: NonNullable<UiState["input"]>) {
   const { ui } = s
   if (key.name === "escape") ui.input = undefined
@@ -195,9 +215,10 @@ function onInputKey(s: Session, key: Key, input: NonNullable<UiState["input"]>) 
     ui.flash = undefined // a message would crowd out what is being typed
   } else if (key.name === "enter") {
     const text = input.text.trim()
-    if (!text) return s.flash(`the ${"question" in input ? "answer" : "reason"} is empty: type it, or Esc to cancel`)
+    if (!text) return s.flash(`the ${"question" in input ? "answer" : "landing" in input ? "comment" : "reason"} is empty: type it, or Esc to cancel`)
     ui.input = undefined
     if ("question" in input) void answer(s, input.question, text)
+    else if ("landing" in input) void decideLanding(s, input.landing, "changes", text)
     else void review(s, input.checkpoint, "block", text)
   }
 }
@@ -215,6 +236,11 @@ function onKey(s: Session, key: Key) {
     if (!waiting) flash("no checkpoint is waiting for review")
     else if (key.char === "c") void review(s, waiting, "done", "")
     else ui.input = { checkpoint: waiting, text: "" }
+  } else if (key.name === "char" && (key.char === "l" || key.char === "r")) {
+    const waiting = view.landingReviews()[0]
+    if (!waiting) flash("no merge is waiting for your review")
+    else if (key.char === "l") void decideLanding(s, waiting, "approve", null)
+    else ui.input = { landing: waiting, text: "" }
   } else if (key.name === "char" && key.char === "a") {
     const oldest = view.questions[0]
     if (oldest) ui.input = { question: oldest, text: "" }
@@ -256,9 +282,7 @@ function serial(fn: () => Promise<void>, then: () => void, failed: (message: str
 /** The whole screen as lines (each is cut to the width when drawn). */
 export function renderRun(view: RunView, ui: UiState, size: { columns: number; rows: number }, c: Colours, now: number): string[] {
   const { columns, rows } = size
-  const top = [header(view, c, now)]
-  const notice = view.notice()
-  if (notice) top.push(c.yellow(notice))
+  const top = [header(view, c, now), ...view.notices().map((n) => c.yellow(n))]
   const bottom = [...questionLines(view, ui, columns, rows, c), ...logLines(view, columns, rows, c), keyLine(view, ui, columns, c)]
   const room = rows - top.length - bottom.length
   const panes = ui.help ? helpLines(room, c) : paneLines(view, ui, room, columns, c, now)
@@ -369,7 +393,9 @@ function keyLine(view: RunView, ui: UiState, columns: number, c: Colours): strin
     const label =
       "question" in ui.input
         ? `Answer ${c.bold(ui.input.question.id)} (task ${ui.input.question.task_id}): `
-        : `Block ${c.bold(ui.input.checkpoint)}, the reason: `
+        : "landing" in ui.input
+          ? `Changes to ${c.bold(ui.input.landing)}, the comment: `
+          : `Block ${c.bold(ui.input.checkpoint)}, the reason: `
     // The label gives way to the typing: at most what leaves 20 columns for the answer.
     const head = truncate(`${flash}${label}`, Math.max(1, columns - textWidth(tail) - 20))
     // The end of a long answer stays in sight, where the typing happens.
@@ -377,6 +403,13 @@ function keyLine(view: RunView, ui: UiState, columns: number, c: Colours): strin
     while (text && textWidth(head + text + tail) > columns) text = [...text].slice(1).join("")
     return head + text + tail
   }
-  const keys = ["q stop", ...(view.questions.length ? ["a answer"] : []), ...(view.reviews().length ? ["c approve", "b block"] : []), "Tab/1-9 focus", "? keys"]
+  const keys = [
+    "q stop",
+    ...(view.questions.length ? ["a answer"] : []),
+    ...(view.reviews().length ? ["c approve", "b block"] : []),
+    ...(view.landingReviews().length ? ["l land", "r changes"] : []),
+    "Tab/1-9 focus",
+    "? keys",
+  ]
   return flash + c.dim(keys.join(" · "))
 }
