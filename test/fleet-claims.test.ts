@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test"
 import { join } from "node:path"
 import { bootId, pidNamespace, processStartTime } from "../lib/cli/pid"
 import { projectAt } from "../lib/cli/project"
+import { widenPools } from "../lib/store/postgres/connection"
 import { PgTaskStore } from "../lib/store/postgres/pg-store"
 import { parseUrl } from "../lib/store/postgres/url"
 import { sharedSetting } from "../lib/store/setting"
@@ -291,4 +292,43 @@ describe.skipIf(!HAVE_POSTGRES)("claims of a shared graph", () => {
     expect(wakes).toBe(subscribed + 1)
     await stop()
   })
+  test("renewals of a run's claims and batch writes fenced by them, at once and in opposite orders, never deadlock (40 rounds)", async () => {
+    // The pools of a run, as `flow run` widens them: the renewal and the write each on a connection of its own
+    // (a pool of one would take them in turn). Last in this file: the tests after it would get such pools too.
+    widenPools()
+    await using db = await freshDatabase()
+    const ids = ["t1", "t2", "t3", "t4", "t5", "t6"]
+    await using p = await sharedProject(
+      db,
+      ids.map((id) => ({ id, status: "in_progress" })),
+    )
+    const writer = p.store()
+    const renewer = p.store()
+    const fences: Fence[] = []
+    for (const id of ids) fences.push((await renewer.claims.claim([id], A, 60_000))!)
+    // 20 ms for each task row a statement updates: a renewal holds its first rows while it updates the next,
+    // as the run's renewal did on a loaded machine (test/fleet-lease-race.test.ts slows it the same way).
+    await db.sql.unsafe(`
+      CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END $$;
+      CREATE TRIGGER slow_row BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION slow_row();`)
+    const failures: string[] = []
+    for (let round = 0; round < 40; round++) {
+      // A renewal in one order, a batch fenced in the other (a coalesced write carries its edits' fences in the
+      // order they were asked for), the batch starting a little later each round: it meets the renewal mid-way.
+      const order = round % 2 ? ids : ids.toReversed()
+      const fenced = order.map((id) => fences.find((f) => f.taskId === id)!)
+      const results = await Promise.allSettled([
+        renewer.claims.renew(fenced.toReversed(), 60_000),
+        Bun.sleep((round % 8) * 10).then(() =>
+          writer.mutate(`round ${round}`, (e) => order.map((id) => e.append({ taskId: id }, "ai_notes", `round ${round}`)), fenced),
+        ),
+      ])
+      for (const r of results) if (r.status === "rejected") failures.push(`round ${round}: ${(r.reason as Error).message.split("\n")[0]}`)
+      const renewed = results[0].status === "fulfilled" ? [...results[0].value].sort() : []
+      if (results[0].status === "fulfilled" && renewed.join() !== ids.join()) failures.push(`round ${round}: renewed ${renewed.join()}`)
+    }
+    expect(failures).toEqual([])
+    const notes = await db.sql`SELECT id, json_array_length(doc -> 'ai_notes') AS n FROM tasks WHERE project = ${KEY} ORDER BY id`
+    expect(notes).toEqual(ids.map((id) => ({ id, n: 40 })))
+  }, 120_000)
 })

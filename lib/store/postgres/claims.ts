@@ -5,6 +5,17 @@
 // run renews; every instant compared is the database's (now()), never a machine's clock, so machines whose
 // clocks differ agree on which lease is stale. A claim takes no lock beyond its statement: nothing is held
 // open while an agent works.
+//
+// The lock-ordering rule (docs/FLEET.md, "Locks and their order"): a transaction that may lock more than one
+// task row takes the project's row first. Writers (pg-store.ts) take it FOR NO KEY UPDATE, one at a time; the
+// renewal and the freeing of a dead run's claims take it FOR SHARE, so they run beside each other but never
+// beside a writer. A writer locks rows in an order only its edit knows (its fences, then the rows it changed),
+// a renewal in the order of its plan: without the project's row between them the two met in opposite orders
+// and each waited for the other (seen: a batch write fenced by t06 then t04, a renewal holding t04 and t05 and
+// waiting for t06). A claim, a release and a hold lock one row at most, never wait holding one, and take no
+// project lock: a claim never waits for a writer.
+import type { SQL } from "bun"
+import { Exit, FlowError } from "../../cli/errors"
 import { isGoneHere } from "../../cli/pid"
 import type { Claims, DeadRun, Fence } from "../store"
 import type { SharedSetting } from "../setting"
@@ -57,15 +68,41 @@ export class PgClaims implements Claims {
     // Each claim by its task, attempt and run: one the run no longer counts as its own is not kept alive, and
     // one that is not renewed is one whose row names another attempt or claimant now (docs/FLEET.md). Asked
     // with none too: a run holding nothing still hears that the database is away, and says it.
-    const rows = await this.db.run(
-      (sql) => sql`
+    const rows = await this.beside(
+      "renewing this run's claims",
+      (tx) =>
+        tx`
         UPDATE tasks t SET lease_until = now() + ${leaseMs} * interval '1 millisecond'
-        FROM unnest(${sql.array(claims.map((c) => c.taskId))}::text[], ${sql.array(claims.map((c) => c.attempt))}::int[],
-                    ${sql.array(claims.map((c) => c.run))}::text[]) AS c(id, attempt, run)
+        FROM unnest(${tx.array(claims.map((c) => c.taskId))}::text[], ${tx.array(claims.map((c) => c.attempt))}::int[],
+                    ${tx.array(claims.map((c) => c.run))}::text[]) AS c(id, attempt, run)
         WHERE t.project = ${this.setting.key} AND t.id = c.id AND t.attempt = c.attempt AND t.claimed_by = c.run
         RETURNING t.id`,
     )
     return new Set((rows as { id: string }[]).map((r) => r.id))
+  }
+
+  /**
+   * `fn` in a transaction holding the project's row FOR SHARE (the lock-ordering rule above): beside other
+   * renewals, never beside a writer. It waits for a writer as long as writers wait for each other.
+   */
+  private beside<T>(what: string, fn: (tx: SQL) => Promise<T>): Promise<T> {
+    const { key, waitMs, shown } = this.setting
+    return this.db.run((sql) =>
+      sql
+        .begin(async (tx) => {
+          await tx.unsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(waitMs))}`)
+          await tx`SELECT 1 AS one FROM projects WHERE key = ${key} FOR SHARE`
+          return fn(tx)
+        })
+        .catch((e) => {
+          if ((e as { errno?: string }).errno !== "55P03") throw e
+          throw new FlowError(
+            `${what}: a writer held project '${key}' for ${waitMs / 1000} s (${shown})`,
+            Exit.failure,
+            "it is tried again; if it persists, look for a stuck flow process on the machines sharing it",
+          )
+        }),
+    ) as Promise<T>
   }
 
   async holds(fence: Fence): Promise<boolean> {
@@ -99,7 +136,7 @@ export class PgClaims implements Claims {
     for (const r of dead) {
       // Given back as a release does: the next claim takes the task with the next attempt, and the dead run's
       // attempt is refused from now on (its fence names a claimant the task no longer has).
-      const tasks = await this.db.run(async (sql) => {
+      const tasks = await this.beside("freeing a dead run's claims", async (sql) => {
         const freed = await sql`
           UPDATE tasks SET claimed_by = NULL, claimed_agent = NULL, lease_until = NULL
           WHERE project = ${key} AND machine = ${machine} AND claimed_by = ${r.run_id}

@@ -1,8 +1,9 @@
 // The shared backend of the task store (lib/store/store.ts): the graph of one project in PostgreSQL, a row
 // per task (lib/store/postgres/rows.ts), read and changed by any number of processes on any machines.
 //
-// A change is one transaction: the project's row is locked (FOR UPDATE: every writer of the project waits
-// its turn, as tasks.yaml's lock makes them), the rows changed since this process last looked are loaded, the
+// A change is one transaction: the project's row is locked (FOR NO KEY UPDATE: every writer of the project
+// waits its turn, as tasks.yaml's lock makes them; the renewal of leases waits for it too, claims.ts has the
+// lock-ordering rule; the rows of other tables that name the project are written meanwhile), the rows changed since this process last looked are loaded, the
 // edit runs on the graph in memory (RowEditor: the same TaskEdits as the file's), the rows it changed are
 // written with the project's next version as their `rev`, and `flow_<key>` is notified (delivered at commit).
 // Nothing is written when the edit throws or changes nothing. A write that carries a fence is refused once
@@ -236,7 +237,9 @@ export class PgTaskStore implements TaskStore {
   private async load(sql: SQL, lock: boolean): Promise<Snapshot> {
     // The lock is its own statement: a locking statement that waited sees the locked row's newest version, but
     // the rows it joins from the snapshot it started with; the next statement's snapshot has every write.
-    if (lock) await sql`SELECT 1 AS one FROM projects WHERE key = ${this.setting.key} FOR UPDATE`
+    // FOR NO KEY UPDATE, not FOR UPDATE: an insert into a table that references projects(key) (events, moves,
+    // the queue's rows) takes the row FOR KEY SHARE for its foreign key, and waited behind every writer.
+    if (lock) await sql`SELECT 1 AS one FROM projects WHERE key = ${this.setting.key} FOR NO KEY UPDATE`
     const [since, generation] = [this.version, this.generation]
     const rows = await sql`
       SELECT p.version::float8 AS version, p.generation::float8 AS generation, p.top::text AS top,
