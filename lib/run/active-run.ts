@@ -10,6 +10,7 @@ import { SpendMeter } from "../budget/budget-meter"
 import { reached, reachedText } from "../budget/budget"
 import { Parking } from "../budget/parking"
 import { RunClaims } from "./run-claims"
+import { AgentSlots } from "./worker/agent-slots"
 import type { Loaded } from "../store/store"
 
 /** A wake-up call that is never lost: a notify before the wait makes the next wait return at once. */
@@ -34,8 +35,8 @@ export class ActiveRun {
   readonly wake = new Wake()
   /** task id → its worker */
   readonly running = new Map<string, Promise<void>>()
-  /** agent name → task id */
-  readonly busy = new Map<string, string>()
+  /** the agents at work, and the fix rounds waiting for theirs */
+  readonly slots: AgentSlots
   /** checkpoints said to wait for review */
   readonly announced = new Set<string>()
   /** checkpoints shown as waiting while another run of the fleet tells people of them */
@@ -70,6 +71,7 @@ export class ActiveRun {
     this.space = new SpaceWait(s.bus, s.signal, [s.project.dir, s.project.stateDir], () => this.wake.notify())
     this.meter = new SpendMeter(s.bus, s.db)
     this.parking = new Parking(s.agents, () => this.wake.notify(), s.limitBackoffMs)
+    this.slots = new AgentSlots(s.parallelism, () => this.wake.notify())
     this.shared = {
       meter: this.meter,
       parking: this.parking,
@@ -81,6 +83,7 @@ export class ActiveRun {
       background: new Set(),
       publishQueues: new Map(),
       sessions: new Map(),
+      slots: this.slots,
     }
     this.onStop = () => {
       this.wake.notify()

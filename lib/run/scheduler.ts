@@ -114,9 +114,10 @@ async function startWork(run: ActiveRun, index: Map<string, Indexed>, runSpent: 
     (e) => !running.has(e.task.id) && !run.leftAlone.has(e.task.id) && !waitsOnRunning(index, e, running) && !parking.holds(e.task.id),
   )
   for (const agent of s.agents) {
-    if (running.size >= s.parallelism || runSpent) break
+    // Tasks waiting in the merge queue hold no agent: the cap counts the agents at work.
+    if (run.slots.working >= s.parallelism || runSpent) break
     if (run.space.full && running.size > 0) break // what waits for room tries again first; nothing new meanwhile
-    if (run.busy.has(agent.name) || parking.isParked(agent.name) || run.spent(agent.name)) continue
+    if (!run.slots.free(agent.name) || parking.isParked(agent.name) || run.spent(agent.name)) continue
     // A parked task first: its own agent's once the limit reset, or one it is a fallback for.
     const handover = parking.takeFor(agent)
     const held = handover ? index.get(handover.taskId) : undefined
@@ -164,7 +165,7 @@ function apartFirst(candidates: Indexed[], working: readonly Task[]): Indexed[] 
 function startWorker(run: ActiveRun, id: string, agent: AgentConfig, note: string | undefined, claim: Claim | undefined): void {
   const { s, shared, fleet } = run
   run.resumable.delete(id)
-  run.busy.set(agent.name, id)
+  run.slots.take(agent.name, id)
   // A fleet worker stops when its claim is lost, as it does when the run stops.
   const lost = new AbortController()
   if (fleet) run.stopOnLoss.set(id, lost)
@@ -185,7 +186,7 @@ function startWorker(run: ActiveRun, id: string, agent: AgentConfig, note: strin
         // A parked task stays this run's, for its agent after the reset or a fallback; any other goes back.
         if (fleet && !run.parking.holds(id)) await fleet.release(id)
         run.running.delete(id)
-        run.busy.delete(agent.name)
+        run.slots.release(agent.name, id)
         run.wake.notify()
       }),
   )

@@ -8,7 +8,7 @@ import type { Workspace } from "../../git/workspace"
 import { agentTurn } from "./agent-turn"
 import { continuation } from "./agent-session"
 import { isoSeconds as now } from "../../cli/clock"
-import { blockTask, worktreeGone, type Fixer } from "../landing"
+import { blockTask, worktreeGone, type Fixer, type FixOutcome } from "../landing"
 import { doneMarks, shellBlocks } from "../../agents/script-agent"
 import { runWhole } from "./task-steps"
 import { untilValid } from "../tasks-wait"
@@ -22,6 +22,8 @@ export async function finish(t: WorkerTask, task: Task): Promise<void> {
     t.s.bus.emit({ type: "merge-failed", taskId: task.id, branch: ws.branch, target: ws.target, reason: gone })
     return blockTask(t.s, task.id, `nothing was merged: ${gone}`, true, t.claim)
   }
+  // While the task waits in the merge queue its agent is free for the next task (docs/RUN.md, "Scheduling").
+  t.shared.slots?.release(t.agent.name, t.taskId)
   if (!(await t.shared.landing.land(task.id, task.title, ws, t.shared.background, { fixer: fixer(t, task), finished: true, claim: t.claim }))) return
   // The outcome is final: free the agent and let dependents start now; the network work (push, pull
   // request) goes on meanwhile: dependents need only the local merge.
@@ -42,19 +44,31 @@ function fixer(t: WorkerTask, task: Task): Fixer {
     canFix: t.agent.cli !== "script" || blocks.length > 0,
     tools: t.agent.mcp,
     fix: async (prompt, env) => {
-      // The finished mark no longer holds: a run killed during the fix reruns it rather than landing as is.
-      for (const mark of doneMarks(t.s.project.stateDir, t.taskId)) rmSync(mark, { force: true })
-      if (t.agent.cli === "script") {
-        const turn = await agentTurn(t, prompt, blocks.map((b) => `\`\`\`sh\n${b}\`\`\`\n`).join("\n"), undefined, env)
-        if (t.s.signal.aborted) return "stopped"
-        return turn.code === 0 ? "fixed" : "failed"
+      // The same agent (its session) fixes it: it takes a slot again, before any new task, once it is free.
+      const slots = t.shared.slots
+      if (slots && !(await slots.retake(t.agent.name, t.taskId, t.s.signal))) return "stopped"
+      try {
+        return await fixRound(t, blocks, prompt, env)
+      } finally {
+        slots?.release(t.agent.name, t.taskId)
       }
-      await t.setStatus("in_progress")
-      const outcome = await runWhole(t, await continuation(t, prompt), env)
-      // A budget that stops new work leaves the fix for the next run, as a stop does: not the agent giving up.
-      return outcome === "finished" ? "fixed" : outcome === "stopped" || outcome === "paused" ? "stopped" : "gave-up"
     },
   }
+}
+
+/** One fix round by the task's agent: "fixed", "failed" (script), "gave-up" or "stopped". */
+async function fixRound(t: WorkerTask, blocks: string[], prompt: string, env: Record<string, string>): Promise<FixOutcome> {
+  // The finished mark no longer holds: a run killed during the fix reruns it rather than landing as is.
+  for (const mark of doneMarks(t.s.project.stateDir, t.taskId)) rmSync(mark, { force: true })
+  if (t.agent.cli === "script") {
+    const turn = await agentTurn(t, prompt, blocks.map((b) => `\`\`\`sh\n${b}\`\`\`\n`).join("\n"), undefined, env)
+    if (t.s.signal.aborted) return "stopped"
+    return turn.code === 0 ? "fixed" : "failed"
+  }
+  await t.setStatus("in_progress")
+  const outcome = await runWhole(t, await continuation(t, prompt), env)
+  // A budget that stops new work leaves the fix for the next run, as a stop does: not the agent giving up.
+  return outcome === "finished" ? "fixed" : outcome === "stopped" || outcome === "paused" ? "stopped" : "gave-up"
 }
 
 /** Push and pull request, one repository's at a time; a failure is logged and noted, never fatal. */

@@ -18,6 +18,7 @@ import type { Workspace, Workspaces } from "../../git/workspace"
 import { TaskBudget } from "../../budget/budget-gate"
 import type { SpendMeter } from "../../budget/budget-meter"
 import type { Parking } from "../../budget/parking"
+import type { AgentSlots } from "./agent-slots"
 
 export type WorkerShared = {
   settings: RunSettings
@@ -38,6 +39,8 @@ export type WorkerShared = {
   meter: SpendMeter
   /** agents parked by their CLI's usage limit, and their tasks */
   parking: Parking
+  /** the run's agents at work (lib/run/worker/agent-slots.ts); absent: the agent stays held while its task lands */
+  slots?: AgentSlots
 }
 
 export class WorkerTask {
