@@ -63,7 +63,17 @@ for (const m of MANAGERS) {
         ".npmrc": `registry=${registry.url}/\n`,
         "package.json": `${JSON.stringify({ name: "app", version: "1.0.0", private: true, dependencies: { "flow-fixture-pad": "1.0.0", "flow-fixture-greet": "1.0.0" } }, null, 2)}\n`,
         "flow.yaml": `setup: { command: "${m.setup}", timeout: 2m }\n`,
-        "tasks.yaml": tasksYaml(["a", "b", "c"].map((id) => ({ id, title: id, status: "todo", instructions: `\`\`\`sh\n${check}\n\`\`\`` }))),
+        // A chain: each task writes out.txt, and with one agent a task's successor would otherwise start while
+        // it waits to land (docs/RUN.md: the agent is free then) and conflict with it.
+        "tasks.yaml": tasksYaml(
+          ["a", "b", "c"].map((id, i) => ({
+            id,
+            title: id,
+            status: "todo",
+            ...(i ? { depends_on: [["a", "b"][i - 1]] } : {}),
+            instructions: `\`\`\`sh\n${check}\n\`\`\``,
+          })),
+        ),
       })
       // Not spawnSync: the registry answers from this process's event loop.
       const locked = Bun.spawn(m.lock, { cwd: dir.path, env: { ...process.env, PATH, ...m.cacheEnv(own) }, stdout: "ignore", stderr: "pipe" })
@@ -72,7 +82,7 @@ for (const m of MANAGERS) {
       await git(dir.path, ["add", "-A"])
       await git(dir.path, ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "lockfile"])
       const before = registry.tarballs()
-      // One agent: the worktrees are set up one after another, the first with the shared cache cold.
+      // One agent, a chain: the worktrees are set up one after another, the first with the shared cache cold.
       const r = await flow(dir.path, ["run", "--agents", "1", "--cli", "script", "--headless"], { env: { PATH, ...m.cacheEnv(shared) } })
       expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: "" })
       expect(r.stdout.match(/: setup done after/g)).toHaveLength(3)
